@@ -1,0 +1,63 @@
+"""What the runner hands a phase executor, and what the executor hands back.
+
+The runner does steps 1-3 and 5-7 of a phase (DESIGN.md §5); an executor does step 4:
+it runs the phase's code in ``ctx.kernel``. Executors live in ``praxis/phases/`` and are
+chosen by ``Phase.kind``. An executor raises ``PhaseError`` (or lets a sandbox error
+through) to fail the phase; the runner records it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sandbox import Kernel, Sandbox
+
+from .events import Event
+from .model import Flow, Phase
+from .record import Record
+
+# An approver answers "may this code run?"; None means nobody can be asked (the answer is no).
+Approver = Callable[[str, str], bool]  # (phase id, code) -> yes/no
+
+
+class PhaseError(Exception):
+    """Raised by an executor when the phase's code failed; the message names what and where."""
+
+    def __init__(self, message: str, *, detail: str = "") -> None:
+        super().__init__(message)
+        self.detail = detail
+
+
+@dataclass
+class PhaseContext:
+    flow: Flow
+    phase: Phase
+    run_id: str
+    attempt: int
+    run_dir: Path
+    sandbox: Sandbox
+    kernel: Kernel
+    timeout: float  # seconds for one execute
+    emit: Callable[[Event], None]  # append an event to the run's log
+    record: Record  # the phase's record notebook, filled as code runs
+    staging: Path  # host folder: files an executor writes itself (write_output) go here
+    note: str | None = None  # the reviewer's note when a Gate reopened this phase
+    approver: Approver | None = None
+    progress: Callable[[str], None] = lambda message: None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def inputs(self) -> dict[str, str]:
+        """Working input names as they appear in the workspace (same as declared)."""
+        return {name: name for name in self.phase.working}
+
+
+@dataclass
+class PhaseOutcome:
+    """What an executor reports beyond the files it left in the workspace or staging."""
+
+    protected: set[str] = field(default_factory=set)  # names written by code (not transcribed)
+    summary: str = ""

@@ -1,0 +1,67 @@
+"""A Flow definition as loaded from flow.yaml. Plain data; ``contract.load`` builds it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+PHASE_KINDS = ("script", "notebook", "agent")
+REVIEW_MODES = ("none", "required")
+DEFAULT_LIMITS = {"model_calls": 20, "run_python": 8}
+DEFAULT_SANDBOX: dict[str, Any] = {"backend": "auto", "timeout": 600}
+
+
+@dataclass(frozen=True)
+class Phase:
+    id: str
+    kind: str  # script | notebook | agent
+    script: str | None = None  # script/notebook: path relative to the flow folder
+    prompt: str | None = None  # agent: path relative to the flow folder
+    scripts: tuple[str, ...] = ()  # agent: prepared scripts
+    queries: tuple[str, ...] = ()  # agent: prepared queries
+    working: tuple[str, ...] = ()  # flow files or earlier outputs, uploaded to the workspace
+    reference: tuple[str, ...] = ()  # flow files or earlier outputs, read into an agent's prompt
+    outputs: tuple[str, ...] = ()
+    may_be_empty: tuple[str, ...] = ()
+    review: str = "none"
+    limits: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_LIMITS))
+    timeout: float | None = None  # overrides sandbox.timeout for this phase
+
+    @property
+    def gated(self) -> bool:
+        return self.review == "required"
+
+
+@dataclass(frozen=True)
+class Flow:
+    name: str
+    root: Path  # the folder holding flow.yaml
+    phases: tuple[Phase, ...]
+    description: str = ""
+    sandbox: dict[str, Any] = field(default_factory=lambda: dict(DEFAULT_SANDBOX))
+    model: str | None = None
+    database: str | None = None  # agent extracts: a SQLite file of the flow, or a SQLAlchemy URL
+
+    def phase(self, phase_id: str) -> Phase:
+        for p in self.phases:
+            if p.id == phase_id:
+                return p
+        raise KeyError(phase_id)
+
+    def index(self, phase_id: str) -> int:
+        for i, p in enumerate(self.phases):
+            if p.id == phase_id:
+                return i
+        raise KeyError(phase_id)
+
+    def producer(self, output: str) -> Phase | None:
+        """The phase that declares ``output``, if any."""
+        for p in self.phases:
+            if output in p.outputs:
+                return p
+        return None
+
+    @property
+    def definition(self) -> Path:
+        return self.root / "flow.yaml"

@@ -1,0 +1,26 @@
+"""sandbox: Jupyter kernels in hardened containers, files in and out. Knows nothing of flows."""
+
+from .base import ExecResult, FileStat, Kernel, Sandbox
+from .errors import (
+    ExecTimeout,
+    KernelDied,
+    OutputTooLarge,
+    PathRefused,
+    SandboxError,
+    SandboxUnavailable,
+)
+from .factory import open_sandbox
+
+__all__ = [
+    "ExecResult",
+    "ExecTimeout",
+    "FileStat",
+    "Kernel",
+    "KernelDied",
+    "OutputTooLarge",
+    "PathRefused",
+    "Sandbox",
+    "SandboxError",
+    "SandboxUnavailable",
+    "open_sandbox",
+]

@@ -1,0 +1,111 @@
+"""The sandbox contract: a workspace that outlives its kernels, and fresh kernels in it.
+
+Modelled on jupyter_client's ``KernelProvisionerBase``: a few primitives, policy stays with
+the caller. The caller (the flows runner) decides what to upload, when to snapshot and what
+to collect; a backend only moves files and runs code.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class FileStat:
+    """What ``listing`` reports of one workspace file."""
+
+    size: int
+    mtime_ns: int
+
+
+@dataclass
+class ExecResult:
+    """What one ``execute`` produced.
+
+    ``outputs`` holds the nbformat v4 output dicts in the order they arrived (``stream``,
+    ``display_data``, ``execute_result``, ``error``), so a record notebook can be built from
+    it as is. ``stdout``/``stderr`` are the same streams joined. Both are capped: past the
+    limit the text ends with a truncation marker and ``truncated`` is true.
+    """
+
+    status: str  # "ok" | "error"
+    stdout: str = ""
+    stderr: str = ""
+    result: dict[str, Any] | None = None  # execute_result mime bundle
+    display: list[dict[str, Any]] = field(default_factory=list)  # display_data mime bundles
+    outputs: list[dict[str, Any]] = field(default_factory=list)
+    ename: str | None = None
+    evalue: str | None = None
+    traceback: list[str] = field(default_factory=list)
+    wall: float = 0.0
+    truncated: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+class Kernel(ABC):
+    """A fresh interpreter whose working directory is the workspace."""
+
+    @abstractmethod
+    def execute(self, code: str, *, timeout: float) -> ExecResult:
+        """Run ``code`` and wait for it. Called by the runner, once per cell or tool call.
+
+        Raises ``ExecTimeout`` past ``timeout`` seconds (after interrupting, then killing the
+        kernel), ``KernelDied`` if the process ends. A Python exception in the code is not
+        an error here: it comes back as ``status == "error"`` with ename/evalue/traceback.
+        """
+
+    @abstractmethod
+    def interrupt(self) -> None:
+        """Send SIGINT to the running code; returns at once."""
+
+    @abstractmethod
+    def shutdown(self) -> None:
+        """Stop the kernel process. Idempotent; never raises for a kernel already gone."""
+
+
+class Sandbox(ABC):
+    """One per run: a workspace folder and the kernels that run in it."""
+
+    backend: str = "?"
+    isolated: bool = True
+
+    @abstractmethod
+    def open(self) -> None:
+        """Create or attach the workspace and whatever hosts kernels. Idempotent."""
+
+    @abstractmethod
+    def upload(self, src: Path, name: str) -> None:
+        """Place host file ``src`` at workspace-relative ``name``, replacing a same-named file."""
+
+    @abstractmethod
+    def listing(self) -> dict[str, FileStat]:
+        """Every regular file of the workspace: relative posix path -> FileStat. Cheap."""
+
+    @abstractmethod
+    def fetch(self, name: str, dest: Path) -> None:
+        """Copy workspace file ``name`` to host path ``dest`` (regular files only)."""
+
+    @abstractmethod
+    def kernel(self) -> Kernel:
+        """A FRESH interpreter for one phase; a warm standby makes this fast."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Stop kernels and remove the container. Never deletes the workspace. Idempotent."""
+
+    def describe(self) -> dict[str, Any]:
+        """What the run's record says about this sandbox (backend, image, isolation)."""
+        return {"backend": self.backend, "isolated": self.isolated}
+
+    def __enter__(self) -> Sandbox:
+        self.open()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
