@@ -1,0 +1,43 @@
+# The two commands of the README: `make run` and `make test`. Each sets up what it needs.
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+PRAXIS := $(VENV)/bin/praxis
+FLOW   ?= flows/sales-report
+PYTEST_ARGS ?=
+
+.PHONY: run test image lint bench clean
+
+$(VENV)/.installed: pyproject.toml
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install -q -e '.[dev]'
+	touch $@
+
+# The sandbox image, when a Docker daemon answers (a content-hash tag: seconds when unchanged).
+image: $(VENV)/.installed
+	@if $(PY) -c "import sys; from sandbox.container import docker_available as d; sys.exit(d() is not None)"; then \
+		$(PRAXIS) sandbox build; \
+	elif [ "$${PRAXIS_REQUIRE_DOCKER:-0}" = "1" ]; then \
+		echo "PRAXIS_REQUIRE_DOCKER=1 but no Docker daemon answers: start dockerd" >&2; exit 5; \
+	else \
+		echo "no Docker daemon: flows run on local kernels (no isolation); start dockerd for the sandbox" >&2; \
+	fi
+
+run: image
+	$(PRAXIS) run $(FLOW)
+
+# pytest's exit 5 ("no tests ran") is a failure here, never a success.
+test: image
+	@$(VENV)/bin/pytest $(PYTEST_ARGS); rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest ran no tests: failing" >&2; exit 1; fi; exit $$rc
+
+lint: $(VENV)/.installed
+	$(VENV)/bin/ruff check praxis sandbox tests benchmarks
+	$(VENV)/bin/ruff format --check praxis sandbox tests benchmarks
+	$(VENV)/bin/mypy
+
+bench: image
+	$(PY) -m benchmarks.compare
+
+clean:
+	rm -rf flows/*/runs flows/*/run.lock .pytest_cache

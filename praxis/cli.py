@@ -1,0 +1,292 @@
+"""The `praxis` command (DESIGN.md §7).
+
+Exit codes: 0 done or waiting at a Gate; 1 a phase failed; 2 bad usage or bad flow
+definition; 3 busy (lock held); 4 refused; 5 sandbox unavailable. Errors print one line
+(`TypeName: message`) and the next command to try; a traceback only for real bugs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from sandbox import SandboxUnavailable
+
+from .console import Progress, format_event, table_preview
+from .flows import contract, runner
+from .flows.events import EventLog, EventLogCorrupt
+from .flows.handle import NoRun, RunHandle
+from .flows.layout import NotWritable, list_run_ids, run_paths
+from .flows.lock import Busy
+from .flows.state import IllegalTransition, RunState, StateCorrupt
+from .flows.status import flow_arg, status_of
+
+EXIT = {"ok": 0, "failed": 1, "usage": 2, "busy": 3, "refused": 4, "unavailable": 5}
+
+
+class Usage(Exception):
+    """Raised for a command line that cannot be acted on."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except contract.FlowInvalid as exc:
+        for problem in exc.report.errors:
+            print(problem, file=sys.stderr)
+        print(f"FlowInvalid: {len(exc.report.errors)} problem(s); fix flow.yaml, then: "
+              f"praxis check {args.flow}", file=sys.stderr)
+        return EXIT["usage"]
+    except (Usage, NoRun) as exc:
+        return _fail(exc, EXIT["usage"], f"praxis runs {getattr(args, 'flow', '.')}")
+    except Busy as exc:
+        return _fail(exc, EXIT["busy"], f"praxis status {args.flow}")
+    except (runner.Refused, NotWritable, IllegalTransition, StateCorrupt, EventLogCorrupt) as exc:
+        return _fail(exc, EXIT["refused"], f"praxis status {args.flow}")
+    except SandboxUnavailable as exc:
+        hint = "start Docker (dockerd), or set `sandbox: {backend: local}` in flow.yaml"
+        return _fail(exc, EXIT["unavailable"], hint)
+    except KeyboardInterrupt:
+        print("\nstopped: the phase that was running is recorded as failed", file=sys.stderr)
+        return 130
+
+
+def _fail(exc: Exception, code: int, hint: str) -> int:
+    print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
+    print(f"  next: {hint}", file=sys.stderr)
+    return code
+
+
+# --- commands --------------------------------------------------------------------------
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    flow, report = contract.load(Path(args.flow))
+    for problem in report.problems:
+        print(problem)
+    if not report.ok:
+        return EXIT["usage"]
+    assert flow is not None
+    print(f"{flow.name}: ok, {len(flow.phases)} phase(s)")
+    return EXIT["ok"]
+
+
+def cmd_begin(args: argparse.Namespace) -> int:
+    run = runner.begin(args.flow)
+    print(run.id)
+    return EXIT["ok"]
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    run = runner.begin(args.flow)
+    print(f"run {run.id} of {run.flow.name}", file=sys.stderr)
+    return _advance(args.flow, run.id)
+
+
+def cmd_advance(args: argparse.Namespace) -> int:
+    return _advance(args.flow, args.run)
+
+
+def _advance(flow_ref: str, run_id: str | None) -> int:
+    flow = runner.load_flow(flow_ref)
+    ids = [p.id for p in flow.phases]
+    started = time.monotonic()
+    with Progress(len(ids), ids) as progress:
+        state = runner.advance(flow, run_id, on_event=progress, approver=_approver())
+    return _report(flow_ref, state, time.monotonic() - started)
+
+
+def _approver():  # type: ignore[no-untyped-def]
+    try:
+        from .agent.approvals import terminal_approver
+    except ImportError:
+        return None
+    return terminal_approver()
+
+
+def _report(flow_ref: str, state: RunState, seconds: float) -> int:
+    flow = runner.load_flow(flow_ref)
+    run = RunHandle.open(flow, state.run)
+    st = status_of(run)
+    done = sum(1 for p in state.phases if p.status == "done")
+    print(f"run {state.run}: {st.message} ({done}/{len(state.phases)} phases done, "
+          f"{seconds:.1f} s)")
+    if state.waiting == "gate":
+        print("review (you may edit these files):")
+        for path in st.review:
+            print(f"  {path}")
+            if path.endswith((".csv", ".tsv")) and Path(path).is_file():
+                print(table_preview(Path(path)))
+        print("then approve:")
+        print(f"  {st.next[0]}")
+        print("or reopen a phase with a note for it:")
+        print(f"  {st.next[1]}")
+        return EXIT["ok"]
+    if state.status == "failed":
+        print(f"PhaseFailed: {state.error}", file=sys.stderr)
+        print(f"  record: {_rel(run.paths.record(state.phases[state.cursor].id))}", file=sys.stderr)
+        print(f"  next: {st.next[0]}", file=sys.stderr)
+        return EXIT["failed"]
+    if state.status == "done":
+        print(f"outputs in {_rel(run.paths.output)}/")
+    for cmd in st.next[:1]:
+        print(f"next: {cmd}")
+    return EXIT["ok"]
+
+
+def _rel(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    flow = runner.load_flow(args.flow)
+    run = RunHandle.open(flow, args.run)
+    st = status_of(run)
+    if args.json:
+        print(json.dumps(st.to_dict(), indent=1))
+        return EXIT["ok"]
+    print(f"{flow.name} run {st.run}: {st.status} (revision {st.revision}) - {st.message}")
+    for row in st.phases:
+        secs = f"{row['seconds']:.1f} s" if row["seconds"] is not None else ""
+        note = row.get("note") or row.get("error") or ""
+        print(f"  {row['status']:<8} {row['id']:<20} {secs:>9}  {note}")
+    for path in st.review:
+        print(f"  review: {path}")
+    for cmd in st.next:
+        print(f"next: {cmd}")
+    return EXIT["ok"]
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    flow = runner.load_flow(args.flow)
+    for run_id in reversed(list_run_ids(flow.root)):
+        try:
+            state = RunHandle.open(flow, run_id).state
+            extra = f" at Gate after {state.gate}" if state.waiting == "gate" else ""
+            print(f"{run_id}  {state.status}{extra}")
+        except StateCorrupt as exc:
+            print(f"{run_id}  unreadable: {exc.reason}")
+    return EXIT["ok"]
+
+
+def cmd_approve(args: argparse.Namespace) -> int:
+    state = runner.approve(args.flow, args.run, expect_revision=args.expect_revision)
+    print(f"approved the Gate (revision {state.revision}); continuing", file=sys.stderr)
+    return _advance(args.flow, state.run)
+
+
+def cmd_reject(args: argparse.Namespace) -> int:
+    state = runner.reject(args.flow, args.reopen, args.note, args.run,
+                          expect_revision=args.expect_revision)
+    print(f"reopened {args.reopen} (revision {state.revision}); continuing", file=sys.stderr)
+    return _advance(args.flow, state.run)
+
+
+def cmd_rerun(args: argparse.Namespace) -> int:
+    state = runner.rerun(args.flow, args.from_phase, args.run,
+                         expect_revision=args.expect_revision)
+    stale = [p.id for p in state.phases if p.status == "stale"]
+    print(f"run {state.run} will re-run from {args.from_phase}"
+          + (f"; stale: {', '.join(stale)}" if stale else ""))
+    print(f"next: praxis advance {flow_arg(runner.load_flow(args.flow))} --run {state.run}")
+    return EXIT["ok"]
+
+
+def cmd_cancel(args: argparse.Namespace) -> int:
+    state, now = runner.cancel(args.flow, args.run, expect_revision=args.expect_revision)
+    if now:
+        print(f"run {state.run} cancelled")
+    else:
+        print(f"run {state.run}: cancel requested; the advancing process stops the phase")
+    return EXIT["ok"]
+
+
+def cmd_log(args: argparse.Namespace) -> int:
+    flow = runner.load_flow(args.flow)
+    ids = list_run_ids(flow.root)
+    run_id = args.run or (ids[-1] if ids else None)
+    if run_id is None:
+        raise NoRun(flow, None)
+    log = EventLog(run_paths(flow.root, run_id).events)
+    seen = 0
+    while True:
+        events = log.read()
+        for event in events[seen:]:
+            print(format_event(event), flush=True)
+        seen = len(events)
+        if not args.follow:
+            return EXIT["ok"]
+        state = RunHandle.open(flow, run_id).state
+        if state.status != "running" and seen:
+            return EXIT["ok"]
+        time.sleep(0.5)
+
+
+def cmd_sandbox(args: argparse.Namespace) -> int:
+    from .sandbox_cli import run_sandbox_command
+
+    return run_sandbox_command(args.action)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    try:
+        from .web.app import serve
+    except ImportError as exc:
+        raise Usage(f"the web UI is not available ({exc})") from None
+    return int(serve(Path(args.root), port=args.port) or 0)
+
+
+# --- parser ----------------------------------------------------------------------------
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="praxis", description="Run data flows in sandboxed kernels.")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def add(name: str, func, help: str, *, run: bool = True, revision: bool = False):  # type: ignore[no-untyped-def]
+        c = sub.add_parser(name, help=help)
+        c.add_argument("flow", metavar="FLOW", help="a flow folder (or its flow.yaml)")
+        if run:
+            c.add_argument("--run", help="a run id (default: the newest run)")
+        if revision:
+            c.add_argument("--expect-revision", type=int, metavar="N",
+                           help="refuse if the run changed since revision N")
+        c.set_defaults(func=func)
+        return c
+
+    add("check", cmd_check, "check a flow definition; exit 2 on errors", run=False)
+    add("run", cmd_run, "begin a run and advance it", run=False)
+    add("begin", cmd_begin, "a new run paused at phase 1; prints its id", run=False)
+    add("advance", cmd_advance, "run until a Gate, a failure, the end")
+    st = add("status", cmd_status, "state and the exact next command")
+    st.add_argument("--json", action="store_true")
+    add("runs", cmd_runs, "list runs, newest first", run=False)
+    add("approve", cmd_approve, "approve the Gate and continue", revision=True)
+    rj = add("reject", cmd_reject, "reopen a phase with a note, and continue", revision=True)
+    rj.add_argument("--reopen", required=True, metavar="PHASE")
+    rj.add_argument("--note", required=True, metavar="TEXT")
+    rr = add("rerun", cmd_rerun, "re-run from a phase (later phases become stale)", revision=True)
+    rr.add_argument("--from", dest="from_phase", required=True, metavar="PHASE")
+    add("cancel", cmd_cancel, "cancel a run", revision=True)
+    lg = add("log", cmd_log, "the run's events")
+    lg.add_argument("--follow", action="store_true")
+
+    sb = sub.add_parser("sandbox", help="build the sandbox image, show status, prune containers")
+    sb.add_argument("action", choices=["build", "status", "prune"])
+    sb.set_defaults(func=cmd_sandbox, flow=".")
+    sv = sub.add_parser("serve", help="the reviewer web UI over every flow below DIR")
+    sv.add_argument("--root", default=".", metavar="DIR")
+    sv.add_argument("--port", type=int, default=8765)
+    sv.set_defaults(func=cmd_serve, flow=".")
+    return p
+
+
+if __name__ == "__main__":
+    sys.exit(main())

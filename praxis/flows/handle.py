@@ -1,0 +1,85 @@
+"""An open run: its Flow, its folder, its state, and the one way to change the state.
+
+``RunHandle.change`` applies a transition (pure, in state.py), writes run.json atomically and
+appends the matching event, in that order: the record is on disk before anything is raised.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from . import state as st
+from .events import Event, EventLog, RunStateChanged
+from .layout import RunPaths, list_run_ids, run_paths
+from .model import Flow
+
+Clock = Callable[[], float]
+
+
+class NoRun(Exception):
+    """Raised when a flow has no run yet, or the named run does not exist."""
+
+    def __init__(self, flow: Flow, run_id: str | None) -> None:
+        what = f"run {run_id!r}" if run_id else "any run"
+        super().__init__(f"{flow.name} has no {what}")
+        self.flow = flow
+        self.run_id = run_id
+
+
+class RunHandle:
+    def __init__(self, flow: Flow, paths: RunPaths, state: st.RunState, clock: Clock) -> None:
+        self.flow = flow
+        self.paths = paths
+        self.state = state
+        self.clock = clock
+        self.log = EventLog(paths.events)
+        self.listeners: list[Callable[[Event], None]] = []
+
+    @classmethod
+    def open(cls, flow: Flow, run_id: str | None, clock: Clock = time.time) -> RunHandle:
+        if run_id is None:
+            ids = list_run_ids(flow.root)
+            if not ids:
+                raise NoRun(flow, None)
+            run_id = ids[-1]
+        paths = run_paths(flow.root, run_id)
+        if not paths.root.is_dir():
+            raise NoRun(flow, run_id)
+        return cls(flow, paths, st.load(paths.state), clock)
+
+    @classmethod
+    def create(cls, flow: Flow, run_id: str, clock: Clock = time.time) -> RunHandle:
+        paths = run_paths(flow.root, run_id)
+        paths.make()
+        state = st.new_run(run_id, flow.name, [p.id for p in flow.phases], now=clock())
+        st.save(state, paths.state)
+        return cls(flow, paths, state, clock)
+
+    def change(self, event: str, *, phase: str | None = None, **kw: Any) -> st.RunState:
+        before = self.state.status
+        new = st.apply(self.state, event, phase=phase, now=self.clock(), **kw)
+        st.save(new, self.paths.state)
+        self.state = new
+        if new.status != before:
+            self.emit(RunStateChanged(status=new.status, revision=new.revision, reason=event))
+        return new
+
+    def emit(self, ev: Event) -> None:
+        self.log.append(ev)
+        for listen in self.listeners:
+            listen(ev)
+
+    def reload(self) -> st.RunState:
+        self.state = st.load(self.paths.state)
+        return self.state
+
+    @property
+    def id(self) -> str:
+        return self.paths.id
+
+    @property
+    def root(self) -> Path:
+        return self.paths.root

@@ -1,0 +1,74 @@
+"""The Flow's lock: fcntl on <flow>/run.lock (never on run.json). Freed the moment its holder dies."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from pathlib import Path
+from types import TracebackType
+
+
+class Busy(Exception):
+    """Raised when another process holds the Flow's lock."""
+
+    def __init__(self, path: Path, pid: int | None) -> None:
+        who = f"process {pid}" if pid else "another process"
+        super().__init__(f"{path.parent.name}: {who} is advancing this flow (lock {path})")
+        self.path = path
+        self.pid = pid
+
+
+def holder(path: Path) -> int | None:
+    try:
+        text = path.read_text().strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
+
+
+class FlowLock:
+    """Non-blocking exclusive lock; ``with FlowLock(path):`` raises Busy naming the holder."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise Busy(self.path, holder(self.path)) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            try:
+                os.ftruncate(self._fd, 0)
+            finally:
+                fcntl.flock(self._fd, fcntl.LOCK_UN)
+                os.close(self._fd)
+                self._fd = None
+
+    def __enter__(self) -> FlowLock:
+        self.acquire()
+        return self
+
+    def __exit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.release()
+
+
+def is_held(path: Path) -> int | None:
+    """The holder's pid (or 0 when unknown) if someone holds the lock now, else None."""
+    if not path.exists():
+        return None
+    try:
+        with FlowLock(path):
+            return None
+    except Busy as busy:
+        return busy.pid or 0

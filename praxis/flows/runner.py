@@ -1,0 +1,306 @@
+"""The entry points that change runs: begin, advance, approve, reject, rerun, cancel.
+
+``advance`` is the only one that runs phases. Every entry point that changes a run takes
+the Flow's lock (non-blocking: a second caller gets ``Busy`` naming the holder) and, where a
+person looked at the run first, checks ``expect_revision``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from sandbox import Sandbox, open_sandbox
+
+from . import collect, contract
+from .context import Approver
+from .events import (
+    ArtifactEdited,
+    Event,
+    GateApproved,
+    GateRejected,
+    GateWaiting,
+    PhasesStale,
+    RerunRequested,
+    RunBegun,
+    RunCancelled,
+    SandboxOpened,
+)
+from .handle import Clock, RunHandle
+from .layout import lock_path, new_run_id, writable_names
+from .lock import FlowLock
+from .model import Flow
+from .phase import run_phase
+from .state import IllegalTransition, RunState
+
+SandboxFactory = Callable[[Flow, RunHandle], Sandbox]
+
+
+class Refused(Exception):
+    """Raised when a change is not allowed now: a stale revision, a wrong state, not writable."""
+
+    def __init__(self, message: str, *, revision: int | None = None) -> None:
+        super().__init__(message)
+        self.revision = revision
+
+
+def load_flow(flow: Flow | str | Path) -> Flow:
+    return flow if isinstance(flow, Flow) else contract.require(Path(flow))
+
+
+def begin(flow_ref: Flow | str | Path, *, clock: Clock = time.time) -> RunHandle:
+    """A new run, paused at its first phase."""
+    flow = load_flow(flow_ref)
+    run = RunHandle.create(flow, new_run_id(clock()), clock)
+    run.emit(RunBegun(run=run.id, flow=flow.name, phases=[p.id for p in flow.phases]))
+    return run
+
+
+def default_sandbox(flow: Flow, run: RunHandle) -> Sandbox:
+    config = {k: v for k, v in flow.sandbox.items() if k != "timeout"}
+    override = os.environ.get("PRAXIS_SANDBOX")
+    if override and config.get("backend", "auto") == "auto":
+        config["backend"] = override
+    if config.get("backend", "auto") in ("auto", "docker"):
+        config.setdefault("labels", {})["praxis.flow"] = str(flow.root.resolve())
+    return open_sandbox(config, workspace=run.paths.workspace, name=run.id)
+
+
+def advance(
+    flow_ref: Flow | str | Path,
+    run_id: str | None = None,
+    *,
+    sandbox: SandboxFactory = default_sandbox,
+    approver: Approver | None = None,
+    progress: Callable[[str], None] = lambda message: None,
+    on_event: Callable[[Event], None] | None = None,
+    clock: Clock = time.time,
+    extra: dict[str, Any] | None = None,
+) -> RunState:
+    """Run phases until a Gate, a failure, the end, or a cancel. Returns the state reached."""
+    flow = load_flow(flow_ref)
+    with FlowLock(lock_path(flow.root)):
+        run = RunHandle.open(flow, run_id, clock)
+        if on_event is not None:
+            run.listeners.append(on_event)
+        recover(run)
+        if not _runnable(run.state):
+            return run.state
+        box = sandbox(flow, run)
+        box.open()  # SandboxUnavailable leaves run.json as it was: nothing ran
+        try:
+            _note_sandbox(run, box)
+            _loop(run, box, approver, progress, extra)
+        finally:
+            box.close()
+        return run.state
+
+
+def _runnable(state: RunState) -> bool:
+    return state.status == "paused" and state.waiting is None
+
+
+def _note_sandbox(run: RunHandle, box: Sandbox) -> None:
+    info = box.describe()
+    backend, isolated = str(info.get("backend")), bool(info.get("isolated"))
+    if (run.state.backend, run.state.isolated) != (backend, isolated):
+        run.change("sandbox", backend=backend, isolated=isolated)
+    run.emit(SandboxOpened(backend=backend, isolated=isolated, detail=info))
+
+
+def _loop(
+    run: RunHandle,
+    box: Sandbox,
+    approver: Approver | None,
+    progress: Callable[[str], None],
+    extra: dict[str, Any] | None,
+) -> None:
+    while True:
+        if run.paths.cancel_request.exists():
+            _do_cancel(run)
+            return
+        nxt = run.state.next_phase
+        if nxt is None:
+            run.change("end")
+            return
+        phase = run.flow.phase(nxt.id)
+        ok = run_phase(run, phase, box, approver=approver, progress=progress, extra=extra)
+        if run.paths.cancel_request.exists():
+            _do_cancel(run)
+            return
+        if not ok:
+            return
+        if phase.gated:
+            run.change("gate", phase=phase.id)
+            run.emit(GateWaiting(phase=phase.id, writable=writable_names(run.flow, run.state)))
+            return
+
+
+def recover(run: RunHandle) -> None:
+    """A phase left running by a process that died becomes failed (we hold the lock)."""
+    for p in run.state.phases:
+        if p.status == "running":
+            run.change("recover", phase=p.id)
+            from .events import PhaseFailed
+
+            run.emit(PhaseFailed(phase=p.id, attempt=p.attempt, error=str(run.state.phase(p.id).error)))
+
+
+def _locked(flow_ref: Flow | str | Path, run_id: str | None, clock: Clock) -> tuple[Flow, FlowLock]:
+    flow = load_flow(flow_ref)
+    lock = FlowLock(lock_path(flow.root))
+    lock.acquire()
+    return flow, lock
+
+
+def _check_revision(run: RunHandle, expect: int | None) -> None:
+    if expect is not None and expect != run.state.revision:
+        raise Refused(
+            f"run {run.id} is at revision {run.state.revision}, not {expect}: "
+            "it changed since you looked",
+            revision=run.state.revision,
+        )
+
+
+def _change(run: RunHandle, event: str, **kw: Any) -> RunState:
+    try:
+        return run.change(event, **kw)
+    except IllegalTransition as exc:
+        raise Refused(f"run {run.id}: {exc}", revision=run.state.revision) from None
+
+
+def approve(
+    flow_ref: Flow | str | Path,
+    run_id: str | None = None,
+    *,
+    expect_revision: int | None = None,
+    clock: Clock = time.time,
+) -> RunState:
+    """Approve the Gate the run waits at; edited artifacts are recorded. Does not advance."""
+    flow, lock = _locked(flow_ref, run_id, clock)
+    try:
+        run = RunHandle.open(flow, run_id, clock)
+        _check_revision(run, expect_revision)
+        gate = run.state.gate
+        if run.state.waiting != "gate" or gate is None:
+            raise Refused(f"run {run.id} is {run.state.status} and not waiting at a Gate")
+        recorded = run.state.phase(gate).hashes
+        current = collect.hash_outputs(run.paths, flow.phase(gate))
+        for name, digest in sorted(current.items()):
+            if recorded.get(name) != digest:
+                run.emit(ArtifactEdited(name=name, sha256=digest))
+        _change(run, "approve", phase=gate)
+        run.emit(GateApproved(phase=gate, revision=run.state.revision))
+        return run.state
+    finally:
+        lock.release()
+
+
+def reject(
+    flow_ref: Flow | str | Path,
+    reopen: str,
+    note: str,
+    run_id: str | None = None,
+    *,
+    expect_revision: int | None = None,
+    clock: Clock = time.time,
+) -> RunState:
+    """Reject at the Gate: ``reopen`` (the gated phase or an earlier one) runs again with the note."""
+    flow, lock = _locked(flow_ref, run_id, clock)
+    try:
+        run = RunHandle.open(flow, run_id, clock)
+        _check_revision(run, expect_revision)
+        _known_phase(flow, reopen)
+        gate = str(run.state.gate)
+        stale = _stale_after(run, reopen)
+        _change(run, "reject", phase=reopen, note=note)
+        kept = _archive(run, reopen)
+        run.emit(GateRejected(phase=gate, reopen=reopen, note=note, revision=run.state.revision))
+        run.emit(RerunRequested(phase=reopen, kept=kept))
+        if stale:
+            run.emit(PhasesStale(phases=stale, because=f"{reopen} was reopened at the Gate"))
+        return run.state
+    finally:
+        lock.release()
+
+
+def rerun(
+    flow_ref: Flow | str | Path,
+    from_phase: str,
+    run_id: str | None = None,
+    *,
+    expect_revision: int | None = None,
+    clock: Clock = time.time,
+) -> RunState:
+    """Go back to ``from_phase``: later done phases become stale, the attempt is kept."""
+    flow, lock = _locked(flow_ref, run_id, clock)
+    try:
+        run = RunHandle.open(flow, run_id, clock)
+        recover(run)
+        _check_revision(run, expect_revision)
+        _known_phase(flow, from_phase)
+        stale = _stale_after(run, from_phase)
+        _change(run, "rerun", phase=from_phase)
+        kept = _archive(run, from_phase)
+        run.emit(RerunRequested(phase=from_phase, kept=kept))
+        if stale:
+            run.emit(PhasesStale(phases=stale, because=f"re-run from {from_phase}"))
+        return run.state
+    finally:
+        lock.release()
+
+
+def cancel(
+    flow_ref: Flow | str | Path,
+    run_id: str | None = None,
+    *,
+    expect_revision: int | None = None,
+    clock: Clock = time.time,
+) -> tuple[RunState, bool]:
+    """Cancel the run; (state, True) if done now, (state, False) if the advancing process will."""
+    from .lock import Busy
+
+    flow = load_flow(flow_ref)
+    lock = FlowLock(lock_path(flow.root))
+    try:
+        lock.acquire()
+    except Busy:
+        run = RunHandle.open(flow, run_id, clock)
+        run.paths.cancel_request.write_text(f"{os.getpid()}\n")
+        return run.state, False
+    try:
+        run = RunHandle.open(flow, run_id, clock)
+        recover(run)
+        _check_revision(run, expect_revision)
+        _do_cancel(run)
+        return run.state, True
+    finally:
+        lock.release()
+
+
+def _do_cancel(run: RunHandle) -> None:
+    run.paths.cancel_request.unlink(missing_ok=True)
+    _change(run, "cancel")
+    run.emit(RunCancelled(revision=run.state.revision))
+
+
+def _known_phase(flow: Flow, phase_id: str) -> None:
+    if phase_id not in [p.id for p in flow.phases]:
+        names = ", ".join(p.id for p in flow.phases)
+        raise Refused(f"{flow.name} has no phase {phase_id!r} (phases: {names})")
+
+
+def _stale_after(run: RunHandle, phase_id: str) -> list[str]:
+    index = run.state.index(phase_id)
+    return [p.id for p in run.state.phases[index + 1 :] if p.status == "done"]
+
+
+def _archive(run: RunHandle, phase_id: str) -> list[str]:
+    p = run.state.phase(phase_id)
+    if not p.attempt:
+        return []
+    dest = collect.archive_attempt(run.paths, run.flow.phase(phase_id), p.attempt)
+    return [str(dest.relative_to(run.root))] if dest else []

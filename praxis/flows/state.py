@@ -1,0 +1,352 @@
+"""Run state: data, the transition tables, and atomic run.json writes. No other I/O.
+
+Every change goes through ``apply(state, event, ...)``, which looks the move up in the
+tables below, returns a NEW state with ``revision`` incremented, and raises
+``IllegalTransition`` (changing nothing) for a move the tables do not list.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+SCHEMA = 1
+
+RUN_STATUSES = ("paused", "running", "done", "failed", "cancelled")
+PHASE_STATUSES = ("pending", "running", "done", "failed", "stale")
+
+# (run status, event) -> new run status
+RUN_MOVES: dict[tuple[str, str], str] = {
+    ("paused", "start"): "running",
+    ("running", "gate"): "paused",
+    ("running", "finish"): "done",
+    ("running", "fail"): "failed",
+    ("running", "cancel"): "cancelled",
+    ("paused", "cancel"): "cancelled",
+    ("failed", "cancel"): "cancelled",
+    ("paused", "approve"): "paused",
+    ("paused", "reject"): "paused",
+    ("paused", "rerun"): "paused",
+    ("failed", "rerun"): "paused",
+    ("done", "rerun"): "paused",
+    ("cancelled", "rerun"): "paused",
+    ("running", "recover"): "failed",
+    ("paused", "recover"): "failed",
+}
+
+# (phase status, event) -> new phase status
+PHASE_MOVES: dict[tuple[str, str], str] = {
+    ("pending", "start"): "running",
+    ("stale", "start"): "running",
+    ("running", "finish"): "done",
+    ("running", "fail"): "failed",
+    ("running", "recover"): "failed",
+    ("done", "stale"): "stale",
+    ("pending", "reset"): "pending",
+    ("running", "reset"): "pending",
+    ("done", "reset"): "pending",
+    ("failed", "reset"): "pending",
+    ("stale", "reset"): "pending",
+}
+
+STOPPED = "stopped before it finished"
+APPROVAL_LOST = "approval lost in restart"
+
+
+class IllegalTransition(Exception):
+    """Raised when an event is not allowed in the current state; nothing was changed."""
+
+    def __init__(self, what: str, status: str, event: str) -> None:
+        super().__init__(f"cannot {event} a {what} that is {status}")
+        self.what = what
+        self.status = status
+        self.event = event
+
+
+class StateCorrupt(Exception):
+    """Raised when run.json cannot be read as a run state; it is never silently reset."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+@dataclass
+class PhaseState:
+    id: str
+    status: str = "pending"
+    attempt: int = 0
+    started: float | None = None
+    ended: float | None = None
+    error: str | None = None
+    hashes: dict[str, str] = field(default_factory=dict)
+    waiting: str | None = None  # "approval" while an in-memory approval is pending
+    note: str | None = None  # a reviewer's reopen note for the next attempt
+    pid: int | None = None
+
+    @property
+    def seconds(self) -> float | None:
+        if self.started is None or self.ended is None:
+            return None
+        return self.ended - self.started
+
+
+@dataclass
+class RunState:
+    run: str
+    flow: str
+    phases: list[PhaseState]
+    status: str = "paused"
+    revision: int = 0
+    cursor: int = 0  # index of the next phase to run
+    waiting: str | None = None  # "gate" while paused at a Gate
+    gate: str | None = None  # the phase the Gate follows
+    created: float = field(default_factory=time.time)
+    updated: float = field(default_factory=time.time)
+    backend: str | None = None
+    isolated: bool | None = None
+    error: str | None = None
+    schema: int = SCHEMA
+
+    def phase(self, phase_id: str) -> PhaseState:
+        for p in self.phases:
+            if p.id == phase_id:
+                return p
+        raise KeyError(phase_id)
+
+    def index(self, phase_id: str) -> int:
+        return [p.id for p in self.phases].index(phase_id)
+
+    @property
+    def next_phase(self) -> PhaseState | None:
+        return self.phases[self.cursor] if self.cursor < len(self.phases) else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunState:
+        data = dict(data)
+        phases = [PhaseState(**p) for p in data.pop("phases")]
+        return cls(phases=phases, **data)
+
+
+def new_run(run_id: str, flow: str, phase_ids: list[str], *, now: float) -> RunState:
+    return RunState(
+        run=run_id, flow=flow, phases=[PhaseState(id=p) for p in phase_ids], created=now, updated=now
+    )
+
+
+def _move(table: dict[tuple[str, str], str], what: str, status: str, event: str) -> str:
+    try:
+        return table[(status, event)]
+    except KeyError:
+        raise IllegalTransition(what, status, event) from None
+
+
+def apply(state: RunState, event: str, *, phase: str | None = None, now: float, **kw: Any) -> RunState:
+    """The state after ``event``; ``state`` itself is never modified."""
+    new = copy.deepcopy(state)
+    handler = _HANDLERS.get(event)
+    if handler is None:
+        raise IllegalTransition("run", state.status, event)
+    handler(new, phase, now, **kw)
+    new.revision += 1
+    new.updated = now
+    return new
+
+
+def _start_phase(s: RunState, phase: str | None, now: float, pid: int | None = None) -> None:
+    p = s.phase(str(phase))
+    if s.status != "running":
+        s.status = _move(RUN_MOVES, "run", s.status, "start")
+    p.status = _move(PHASE_MOVES, "phase", p.status, "start")
+    p.attempt += 1
+    p.started, p.ended, p.error, p.waiting, p.pid = now, None, None, None, pid
+    p.hashes = {}
+    s.cursor = s.index(p.id)
+    s.error = None
+
+
+def _finish_phase(s: RunState, phase: str | None, now: float, hashes: dict[str, str]) -> None:
+    p = s.phase(str(phase))
+    p.status = _move(PHASE_MOVES, "phase", p.status, "finish")
+    p.ended, p.hashes, p.waiting, p.pid, p.note = now, dict(hashes), None, None, None
+    s.cursor = s.index(p.id) + 1
+    for later in s.phases[s.cursor :]:
+        if later.status == "done":
+            later.status = _move(PHASE_MOVES, "phase", later.status, "stale")
+
+
+def _fail_phase(s: RunState, phase: str | None, now: float, error: str, event: str = "fail") -> None:
+    p = s.phase(str(phase))
+    p.status = _move(PHASE_MOVES, "phase", p.status, event)
+    p.ended, p.error, p.waiting, p.pid = now, error, None, None
+    s.status = _move(RUN_MOVES, "run", s.status, event)
+    s.error = f"{p.id}: {error}"
+    s.cursor = s.index(p.id)
+
+
+def _recover(s: RunState, phase: str | None, now: float) -> None:
+    p = s.phase(str(phase))
+    error = APPROVAL_LOST if p.waiting == "approval" else STOPPED
+    if s.status == "running":
+        _fail_phase(s, phase, now, error, event="recover")
+    else:  # paused with a phase left running cannot happen through apply; be safe
+        p.status = _move(PHASE_MOVES, "phase", p.status, "recover")
+        p.ended, p.error, p.waiting, p.pid = now, error, None, None
+        s.status = _move(RUN_MOVES, "run", s.status, "recover")
+        s.error = f"{p.id}: {error}"
+
+
+def _gate(s: RunState, phase: str | None, now: float) -> None:
+    s.status = _move(RUN_MOVES, "run", s.status, "gate")
+    s.waiting, s.gate = "gate", phase
+
+
+def _finish_run(s: RunState, phase: str | None, now: float) -> None:
+    s.status = _move(RUN_MOVES, "run", s.status, "finish")
+
+
+def _approve(s: RunState, phase: str | None, now: float) -> None:
+    if s.waiting != "gate":
+        raise IllegalTransition("run", f"{s.status} and not at a Gate", "approve")
+    s.status = _move(RUN_MOVES, "run", s.status, "approve")
+    s.waiting, s.gate = None, None
+
+
+def _reopen(s: RunState, phase: str | None, now: float, note: str | None = None, event: str = "rerun") -> None:
+    """Go back to ``phase``: it becomes pending (with the note), later done phases stale."""
+    s.status = _move(RUN_MOVES, "run", s.status, event)
+    target = s.phase(str(phase))
+    index = s.index(target.id)
+    if index > s.cursor and s.phases[s.cursor].status != "done":
+        raise IllegalTransition("phase", "not reached yet", event)
+    target.status = _move(PHASE_MOVES, "phase", target.status, "reset")
+    target.note, target.error, target.waiting, target.pid = note, None, None, None
+    for later in s.phases[index + 1 :]:
+        if later.status == "done":
+            later.status = _move(PHASE_MOVES, "phase", later.status, "stale")
+        elif later.status in ("failed", "running"):
+            later.status = _move(PHASE_MOVES, "phase", later.status, "reset")
+    s.cursor, s.waiting, s.gate, s.error = index, None, None, None
+
+
+def _reject(s: RunState, phase: str | None, now: float, note: str = "") -> None:
+    if s.waiting != "gate":
+        raise IllegalTransition("run", f"{s.status} and not at a Gate", "reject")
+    if s.index(str(phase)) > s.index(str(s.gate)):
+        raise IllegalTransition("phase", "after the Gate", "reopen")
+    _reopen(s, phase, now, note=note, event="reject")
+
+
+def _cancel(s: RunState, phase: str | None, now: float) -> None:
+    s.status = _move(RUN_MOVES, "run", s.status, "cancel")
+    s.waiting, s.gate = None, None
+    for p in s.phases:
+        if p.status == "running":
+            p.status = _move(PHASE_MOVES, "phase", p.status, "fail")
+            p.ended, p.error, p.pid = now, "cancelled", None
+
+
+def _set_waiting(s: RunState, phase: str | None, now: float, what: str | None = None) -> None:
+    p = s.phase(str(phase))
+    if p.status != "running":
+        raise IllegalTransition("phase", p.status, "wait")
+    p.waiting = what
+
+
+def _sandbox(s: RunState, phase: str | None, now: float, backend: str, isolated: bool) -> None:
+    s.backend, s.isolated = backend, isolated
+
+
+_HANDLERS: dict[str, Any] = {
+    "start": _start_phase,
+    "finish": _finish_phase,
+    "fail": _fail_phase,
+    "recover": _recover,
+    "gate": _gate,
+    "end": _finish_run,
+    "approve": _approve,
+    "reject": _reject,
+    "rerun": _reopen,
+    "cancel": _cancel,
+    "waiting": _set_waiting,
+    "sandbox": _sandbox,
+}
+
+
+# --- run.json ------------------------------------------------------------------------------
+
+
+def save(state: RunState, path: Path) -> None:
+    """Write run.json atomically: tmp file, fsync, os.replace, fsync of the folder."""
+    data = json.dumps(state.to_dict(), indent=1, sort_keys=True).encode("utf-8") + b"\n"
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".run.", suffix=".tmp")
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    dfd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
+
+
+def load(path: Path) -> RunState:
+    """Read run.json; a missing, truncated, non-JSON, wrong or future file raises StateCorrupt."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise StateCorrupt(path, "missing") from None
+    if not raw.strip():
+        raise StateCorrupt(path, "empty")
+    try:
+        data = json.loads(raw)
+    except ValueError as exc:
+        raise StateCorrupt(path, f"not valid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise StateCorrupt(path, "not a JSON object")
+    schema = data.get("schema")
+    if not isinstance(schema, int):
+        raise StateCorrupt(path, "no schema version")
+    if schema > SCHEMA:
+        raise StateCorrupt(path, f"schema {schema} is newer than this praxis ({SCHEMA}): upgrade")
+    try:
+        state = RunState.from_dict(data)
+    except (TypeError, KeyError) as exc:
+        raise StateCorrupt(path, f"wrong schema ({exc})") from None
+    _validate(state, path)
+    return state
+
+
+def _validate(state: RunState, path: Path) -> None:
+    if state.status not in RUN_STATUSES:
+        raise StateCorrupt(path, f"unknown run status {state.status!r}")
+    for p in state.phases:
+        if p.status not in PHASE_STATUSES:
+            raise StateCorrupt(path, f"phase {p.id!r} has unknown status {p.status!r}")
+    if not 0 <= state.cursor <= len(state.phases):
+        raise StateCorrupt(path, f"cursor {state.cursor} out of range")
+    if not isinstance(state.revision, int) or state.revision < 0:
+        raise StateCorrupt(path, "bad revision")

@@ -1,0 +1,127 @@
+"""What a person needs to know about a run, and the exact next command. Reads only."""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .handle import RunHandle
+from .layout import lock_path, writable_names
+from .lock import is_held
+from .model import Flow
+from .state import STOPPED, APPROVAL_LOST, RunState
+
+
+@dataclass
+class Status:
+    flow: str
+    run: str
+    status: str
+    revision: int
+    waiting: str | None
+    gate: str | None
+    phases: list[dict[str, Any]]
+    review: list[str] = field(default_factory=list)  # writable files, relative to the cwd
+    next: list[str] = field(default_factory=list)  # commands to try, the first is the usual one
+    message: str = ""
+    holder: int | None = None
+    backend: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def flow_arg(flow: Flow) -> str:
+    """How a person would name the flow on the command line from the current folder."""
+    try:
+        rel = flow.root.resolve().relative_to(Path.cwd().resolve())
+        text = str(rel) if str(rel) != "." else "."
+    except ValueError:
+        text = str(flow.root)
+    return shlex.quote(text)
+
+
+def status_of(run: RunHandle) -> Status:
+    state = run.state
+    flow = run.flow
+    held = is_held(lock_path(flow.root))
+    phases = [_phase_row(p, state) for p in state.phases]
+    st = Status(
+        flow=flow.name,
+        run=run.id,
+        status=state.status,
+        revision=state.revision,
+        waiting=state.waiting,
+        gate=state.gate,
+        phases=phases,
+        holder=held,
+        backend=state.backend,
+    )
+    running = next((p for p in state.phases if p.status == "running"), None)
+    if running is not None and held is None:
+        lost = APPROVAL_LOST if running.waiting == "approval" else STOPPED
+        st.message = f"phase {running.id} was {lost}: no process is running it"
+        for row in phases:
+            if row["id"] == running.id:
+                row["note"] = lost
+    st.review = [_rel(run.paths.out(n)) for n in writable_names(flow, state)]
+    st.next = next_commands(flow, state, run.id, held, running is not None)
+    if not st.message:
+        st.message = _message(state, held)
+    return st
+
+
+def _phase_row(p: Any, state: RunState) -> dict[str, Any]:
+    return {
+        "id": p.id,
+        "status": p.status,
+        "attempt": p.attempt,
+        "seconds": None if p.seconds is None else round(p.seconds, 3),
+        "error": p.error,
+        "outputs": sorted(p.hashes),
+    }
+
+
+def _rel(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def _message(state: RunState, held: int | None) -> str:
+    if state.waiting == "gate":
+        return f"waiting at the Gate after {state.gate}: review, then approve or reject"
+    if state.status == "running":
+        return f"running (process {held})" if held else "running"
+    if state.status == "failed":
+        return f"failed: {state.error}"
+    if state.status == "paused":
+        nxt = state.next_phase
+        return f"paused before {nxt.id}" if nxt else "paused"
+    return state.status
+
+
+def next_commands(
+    flow: Flow, state: RunState, run_id: str, held: int | None, running: bool
+) -> list[str]:
+    f = flow_arg(flow)
+    run = f"--run {run_id}"
+    rev = f"--expect-revision {state.revision}"
+    if state.waiting == "gate":
+        return [
+            f"praxis approve {f} {run} {rev}",
+            f"praxis reject {f} {run} --reopen {state.gate} --note '...' {rev}",
+        ]
+    if running and held is not None:
+        return [f"praxis log {f} {run} --follow"]
+    if running:
+        return [f"praxis advance {f} {run}"]
+    if state.status == "paused":
+        return [f"praxis advance {f} {run}"]
+    if state.status in ("failed", "cancelled"):
+        target = state.phases[min(state.cursor, len(state.phases) - 1)].id
+        return [f"praxis rerun {f} {run} --from {target}"]
+    return [f"praxis log {f} {run}"]

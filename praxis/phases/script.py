@@ -1,0 +1,31 @@
+"""``kind: script``: the phase's .py file runs as one cell in a fresh kernel."""
+
+from __future__ import annotations
+
+from praxis.flows.context import PhaseContext, PhaseError, PhaseOutcome
+from praxis.flows.events import CodeRan
+
+
+def run(ctx: PhaseContext) -> PhaseOutcome:
+    assert ctx.phase.script is not None
+    source = (ctx.flow.root / ctx.phase.script).read_text(encoding="utf-8")
+    ctx.progress(f"running {ctx.phase.script}")
+    result = ctx.kernel.execute(source, timeout=ctx.timeout)
+    ctx.record.code(source, result, source_file=ctx.phase.script)
+    ctx.emit(CodeRan(phase=ctx.phase.id, label="script", status=result.status, seconds=result.wall))
+    if not result.ok:
+        where = _line_of(result.traceback)
+        raise PhaseError(
+            f"{ctx.phase.script}{where}: {result.ename}: {result.evalue}",
+            detail="\n".join(result.traceback),
+        )
+    return PhaseOutcome(protected=set(ctx.phase.outputs))
+
+
+def _line_of(traceback: list[str]) -> str:
+    """' line N' of the last frame in the executed cell, when the traceback shows it."""
+    import re
+
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", "\n".join(traceback))
+    found = re.findall(r"(?:Cell In\[\d+\], line |line )(\d+)", plain)
+    return f" line {found[-1]}" if found else ""

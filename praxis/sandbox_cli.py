@@ -1,0 +1,58 @@
+"""`praxis sandbox build | status | prune`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from sandbox import SandboxUnavailable
+
+from .flows.layout import lock_path
+from .flows.lock import is_held
+
+
+def run_sandbox_command(action: str) -> int:
+    if action == "build":
+        from sandbox.image.build import ensure_image
+
+        tag = ensure_image(progress=lambda line: print(line, file=sys.stderr, flush=True))
+        print(tag)
+        return 0
+    if action == "status":
+        return _status()
+    return _prune()
+
+
+def _status() -> int:
+    from sandbox.container import docker_available
+
+    reason = docker_available()
+    if reason is not None:
+        print(f"docker: unavailable ({reason}); flows with backend auto run on local kernels")
+        return 0
+    from sandbox.image.build import image_exists, image_tag
+    from sandbox.prune import list_sandboxes
+
+    tag = image_tag()
+    print(f"docker: available; image {tag}: {'built' if image_exists(tag) else 'not built'}")
+    for box in list_sandboxes():
+        print(f"  container {box['name']}: run {box['run']} ({box['state']})")
+    return 0
+
+
+def _still_running(labels: dict[str, str]) -> bool:
+    """A container is kept while the flow it serves is being advanced (its lock is held)."""
+    root = labels.get("praxis.flow")
+    return bool(root) and is_held(lock_path(Path(root))) is not None
+
+
+def _prune() -> int:
+    from sandbox.container import docker_available
+    from sandbox.prune import prune
+
+    reason = docker_available()
+    if reason is not None:
+        raise SandboxUnavailable(f"no Docker daemon ({reason}): nothing to prune")
+    removed = prune(keep=_still_running)
+    print(f"removed {len(removed)} container(s)" + (": " + ", ".join(removed) if removed else ""))
+    return 0
