@@ -41,8 +41,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"FlowInvalid: {len(exc.report.errors)} problem(s); fix flow.yaml, then: "
               f"praxis check {args.flow}", file=sys.stderr)
         return EXIT["usage"]
-    except (Usage, NoRun) as exc:
-        return _fail(exc, EXIT["usage"], f"praxis runs {getattr(args, 'flow', '.')}")
+    except NoRun as exc:
+        hint = f"praxis runs {args.flow}" if exc.run_id else f"praxis run {args.flow}"
+        return _fail(exc, EXIT["usage"], hint)
+    except Usage as exc:
+        return _fail(exc, EXIT["usage"], "praxis --help")
     except Busy as exc:
         return _fail(exc, EXIT["busy"], f"praxis status {args.flow}")
     except (runner.Refused, NotWritable, IllegalTransition, StateCorrupt, EventLogCorrupt) as exc:

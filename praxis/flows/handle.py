@@ -23,8 +23,8 @@ class NoRun(Exception):
     """Raised when a flow has no run yet, or the named run does not exist."""
 
     def __init__(self, flow: Flow, run_id: str | None) -> None:
-        what = f"run {run_id!r}" if run_id else "any run"
-        super().__init__(f"{flow.name} has no {what}")
+        what = f"no run {run_id!r}" if run_id else "no runs yet"
+        super().__init__(f"{flow.name} has {what}")
         self.flow = flow
         self.run_id = run_id
 

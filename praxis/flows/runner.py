@@ -30,7 +30,7 @@ from .events import (
     SandboxOpened,
 )
 from .handle import Clock, RunHandle
-from .layout import lock_path, new_run_id, writable_names
+from .layout import lock_path, new_run_id, writable, writable_names
 from .lock import FlowLock
 from .model import Flow
 from .phase import run_phase
@@ -194,6 +194,36 @@ def approve(
                 run.emit(ArtifactEdited(name=name, sha256=digest))
         _change(run, "approve", phase=gate)
         run.emit(GateApproved(phase=gate, revision=run.state.revision))
+        return run.state
+    finally:
+        lock.release()
+
+
+def edit(
+    flow_ref: Flow | str | Path,
+    name: str,
+    data: bytes,
+    run_id: str | None = None,
+    *,
+    expect_revision: int | None = None,
+    by: str = "reviewer",
+    clock: Clock = time.time,
+) -> RunState:
+    """Replace a writable artifact at the Gate (atomically) and record the edit."""
+    flow, lock = _locked(flow_ref, run_id, clock)
+    try:
+        run = RunHandle.open(flow, run_id, clock)
+        _check_revision(run, expect_revision)
+        path = writable(flow, run.state, run.paths, name)
+        tmp = path.with_name(f".{path.name}.edit")
+        try:
+            tmp.write_bytes(data)
+            os.replace(tmp, path)
+        finally:
+            tmp.unlink(missing_ok=True)
+        digest = collect.sha256(path)
+        _change(run, "edit", name=name, sha256=digest)
+        run.emit(ArtifactEdited(name=name, sha256=digest, by=by))
         return run.state
     finally:
         lock.release()

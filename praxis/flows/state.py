@@ -263,6 +263,12 @@ def _set_waiting(s: RunState, phase: str | None, now: float, what: str | None = 
     p.waiting = what
 
 
+def _edit(s: RunState, phase: str | None, now: float, name: str = "", sha256: str = "") -> None:
+    if s.waiting != "gate" or s.gate is None:
+        raise IllegalTransition("run", f"{s.status} and not at a Gate", "edit")
+    s.phase(s.gate).hashes[name] = sha256
+
+
 def _sandbox(s: RunState, phase: str | None, now: float, backend: str, isolated: bool) -> None:
     s.backend, s.isolated = backend, isolated
 
@@ -279,6 +285,7 @@ _HANDLERS: dict[str, Any] = {
     "rerun": _reopen,
     "cancel": _cancel,
     "waiting": _set_waiting,
+    "edit": _edit,
     "sandbox": _sandbox,
 }
 

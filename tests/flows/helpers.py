@@ -1,0 +1,95 @@
+"""Small flows written into tmp folders, and a fake-sandbox factory for the runner."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+from typing import Any
+
+from sandbox import Sandbox
+from sandbox.fake import FakeSandbox
+
+
+def write_flow(root: Path, yaml_text: str, files: dict[str, str]) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "flow.yaml").write_text(textwrap.dedent(yaml_text))
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    return root
+
+
+class Fakes:
+    """A sandbox factory for ``runner.advance`` that keeps the sandboxes it made."""
+
+    def __init__(self, **options: Any) -> None:
+        self.options = options
+        self.made: list[FakeSandbox] = []
+
+    def __call__(self, flow: Any, run: Any) -> Sandbox:
+        box = FakeSandbox(workspace=run.paths.workspace, name=run.id, **self.options)
+        self.made.append(box)
+        return box
+
+    @property
+    def executed(self) -> list[str]:
+        return [code for box in self.made for code in box.executed]
+
+
+THREE_PHASES = """
+    flow: demo
+    sandbox: {backend: fake, timeout: 30}
+    phases:
+      - id: load
+        kind: script
+        script: scripts/load.py
+        inputs: {working: [data/raw.csv]}
+        outputs: [clean.csv]
+      - id: review
+        kind: script
+        script: scripts/review.py
+        inputs: {working: [clean.csv]}
+        outputs: [flags.csv]
+        review: required
+      - id: total
+        kind: script
+        script: scripts/total.py
+        inputs: {working: [clean.csv, flags.csv]}
+        outputs: [total.txt]
+"""
+
+THREE_FILES = {
+    "data/raw.csv": "id,amount\n1,10\n2,20\n3,30\n",
+    "scripts/load.py": """
+        import csv, os
+        with open("data/raw.csv") as fh:
+            rows = list(csv.DictReader(fh))
+        with open("clean.csv", "w") as fh:
+            fh.write("id,amount\\n" + "".join(f"{r['id']},{r['amount']}\\n" for r in rows))
+        os.makedirs("notes", exist_ok=True)
+        with open("notes/log.txt", "w") as fh:
+            fh.write(f"{len(rows)} rows")
+        print("loaded", len(rows))
+    """,
+    "scripts/review.py": """
+        import csv
+        with open("clean.csv") as fh:
+            rows = list(csv.DictReader(fh))
+        with open("flags.csv", "w") as fh:
+            fh.write("id,keep\\n" + "".join(f"{r['id']},yes\\n" for r in rows))
+    """,
+    "scripts/total.py": """
+        import csv
+        with open("flags.csv") as fh:
+            keep = {r["id"] for r in csv.DictReader(fh) if r["keep"] == "yes"}
+        with open("clean.csv") as fh:
+            total = sum(int(r["amount"]) for r in csv.DictReader(fh) if r["id"] in keep)
+        with open("total.txt", "w") as fh:
+            fh.write(str(total))
+    """,
+}
+
+
+def three_phase_flow(tmp_path: Path) -> Path:
+    return write_flow(tmp_path / "demo", THREE_PHASES, THREE_FILES)

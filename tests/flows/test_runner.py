@@ -1,0 +1,255 @@
+"""The runner on the fake sandbox: routing, checks, gates, reruns, revisions, recovery."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from praxis.flows import runner
+from praxis.flows import state as st
+from praxis.flows.events import EventLog
+from praxis.flows.handle import RunHandle
+from praxis.flows.layout import NotWritable
+from sandbox import ExecResult, KernelDied, SandboxUnavailable
+
+from .helpers import Fakes, three_phase_flow, write_flow
+
+
+def kinds(run: RunHandle) -> list[str]:
+    return [e.kind for e in EventLog(run.paths.events).read()]
+
+
+def test_runs_to_the_gate_and_routes_files(tmp_path) -> None:
+    flow = three_phase_flow(tmp_path)
+    run = runner.begin(flow)
+    state = runner.advance(flow, run.id, sandbox=Fakes())
+    assert (state.status, state.waiting, state.gate) == ("paused", "gate", "review")
+    assert [p.status for p in state.phases] == ["done", "done", "pending"]
+    out = run.paths.output
+    assert sorted(p.name for p in out.iterdir()) == ["clean.csv", "flags.csv"]
+    assert (run.paths.scratch_of("load") / "notes" / "log.txt").read_text() == "3 rows"
+    # the uploaded input is not collected as an output or as scratch
+    assert not (run.paths.scratch_of("load") / "data").exists()
+    assert run.paths.record("load").is_file()
+    assert state.phase("load").hashes.keys() == {"clean.csv"}
+
+
+def test_edit_at_gate_then_approve_next_phase_reads_the_edit(tmp_path) -> None:
+    flow = three_phase_flow(tmp_path)
+    run = runner.begin(flow)
+    state = runner.advance(flow, run.id, sandbox=Fakes())
+    state = runner.edit(flow, "flags.csv", b"id,keep\n1,yes\n2,no\n3,yes\n", run.id,
+                        expect_revision=state.revision)
+    state = runner.approve(flow, run.id, expect_revision=state.revision)
+    state = runner.advance(flow, run.id, sandbox=Fakes())
+    assert state.status == "done"
+    assert (run.paths.out("total.txt")).read_text() == "40"
+    assert "artifact_edited" in kinds(run) and "gate_approved" in kinds(run)
+
+
+def test_edit_outside_the_writable_outputs_is_refused(tmp_path) -> None:
+    flow = three_phase_flow(tmp_path)
+    run = runner.begin(flow)
+    runner.advance(flow, run.id, sandbox=Fakes())
+    before = run.paths.out("clean.csv").read_bytes()
+    with pytest.raises(NotWritable, match="only the outputs of phase 'review'"):
+        runner.edit(flow, "clean.csv", b"id,amount\n", run.id)
+    assert run.paths.out("clean.csv").read_bytes() == before
+
+
+def test_edit_through_a_symlink_is_refused(tmp_path) -> None:
+    flow = three_phase_flow(tmp_path)
+    run = runner.begin(flow)
+    runner.advance(flow, run.id, sandbox=Fakes())
+    target = tmp_path / "elsewhere.csv"
+    target.write_text("secret")
+    run.paths.out("flags.csv").unlink()
+    run.paths.out("flags.csv").symlink_to(target)
+    with pytest.raises(NotWritable):
+        runner.edit(flow, "flags.csv", b"id,keep\n", run.id)
+    assert target.read_text() == "secret"
+
+
+def test_stale_revision_is_refused_and_nothing_changes(tmp_path) -> None:
+    flow = three_phase_flow(tmp_path)
+    run = runner.begin(flow)
+    state = runner.advance(flow, run.id, sandbox=Fakes())
+    before = run.paths.state.read_bytes()
+    with pytest.raises(runner.Refused, match=f"at revision {state.revision}, not 1"):
+        runner.approve(flow, run.id, expect_revision=1)
+    assert run.paths.state.read_bytes() == before
+    runner.approve(flow, run.id, expect_revision=state.revision)
+    with pytest.raises(runner.Refused):  # a duplicate approval
+        runner.approve(flow, run.id, expect_revision=state.revision)
+
+
+WRITE = "with open('clean.csv', 'w') as fh: fh.write('{}')"
+
+
+@pytest.mark.parametrize(
+    ("script", "may_be_empty", "error"),
+    [
+        (WRITE.format("id,amount\\n"), "[]", "output clean.csv has a header and no rows"),
+        (WRITE.format(""), "[]", "output clean.csv is empty"),
+        ("pass", "[]", "output clean.csv was not written"),
+        (WRITE.format("id,amount\\n"), "[clean.csv]", None),
+    ],
+)
+def test_declared_outputs_are_checked(tmp_path, script: str, may_be_empty: str, error) -> None:
+    flow = write_flow(tmp_path / "f", f"""
+        sandbox: {{backend: fake}}
+        phases:
+          - id: load
+            kind: script
+            script: s.py
+            outputs: [clean.csv]
+            may_be_empty: {may_be_empty}
+    """, {"s.py": script})
+    run = runner.begin(flow)
+    state = runner.advance(flow, run.id, sandbox=Fakes())
+    if error is None:
+        assert state.status == "done"
+    else:
+        assert (state.status, state.phase("load").error) == ("failed", error)
+        assert run.paths.record("load").is_file()
+        assert "phase_failed" in kinds(run)
+
+
+def test_script_error_names_the_script_and_the_exception(tmp_path) -> None:
+    flow = write_flow(tmp_path / "f", """
+        sandbox: {backend: fake}
+        phases:
+          - {id: a, kind: script, script: s.py, outputs: [x.txt]}
+    """, {"s.py": "x = 1\nraise ValueError('bad input')\n"})
+    run = runner.begin(flow)
+    state = runner.advance(flow, run.id, sandbox=Fakes())
+    assert state.status == "failed"
+    assert state.phase("a").error.startswith("s.py")
+    assert "ValueError: bad input" in state.phase("a").error
+
+
+def test_kernel_death_fails_the_phase(tmp_path) -> None:
+    def die(code, workspace):
+        raise KernelDied("out of memory")
+
+    flow = write_flow(tmp_path / "f", """
+        sandbox: {backend: fake}
+        phases:
+          - {id: a, kind: script, script: s.py, outputs: [x.txt]}
+    """, {"s.py": "pass"})
+    run = runner.begin(flow)
+    state = runner.advance(flow, run.id, sandbox=Fakes(handler=die))
+    assert state.phase("a").error == "KernelDied: kernel died: out of memory"
+
+
+def test_sandbox_file_wins_over_a_staged_file(tmp_path) -> None:
+    flow = write_flow(tmp_path / "f", """
+        sandbox: {backend: fake}
+        phases:
+          - {id: a, kind: script, script: s.py, outputs: [x.txt]}
+    """, {"s.py": "pass"})
+    run = runner.begin(flow)
+
+    def stage_then_run(code, workspace):
+        run.paths.staging.mkdir(parents=True, exist_ok=True)
+        (run.paths.staging / "x.txt").write_text("transcribed")
+        (workspace / "x.txt").write_text("from the sandbox")
+        return ExecResult(status="ok")
+
+    runner.advance(flow, run.id, sandbox=Fakes(handler=stage_then_run))
+    assert run.paths.out("x.txt").read_text() == "from the sandbox"
+
+
+def test_rerun_marks_later_phases_stale_and_keeps_the_attempt(tmp_path) -> None:
+    flow = three_phase_flow(tmp_path)
+    run = runner.begin(flow)
+    state = runner.advance(flow, run.id, sandbox=Fakes())
+    runner.approve(flow, run.id, expect_revision=state.revision)
+    runner.advance(flow, run.id, sandbox=Fakes())
+    first = run.paths.out("clean.csv").read_bytes()
+    state = runner.rerun(flow, "load", run.id)
+    assert [p.status for p in state.phases] == ["pending", "stale", "stale"]
+    assert state.status == "paused" and state.cursor == 0
+    kept = run.paths.attempt("load", 1)
+    assert (kept / "output" / "clean.csv").read_bytes() == first
+    assert (kept / "record.ipynb").is_file()
+    assert "rerun_requested" in kinds(run) and "phases_stale" in kinds(run)
+    fakes = Fakes()
+    state = runner.advance(flow, run.id, sandbox=fakes)
+    assert state.waiting == "gate"  # load and review ran again, the Gate holds again
+    assert [p.attempt for p in state.phases] == [2, 2, 1]
+    assert run.paths.attempt("review", 1).is_dir()
+    assert len(fakes.executed) == 2
+
+
+def test_reject_reopens_with_the_note(tmp_path) -> None:
+    flow = three_phase_flow(tmp_path)
+    run = runner.begin(flow)
+    state = runner.advance(flow, run.id, sandbox=Fakes())
+    state = runner.reject(flow, "load", "amounts are in cents", run.id, expect_revision=state.revision)
+    assert state.phase("load").note == "amounts are in cents"
+    assert [p.status for p in state.phases] == ["pending", "stale", "pending"]
+    assert "gate_rejected" in kinds(run)
+
+
+def test_unavailable_sandbox_changes_nothing(tmp_path) -> None:
+    flow = three_phase_flow(tmp_path)
+    run = runner.begin(flow)
+    before = run.paths.state.read_bytes()
+
+    def unavailable(flow, run):
+        raise SandboxUnavailable("no daemon")
+
+    with pytest.raises(SandboxUnavailable):
+        runner.advance(flow, run.id, sandbox=unavailable)
+    assert run.paths.state.read_bytes() == before
+
+
+def test_a_phase_left_running_is_recovered_as_stopped(tmp_path) -> None:
+    flow = three_phase_flow(tmp_path)
+    run = runner.begin(flow)
+    run.change("start", phase="load", pid=999999)  # as a process that then died
+    from praxis.flows.status import status_of
+
+    assert "stopped before it finished" in status_of(RunHandle.open(run.flow, run.id)).message
+    state = runner.advance(flow, run.id, sandbox=Fakes())
+    assert (state.status, state.phase("load").error) == ("failed", st.STOPPED)
+    state = runner.rerun(flow, "load", run.id)
+    state = runner.advance(flow, run.id, sandbox=Fakes())
+    assert state.waiting == "gate"
+
+
+def test_cancel_request_stops_before_the_next_phase(tmp_path) -> None:
+    flow = three_phase_flow(tmp_path)
+    run = runner.begin(flow)
+
+    def cancel_during(code, workspace):
+        run.paths.cancel_request.write_text("1")
+        exec(compile(code, "s", "exec"), {"__name__": "__main__"})
+        return ExecResult(status="ok")
+
+    import os
+
+    cwd = os.getcwd()
+    os.chdir(run.paths.workspace)
+    try:
+        state = runner.advance(flow, run.id, sandbox=Fakes(handler=cancel_during))
+    finally:
+        os.chdir(cwd)
+    assert state.status == "cancelled"
+    assert "run_cancelled" in kinds(run)
+
+
+def test_every_state_change_is_an_event(tmp_path) -> None:
+    flow = three_phase_flow(tmp_path)
+    run = runner.begin(flow)
+    state = runner.advance(flow, run.id, sandbox=Fakes())
+    runner.approve(flow, run.id, expect_revision=state.revision)
+    runner.advance(flow, run.id, sandbox=Fakes())
+    got = kinds(run)
+    assert got.count("phase_started") == 3 and got.count("phase_done") == 3
+    assert "gate_waiting" in got and "sandbox_opened" in got
+    statuses = [json.loads(line)["status"] for line in run.paths.events.read_text().splitlines()
+                if json.loads(line)["kind"] == "run_state"]
+    assert statuses == ["running", "paused", "running", "done"]

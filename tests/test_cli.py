@@ -1,0 +1,140 @@
+"""The `praxis` command as a user runs it: exit codes, one-line errors, the next command."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from praxis.flows import state as st
+
+from .flows.helpers import three_phase_flow, write_flow
+
+
+def praxis(*args: str, cwd: Path | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "praxis", *args],
+        capture_output=True, text=True, cwd=cwd, env={**os.environ, **(env or {})}, timeout=120,
+    )
+
+
+def newest_run(flow: Path) -> Path:
+    return sorted((flow / "runs").iterdir())[-1]
+
+
+def test_run_stops_at_the_gate_and_names_the_approve_command(tmp_path) -> None:
+    flow = three_phase_flow(tmp_path)
+    res = praxis("run", str(flow))
+    assert res.returncode == 0, res.stderr
+    assert "waiting at the Gate after review" in res.stdout
+    assert "output/flags.csv" in res.stdout
+    run = newest_run(flow)
+    revision = st.load(run / "run.json").revision
+    assert f"praxis approve {flow} --run {run.name} --expect-revision {revision}" in res.stdout
+    status = json.loads(praxis("status", str(flow), "--json").stdout)
+    assert (status["waiting"], status["gate"], status["status"]) == ("gate", "review", "paused")
+    assert status["next"][0].startswith("praxis approve")
+    res = praxis("approve", str(flow), "--expect-revision", str(revision))
+    assert res.returncode == 0, res.stderr
+    assert "done" in res.stdout
+    assert (run / "output" / "total.txt").read_text() == "60"
+
+
+def test_stale_revision_exits_4_and_changes_nothing(tmp_path) -> None:
+    flow = three_phase_flow(tmp_path)
+    praxis("run", str(flow))
+    before = (newest_run(flow) / "run.json").read_bytes()
+    res = praxis("approve", str(flow), "--expect-revision", "1")
+    assert res.returncode == 4
+    assert res.stderr.startswith("Refused: run ")
+    assert "Traceback" not in res.stderr
+    assert (newest_run(flow) / "run.json").read_bytes() == before
+
+
+def test_failed_phase_exits_1_with_one_line_and_the_next_command(tmp_path) -> None:
+    flow = write_flow(tmp_path / "f", """
+        sandbox: {backend: fake}
+        phases:
+          - {id: a, kind: script, script: s.py, outputs: [x.csv]}
+    """, {"s.py": "with open('x.csv', 'w') as fh: fh.write('id\\n')"})
+    res = praxis("run", str(flow))
+    assert res.returncode == 1
+    assert "PhaseFailed: a: output x.csv has a header and no rows" in res.stderr
+    assert f"next: praxis rerun {flow} --run" in res.stderr
+    assert "Traceback" not in res.stderr
+
+
+def test_unknown_phase_for_rerun_is_refused(tmp_path) -> None:
+    flow = three_phase_flow(tmp_path)
+    praxis("run", str(flow))
+    res = praxis("rerun", str(flow), "--from", "nope")
+    assert res.returncode == 4 and "has no phase 'nope'" in res.stderr
+
+
+def test_no_run_yet_is_bad_usage(tmp_path) -> None:
+    flow = three_phase_flow(tmp_path)
+    res = praxis("status", str(flow))
+    assert res.returncode == 2
+    assert res.stderr.splitlines() == ["NoRun: demo has no runs yet", f"  next: praxis run {flow}"]
+
+
+SLOW = """
+    sandbox: {backend: fake}
+    phases:
+      - {id: slow, kind: script, script: slow.py, outputs: [x.txt]}
+"""
+SLOW_FILES = {"slow.py": """
+    import time
+    with open("started", "w") as fh:
+        fh.write("1")
+    time.sleep(60)
+    with open("x.txt", "w") as fh:
+        fh.write("done")
+"""}
+
+
+def _start_slow(flow: Path) -> subprocess.Popen:
+    begin = praxis("begin", str(flow))
+    assert begin.returncode == 0
+    child = subprocess.Popen([sys.executable, "-m", "praxis", "advance", str(flow)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    started = newest_run(flow) / "workspace" / "started"
+    deadline = time.monotonic() + 60
+    while not started.exists():
+        assert time.monotonic() < deadline and child.poll() is None
+        time.sleep(0.05)
+    return child
+
+
+def test_second_advance_exits_3_naming_the_holder(tmp_path) -> None:
+    flow = write_flow(tmp_path / "slow", SLOW, SLOW_FILES)
+    child = _start_slow(flow)
+    try:
+        res = praxis("advance", str(flow))
+        assert res.returncode == 3
+        assert f"process {child.pid} is advancing" in res.stderr
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_sigkill_mid_phase_then_status_advance_rerun(tmp_path) -> None:
+    flow = write_flow(tmp_path / "slow", SLOW, SLOW_FILES)
+    child = _start_slow(flow)
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    run = newest_run(flow)
+    assert st.load(run / "run.json").phase("slow").status == "running"
+    res = praxis("status", str(flow))
+    assert "stopped before it finished" in res.stdout
+    res = praxis("advance", str(flow))
+    assert res.returncode == 1 and "stopped before it finished" in res.stderr
+    (flow / "slow.py").write_text("with open('x.txt', 'w') as fh:\n    fh.write('done')\n")
+    assert praxis("rerun", str(flow), "--from", "slow").returncode == 0
+    res = praxis("advance", str(flow))
+    assert res.returncode == 0, res.stderr
+    assert (run / "output" / "x.txt").read_text() == "done"
