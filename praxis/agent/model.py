@@ -1,0 +1,98 @@
+"""Which chat model an agent phase talks to.
+
+The spec comes from flow.yaml ``model`` or the environment variable ``PRAXIS_MODEL`` (the
+environment wins), in one of two forms:
+
+- ``provider:model`` (``openai:gpt-4.1-mini``, ``anthropic:claude-sonnet-4-5``,
+  ``ollama:llama3.1``): built by ``langchain.chat_models.init_chat_model``, which needs the
+  ``langchain`` package and the provider's package (``langchain-openai``, ...).
+- ``package.module:Class``: any langchain-core chat model class, instantiated with no
+  arguments (the module part has a dot; that is how the two forms are told apart).
+
+A test or an embedding program passes a model object directly as ``ctx.extra["model"]``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from praxis.flows.context import PhaseContext, PhaseError
+
+ENV = "PRAXIS_MODEL"
+PROVIDER_PACKAGES = {
+    "openai": "langchain-openai",
+    "azure_openai": "langchain-openai",
+    "anthropic": "langchain-anthropic",
+    "google_genai": "langchain-google-genai",
+    "ollama": "langchain-ollama",
+    "mistralai": "langchain-mistralai",
+    "groq": "langchain-groq",
+    "bedrock": "langchain-aws",
+}
+
+
+class ModelUnavailable(PhaseError):
+    """Raised when no chat model can be built from the spec (missing, malformed, not installed)."""
+
+
+def model_for(ctx: PhaseContext, env: Mapping[str, str] | None = None) -> Any:
+    """The chat model of this phase: ``ctx.extra["model"]`` if set, else the resolved spec."""
+    given = ctx.extra.get("model")
+    if given is not None:
+        return given
+    return resolve_model(ctx.flow.model, env=env)
+
+
+def resolve_model(spec: str | None, *, env: Mapping[str, str] | None = None) -> Any:
+    """Build the chat model ``spec`` names; ``PRAXIS_MODEL`` in ``env`` overrides ``spec``."""
+    environ = os.environ if env is None else env
+    chosen = (environ.get(ENV) or spec or "").strip()
+    if not chosen:
+        raise ModelUnavailable(
+            f"no chat model for the agent phase: set 'model: provider:model' in flow.yaml "
+            f"or {ENV}=openai:gpt-4.1-mini"
+        )
+    left, sep, right = chosen.partition(":")
+    if not sep or not left or not right:
+        raise ModelUnavailable(
+            f"model {chosen!r} is not 'provider:model' nor 'package.module:Class' "
+            f"(e.g. openai:gpt-4.1-mini); fix flow.yaml 'model' or {ENV}"
+        )
+    if "." in left:
+        return _from_class(chosen, left, right)
+    return _from_provider(chosen, left, right)
+
+
+def _from_class(spec: str, module_name: str, class_name: str) -> Any:
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ModelUnavailable(
+            f"model {spec!r}: cannot import {module_name} ({exc}); install it or fix the spec"
+        ) from exc
+    cls = getattr(module, class_name, None)
+    if cls is None:
+        raise ModelUnavailable(f"model {spec!r}: {module_name} has no {class_name}")
+    try:
+        return cls()
+    except Exception as exc:
+        raise ModelUnavailable(f"model {spec!r}: {class_name}() failed: {exc}") from exc
+
+
+def _from_provider(spec: str, provider: str, name: str) -> Any:
+    package = PROVIDER_PACKAGES.get(provider, f"langchain-{provider.replace('_', '-')}")
+    try:
+        from langchain.chat_models import init_chat_model
+    except ImportError as exc:
+        raise ModelUnavailable(
+            f"model {spec!r} needs langchain: pip install langchain {package}"
+        ) from exc
+    try:
+        return init_chat_model(name, model_provider=provider)
+    except ImportError as exc:
+        raise ModelUnavailable(f"model {spec!r} needs its provider: pip install {package}") from exc
+    except Exception as exc:
+        raise ModelUnavailable(f"model {spec!r} could not be built: {exc}") from exc

@@ -1,0 +1,192 @@
+"""Everything the model sees: the system rules and the phase's task message.
+
+The task message holds, in order: the task (the phase's prompt file), the reviewer's note
+when a Gate reopened the phase, the declared outputs, the working inputs (tabular ones as
+pandas profiles), the reference inputs (clipped at 20,000 characters with a marker), the
+prepared scripts and queries by name, and the limits. Files are read on the host: a flow
+file from the flow folder, an earlier phase's output from the run's ``output/`` folder.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+
+from praxis.flows.context import PhaseContext, PhaseError
+from praxis.flows.model import DEFAULT_LIMITS
+from sandbox import SandboxError
+from sandbox.paths import confined
+
+REFERENCE_CHARS = 20_000
+SCRIPT_CHARS = 4_000
+SAMPLE_ROWS = 5
+PROFILE_MAX_BYTES = 200 * 1024 * 1024
+TABULAR = (".csv", ".tsv", ".parquet")
+
+SYSTEM = """\
+You are one phase of a praxis data flow. You work in a Jupyter kernel whose working \
+directory holds the working inputs; files you write there (by relative name) are collected \
+after your turn.
+
+Tools:
+- run_prepared(name): run a prepared script (no approval needed).
+- run_python(code): run Python in the kernel. Code that is not exactly a prepared script \
+waits for a person's approval and may be refused.
+- extract_prepared(query_name, name): run a prepared SQL query on the flow's database and \
+save the result as CSV file `name` in the workspace.
+- extract(query, name): the same with your own SQL (needs approval).
+- write_output(name, text): write a declared text output (a summary, a report). It refuses \
+names that code or an extract wrote: data is produced by code, never transcribed.
+
+Produce every declared output. Prefer prepared scripts and queries. When you are done, \
+answer with a short summary and no tool call."""
+
+
+def build_messages(ctx: PhaseContext) -> list[BaseMessage]:
+    """The two opening messages of the turn: the rules, then the task."""
+    return [SystemMessage(SYSTEM), HumanMessage(task_message(ctx))]
+
+
+def task_message(ctx: PhaseContext) -> str:
+    sections = [
+        _task(ctx),
+        _note(ctx),
+        _outputs(ctx),
+        _working(ctx),
+        _reference(ctx),
+        _prepared(ctx),
+        _limits(ctx),
+    ]
+    return "\n\n".join(s for s in sections if s)
+
+
+def host_path(ctx: PhaseContext, name: str) -> Path:
+    """Where input ``name`` is on the host: an earlier phase's output, else a flow file."""
+    producer = ctx.flow.producer(name)
+    base = ctx.run_dir / "output" if producer is not None else ctx.flow.root
+    try:
+        return confined(base, name)
+    except SandboxError as exc:
+        raise PhaseError(f"{ctx.phase.id}: input {exc}; check flow.yaml") from exc
+
+
+def clip(text: str, limit: int, what: str = "characters") -> str:
+    """``text`` cut at ``limit`` characters, with a visible marker saying how much was cut."""
+    if len(text) <= limit:
+        return text
+    return (
+        text[:limit] + f"\n[... clipped: showing the first {limit:,} of {len(text):,} {what} ...]"
+    )
+
+
+def _task(ctx: PhaseContext) -> str:
+    if not ctx.phase.prompt:
+        raise PhaseError(f"{ctx.phase.id}: an agent phase needs 'prompt:' in flow.yaml")
+    text = _read_text(ctx, ctx.phase.prompt, ctx.flow.root)
+    return f"# Task (phase `{ctx.phase.id}`)\n\n{text.strip()}"
+
+
+def _note(ctx: PhaseContext) -> str:
+    if not ctx.note:
+        return ""
+    return (
+        "# Reviewer's note\n\nA reviewer reopened this phase with this note; address it:\n\n"
+        + ctx.note.strip()
+    )
+
+
+def _outputs(ctx: PhaseContext) -> str:
+    lines = [f"- `{name}`" for name in ctx.phase.outputs]
+    empty = ", ".join(f"`{n}`" for n in ctx.phase.may_be_empty)
+    text = "# Outputs to produce\n\n" + ("\n".join(lines) or "(none declared)")
+    if empty:
+        text += f"\n\nThese may be header-only: {empty}. Other CSV/TSV outputs need rows."
+    return text
+
+
+def _working(ctx: PhaseContext) -> str:
+    if not ctx.phase.working:
+        return ""
+    parts = ["# Working inputs (in the kernel's working directory)"]
+    for name in ctx.phase.working:
+        path = host_path(ctx, name)
+        if name.lower().endswith(TABULAR):
+            parts.append(f"## `{name}`\n\n{profile(path)}")
+        else:
+            parts.append(f"## `{name}`\n\n{path.stat().st_size:,} bytes")
+    return "\n\n".join(parts)
+
+
+def profile(path: Path) -> str:
+    """A pandas profile of a tabular file: rows, columns, dtypes, nulls and sample rows."""
+    size = path.stat().st_size
+    if size > PROFILE_MAX_BYTES:
+        return f"{size:,} bytes: too large to profile here; inspect it with code."
+    try:
+        frame = _read_table(path)
+    except Exception as exc:  # a malformed file is reported to the model, not fatal
+        return f"could not be read as a table ({type(exc).__name__}: {exc})"
+    rows, cols = frame.shape
+    header = "| column | dtype | nulls |\n|---|---|---|"
+    lines = [f"| {c} | {frame[c].dtype} | {int(frame[c].isna().sum())} |" for c in frame.columns]
+    sample = frame.head(SAMPLE_ROWS).to_csv(index=False).strip()
+    return (
+        f"{rows:,} rows, {cols} columns\n\n{header}\n"
+        + "\n".join(lines)
+        + f"\n\nFirst {min(rows, SAMPLE_ROWS)} rows:\n```\n{sample}\n```"
+    )
+
+
+def _read_table(path: Path) -> pd.DataFrame:
+    suffix = path.suffix.lower()
+    if suffix == ".parquet":
+        return pd.read_parquet(path)
+    return pd.read_csv(path, sep="\t" if suffix == ".tsv" else ",")
+
+
+def _reference(ctx: PhaseContext) -> str:
+    if not ctx.phase.reference:
+        return ""
+    parts = ["# Reference (for reading; not in the working directory)"]
+    for name in ctx.phase.reference:
+        text = _read_text(ctx, name)
+        parts.append(f"## `{name}`\n\n{clip(text, REFERENCE_CHARS)}")
+    return "\n\n".join(parts)
+
+
+def _prepared(ctx: PhaseContext) -> str:
+    parts = []
+    if ctx.phase.scripts:
+        parts.append("# Prepared scripts (run_prepared, no approval needed)")
+        for rel in ctx.phase.scripts:
+            text = clip(_read_text(ctx, rel, ctx.flow.root), SCRIPT_CHARS)
+            parts.append(f"## `{Path(rel).stem}` ({rel})\n\n```python\n{text.rstrip()}\n```")
+    if ctx.phase.queries:
+        parts.append("# Prepared queries (extract_prepared, no approval needed)")
+        for rel in ctx.phase.queries:
+            text = clip(_read_text(ctx, rel, ctx.flow.root), SCRIPT_CHARS)
+            parts.append(f"## `{Path(rel).stem}` ({rel})\n\n```sql\n{text.rstrip()}\n```")
+    return "\n\n".join(parts)
+
+
+def _limits(ctx: PhaseContext) -> str:
+    calls = limit(ctx, "model_calls")
+    runs = limit(ctx, "run_python")
+    return (
+        f"# Limits\n\nAt most {calls} model calls in this turn (going over fails the phase) "
+        f"and at most {runs} run_python runs."
+    )
+
+
+def limit(ctx: PhaseContext, key: str) -> int:
+    return int(ctx.phase.limits.get(key, DEFAULT_LIMITS[key]))
+
+
+def _read_text(ctx: PhaseContext, name: str, base: Path | None = None) -> str:
+    try:
+        path = confined(base, name) if base is not None else host_path(ctx, name)
+    except SandboxError as exc:
+        raise PhaseError(f"{ctx.phase.id}: {exc}; check flow.yaml") from exc
+    return path.read_text(encoding="utf-8", errors="replace")
