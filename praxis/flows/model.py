@@ -27,6 +27,7 @@ class Phase:
     review: str = "none"
     limits: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_LIMITS))
     timeout: float | None = None  # overrides sandbox.timeout for this phase
+    description: str = ""
 
     @property
     def gated(self) -> bool:

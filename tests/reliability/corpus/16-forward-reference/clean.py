@@ -1,0 +1,1 @@
+print('a phase of a test flow')

@@ -1,0 +1,581 @@
+"""contract.load: one test per kind of problem, each asserting the exact reported line."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from praxis.flows import contract
+from praxis.flows.model import DEFAULT_LIMITS, Flow, Phase
+
+GOOD = """\
+    flow: sales-report
+    description: Weekly sales report
+    sandbox: {backend: auto, memory: 2g, cpus: 1, timeout: 600}
+    model: openai:gpt-4.1-mini
+    database: data/shop.sqlite
+    phases:
+      - id: clean
+        kind: script
+        description: Drop broken rows.
+        script: scripts/clean.py
+        inputs:
+          working: [data/sales.csv]
+        outputs: [clean.csv, rejects.csv]
+        may_be_empty: [rejects.csv]
+        timeout: 30
+      - id: analyse
+        kind: agent
+        prompt: prompts/analyse.md
+        scripts: [scripts/profile.py]
+        queries: [queries/top.sql]
+        inputs: {working: [clean.csv], reference: [docs/notes.md]}
+        outputs: [findings.md, top.csv]
+        review: required
+        limits: {model_calls: 5}
+      - id: chart
+        kind: notebook
+        script: notebooks/chart.ipynb
+        inputs: {working: [top.csv]}
+        outputs: [chart.png]
+    """
+GOOD_FILES = (
+    "scripts/clean.py",
+    "scripts/profile.py",
+    "prompts/analyse.md",
+    "queries/top.sql",
+    "data/sales.csv",
+    "data/shop.sqlite",
+    "docs/notes.md",
+    "notebooks/chart.ipynb",
+)
+SCRIPT_PHASE = "flow: f\nphases:\n  - id: clean\n    kind: script\n    script: clean.py\n"
+
+
+def make(tmp_path: Path, text: str, files: tuple[str, ...] = ("clean.py",)) -> Path:
+    folder = tmp_path / "flow"
+    folder.mkdir()
+    (folder / "flow.yaml").write_text(textwrap.dedent(text))
+    for name in files:
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text("# a file of the flow\n")
+    return folder
+
+
+def lines(folder: Path) -> list[str]:
+    return contract.check(folder).lines()
+
+
+def only(folder: Path) -> str:
+    """The single problem reported for ``folder``."""
+    found = lines(folder)
+    assert len(found) == 1, found
+    return found[0]
+
+
+# -- a valid flow ------------------------------------------------------------------------------
+
+
+def test_valid_flow_loads_into_dataclasses(tmp_path: Path) -> None:
+    folder = make(tmp_path, GOOD, GOOD_FILES)
+    flow, report = contract.load(folder)
+    assert report.problems == [] and report.ok
+    assert isinstance(flow, Flow)
+    assert flow.name == "sales-report"
+    assert flow.root == folder.resolve()
+    assert flow.description == "Weekly sales report"
+    assert flow.sandbox == {"backend": "auto", "memory": "2g", "cpus": 1, "timeout": 600}
+    assert flow.model == "openai:gpt-4.1-mini"
+    assert flow.database == "data/shop.sqlite"
+    clean, analyse, chart = flow.phases
+    assert clean == Phase(
+        id="clean",
+        kind="script",
+        script="scripts/clean.py",
+        working=("data/sales.csv",),
+        outputs=("clean.csv", "rejects.csv"),
+        may_be_empty=("rejects.csv",),
+        timeout=30,
+        description="Drop broken rows.",
+    )
+    assert analyse == Phase(
+        id="analyse",
+        kind="agent",
+        prompt="prompts/analyse.md",
+        scripts=("scripts/profile.py",),
+        queries=("queries/top.sql",),
+        working=("clean.csv",),
+        reference=("docs/notes.md",),
+        outputs=("findings.md", "top.csv"),
+        review="required",
+        limits={"model_calls": 5, "run_python": DEFAULT_LIMITS["run_python"]},
+    )
+    assert analyse.gated and not clean.gated
+    assert chart.kind == "notebook" and chart.script == "notebooks/chart.ipynb"
+    assert flow.producer("top.csv") is analyse
+
+
+def test_path_to_the_flow_yaml_itself_works(tmp_path: Path) -> None:
+    folder = make(tmp_path, GOOD, GOOD_FILES)
+    assert contract.require(folder / "flow.yaml") == contract.require(folder)
+
+
+def test_name_defaults_to_the_folder_lowercased(tmp_path: Path) -> None:
+    folder = make(tmp_path, "phases: [{id: a, kind: script, script: clean.py}]")
+    folder = folder.rename(tmp_path / "Weekly-Sales")
+    assert contract.require(folder).name == "weekly-sales"
+
+
+def test_folder_name_that_is_not_a_valid_name_needs_a_flow_key(tmp_path: Path) -> None:
+    folder = make(tmp_path, "phases: [{id: a, kind: script, script: clean.py}]")
+    folder = folder.rename(tmp_path / "My Flow")
+    assert only(folder) == (
+        "flow.yaml: no flow: name, and the folder name 'My Flow' is not one; "
+        "add flow: <name> matching [a-z0-9][a-z0-9-]*"
+    )
+
+
+def test_warnings_keep_the_flow(tmp_path: Path) -> None:
+    text = """\
+        flow: f
+        sandbox: {backend: local}
+        phases:
+          - {id: a, kind: script, script: clean.py, inputs: {reference: [clean.py]}}
+        """
+    flow, report = contract.load(make(tmp_path, text))
+    assert flow is not None and report.ok and not report.errors
+    assert report.lines() == [
+        "flow.yaml: sandbox.backend: warning: 'local' runs phases on this machine without "
+        "isolation",
+        "flow.yaml: phases[0].inputs.reference: warning: only agents read reference inputs; "
+        "this script phase ignores them (list them under working:)",
+    ]
+
+
+# -- the file and its YAML ---------------------------------------------------------------------
+
+
+def test_missing_folder_or_definition(tmp_path: Path) -> None:
+    assert only(tmp_path) == (
+        f"{tmp_path / 'flow.yaml'}: cannot be read (No such file or directory); "
+        "give a flow folder or its flow.yaml"
+    )
+
+
+def test_definition_that_is_not_a_regular_file(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "flow.yaml")  # opening it would block: never opened
+    assert only(tmp_path) == "flow.yaml: is not a regular file"
+
+
+def test_definition_over_1_mib_is_refused_before_parsing(tmp_path: Path) -> None:
+    (tmp_path / "flow.yaml").write_text("[" * (2 << 20))  # would be a syntax error if parsed
+    assert only(tmp_path) == "flow.yaml: is 2.0 MiB, over the 1 MiB limit for a flow definition"
+
+
+def test_duplicate_keys_are_reported_with_their_line_and_checking_goes_on(tmp_path: Path) -> None:
+    text = SCRIPT_PHASE + "    outputs: [a.csv]\n    outputs: [b.csv]\nflow: g\n"
+    assert lines(make(tmp_path, text)) == [
+        "flow.yaml:7: duplicate key 'outputs' (first at line 6)",
+        "flow.yaml:8: duplicate key 'flow' (first at line 1)",
+    ]
+
+
+def test_alias_is_refused(tmp_path: Path) -> None:
+    text = "flow: &name f\ndescription: *name\nphases: []\n"
+    assert only(make(tmp_path, text)) == (
+        "flow.yaml:2:14: alias *name refused: write the value out in full"
+    )
+
+
+def test_syntax_error_has_line_and_column(tmp_path: Path) -> None:
+    text = "flow: f\nphases: [\n  - id: a\n"
+    assert only(make(tmp_path, text)) == (
+        "flow.yaml:3:3: expected the node content, but found '-' (while parsing a flow node)"
+    )
+
+
+def test_explicit_tag_is_refused(tmp_path: Path) -> None:
+    text = "flow: !!python/object/apply:os.system [echo hi]\n"
+    assert only(make(tmp_path, text)) == (
+        "flow.yaml:1:7: tag tag:yaml.org,2002:python/object/apply:os.system refused: "
+        "only plain values are allowed"
+    )
+
+
+def test_deep_nesting_is_refused(tmp_path: Path) -> None:
+    text = "flow: " + "[" * 5000 + "]" * 5000 + "\n"  # would exhaust the recursion limit
+    assert only(make(tmp_path, text)) == (
+        "flow.yaml:1:38: nested more than 32 levels deep: refused"
+    )
+
+
+def test_too_many_values_are_refused(tmp_path: Path) -> None:
+    text = "flow: [" + "1, " * 20_000 + "]\n"
+    assert only(make(tmp_path, text)) == (
+        "flow.yaml:1:29999: more than 10000 values: refused as too large"
+    )
+
+
+def test_text_that_is_not_utf8(tmp_path: Path) -> None:
+    folder = make(tmp_path, "flow: f\n")
+    (folder / "flow.yaml").write_bytes(b"flow: f\ndescription: caf\xe9\n")
+    assert only(folder) == "flow.yaml:2: not UTF-8 text (byte 0xe9): save it as UTF-8"
+
+
+def test_impossible_date_is_a_located_error(tmp_path: Path) -> None:
+    text = "flow: f\ndescription: 2024-13-45\n"
+    assert only(make(tmp_path, text)) == (
+        "flow.yaml:2:14: cannot read '2024-13-45': month must be in 1..12"
+    )
+
+
+def test_empty_file_and_wrong_top_level(tmp_path: Path) -> None:
+    assert only(make(tmp_path, "")) == "flow.yaml: is empty: a flow needs at least a phases: list"
+    (tmp_path / "flow" / "flow.yaml").write_text("- id: a\n")
+    assert only(tmp_path / "flow") == "flow.yaml: expected a mapping, got a list"
+
+
+# -- keys, types and values ----------------------------------------------------------------------
+
+
+def test_unknown_keys_at_every_level(tmp_path: Path) -> None:
+    text = """\
+        flow: f
+        phase: []
+        phases:
+          - id: a
+            kind: script
+            script: clean.py
+            inputs: {workin: []}
+            limit: {}
+        """
+    assert lines(make(tmp_path, text)) == [
+        "flow.yaml: unknown key 'phase' (did you mean 'phases'?)",
+        "flow.yaml: phases[0]: unknown key 'limit' (did you mean 'limits'?)",
+        "flow.yaml: phases[0].inputs: unknown key 'workin' (did you mean 'working'?)",
+    ]
+
+
+def test_unknown_key_with_nothing_close_lists_the_known_ones(tmp_path: Path) -> None:
+    text = "flow: f\nowner: me\nphases: [{id: a, kind: script, script: clean.py}]\n"
+    assert only(make(tmp_path, text)) == (
+        "flow.yaml: unknown key 'owner' (known: flow, description, sandbox, model, database, "
+        "phases)"
+    )
+
+
+def test_wrong_types(tmp_path: Path) -> None:
+    text = SCRIPT_PHASE + '    outputs: clean.csv\n    timeout: "ten"\n    description: [a, b]\n'
+    text += "model: 4\n"
+    assert lines(make(tmp_path, text)) == [
+        "flow.yaml: model: expected a string, got integer 4 (quote it)",
+        "flow.yaml: phases[0].outputs: expected a list, got string 'clean.csv' "
+        "(write ['clean.csv'])",
+        "flow.yaml: phases[0].timeout: expected a positive number, got string 'ten'",
+        "flow.yaml: phases[0].description: expected a string, got a list",
+    ]
+
+
+@pytest.mark.parametrize(("word", "shown"), [("no", "false"), ("on", "true"), ("yes", "true")])
+def test_yaml11_boolean_where_a_string_is_meant(tmp_path: Path, word: str, shown: str) -> None:
+    text = f"flow: f\nphases: [{{id: {word}, kind: script, script: clean.py}}]\n"
+    assert only(make(tmp_path, text)) == (
+        f"flow.yaml: phases[0].id: expected a string, got boolean {shown} (quote it)"
+    )
+
+
+def test_null_where_a_string_is_meant(tmp_path: Path) -> None:
+    text = "flow: f\nmodel:\nphases: [{id: a, kind: script, script: clean.py}]\n"
+    assert (
+        only(make(tmp_path, text)) == "flow.yaml: model: expected a string, got null (give a value)"
+    )
+
+
+def test_wrong_enums(tmp_path: Path) -> None:
+    text = """\
+        flow: f
+        sandbox: {backend: kubernetes}
+        phases:
+          - {id: a, kind: shell, review: maybe}
+        """
+    assert lines(make(tmp_path, text)) == [
+        "flow.yaml: sandbox.backend: 'kubernetes' is not a backend (use one of: auto, docker, "
+        "local, fake)",
+        "flow.yaml: phases[0].kind: 'shell' is not a phase kind (use one of: script, notebook, "
+        "agent)",
+        "flow.yaml: phases[0].review: 'maybe' is not a review (use one of: none, required)",
+    ]
+
+
+def test_bad_ids(tmp_path: Path) -> None:
+    text = "flow: Sales_Report\nphases: [{id: Clean!, kind: script, script: clean.py}]\n"
+    assert lines(make(tmp_path, text)) == [
+        "flow.yaml: flow: 'Sales_Report' is not a valid flow name (use [a-z0-9][a-z0-9-]*)",
+        "flow.yaml: phases[0].id: 'Clean!' is not a valid phase id (use [a-z0-9_-]+)",
+    ]
+
+
+def test_missing_required_keys(tmp_path: Path) -> None:
+    text = """\
+        flow: f
+        phases:
+          - {description: nothing}
+          - {id: s, kind: script}
+          - {id: n, kind: notebook}
+          - {id: a, kind: agent}
+        """
+    assert lines(make(tmp_path, text)) == [
+        "flow.yaml: phases[0]: missing required key 'id'",
+        "flow.yaml: phases[0]: missing required key 'kind'",
+        "flow.yaml: phases[1]: missing required key 'script' (the .py file a script phase runs)",
+        "flow.yaml: phases[2]: missing required key 'script' (the .ipynb file a notebook phase "
+        "runs)",
+        "flow.yaml: phases[3]: missing required key 'prompt' (the prompt file of an agent)",
+    ]
+
+
+def test_missing_phases_and_no_phases(tmp_path: Path) -> None:
+    assert only(make(tmp_path, "flow: f\n")) == (
+        "flow.yaml: missing required key 'phases' (the list of phases)"
+    )
+    (tmp_path / "flow" / "flow.yaml").write_text("flow: f\nphases: []\n")
+    assert only(tmp_path / "flow") == "flow.yaml: phases: is empty: a flow needs at least one phase"
+
+
+def test_script_suffix_must_fit_the_kind(tmp_path: Path) -> None:
+    text = "flow: f\nphases: [{id: n, kind: notebook, script: clean.py}]\n"
+    assert only(make(tmp_path, text)) == (
+        "flow.yaml: phases[0].script: 'clean.py' must end in .ipynb for a notebook phase"
+    )
+
+
+def test_keys_that_do_not_fit_the_kind(tmp_path: Path) -> None:
+    text = """\
+        flow: f
+        phases:
+          - id: s
+            kind: script
+            script: clean.py
+            prompt: clean.py
+            limits: {model_calls: 1}
+          - {id: a, kind: agent, prompt: clean.py, script: clean.py}
+        """
+    assert lines(make(tmp_path, text)) == [
+        "flow.yaml: phases[0].prompt: only agent phases take 'prompt' (this is a script phase)",
+        "flow.yaml: phases[0].limits: only agent phases take 'limits' (this is a script phase)",
+        "flow.yaml: phases[1].script: agent phases take no 'script' (list prepared scripts "
+        "under scripts:)",
+    ]
+
+
+def test_limits_timeouts_and_sandbox_values(tmp_path: Path) -> None:
+    text = """\
+        flow: f
+        sandbox: {timeout: -1, image: praxis:latest}
+        phases:
+          - id: a
+            kind: agent
+            prompt: clean.py
+            limits: {model_calls: 0, run_python: 2.5, tokens: 9}
+            timeout: .inf
+        """
+    assert lines(make(tmp_path, text)) == [
+        "flow.yaml: sandbox.timeout: must be a positive number, got -1",
+        "flow.yaml: phases[0].limits: unknown key 'tokens' (known: model_calls, run_python)",
+        "flow.yaml: phases[0].limits.model_calls: must be a positive number, got 0",
+        "flow.yaml: phases[0].limits.run_python: expected a positive whole number, got number 2.5",
+        "flow.yaml: phases[0].timeout: must be a positive number, got inf",
+    ]
+
+
+def test_sandbox_must_be_a_mapping_and_its_other_keys_are_opaque(tmp_path: Path) -> None:
+    text = SCRIPT_PHASE + "sandbox: docker\n"
+    assert (
+        only(make(tmp_path, text)) == "flow.yaml: sandbox: expected a mapping, got string 'docker'"
+    )
+    text = SCRIPT_PHASE + "sandbox: {backend: docker, image: x, anything: [1]}\n"
+    (tmp_path / "flow" / "flow.yaml").write_text(text)
+    flow = contract.require(tmp_path / "flow")
+    assert flow.sandbox == {"backend": "docker", "timeout": 600, "image": "x", "anything": [1]}
+
+
+def test_database_is_a_file_of_the_flow_or_a_url(tmp_path: Path) -> None:
+    folder = make(tmp_path, SCRIPT_PHASE + "database: shop.sqlite\n")
+    assert only(folder) == "flow.yaml: database: 'shop.sqlite' does not exist in the flow folder"
+    (folder / "flow.yaml").write_text(SCRIPT_PHASE + "database: pg://db/x\n")
+    assert contract.require(folder).database == "pg://db/x"
+
+
+# -- paths ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "problem"),
+    [
+        ("'../up.csv'", "'../up.csv' has a '..' component"),
+        ("/tmp/x.csv", "'/tmp/x.csv' is an absolute path"),
+        ("'a\\b.csv'", "'a\\\\b.csv' contains a backslash (use / between folders)"),
+        ('"a\\0b.csv"', "'a\\x00b.csv' contains a NUL byte"),
+        ('""', "'' is empty"),
+        ("a//b.csv", "'a//b.csv' has an empty path component"),
+        ("x" * 256, "'" + "x" * 55 + "...' has a component over 255 bytes"),
+    ],
+)
+def test_unsafe_names_are_refused(tmp_path: Path, name: str, problem: str) -> None:
+    text = SCRIPT_PHASE + f"    outputs: [{name}]\n"
+    assert only(make(tmp_path, text)) == f"flow.yaml: phases[0].outputs[0]: {problem}"
+
+
+def test_definition_files_must_exist(tmp_path: Path) -> None:
+    text = """\
+        flow: f
+        phases:
+          - {id: a, kind: agent, prompt: p.md, scripts: [s.py], queries: [q.sql]}
+        """
+    assert lines(make(tmp_path, text)) == [
+        "flow.yaml: phases[0].prompt: 'p.md' does not exist in the flow folder",
+        "flow.yaml: phases[0].scripts[0]: 's.py' does not exist in the flow folder",
+        "flow.yaml: phases[0].queries[0]: 'q.sql' does not exist in the flow folder",
+    ]
+
+
+def test_symlink_leading_out_of_the_flow_is_refused(tmp_path: Path) -> None:
+    folder = make(tmp_path, SCRIPT_PHASE.replace("clean.py", "link.py"), files=())
+    (tmp_path / "elsewhere.py").write_text("print('outside')\n")
+    (folder / "link.py").symlink_to(tmp_path / "elsewhere.py")
+    assert only(folder) == "flow.yaml: phases[0].script: 'link.py' leads outside the flow folder"
+
+
+def test_symlink_inside_the_flow_is_fine(tmp_path: Path) -> None:
+    folder = make(tmp_path, SCRIPT_PHASE.replace("clean.py", "link.py"))
+    (folder / "link.py").symlink_to(folder / "clean.py")
+    assert contract.require(folder).phases[0].script == "link.py"
+
+
+def test_definition_file_must_be_regular_and_not_huge(tmp_path: Path) -> None:
+    text = SCRIPT_PHASE + "    inputs: {working: [data, big.csv]}\n"
+    folder = make(tmp_path, text)
+    (folder / "data").mkdir()
+    with open(folder / "big.csv", "wb") as f:
+        f.truncate(51 << 20)  # sparse
+    assert lines(folder) == [
+        "flow.yaml: phases[0].inputs.working[0]: 'data' is not a regular file",
+        "flow.yaml: phases[0].inputs.working[1]: 'big.csv' is 51.0 MiB, over the 50 MiB limit",
+    ]
+
+
+# -- references between phases -------------------------------------------------------------------
+
+
+def phases_text(*phases: str) -> str:
+    return "flow: f\nphases:\n" + "".join(f"  - {{{p}}}\n" for p in phases)
+
+
+def test_input_that_is_neither_a_file_nor_an_earlier_output(tmp_path: Path) -> None:
+    text = phases_text(
+        "id: a, kind: script, script: clean.py, outputs: [clean.csv]",
+        "id: b, kind: script, script: clean.py, inputs: {working: [clean.cvs]}",
+    )
+    assert only(make(tmp_path, text)) == (
+        "flow.yaml: phases[1].inputs.working[0]: 'clean.cvs' is neither a file of the flow "
+        "nor an output of an earlier phase"
+    )
+
+
+def test_forward_reference(tmp_path: Path) -> None:
+    text = phases_text(
+        "id: a, kind: agent, prompt: clean.py, inputs: {reference: [notes.md]}",
+        "id: b, kind: script, script: clean.py, outputs: [notes.md]",
+    )
+    assert only(make(tmp_path, text)) == (
+        "flow.yaml: phases[0].inputs.reference[0]: 'notes.md' is a forward reference to an "
+        "output of the later phase 'b'"
+    )
+
+
+def test_phase_reading_its_own_output_is_a_cycle(tmp_path: Path) -> None:
+    text = phases_text(
+        "id: a, kind: script, script: clean.py, inputs: {working: [x.csv]}, outputs: [x.csv]"
+    )
+    assert only(make(tmp_path, text)) == (
+        "flow.yaml: phases[0].inputs.working[0]: 'x.csv' is an output of this same phase: "
+        "a phase cannot read its own output (a cycle)"
+    )
+
+
+def test_output_that_also_names_an_uploaded_flow_file_is_fine(tmp_path: Path) -> None:
+    text = phases_text(
+        "id: a, kind: script, script: clean.py, inputs: {working: [d.csv]}, outputs: [d.csv]",
+        "id: b, kind: script, script: clean.py, inputs: {working: [d.csv]}",
+    )
+    flow = contract.require(make(tmp_path, text, files=("clean.py", "d.csv")))
+    assert flow.producer("d.csv") is flow.phases[0]
+
+
+def test_duplicate_phase_ids(tmp_path: Path) -> None:
+    text = phases_text(*["id: a, kind: script, script: clean.py"] * 3)
+    assert lines(make(tmp_path, text)) == [
+        "flow.yaml: phases[1].id: duplicate phase id 'a' (also phases[0])",
+        "flow.yaml: phases[2].id: duplicate phase id 'a' (also phases[0])",
+    ]
+
+
+def test_duplicate_outputs(tmp_path: Path) -> None:
+    text = phases_text(
+        "id: a, kind: script, script: clean.py, outputs: [x.csv, x.csv]",
+        "id: b, kind: script, script: clean.py, outputs: [x.csv]",
+    )
+    assert lines(make(tmp_path, text)) == [
+        "flow.yaml: phases[0].outputs[1]: 'x.csv' is listed twice",
+        "flow.yaml: phases[1].outputs[0]: 'x.csv' is already an output of phase 'a' "
+        "(output names are unique across phases)",
+    ]
+
+
+def test_may_be_empty_names_a_tabular_output_of_the_same_phase(tmp_path: Path) -> None:
+    text = phases_text(
+        "id: a, kind: script, script: clean.py, outputs: [x.csv, r.md]",
+        "id: b, kind: script, script: clean.py, outputs: [y.tsv], may_be_empty: [x.csv, r.md]",
+    )
+    assert lines(make(tmp_path, text)) == [
+        "flow.yaml: phases[1].may_be_empty[0]: 'x.csv' is not an output of this phase",
+        "flow.yaml: phases[1].may_be_empty[1]: 'r.md' is not an output of this phase",
+    ]
+    text = phases_text(
+        "id: a, kind: script, script: clean.py, outputs: [r.md], may_be_empty: [r.md]"
+    )
+    (tmp_path / "flow" / "flow.yaml").write_text(text)
+    assert only(tmp_path / "flow") == (
+        "flow.yaml: phases[0].may_be_empty[0]: 'r.md' is not a .csv or .tsv (only tables may "
+        "be empty)"
+    )
+
+
+def test_prepared_names_must_be_unique(tmp_path: Path) -> None:
+    text = phases_text("id: a, kind: agent, prompt: p.md, scripts: [a/run.py, b/run.py]")
+    assert only(make(tmp_path, text, files=("p.md", "a/run.py", "b/run.py"))) == (
+        "flow.yaml: phases[0].scripts[1]: another entry is also named 'run' (names are file "
+        "stems and must be unique)"
+    )
+
+
+# -- the API -------------------------------------------------------------------------------------
+
+
+def test_every_problem_is_collected_and_require_raises(tmp_path: Path) -> None:
+    text = phases_text(
+        "id: no, kind: script, script: missing.py",
+        "id: b, kind: script, script: clean.py, outputs: x.csv",
+    )
+    folder = make(tmp_path, text)
+    flow, report = contract.load(folder)
+    assert flow is None and not report.ok
+    assert len(report.errors) == 3 and report.warnings == []
+    assert str(report) == "\n".join(report.lines())
+    with pytest.raises(contract.FlowInvalid) as caught:
+        contract.require(folder)
+    assert caught.value.report.lines() == report.lines()
+    assert str(caught.value) == f"{report.errors[0]} (and 2 more)"
