@@ -1,0 +1,349 @@
+"""The reviewer web UI: ``praxis serve`` (Starlette, server-rendered pages, plain forms).
+
+Pages: the flows below the root and their runs; a run (timeline, events, records, files);
+at a Gate, the writable artifacts as tables or text to edit, and the approve / reject /
+re-run / cancel forms. Every form carries the revision the page showed; the runner refuses
+a change when the run has moved on, and the page says so in plain words.
+"""
+
+from __future__ import annotations
+
+import secrets
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.templating import Jinja2Templates
+
+import praxis.agent.events  # noqa: F401  (registers agent event kinds for the events list)
+from praxis.agent.approvals import ApprovalRefused
+from praxis.flows import runner
+from praxis.flows.layout import NotWritable, writable
+from praxis.flows.lock import Busy
+from praxis.flows.state import StateCorrupt
+
+from . import catalog, notebook, tables, views
+from .background import Advancer
+from .files import file_response
+from .security import Guard, GuardMiddleware
+
+HERE = Path(__file__).parent
+NOTICES = {
+    "saved": "Saved. The next phase will read the edited file.",
+    "approved": "Approved. The run continues in the background; this page follows it.",
+    "rejected": "Rejected. The reopened phase runs again with your note.",
+    "rerun": "Going back: the run continues from the chosen phase.",
+    "cancelled": "Cancelled.",
+    "cancelling": "Cancel requested: the run stops after the phase that is running.",
+    "advancing": "The run continues in the background; this page follows it.",
+    "answered": "Answer sent to the phase.",
+}
+MAX_FORM_FIELDS = 100_000
+
+
+class Refusal(Exception):
+    """A request the UI turns down with a message for the person (HTTP ``status``)."""
+
+    def __init__(self, message: str, status: int = 409) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def create_app(
+    root: Path,
+    *,
+    guard: Guard | None = None,
+    advancer: Advancer | None = None,
+    allowed_hosts: set[str] | None = None,
+) -> Starlette:
+    """The ASGI app over every flow below ``root``. ``allowed_hosts`` None accepts any Host."""
+    guard = guard or Guard()
+    templates = Jinja2Templates(directory=str(HERE / "templates"))
+    templates.env.globals["when"] = views.when
+    templates.env.globals["chart_width"] = views.CHART_WIDTH
+    ui = UI(root, guard, advancer or Advancer(), templates)
+    routes = [
+        Route("/", ui.index),
+        Route("/run", ui.run_page),
+        Route("/run/state", ui.run_state),
+        Route("/record", ui.record),
+        Route("/file", ui.file),
+        Route("/save", ui.save, methods=["POST"]),
+        Route("/approve", ui.approve, methods=["POST"]),
+        Route("/reject", ui.reject, methods=["POST"]),
+        Route("/rerun", ui.rerun, methods=["POST"]),
+        Route("/cancel", ui.cancel, methods=["POST"]),
+        Route("/advance", ui.advance, methods=["POST"]),
+        Route("/approval", ui.approval, methods=["POST"]),
+        Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),
+    ]
+    app = Starlette(routes=routes)
+    app.add_middleware(GuardMiddleware, guard=guard, allowed_hosts=allowed_hosts)
+    app.state.ui = ui
+    return app
+
+
+class UI:
+    def __init__(self, root: Path, guard: Guard, advancer: Advancer, templates: Any) -> None:
+        self.root = root.resolve()
+        self.guard = guard
+        self.advancer = advancer
+        self.templates = templates
+
+    # --- pages ---------------------------------------------------------------------------
+
+    def render(self, request: Request, name: str, status: int = 200, **ctx: Any) -> Response:
+        sid = request.cookies.get(self.guard.cookie, "")
+        ctx.setdefault("csrf", self.guard.csrf_for(sid))
+        return self.templates.TemplateResponse(request, name, ctx, status_code=status)
+
+    async def index(self, request: Request) -> Response:
+        flows = catalog.flow_rows(self.root)
+        return self.render(request, "index.html", flows=flows, root=self.root)
+
+    async def run_page(self, request: Request) -> Response:
+        q = request.query_params
+        try:
+            return self.show_run(request, q.get("flow", ""), q.get("run", ""))
+        except catalog.NotFound as exc:
+            return self.render(request, "error.html", 404, message=str(exc))
+
+    def show_run(
+        self,
+        request: Request,
+        ref: str,
+        run_id: str,
+        *,
+        refusal: str | None = None,
+        status: int = 200,
+        drafts: dict[str, str] | None = None,
+    ) -> Response:
+        run = catalog.open_run(self.root, ref, run_id)
+        pages = {}
+        for key, value in request.query_params.items():
+            if key.startswith("page.") and value.isdigit():
+                pages[key[5:]] = int(value)
+        job = self.advancer.job(run.flow.root, run.id)
+        return self.render(
+            request,
+            "run.html",
+            status,
+            ref=ref,
+            run=run,
+            flow=run.flow,
+            view=views.run_view(run, pages),
+            notice=NOTICES.get(request.query_params.get("notice", "")),
+            refusal=refusal,
+            drafts=drafts or {},
+            pending=self.advancer.pending(run.flow.root, run.id),
+            job=job,
+        )
+
+    async def run_state(self, request: Request) -> Response:
+        q = request.query_params
+        try:
+            run = catalog.open_run(self.root, q.get("flow", ""), q.get("run", ""))
+        except catalog.NotFound as exc:
+            return JSONResponse({"error": str(exc)}, status_code=404)
+        data = views.summary(run.state)
+        job = self.advancer.job(run.flow.root, run.id)
+        data["advancing"] = bool(job and job.active)
+        data["pending"] = len(self.advancer.pending(run.flow.root, run.id))
+        return JSONResponse(data)
+
+    async def record(self, request: Request) -> Response:
+        q = request.query_params
+        try:
+            run = catalog.open_run(self.root, q.get("flow", ""), q.get("run", ""))
+            phase = q.get("phase", "")
+            if phase not in [p.id for p in run.state.phases]:
+                raise catalog.NotFound(f"{run.flow.name} has no phase {phase!r}")
+            path = run.paths.record(phase)
+            if not path.is_file():
+                raise catalog.NotFound(f"phase {phase} has no record yet: it has not run")
+        except catalog.NotFound as exc:
+            return self.render(request, "error.html", 404, message=str(exc))
+        return self.render(
+            request,
+            "record.html",
+            ref=q.get("flow", ""),
+            run=run,
+            phase=phase,
+            nb=notebook.load(path),
+        )
+
+    async def file(self, request: Request) -> Response:
+        q = request.query_params
+        try:
+            run = catalog.open_run(self.root, q.get("flow", ""), q.get("run", ""))
+        except catalog.NotFound as exc:
+            return self.render(request, "error.html", 404, message=str(exc))
+        return file_response(run.root, q.get("path", ""))
+
+    # --- actions -------------------------------------------------------------------------
+
+    async def form(self, request: Request) -> tuple[Any, str, str, int | None]:
+        form = await request.form(max_fields=MAX_FORM_FIELDS)
+        sid = request.cookies.get(self.guard.cookie)
+        if not self.guard.csrf_ok(sid, str(form.get("csrf", ""))):
+            raise Refusal("the form's security token is missing or old: reload the page", 403)
+        revision = str(form.get("revision", ""))
+        expect = int(revision) if revision.isdigit() else None
+        return form, str(form.get("flow", "")), str(form.get("run", "")), expect
+
+    async def act(self, request: Request, action: Any) -> Response:
+        """Run ``action(form, ref, run_id, expect)`` -> notice; refusals re-render the page."""
+        ref = run_id = ""
+        drafts: dict[str, str] = {}
+        try:
+            form, ref, run_id, expect = await self.form(request)
+            if "text" in form:
+                drafts = {str(form.get("name", "")): str(form["text"])}
+            catalog.open_run(self.root, ref, run_id)
+            notice = action(form, ref, run_id, expect)
+        except Refusal as exc:
+            return self.refused(request, ref, run_id, str(exc), exc.status, drafts)
+        except catalog.NotFound as exc:
+            return self.render(request, "error.html", 404, message=str(exc))
+        except runner.Refused as exc:
+            return self.refused(request, ref, run_id, plain_refusal(exc, expect), 409, drafts)
+        except Busy as exc:
+            msg = f"Not done: another process is working on this flow now ({exc}). Try again soon."
+            return self.refused(request, ref, run_id, msg, 409, drafts)
+        except (NotWritable, tables.BadEdit, ApprovalRefused, StateCorrupt) as exc:
+            return self.refused(request, ref, run_id, f"Not done: {exc}", 409, drafts)
+        query = urlencode({"flow": ref, "run": run_id, "notice": notice})
+        return RedirectResponse(f"/run?{query}", status_code=303)
+
+    def refused(
+        self,
+        request: Request,
+        ref: str,
+        run_id: str,
+        message: str,
+        status: int,
+        drafts: dict[str, str],
+    ) -> Response:
+        try:
+            return self.show_run(
+                request, ref, run_id, refusal=message, status=status, drafts=drafts
+            )
+        except catalog.NotFound:
+            return self.render(request, "error.html", status, message=message)
+
+    def flow_of(self, ref: str) -> Path:
+        return catalog.flow_folder(self.root, ref)
+
+    def continue_run(self, ref: str, run_id: str) -> None:
+        self.advancer.start(self.flow_of(ref), run_id)
+
+    async def save(self, request: Request) -> Response:
+        def do(form: Any, ref: str, run_id: str, expect: int | None) -> str:
+            name = str(form.get("name", ""))
+            run = catalog.open_run(self.root, ref, run_id)
+            if "text" in form:
+                data = str(form["text"]).replace("\r\n", "\n").encode("utf-8")
+            else:
+                path = writable(run.flow, run.state, run.paths, name)
+                cells = tables.parse_cell_fields([(k, str(v)) for k, v in form.multi_items()])
+                data = tables.apply_cells(path, cells)
+            runner.edit(run.flow, name, data, run_id, expect_revision=expect, by="web")
+            return "saved"
+
+        return await self.act(request, do)
+
+    async def approve(self, request: Request) -> Response:
+        def do(form: Any, ref: str, run_id: str, expect: int | None) -> str:
+            runner.approve(self.flow_of(ref), run_id, expect_revision=expect)
+            self.continue_run(ref, run_id)
+            return "approved"
+
+        return await self.act(request, do)
+
+    async def reject(self, request: Request) -> Response:
+        def do(form: Any, ref: str, run_id: str, expect: int | None) -> str:
+            note = str(form.get("note", "")).strip()
+            if not note:
+                raise Refusal("Not rejected: write a note saying what the reopened phase should do")
+            reopen = str(form.get("reopen", ""))
+            runner.reject(self.flow_of(ref), reopen, note, run_id, expect_revision=expect)
+            self.continue_run(ref, run_id)
+            return "rejected"
+
+        return await self.act(request, do)
+
+    async def rerun(self, request: Request) -> Response:
+        def do(form: Any, ref: str, run_id: str, expect: int | None) -> str:
+            phase = str(form.get("phase", ""))
+            runner.rerun(self.flow_of(ref), phase, run_id, expect_revision=expect)
+            self.continue_run(ref, run_id)
+            return "rerun"
+
+        return await self.act(request, do)
+
+    async def cancel(self, request: Request) -> Response:
+        def do(form: Any, ref: str, run_id: str, expect: int | None) -> str:
+            _, now = runner.cancel(self.flow_of(ref), run_id, expect_revision=expect)
+            return "cancelled" if now else "cancelling"
+
+        return await self.act(request, do)
+
+    async def advance(self, request: Request) -> Response:
+        def do(form: Any, ref: str, run_id: str, expect: int | None) -> str:
+            run = catalog.open_run(self.root, ref, run_id)
+            if expect is not None and expect != run.state.revision:
+                raise runner.Refused("stale", revision=run.state.revision)
+            self.continue_run(ref, run_id)
+            return "advancing"
+
+        return await self.act(request, do)
+
+    async def approval(self, request: Request) -> Response:
+        def do(form: Any, ref: str, run_id: str, expect: int | None) -> str:
+            yes = str(form.get("answer", "")) == "approve"
+            self.advancer.answer(self.flow_of(ref), run_id, str(form.get("request", "")), yes)
+            return "answered"
+
+        return await self.act(request, do)
+
+
+def plain_refusal(exc: runner.Refused, expect: int | None) -> str:
+    if exc.revision is not None and expect is not None and exc.revision != expect:
+        return (
+            f"Not done: this run changed since this page was shown (the page showed revision "
+            f"{expect}, the run is now at revision {exc.revision}). Nothing was changed. "
+            "Look at the run as it is now below, then try again."
+        )
+    return f"Not done: {exc}"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def serve(root: Path, *, port: int, host: str = "127.0.0.1", token: str | None = None) -> int:
+    """Serve the UI on 127.0.0.1 until Ctrl-C; prints the URL with its token. Returns 0."""
+    if not root.is_dir():
+        print(f"serve: {root} is not a folder; next: praxis serve --root DIR", file=sys.stderr)
+        return 2
+    guard = Guard(token or secrets.token_urlsafe(32), cookie=f"praxis_session_{port}")
+    advancer = Advancer()
+    hosts = {f"{host}:{port}", f"localhost:{port}", f"127.0.0.1:{port}"}
+    app = create_app(root, guard=guard, advancer=advancer, allowed_hosts=hosts)
+    print(f"praxis: reviewing flows below {root.resolve()}", file=sys.stderr)
+    print(f"praxis: open http://{host}:{port}/?token={guard.token}", file=sys.stderr, flush=True)
+    try:
+        uvicorn.run(app, host=host, port=port, log_level="warning")
+    finally:
+        advancer.close()
+    return 0

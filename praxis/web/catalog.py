@@ -1,0 +1,114 @@
+"""Which flows live below the served folder, and resolving the names a URL carries.
+
+A flow is named in URLs by its folder relative to the root (``flows/sales-report``); a run
+by its id. Both are checked here before any path is built from them: a flow must be a
+folder below the root holding a flow.yaml, a run id must look like one and exist.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from praxis.flows import contract
+from praxis.flows.handle import RunHandle
+from praxis.flows.layout import list_run_ids, run_paths
+from praxis.flows.model import Flow
+from praxis.flows.state import RunState, StateCorrupt
+from praxis.flows.state import load as load_state
+from sandbox.errors import PathRefused
+from sandbox.paths import check_name
+
+SKIP_DIRS = {"runs", "node_modules", "__pycache__", "site-packages", "build", "dist", "venv"}
+RUN_ID = re.compile(r"^[0-9A-Za-z][0-9A-Za-z_.-]{0,99}$")
+MAX_DEPTH = 6
+
+
+class NotFound(Exception):
+    """Raised when a URL names a flow, run or file that does not exist below the root."""
+
+
+@dataclass
+class RunRow:
+    id: str
+    state: RunState | None
+    error: str | None = None  # run.json could not be read
+
+
+@dataclass
+class FlowRow:
+    ref: str  # folder relative to the root, as URLs name it
+    name: str
+    description: str = ""
+    problem: str | None = None  # flow.yaml does not load
+    runs: list[RunRow] = field(default_factory=list)
+
+
+def find_flows(root: Path) -> list[str]:
+    """Folders below ``root`` holding a flow.yaml, relative to it, sorted."""
+    found: list[str] = []
+    base = root.resolve()
+    for here, dirs, files in os.walk(base):
+        depth = len(Path(here).relative_to(base).parts)
+        if "flow.yaml" in files:
+            found.append(Path(here).relative_to(base).as_posix())
+            dirs[:] = []
+            continue
+        dirs[:] = [
+            d for d in dirs if not d.startswith(".") and d not in SKIP_DIRS and depth < MAX_DEPTH
+        ]
+    return sorted(found)
+
+
+def flow_rows(root: Path) -> list[FlowRow]:
+    rows = []
+    for ref in find_flows(root):
+        folder = root.resolve() / ref
+        flow, report = contract.load(folder)
+        if flow is None:
+            first = report.errors[0] if report.errors else "does not load"
+            rows.append(FlowRow(ref=ref, name=folder.name, problem=str(first)))
+            continue
+        row = FlowRow(ref=ref, name=flow.name, description=flow.description)
+        row.runs = [_run_row(folder, rid) for rid in reversed(list_run_ids(folder))]
+        rows.append(row)
+    return rows
+
+
+def _run_row(folder: Path, run_id: str) -> RunRow:
+    try:
+        return RunRow(run_id, load_state(run_paths(folder, run_id).state))
+    except StateCorrupt as exc:
+        return RunRow(run_id, None, exc.reason)
+
+
+def flow_folder(root: Path, ref: str) -> Path:
+    """The folder of flow ``ref`` below ``root``; NotFound for anything else."""
+    base = root.resolve()
+    if ref in ("", "."):
+        folder = base
+    else:
+        try:
+            check_name(ref)
+        except PathRefused as exc:
+            raise NotFound(f"flow {ref!r}: {exc.reason}") from None
+        folder = (base / ref).resolve()
+    if not folder.is_relative_to(base) or not (folder / "flow.yaml").is_file():
+        raise NotFound(f"no flow {ref!r} below {root}")
+    return folder
+
+
+def load_flow(root: Path, ref: str) -> Flow:
+    return contract.require(flow_folder(root, ref))
+
+
+def open_run(root: Path, ref: str, run_id: str) -> RunHandle:
+    """The run ``run_id`` of flow ``ref``; NotFound when either does not exist."""
+    if not RUN_ID.match(run_id or ""):
+        raise NotFound(f"{run_id!r} is not a run id")
+    flow = load_flow(root, ref)
+    if run_id not in list_run_ids(flow.root):
+        raise NotFound(f"{flow.name} has no run {run_id!r}")
+    return RunHandle.open(flow, run_id)

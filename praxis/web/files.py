@@ -1,0 +1,69 @@
+"""Serving a file of a run folder with a content type that cannot run in the reviewer's page.
+
+The path is confined to the run folder (no ``..``, no symlinks, regular files only). Images
+are served as images; every text-like file, HTML included, as ``text/plain`` so it is shown,
+never executed; anything else as a download. Each response also carries a CSP ``sandbox``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from starlette.responses import FileResponse, PlainTextResponse, Response
+
+from sandbox.errors import PathRefused
+from sandbox.paths import confined
+
+IMAGES = {
+    ".png": "image/png",
+    ".jpg": "image/jpeg",
+    ".jpeg": "image/jpeg",
+    ".gif": "image/gif",
+    ".webp": "image/webp",
+}
+TEXT = {
+    ".csv",
+    ".tsv",
+    ".md",
+    ".txt",
+    ".json",
+    ".jsonl",
+    ".ipynb",
+    ".py",
+    ".sql",
+    ".yaml",
+    ".yml",
+    ".log",
+    ".html",
+    ".htm",
+    ".svg",
+    ".xml",
+}
+HEADERS = {
+    "Content-Security-Policy": "sandbox; default-src 'none'",
+    "X-Content-Type-Options": "nosniff",
+}
+
+
+def file_response(run_root: Path, name: str) -> Response:
+    try:
+        path = confined(run_root, name)
+    except PathRefused as exc:
+        return PlainTextResponse(
+            f"praxis: refused: {name!r} {exc.reason}; only files of the run folder are served\n",
+            status_code=403 if "does not exist" not in exc.reason else 404,
+        )
+    suffix = path.suffix.lower()
+    headers = dict(HEADERS)
+    if suffix in IMAGES:
+        media = IMAGES[suffix]
+    elif suffix in TEXT:
+        media = "text/plain; charset=utf-8"
+    else:
+        media = "application/octet-stream"
+        headers["Content-Disposition"] = f'attachment; filename="{_ascii(path.name)}"'
+    return FileResponse(path, media_type=media, headers=headers)
+
+
+def _ascii(name: str) -> str:
+    return "".join(c if c.isascii() and c.isprintable() and c not in '"\\' else "_" for c in name)

@@ -1,0 +1,150 @@
+"""Who may talk to the reviewer UI: a start-up token, a session cookie, CSRF and origin checks.
+
+Like Jupyter, the server prints a URL with ``?token=...``. The first request carrying the
+token gets a session cookie (HttpOnly, SameSite=Strict) and is redirected to the same URL
+without the token; every later request must carry that cookie. State-changing requests are
+POSTs; each form carries a CSRF token derived from the session (HMAC), and a request whose
+``Origin`` is another site or whose ``Sec-Fetch-Site`` says cross-site is refused before any
+handler runs. The Host header must be one the server listens on (DNS rebinding).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+from urllib.parse import urlencode
+
+from starlette.datastructures import URL
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, RedirectResponse, Response
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+SAFE_METHODS = {"GET", "HEAD"}
+SECURITY_HEADERS = {
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "same-origin",  # "no-referrer" makes Chromium send Origin: null
+    "Cache-Control": "no-store",
+    "Content-Security-Policy": (
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        "frame-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'; "
+        "connect-src 'self'"
+    ),
+}
+
+
+class Guard:
+    """The server's secrets and its live sessions (in memory: a restart logs everyone out)."""
+
+    def __init__(self, token: str | None = None, *, cookie: str = "praxis_session") -> None:
+        self.token = token or secrets.token_urlsafe(32)
+        self.cookie = cookie
+        self._key = secrets.token_bytes(32)
+        self._sessions: set[str] = set()
+
+    def token_ok(self, given: str | None) -> bool:
+        return given is not None and hmac.compare_digest(given.encode(), self.token.encode())
+
+    def new_session(self) -> str:
+        sid = secrets.token_urlsafe(32)
+        self._sessions.add(sid)
+        return sid
+
+    def session_ok(self, sid: str | None) -> bool:
+        return sid is not None and sid in self._sessions
+
+    def csrf_for(self, sid: str) -> str:
+        return hmac.new(self._key, f"csrf:{sid}".encode(), hashlib.sha256).hexdigest()
+
+    def csrf_ok(self, sid: str | None, given: str | None) -> bool:
+        if not sid or not given:
+            return False
+        return hmac.compare_digest(self.csrf_for(sid), given)
+
+
+def refuse(status: int, message: str) -> Response:
+    return PlainTextResponse(message + "\n", status_code=status, headers=SECURITY_HEADERS)
+
+
+def cross_site(request: Request) -> str | None:
+    """Why a state-changing request looks cross-site, or None when it comes from this page."""
+    fetch_site = request.headers.get("sec-fetch-site")
+    if fetch_site is not None and fetch_site not in ("same-origin", "none"):
+        return f"Sec-Fetch-Site is {fetch_site}"
+    origin = request.headers.get("origin")
+    if origin is not None:
+        own = f"{request.url.scheme}://{request.headers.get('host', '')}"
+        if origin != own:
+            return f"Origin {origin} is not {own}"
+    return None
+
+
+class GuardMiddleware:
+    """Refuses requests without a session (or the start-up token), and cross-site POSTs."""
+
+    def __init__(self, app: ASGIApp, guard: Guard, allowed_hosts: set[str] | None) -> None:
+        self.app = app
+        self.guard = guard
+        self.allowed_hosts = allowed_hosts
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request = Request(scope)
+        response = self.check(request)
+        if response is not None:
+            await response(scope, receive, send)
+            return
+
+        async def send_with_headers(message: MutableMapping[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                headers = message.setdefault("headers", [])
+                present = {k.lower() for k, _ in headers}
+                for name, value in SECURITY_HEADERS.items():
+                    if name.lower().encode() not in present:
+                        headers.append((name.lower().encode(), value.encode()))
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+    def check(self, request: Request) -> Response | None:
+        host = request.headers.get("host", "")
+        if self.allowed_hosts is not None and host not in self.allowed_hosts:
+            return refuse(400, f"praxis: refused: unknown Host {host!r}; open the printed URL")
+        sid = request.cookies.get(self.guard.cookie)
+        if not self.guard.session_ok(sid):
+            if self.guard.token_ok(request.query_params.get("token")):
+                if request.method not in SAFE_METHODS:
+                    return refuse(403, "praxis: refused: open the page first, then submit")
+                return self._login(request)
+            return refuse(
+                403,
+                "praxis: refused: no valid token. Open the URL with ?token=... that "
+                "`praxis serve` printed when it started.",
+            )
+        if request.method not in SAFE_METHODS:
+            why = cross_site(request)
+            if why:
+                return refuse(403, f"praxis: refused a cross-site request ({why})")
+        return None
+
+    def _login(self, request: Request) -> Response:
+        query = [(k, v) for k, v in request.query_params.multi_items() if k != "token"]
+        target = URL(path=request.url.path, query=urlencode(query))
+        response = RedirectResponse(str(target), status_code=303)
+        response.set_cookie(
+            self.guard.cookie,
+            self.guard.new_session(),
+            httponly=True,
+            samesite="strict",
+            path="/",
+        )
+        return response
