@@ -1,8 +1,13 @@
 """The executed record of one phase attempt: an nbformat v4 notebook.
 
 Executors append cells as code runs (``code`` with the sandbox's ExecResult outputs,
-``markdown`` for model messages and notes); the runner saves it to ``records/<phase>.ipynb``
-with the run's metadata, also when the phase failed.
+``markdown`` for model messages and notes, ``copy`` for a notebook's own cells); the runner
+saves it to ``records/<phase>.ipynb`` with the run's metadata, also when the phase failed.
+
+The notebook's ``metadata.praxis`` holds flow, run, phase, kind, attempt, status, backend,
+isolated, ``started``/``ended`` (epoch seconds) and, added on save, ``started_at``/``ended_at``
+(ISO 8601, UTC) and ``seconds``. Outputs are normalised to the nbformat schema as they are
+added, so whatever a kernel sent, the saved record validates.
 """
 
 from __future__ import annotations
@@ -10,13 +15,16 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import nbformat
-from nbformat import v4
+from nbformat import NotebookNode, v4
 
 from sandbox import ExecResult
+
+JSON_MIME_SUFFIX = "json"  # application/json, application/vnd.*+json keep dicts as they are
 
 
 class Record:
@@ -33,32 +41,63 @@ class Record:
 
     @property
     def metadata(self) -> dict[str, Any]:
-        return self.nb.metadata["praxis"]
+        return self.nb.metadata["praxis"]  # type: ignore[no-any-return]
 
-    def markdown(self, text: str, **meta: Any) -> None:
+    @property
+    def cells(self) -> list[NotebookNode]:
+        return self.nb.cells  # type: ignore[no-any-return]
+
+    def markdown(self, text: str, *, tags: list[str] | None = None, **meta: Any) -> NotebookNode:
+        """Append a markdown cell (a model message, a note); ``meta`` goes to metadata.praxis."""
         cell = v4.new_markdown_cell(text)
-        if meta:
-            cell.metadata["praxis"] = meta
+        _label(cell, tags, meta)
         self.nb.cells.append(cell)
+        return cell
 
-    def code(self, source: str, result: ExecResult | None = None, **meta: Any) -> None:
+    def code(
+        self,
+        source: str,
+        result: ExecResult | None = None,
+        *,
+        tags: list[str] | None = None,
+        **meta: Any,
+    ) -> NotebookNode:
+        """Append a code cell; with ``result`` it shows that execution's outputs.
+
+        Without one the cell is shown as not run; ``outputs`` can fill it in later (an
+        executor appends the cell before running it, so a timeout still shows what ran).
+        """
         cell = v4.new_code_cell(source)
-        if result is not None:
-            self._count += 1
-            cell.execution_count = self._count
-            cell.outputs = [nbformat.from_dict(o) for o in result.outputs]
-            for out in cell.outputs:
-                if out.get("output_type") == "execute_result":
-                    out["execution_count"] = self._count
-        if meta:
-            cell.metadata["praxis"] = meta
+        _label(cell, tags, meta)
         self.nb.cells.append(cell)
+        if result is not None:
+            self.outputs(cell, result)
+        return cell
+
+    def outputs(self, cell: NotebookNode, result: ExecResult) -> None:
+        """Give ``cell`` (appended by ``code``) the outputs of ``result`` and the next count."""
+        self._count += 1
+        cell.execution_count = self._count
+        cell.outputs = [_output(o, self._count) for o in result.outputs]
+        if result.truncated:
+            cell.metadata.setdefault("praxis", {})["truncated"] = True
+
+    def copy(self, cell: NotebookNode) -> NotebookNode:
+        """Append a copy of a notebook's cell as it is (markdown, raw, or code not run)."""
+        new = nbformat.from_dict(json.loads(json.dumps(cell)))
+        if new.cell_type == "code":
+            new.outputs = []
+            new.execution_count = None
+        new["id"] = _fresh_id()  # ids must be unique in the record, whatever the source had
+        self.nb.cells.append(new)
+        return new  # type: ignore[no-any-return]
 
     def error(self, text: str) -> None:
         """A failure that did not come from the kernel (timeout, death, a failed check)."""
         self.markdown(f"**Phase failed:** {text}", failure=True)
 
     def save(self, path: Path) -> None:
+        self._stamp()
         nbformat.validate(self.nb)
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -70,3 +109,69 @@ class Record:
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
+
+    def _stamp(self) -> None:
+        """Readable times next to the epoch seconds the runner sets."""
+        meta = self.metadata
+        for key in ("started", "ended"):
+            if isinstance(meta.get(key), int | float):
+                meta[f"{key}_at"] = _iso(float(meta[key]))
+        if isinstance(meta.get("started"), int | float) and isinstance(
+            meta.get("ended"), int | float
+        ):
+            meta["seconds"] = round(float(meta["ended"]) - float(meta["started"]), 3)
+
+
+def _label(cell: NotebookNode, tags: list[str] | None, meta: dict[str, Any]) -> None:
+    if tags:
+        cell.metadata["tags"] = list(tags)
+    if meta:
+        cell.metadata["praxis"] = json.loads(json.dumps(meta, default=str))
+
+
+def _iso(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="milliseconds")
+
+
+def _fresh_id() -> str:
+    return v4.new_raw_cell().id  # type: ignore[no-any-return]
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, list):
+        return "".join(str(v) for v in value)
+    return "" if value is None else str(value)
+
+
+def _bundle(data: Any) -> dict[str, Any]:
+    """A mime bundle as nbformat wants it: str per type, dicts kept for JSON types."""
+    bundle: dict[str, Any] = {}
+    for mime, value in dict(data or {}).items():
+        if mime.endswith(JSON_MIME_SUFFIX) and isinstance(value, dict | list):
+            bundle[str(mime)] = value
+        else:
+            bundle[str(mime)] = _text(value)
+    return bundle
+
+
+def _output(raw: dict[str, Any], count: int) -> NotebookNode:
+    """One ExecResult output as a schema-valid nbformat output."""
+    kind = raw.get("output_type")
+    if kind == "stream":
+        name = raw.get("name") if raw.get("name") in ("stdout", "stderr") else "stdout"
+        return v4.new_output("stream", name=name, text=_text(raw.get("text")))
+    if kind == "error":
+        return v4.new_output(
+            "error",
+            ename=_text(raw.get("ename")),
+            evalue=_text(raw.get("evalue")),
+            traceback=[_text(line) for line in raw.get("traceback") or []],
+        )
+    meta = raw.get("metadata")
+    meta = json.loads(json.dumps(meta, default=str)) if isinstance(meta, dict) else {}
+    data = _bundle(raw.get("data"))
+    if kind == "execute_result":
+        return v4.new_output("execute_result", data=data, metadata=meta, execution_count=count)
+    if kind == "display_data":
+        return v4.new_output("display_data", data=data, metadata=meta)
+    return v4.new_output("stream", name="stderr", text=f"[praxis: unknown output {kind!r}]\n")

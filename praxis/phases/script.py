@@ -10,8 +10,9 @@ def run(ctx: PhaseContext) -> PhaseOutcome:
     assert ctx.phase.script is not None
     source = (ctx.flow.root / ctx.phase.script).read_text(encoding="utf-8")
     ctx.progress(f"running {ctx.phase.script}")
+    cell = ctx.record.code(source, source_file=ctx.phase.script)  # recorded even if it hangs
     result = ctx.kernel.execute(source, timeout=ctx.timeout)
-    ctx.record.code(source, result, source_file=ctx.phase.script)
+    ctx.record.outputs(cell, result)
     ctx.emit(CodeRan(phase=ctx.phase.id, label="script", status=result.status, seconds=result.wall))
     if not result.ok:
         where = _line_of(result.traceback)

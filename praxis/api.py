@@ -1,0 +1,198 @@
+"""The Python API: the CLI's verbs as functions, for notebooks and scripts.
+
+Thin wrappers over ``praxis.flows``: ``flow`` is always a Flow, a flow folder or its
+flow.yaml; ``run`` a run id, the newest run when None. Errors are those of the runner
+(``Refused``, ``Busy``, ``NotWritable``, ``FlowInvalid``, ``SandboxUnavailable``, ``NoRun``)
+plus ``NoOutput`` here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .flows import contract, runner
+from .flows.context import Approver
+from .flows.contract import Report
+from .flows.events import Event
+from .flows.handle import RunHandle
+from .flows.model import Flow
+from .flows.state import RunState
+from .flows.status import Status, status_of
+
+if TYPE_CHECKING:
+    import pandas
+
+FlowRef = Flow | str | os.PathLike[str]
+SandboxChoice = runner.SandboxFactory | Mapping[str, Any] | None
+
+READERS = {".csv": "csv", ".tsv": "tsv", ".parquet": "parquet", ".json": "json", ".jsonl": "jsonl"}
+
+
+class NoOutput(LookupError):
+    """Raised by ``read_table``/``outputs`` users when a run has no such output file (yet)."""
+
+    def __init__(self, flow: str, run: str, name: str, present: list[str]) -> None:
+        have = ", ".join(present) or "none yet"
+        super().__init__(f"{flow} run {run} has no output {name!r} (outputs so far: {have})")
+        self.name = name
+
+
+def load(flow: FlowRef) -> Flow:
+    """The Flow defined by ``flow``; raises FlowInvalid listing every problem."""
+    return runner.load_flow(_ref(flow))
+
+
+def check(flow: FlowRef) -> Report:
+    """The contract report of a flow.yaml (``.ok``, ``.errors``, ``.lines()``); never raises."""
+    path = flow.root if isinstance(flow, Flow) else Path(flow)
+    return contract.check(path)
+
+
+def begin(flow: FlowRef) -> RunHandle:
+    """A new run, paused at its first phase (``.id``, ``.state``, ``.paths``)."""
+    return runner.begin(_ref(flow))
+
+
+def advance(
+    flow: FlowRef,
+    run: str | None = None,
+    *,
+    sandbox: SandboxChoice = None,
+    approver: Approver | None = None,
+    on_event: Callable[[Event], None] | None = None,
+    progress: Callable[[str], None] = lambda message: None,
+    extra: dict[str, Any] | None = None,
+) -> RunState:
+    """Run phases until a Gate, a failure, the end, or a cancel; returns the state reached.
+
+    ``sandbox``: None uses the flow's own ``sandbox:`` section (auto = Docker if a daemon
+    answers, else local; ``PRAXIS_SANDBOX`` overrides auto); a mapping such as
+    ``{"backend": "local"}`` is laid over that section; a callable ``(flow, run) -> Sandbox``
+    builds the sandbox itself.
+    """
+    return runner.advance(
+        _ref(flow),
+        run,
+        sandbox=_factory(sandbox),
+        approver=approver,
+        on_event=on_event,
+        progress=progress,
+        extra=extra,
+    )
+
+
+def status(flow: FlowRef, run: str | None = None) -> Status:
+    """State, message, writable files and the exact next commands of a run."""
+    return status_of(_open(flow, run))
+
+
+def approve(
+    flow: FlowRef, run: str | None = None, *, expect_revision: int | None = None
+) -> RunState:
+    """Approve the Gate the run waits at (then ``advance`` continues it)."""
+    return runner.approve(_ref(flow), run, expect_revision=expect_revision)
+
+
+def reject(
+    flow: FlowRef,
+    reopen: str,
+    note: str,
+    run: str | None = None,
+    *,
+    expect_revision: int | None = None,
+) -> RunState:
+    """Reject at the Gate: phase ``reopen`` runs again, with ``note`` for an agent's prompt."""
+    return runner.reject(_ref(flow), reopen, note, run, expect_revision=expect_revision)
+
+
+def rerun(
+    flow: FlowRef, from_phase: str, run: str | None = None, *, expect_revision: int | None = None
+) -> RunState:
+    """Go back to ``from_phase``; the earlier attempt is kept under attempts/."""
+    return runner.rerun(_ref(flow), from_phase, run, expect_revision=expect_revision)
+
+
+def cancel(
+    flow: FlowRef, run: str | None = None, *, expect_revision: int | None = None
+) -> tuple[RunState, bool]:
+    """Cancel the run: (state, True) when done now, (state, False) when the process advancing
+    it will stop at the next cell."""
+    return runner.cancel(_ref(flow), run, expect_revision=expect_revision)
+
+
+def edit(
+    flow: FlowRef,
+    name: str,
+    data: bytes | str,
+    run: str | None = None,
+    *,
+    expect_revision: int | None = None,
+) -> RunState:
+    """Replace writable output ``name`` at a Gate (str is written as UTF-8)."""
+    raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+    return runner.edit(_ref(flow), name, raw, run, expect_revision=expect_revision)
+
+
+def outputs(flow: FlowRef, run: str | None = None) -> dict[str, Path]:
+    """The declared outputs the run has written so far, name -> path, in phase order."""
+    handle = _open(flow, run)
+    found: dict[str, Path] = {}
+    for phase in handle.flow.phases:
+        for name in phase.outputs:
+            path = handle.paths.out(name)
+            if path.is_file():
+                found[name] = path
+    return found
+
+
+def events(flow: FlowRef, run: str | None = None) -> list[Event]:
+    """The run's events, oldest first (typed: ``.kind``, ``.at`` and the event's fields)."""
+    return _open(flow, run).log.read()
+
+
+def read_table(flow: FlowRef, name: str, run: str | None = None) -> pandas.DataFrame:
+    """Output ``name`` of a run as a DataFrame (.csv, .tsv, .parquet, .json, .jsonl)."""
+    import pandas as pd
+
+    handle = _open(flow, run)
+    have = outputs(handle.flow, handle.id)
+    if name not in have:
+        raise NoOutput(handle.flow.name, handle.id, name, list(have))
+    path = have[name]
+    kind = READERS.get(path.suffix.lower())
+    if kind == "csv":
+        return pd.read_csv(path)
+    if kind == "tsv":
+        return pd.read_csv(path, sep="\t")
+    if kind == "parquet":
+        return pd.read_parquet(path)
+    if kind in ("json", "jsonl"):
+        return pd.read_json(path, lines=kind == "jsonl")
+    kinds = ", ".join(READERS)
+    raise ValueError(f"{name}: read_table reads {kinds} files; open {path} directly instead")
+
+
+def _ref(flow: FlowRef) -> Flow | str | Path:
+    return flow if isinstance(flow, Flow | str) else Path(flow)
+
+
+def _open(flow: FlowRef, run: str | None) -> RunHandle:
+    return RunHandle.open(load(flow), run)
+
+
+def _factory(choice: SandboxChoice) -> runner.SandboxFactory:
+    if choice is None:
+        return runner.default_sandbox
+    if isinstance(choice, Mapping):
+        config = dict(choice)
+
+        def build(flow: Flow, run: RunHandle) -> Any:
+            merged = dataclasses.replace(flow, sandbox={**flow.sandbox, **config})
+            return runner.default_sandbox(merged, run)
+
+        return build
+    return choice

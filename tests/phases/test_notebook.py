@@ -1,0 +1,181 @@
+"""``kind: notebook`` phases through the real runner on the local backend."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbformat import v4
+
+from praxis.flows import runner
+from praxis.flows.handle import RunHandle
+from praxis.flows.model import Flow
+from praxis.phases.notebook import INJECTED, PARAMETERS, plan
+from sandbox import Sandbox, open_sandbox
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def local(flow: Flow, run: RunHandle) -> Sandbox:
+    return open_sandbox({"backend": "local"}, workspace=run.paths.workspace, name=run.id)
+
+
+def notebook(*cells: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    nb = v4.new_notebook(cells=list(cells))
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    return nb
+
+
+def tagged(source: str, *tags: str) -> nbformat.NotebookNode:
+    cell = v4.new_code_cell(source)
+    cell.metadata["tags"] = list(tags)
+    return cell
+
+
+def one_phase_flow(root: Path, nb: nbformat.NotebookNode, *, timeout: int = 60) -> Path:
+    (root / "nb").mkdir(parents=True)
+    nbformat.write(nb, root / "nb" / "work.ipynb")
+    (root / "flow.yaml").write_text(
+        "flow: nbtest\n"
+        f"sandbox: {{backend: local, timeout: {timeout}}}\n"
+        "phases:\n"
+        "  - id: work\n"
+        "    kind: notebook\n"
+        "    script: nb/work.ipynb\n"
+        "    outputs: [out.txt]\n"
+    )
+    return root
+
+
+def records(root: Path, run_id: str) -> Path:
+    return root / "runs" / run_id / "records"
+
+
+def test_plan_puts_the_injected_cell_after_the_parameters_cell() -> None:
+    nb = notebook(
+        v4.new_markdown_cell("# title"),
+        v4.new_code_cell("import os"),
+        tagged("x = 1", PARAMETERS),
+        v4.new_code_cell("print(x)"),
+    )
+    steps = plan(nb, "x = 2\n")
+    kinds = [(s.cell.cell_type, s.number, s.injected) for s in steps]
+    assert kinds == [
+        ("markdown", None, False),
+        ("code", 1, False),
+        ("code", 2, False),
+        ("code", None, True),
+        ("code", 3, False),
+    ]
+    assert steps[3].cell.metadata["tags"] == [INJECTED]
+
+
+def test_plan_without_parameters_cell_injects_at_the_top_and_drops_stale_injections() -> None:
+    nb = notebook(tagged("x = 'old'", INJECTED), v4.new_code_cell("print(x)"))
+    steps = plan(nb, "x = 'new'\n")
+    assert [s.label for s in steps] == ["injected parameters", "cell 1"]
+    assert steps[0].cell.source == "x = 'new'\n"
+
+
+def test_example_flow_runs_and_its_notebook_sees_the_injected_values(tmp_path: Path) -> None:
+    root = tmp_path / "notebook-example"
+    shutil.copytree(
+        REPO / "flows" / "notebook-example", root, ignore=shutil.ignore_patterns("runs", "run.lock")
+    )
+    run = runner.begin(root)
+    state = runner.advance(root, run.id, sandbox=local)
+    assert state.status == "done", state.error
+    assert [p.status for p in state.phases] == ["done", "done", "done"]
+
+    nb = nbformat.read(records(root, run.id) / "explore.ipynb", as_version=4)
+    nbformat.validate(nb)
+    assert nb.metadata["praxis"]["status"] == "done"
+    assert nb.metadata["praxis"]["kind"] == "notebook"
+    tags = [c.metadata.get("tags", []) for c in nb.cells]
+    at = tags.index([PARAMETERS])
+    assert tags[at + 1] == [INJECTED]
+    injected = nb.cells[at + 1].source
+    assert f"run_id = {run.id!r}" in injected
+    assert "inputs = ['tidy.csv']" in injected and "outputs = ['stations.csv']" in injected
+    assert "phase_id = 'explore'" in injected
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+    printed = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
+    assert f"run {run.id}, phase explore: 14 readings from tidy.csv" in printed
+    html = [o for o in outputs if "text/html" in o.get("data", {})]
+    assert html and "mean_temp_c" in html[0]["data"]["text/html"]
+    assert any("image/png" in o.get("data", {}) for o in outputs)
+    markdown = [c.source for c in nb.cells if c.cell_type == "markdown"]
+    assert markdown[0].startswith("# Explore the readings")
+    stations = (root / "runs" / run.id / "output" / "stations.csv").read_text()
+    assert stations.splitlines()[0].startswith("station,readings,mean_temp_c")
+
+
+def test_an_error_in_cell_3_fails_the_phase_naming_the_cell(tmp_path: Path) -> None:
+    nb = notebook(
+        v4.new_markdown_cell("intro"),
+        v4.new_code_cell("x = 1"),
+        v4.new_code_cell("print('two')"),
+        v4.new_markdown_cell("then"),
+        v4.new_code_cell("y = 1\nx / 0"),
+        v4.new_code_cell("open('out.txt', 'w').write('never')"),
+    )
+    root = one_phase_flow(tmp_path / "flow", nb)
+    run = runner.begin(root)
+    state = runner.advance(root, run.id, sandbox=local)
+    assert state.status == "failed"
+    assert state.phase("work").error == "nb/work.ipynb cell 3: ZeroDivisionError: division by zero"
+
+    record = nbformat.read(records(root, run.id) / "work.ipynb", as_version=4)
+    nbformat.validate(record)
+    assert record.metadata["praxis"]["status"] == "failed"
+    code = [c for c in record.cells if c.cell_type == "code"]
+    # injected (top, no parameters cell), cells 1-3 run, cell 4 kept without outputs
+    assert [c.metadata.get("praxis", {}).get("cell") for c in code] == [None, 1, 2, 3, 4]
+    failed = code[3]
+    errors = [o for o in failed.outputs if o.output_type == "error"]
+    assert errors and errors[0].ename == "ZeroDivisionError"
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", "\n".join(errors[0].traceback))
+    assert "x / 0" in plain and "ZeroDivisionError" in plain
+    assert code[4].outputs == [] and code[4].execution_count is None
+    assert code[4].source == "open('out.txt', 'w').write('never')"
+    assert [c.source for c in record.cells if c.cell_type == "markdown"][:2] == ["intro", "then"]
+    assert "cell 3" in record.cells[-1].source  # the runner's failure note
+    assert not (root / "runs" / run.id / "output" / "out.txt").exists()
+
+
+def test_a_cell_past_the_timeout_is_named_and_the_rest_is_kept(tmp_path: Path) -> None:
+    nb = notebook(
+        v4.new_code_cell("print('start')"),
+        v4.new_code_cell("import time\ntime.sleep(60)"),
+        v4.new_code_cell("print('after')"),
+    )
+    root = one_phase_flow(tmp_path / "flow", nb, timeout=2)
+    run = runner.begin(root)
+    state = runner.advance(root, run.id, sandbox=local)
+    assert state.status == "failed"
+    assert state.phase("work").error == "nb/work.ipynb cell 2: timed out after 2 s"
+    record = nbformat.read(records(root, run.id) / "work.ipynb", as_version=4)
+    nbformat.validate(record)
+    sources = [c.source for c in record.cells if c.cell_type == "code"]
+    assert sources[1:] == ["print('start')", "import time\ntime.sleep(60)", "print('after')"]
+
+
+@pytest.mark.parametrize("content", ["{not json", ""])
+def test_an_unreadable_notebook_fails_the_phase_with_a_next_step(
+    tmp_path: Path, content: str
+) -> None:
+    root = one_phase_flow(tmp_path / "flow", notebook(v4.new_code_cell("1")))
+    (root / "nb" / "work.ipynb").write_text(content)
+    run = runner.begin(root)
+    state = runner.advance(root, run.id, sandbox=local)
+    assert state.status == "failed"
+    error = str(state.phase("work").error)
+    assert error.startswith("nb/work.ipynb: cannot read the notebook")
+    assert "save it again" in error
