@@ -25,7 +25,7 @@ BACKENDS: dict[str, str] = {
 }
 
 
-def _load(backend: str) -> type[Sandbox]:
+def _load(backend: str) -> Callable[..., Sandbox]:
     try:
         target = BACKENDS[backend]
     except KeyError:
@@ -33,6 +33,15 @@ def _load(backend: str) -> type[Sandbox]:
         raise SandboxUnavailable(f"unknown sandbox backend {backend!r} (choose {names})") from None
     module, _, cls = target.partition(":")
     return getattr(importlib.import_module(module), cls)  # type: ignore[no-any-return]
+
+
+def _docker_reason() -> str | None:
+    """None when a Docker daemon answers, else why not (the docker backend may be absent)."""
+    try:
+        from .container import docker_available
+    except ImportError as exc:
+        return f"the docker backend cannot be loaded: {exc}"
+    return docker_available()
 
 
 def open_sandbox(
@@ -46,9 +55,7 @@ def open_sandbox(
     options = dict(config or {})
     backend = str(options.pop("backend", "auto"))
     if backend == "auto":
-        from .container import docker_available
-
-        reason = docker_available()
+        reason = _docker_reason()
         if reason is None:
             backend = "docker"
         else:
