@@ -1,0 +1,417 @@
+"""A Jupyter kernel reached over ZMQ, as a ``sandbox.Kernel``; shared by every backend.
+
+The backend starts the kernel process and hands over a ``BlockingKernelClient`` (or any
+object with a ``client()`` method returning one, such as a started ``KernelManager``) plus
+callables for what only it knows: whether the process is alive, how to kill it, and why it
+died. This module owns the protocol policy: reading iopub until idle, capping output as it
+arrives, interrupt-then-kill at the timeout, and noticing a dead kernel while code runs.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import time
+from collections.abc import Callable
+from typing import Any
+
+import zmq
+from jupyter_client.blocking.client import BlockingKernelClient
+
+from .base import ExecResult, Kernel
+from .errors import ExecTimeout, KernelDied, SandboxUnavailable
+
+log = logging.getLogger("sandbox")
+
+STREAM_LIMIT = 1 << 20  # bytes of stdout + stderr kept per execute
+DISPLAY_LIMIT = 16 << 20  # bytes of display/result bundles kept per execute
+GRACE = 5.0  # seconds an interrupted kernel gets to go idle before it is killed
+POLL = 0.2  # seconds between liveness checks while waiting on iopub
+IOPUB_HWM = 8  # iopub messages queued on the host side; the rest wait in the kernel's queue
+
+
+# Run in each new kernel by ``JupyterKernel.start_up``: ipykernel buffers a stream for 0.2 s
+# and sends it as ONE message, so 100 MB printed in a loop would reach the host as a 100 MB
+# message. This hook on the kernel's stdout/stderr cuts each execute's stream text at the
+# limit before it is sent, and says how much it dropped; it leaves no name behind.
+PRELUDE = """\
+def _praxis_cap(limit):
+    import sys
+    import threading
+    state = {"parent": None, "used": 0}
+
+    def hook(msg):
+        parent = msg.get("parent_header", {}).get("msg_id")
+        if parent != state["parent"]:
+            state["parent"], state["used"] = parent, 0
+        data = msg["content"].get("text", "").encode("utf-8", "surrogateescape")
+        room = limit - state["used"]
+        if len(data) > room:
+            keep = max(room, 0)
+            msg["content"]["text"] = data[:keep].decode("utf-8", "ignore")
+            msg["content"]["dropped"] = len(data) - keep
+            data = data[:keep]
+        state["used"] += len(data)
+        return msg
+
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "register_hook") and hasattr(stream, "pub_thread"):
+            done = threading.Event()
+
+            def register(stream=stream, done=done):  # hooks are per thread: the IO thread's
+                stream.register_hook(hook)
+                done.set()
+
+            stream.pub_thread.schedule(register)
+            done.wait(5)
+
+
+_praxis_cap(LIMIT)
+del _praxis_cap
+"""
+
+WARM_UP = "try:\n    import pandas as _p\n    del _p\nexcept ImportError:\n    pass\n"
+
+
+def truncation_marker(dropped: int) -> str:
+    """The line that ends a capped output."""
+    return f"\n[praxis: output truncated, {dropped} bytes dropped]\n"
+
+
+class _Collector:
+    """Builds an ExecResult from iopub messages, dropping output past the caps as it arrives."""
+
+    def __init__(self, stream_limit: int, display_limit: int) -> None:
+        self.stream_limit = stream_limit
+        self.display_limit = display_limit
+        self.stream_bytes = 0
+        self.display_bytes = 0
+        self.dropped = 0
+        self.dropped_stream = ""  # the stream the marker goes to
+        self.outputs: list[dict[str, Any]] = []
+        self.parts: dict[str, list[str]] = {"stdout": [], "stderr": []}
+        self.display: list[dict[str, Any]] = []
+        self.result: dict[str, Any] | None = None
+        self.error: dict[str, Any] | None = None
+        self.clear_pending = False
+
+    def add(self, msg_type: str, content: dict[str, Any]) -> None:
+        if msg_type == "clear_output":
+            if content.get("wait"):
+                self.clear_pending = True
+            else:
+                self.outputs.clear()
+            return
+        if msg_type not in ("stream", "display_data", "execute_result", "error"):
+            return
+        if self.clear_pending:
+            self.outputs.clear()
+            self.clear_pending = False
+        if msg_type == "stream":
+            dropped = content.get("dropped", 0)
+            self._stream(
+                content.get("name", "stdout"),
+                content.get("text", ""),
+                dropped if isinstance(dropped, int) else 0,
+            )
+        elif msg_type == "error":
+            self.error = content
+            self.outputs.append(
+                {
+                    "output_type": "error",
+                    "ename": content.get("ename", ""),
+                    "evalue": content.get("evalue", ""),
+                    "traceback": list(content.get("traceback", [])),
+                }
+            )
+        else:
+            self._bundle(msg_type, content)
+
+    def _stream(self, name: str, text: str, dropped: int = 0) -> None:
+        name = name if name in self.parts else "stdout"
+        if dropped:  # cut in the kernel already (PRELUDE)
+            self.dropped += dropped
+            self.dropped_stream = self.dropped_stream or name
+        data = text.encode("utf-8", "surrogateescape")
+        room = self.stream_limit - self.stream_bytes
+        if len(data) > room:
+            keep = max(room, 0)
+            self.dropped += len(data) - keep
+            self.dropped_stream = self.dropped_stream or name
+            text = data[:keep].decode("utf-8", "ignore")
+            data = data[:keep]
+        self.stream_bytes += len(data)
+        if not text:
+            return
+        self.parts[name].append(text)
+        last = self.outputs[-1] if self.outputs else None
+        if last and last["output_type"] == "stream" and last["name"] == name:
+            last["text"].append(text)
+        else:
+            self.outputs.append({"output_type": "stream", "name": name, "text": [text]})
+
+    def _bundle(self, msg_type: str, content: dict[str, Any]) -> None:
+        data = content.get("data", {})
+        size = sum(len(v) if isinstance(v, str) else len(str(v)) for v in data.values())
+        if self.display_bytes + size > self.display_limit:
+            self.dropped += size
+            self.dropped_stream = self.dropped_stream or "stdout"
+            return
+        self.display_bytes += size
+        out: dict[str, Any] = {
+            "output_type": msg_type,
+            "data": data,
+            "metadata": content.get("metadata", {}),
+        }
+        if msg_type == "execute_result":
+            out["execution_count"] = content.get("execution_count")
+            self.result = data
+        else:
+            self.display.append(data)
+        self.outputs.append(out)
+
+    def finish(self, wall: float) -> ExecResult:
+        if self.dropped:
+            marker = truncation_marker(self.dropped)
+            self.parts[self.dropped_stream].append(marker)
+            self.outputs.append(
+                {"output_type": "stream", "name": self.dropped_stream, "text": [marker]}
+            )
+        for out in self.outputs:
+            if out["output_type"] == "stream":
+                out["text"] = "".join(out["text"])
+        error = self.error or {}
+        return ExecResult(
+            status="error" if self.error else "ok",
+            stdout="".join(self.parts["stdout"]),
+            stderr="".join(self.parts["stderr"]),
+            result=self.result,
+            display=self.display,
+            outputs=self.outputs,
+            ename=error.get("ename"),
+            evalue=error.get("evalue"),
+            traceback=list(error.get("traceback", [])),
+            wall=wall,
+            truncated=bool(self.dropped),
+        )
+
+
+class JupyterKernel(Kernel):
+    """A started Jupyter kernel: ``execute`` with caps, timeout and death detection.
+
+    ``is_alive()`` and ``kill()`` come from the backend (process or container); ``kill`` must
+    tolerate a process already gone. ``death_cause()`` names why the kernel died ("exit code
+    1", "out of memory") or returns None. ``interrupt`` defaults to an ``interrupt_request`` on
+    the control channel, which ipykernel honours on every transport.
+    """
+
+    def __init__(
+        self,
+        client: BlockingKernelClient | Any,
+        *,
+        is_alive: Callable[[], bool],
+        kill: Callable[[], None],
+        death_cause: Callable[[], str | None] | None = None,
+        interrupt: Callable[[], None] | None = None,
+        stream_limit: int = STREAM_LIMIT,
+        display_limit: int = DISPLAY_LIMIT,
+        grace: float = GRACE,
+        poll: float = POLL,
+    ) -> None:
+        if not isinstance(client, BlockingKernelClient) and callable(
+            getattr(client, "client", None)
+        ):
+            client = client.client()
+        self.client: BlockingKernelClient = client
+        self._is_alive = is_alive
+        self._kill = kill
+        self._death_cause = death_cause
+        self._interrupt = interrupt
+        self.stream_limit = stream_limit
+        self.display_limit = display_limit
+        self.grace = grace
+        self.poll = poll
+        self._closed = False
+        if not self.client.channels_running:
+            self._start_channels()
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def _start_channels(self) -> None:
+        """Start the client's channels with a small receive queue.
+
+        Output past the cap is dropped as it is read, but zmq would otherwise queue up to
+        1000 messages (of any size) on the host while we read; a low receive high-water mark
+        leaves that backlog in the kernel's process instead.
+        """
+        ctx = self.client.context
+        saved = dict(ctx.sockopts)
+        ctx.sockopts[zmq.RCVHWM] = IOPUB_HWM
+        try:
+            # no heartbeat (liveness comes from the backend) and no stdin (allow_stdin=False)
+            self.client.start_channels(shell=True, iopub=True, stdin=False, hb=False)
+        except zmq.ZMQError as exc:
+            raise SandboxUnavailable(f"cannot connect to the kernel: {exc}") from exc
+        finally:
+            ctx.sockopts.clear()
+            ctx.sockopts.update(saved)
+
+    def ready(self, timeout: float = 60.0) -> None:
+        """Wait until the kernel answers kernel_info and iopub delivers; raise if it never does.
+
+        Raises KernelDied if the process ends meanwhile, SandboxUnavailable past ``timeout``.
+        """
+        deadline = time.monotonic() + timeout
+        replied = heard = False
+        while not (replied and heard):
+            if not self.alive():
+                cause = self.cause()
+                self.shutdown()
+                raise KernelDied(cause)
+            if time.monotonic() > deadline:
+                self.shutdown()
+                raise SandboxUnavailable(
+                    f"the kernel did not answer within {timeout:g} s; check that ipykernel "
+                    "is installed where the kernel runs"
+                )
+            try:
+                # ask again until iopub delivers too: its first messages may have been sent
+                # before our subscription reached the kernel
+                msg_id = self.client.kernel_info()
+                replied = self._wait_reply(msg_id, 1.0) is not None or replied
+                while self._iopub(0.1) is not None:  # kernel_info makes busy/idle on iopub
+                    heard = True
+            except zmq.ZMQError as exc:
+                raise SandboxUnavailable(f"cannot reach the kernel: {exc}") from exc
+
+    def start_up(self, timeout: float = 60.0, warm_up: str = WARM_UP) -> None:
+        """Wait until ready, install the output cap in the kernel, run ``warm_up``.
+
+        Backends call this on a new kernel before handing it out (the default warm-up
+        imports pandas). Raises like ``ready``; a failing warm-up is logged, not raised.
+        """
+        self.ready(timeout)
+        for code in (PRELUDE.replace("LIMIT", str(int(self.stream_limit))), warm_up):
+            result = self.execute(code, timeout=timeout)
+            if not result.ok:
+                log.warning("kernel start-up code failed: %s: %s", result.ename, result.evalue)
+
+    def alive(self) -> bool:
+        try:
+            return bool(self._is_alive())
+        except Exception:  # a backend that cannot tell is treated as dead
+            log.debug("is_alive failed", exc_info=True)
+            return False
+
+    def cause(self) -> str:
+        """Why the kernel died, as well as the backend can tell."""
+        cause = None
+        if self._death_cause is not None:
+            try:
+                cause = self._death_cause()
+            except Exception:
+                log.debug("death_cause failed", exc_info=True)
+        return cause or "the kernel process ended"
+
+    def interrupt(self) -> None:
+        try:
+            if self._interrupt is not None:
+                self._interrupt()
+            else:
+                msg = self.client.session.msg("interrupt_request", {})
+                self.client.control_channel.send(msg)
+        except Exception:  # interrupting a dead kernel is not an error
+            log.debug("interrupt failed", exc_info=True)
+
+    def shutdown(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self.client.stop_channels()
+        except Exception:
+            log.debug("stop_channels failed", exc_info=True)
+        try:
+            self._kill()
+        except Exception:
+            log.debug("kill failed", exc_info=True)
+
+    # -- execute ---------------------------------------------------------------------------
+
+    def execute(self, code: str, *, timeout: float) -> ExecResult:
+        if self._closed:
+            raise KernelDied("the kernel was shut down")
+        started = time.monotonic()
+        deadline = started + timeout
+        collector = _Collector(self.stream_limit, self.display_limit)
+        try:
+            msg_id = self.client.execute(code, store_history=False, allow_stdin=False)
+            if not self._drain(msg_id, collector, deadline):
+                self._expire(msg_id, collector)
+                raise ExecTimeout(timeout)
+            self._wait_reply(msg_id, 1.0)
+        except zmq.ZMQError as exc:
+            if not self.alive():
+                cause = self.cause()
+                self.shutdown()
+                raise KernelDied(cause) from exc
+            raise SandboxUnavailable(f"lost the connection to the kernel: {exc}") from exc
+        return collector.finish(time.monotonic() - started)
+
+    def _drain(self, msg_id: str, collector: _Collector | None, deadline: float) -> bool:
+        """Read iopub until ``msg_id`` goes idle (True) or the deadline passes (False)."""
+        next_check = time.monotonic() + self.poll
+        while True:
+            now = time.monotonic()
+            if now >= deadline:
+                return False
+            if now >= next_check:
+                next_check = now + self.poll
+                self._check_alive()
+            msg = self._iopub(min(self.poll, deadline - now))
+            if msg is None:
+                self._check_alive()
+                next_check = time.monotonic() + self.poll
+                continue
+            if msg.get("parent_header", {}).get("msg_id") != msg_id:
+                continue
+            msg_type = msg["header"]["msg_type"]
+            content = msg.get("content", {})
+            if msg_type == "status" and content.get("execution_state") == "idle":
+                return True
+            if collector is not None:
+                collector.add(msg_type, content)
+
+    def _expire(self, msg_id: str, collector: _Collector) -> None:
+        """At the timeout: interrupt, give the kernel ``grace`` seconds to go idle, kill it."""
+        self.interrupt()
+        try:
+            self._drain(msg_id, None, time.monotonic() + self.grace)
+        except KernelDied:
+            pass
+        finally:
+            self.shutdown()
+
+    def _check_alive(self) -> None:
+        if not self.alive():
+            cause = self.cause()
+            self.shutdown()
+            raise KernelDied(cause)
+
+    def _iopub(self, timeout: float) -> dict[str, Any] | None:
+        try:
+            return self.client.get_iopub_msg(timeout=max(timeout, 0.0))  # type: ignore[no-any-return]
+        except queue.Empty:
+            return None
+
+    def _wait_reply(self, msg_id: str, timeout: float) -> dict[str, Any] | None:
+        """The shell reply to ``msg_id``, skipping replies to earlier requests; None if late."""
+        deadline = time.monotonic() + timeout
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                reply = self.client.get_shell_msg(timeout=left)
+            except queue.Empty:
+                return None
+            if reply.get("parent_header", {}).get("msg_id") == msg_id:
+                return reply  # type: ignore[no-any-return]
+        return None

@@ -1,0 +1,254 @@
+"""The docker backend against a real daemon: hardening, probes, limits, death, output, reaping.
+
+RELIABILITY.md items 1, 2, 4, 5, 6 and 7, at the sandbox level.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import docker
+import pytest
+
+from sandbox import ExecTimeout, KernelDied
+from sandbox.container import ENVIRONMENT, RUN_LABEL, DockerSandbox
+from sandbox.prune import list_sandboxes, prune
+
+pytestmark = pytest.mark.docker
+
+CANARY = "PRAXIS_TEST_CANARY"
+TEST_LABELS = {"praxis.test": "1"}
+
+
+def _open(tmp: Path, **options: object) -> DockerSandbox:
+    name = f"test-{uuid.uuid4().hex[:8]}"
+    box = DockerSandbox(workspace=tmp / name, name=name, labels=TEST_LABELS, **options)  # type: ignore[arg-type]
+    box.open()
+    return box
+
+
+@pytest.fixture(scope="module")
+def box(docker_image: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[DockerSandbox]:
+    """One sandbox with default limits, shared by the tests that each take a fresh kernel."""
+    os.environ[CANARY] = "host-secret"
+    try:
+        sandbox = _open(tmp_path_factory.mktemp("docker"), image=docker_image, grace=1.0)
+    finally:
+        del os.environ[CANARY]
+    try:
+        yield sandbox
+    finally:
+        sandbox.close()
+
+
+def _rss_bytes() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS in /proc/self/status")
+
+
+def test_container_has_every_hardening_setting(box: DockerSandbox) -> None:
+    client = docker.from_env()
+    try:
+        attrs = client.api.inspect_container(box.container.id)
+    finally:
+        client.close()
+    host, config = attrs["HostConfig"], attrs["Config"]
+    assert host["NetworkMode"] == "none"
+    assert host["CapDrop"] == ["ALL"]
+    assert "no-new-privileges" in host["SecurityOpt"]
+    assert host["ReadonlyRootfs"] is True
+    assert "size=256m" in host["Tmpfs"]["/tmp"]
+    assert host["PidsLimit"] == 256
+    assert host["Memory"] == host["MemorySwap"] == 2 * 1024**3
+    assert host["NanoCpus"] == 10**9
+    assert host["Init"] is True
+    assert host["Privileged"] is False
+    assert config["User"] == "1000:1000"
+    assert host["LogConfig"]["Type"] == "json-file"
+    assert host["LogConfig"]["Config"]["max-size"]
+    assert host["LogConfig"]["Config"]["max-file"]
+    assert config["Labels"][RUN_LABEL] == box.name
+    mounts = {m["Destination"]: m["Source"] for m in attrs["Mounts"]}
+    assert set(mounts) == {"/workspace", "/rt"}
+    assert mounts["/workspace"] == str(box.workspace.root.resolve())
+    assert not any("docker.sock" in source for source in mounts.values())
+    names = {entry.split("=", 1)[0] for entry in config["Env"]}
+    assert CANARY not in names
+    assert names <= set(ENVIRONMENT) | {"HOSTNAME"}
+
+
+def test_probes_from_inside_fail(box: DockerSandbox) -> None:
+    kernel = box.kernel()
+    try:
+        probe = """
+import os, socket
+found = {}
+try:
+    socket.create_connection(("1.1.1.1", 53), timeout=3).close()
+    found["net"] = "connected"
+except OSError as exc:
+    found["net"] = type(exc).__name__
+try:
+    open("/etc/praxis-probe", "w").write("x")
+    found["etc"] = "written"
+except OSError as exc:
+    found["etc"] = type(exc).__name__
+found["canary"] = os.environ.get("PRAXIS_TEST_CANARY")
+found["sock"] = os.path.exists("/var/run/docker.sock") or os.path.exists("/run/docker.sock")
+found["uid"] = os.getuid()
+import json
+print(json.dumps(found))
+"""
+        result = kernel.execute(probe, timeout=30)
+    finally:
+        kernel.shutdown()
+    assert result.ok, result.traceback
+    found = json.loads(result.stdout)
+    assert found["net"] != "connected"
+    assert found["etc"] != "written"
+    assert found["canary"] is None
+    assert found["sock"] is False
+    assert found["uid"] == 1000
+
+
+def test_hung_cell_times_out_and_the_kernel_is_killed(box: DockerSandbox) -> None:
+    kernel = box.kernel()
+    with pytest.raises(ExecTimeout, match="timed out after 3 s"):
+        kernel.execute("while True:\n    pass\n", timeout=3)
+    assert kernel.alive() is False  # type: ignore[attr-defined]
+
+
+def test_kernel_that_kills_itself_raises_kernel_died(box: DockerSandbox) -> None:
+    kernel = box.kernel()
+    with pytest.raises(KernelDied, match="SIGKILL"):
+        kernel.execute("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n", timeout=60)
+
+
+def test_100_mb_of_output_is_capped_and_host_memory_stays_bounded(box: DockerSandbox) -> None:
+    kernel = box.kernel()
+    before = _rss_bytes()
+    try:
+        result = kernel.execute(
+            "import sys\nchunk = 'x' * (1 << 20)\n"
+            "for _ in range(100):\n    sys.stdout.write(chunk)\n",
+            timeout=120,
+        )
+    finally:
+        kernel.shutdown()
+    grown = _rss_bytes() - before
+    assert result.ok
+    assert result.truncated
+    assert "output truncated" in result.stdout
+    assert len(result.stdout) < 2 << 20
+    assert grown < 64 << 20, f"the host process grew by {grown} bytes"
+
+
+def test_files_cross_between_host_and_kernel_uid(box: DockerSandbox, tmp_path: Path) -> None:
+    private = tmp_path / "secret.csv"
+    private.write_text("a,b\n1,2\n")
+    os.chmod(private, 0o600)
+    box.upload(private, "inputs/secret.csv")
+    kernel = box.kernel()
+    try:
+        result = kernel.execute(
+            "import os\nos.makedirs('made/deep', exist_ok=True)\n"
+            "open('made/deep/out.txt', 'w').write(open('inputs/secret.csv').read())\n",
+            timeout=30,
+        )
+    finally:
+        kernel.shutdown()
+    assert result.ok, result.traceback
+    folder = box.workspace.root / "made" / "deep"
+    written = folder / "out.txt"
+    assert written.read_text() == "a,b\n1,2\n"
+    assert written.stat().st_mode & stat.S_IWOTH  # any host user can replace it
+    assert folder.stat().st_mode & stat.S_IWOTH  # and move or delete what is in it
+    assert "made/deep/out.txt" in box.listing()
+    box.fetch("made/deep/out.txt", tmp_path / "fetched.txt")
+    assert (tmp_path / "fetched.txt").read_text() == "a,b\n1,2\n"
+
+
+def test_fork_bomb_fails_the_code_and_the_host_stays_responsive(
+    docker_image: str, tmp_path: Path
+) -> None:
+    sandbox = _open(tmp_path, image=docker_image, pids=64, grace=1.0)
+    try:
+        kernel = sandbox.kernel()
+        bomb = """
+import os, time
+root, end = os.getpid(), time.time() + 5
+while True:
+    if os.getpid() != root and time.time() > end:
+        os._exit(0)
+    try:
+        os.fork()
+    except OSError:
+        if os.getpid() == root:
+            raise
+        os._exit(0)
+"""
+        result = kernel.execute(bomb, timeout=60)
+        assert result.status == "error"
+        assert result.ename in ("BlockingIOError", "OSError")
+        assert subprocess.run(["true"], timeout=30).returncode == 0
+        kernel.shutdown()
+        assert sandbox.kernel().execute("1 + 1", timeout=60).result == {"text/plain": "2"}
+    finally:
+        sandbox.close()
+
+
+def test_memory_bomb_raises_kernel_died_out_of_memory(docker_image: str, tmp_path: Path) -> None:
+    sandbox = _open(tmp_path, image=docker_image, memory="384m", warm=False)
+    try:
+        kernel = sandbox.kernel()
+        hog = "blocks = []\nwhile True:\n    blocks.append(b'x' * (16 << 20))\n"
+        with pytest.raises(KernelDied, match="out of memory"):
+            kernel.execute(hog, timeout=120)
+    finally:
+        sandbox.close()
+
+
+def test_close_leaves_no_container_and_keeps_the_workspace(
+    docker_image: str, tmp_path: Path
+) -> None:
+    sandbox = _open(tmp_path, image=docker_image)
+    kernel = sandbox.kernel()
+    assert kernel.execute("open('kept.txt', 'w').write('x')", timeout=30).ok
+    sandbox.close()
+    sandbox.close()  # idempotent
+    client = docker.from_env()
+    try:
+        left = client.api.containers(all=True, filters={"label": f"{RUN_LABEL}={sandbox.name}"})
+    finally:
+        client.close()
+    assert left == []
+    assert (sandbox.workspace.root / "kept.txt").read_text() == "x"
+
+
+def test_prune_removes_the_containers_of_runs_not_running(
+    docker_image: str, tmp_path: Path
+) -> None:
+    running = _open(tmp_path, image=docker_image, warm=False)
+    stale = _open(tmp_path, image=docker_image, warm=False)
+    ours = {running.name, stale.name}
+    try:
+        listed = {c.run: c for c in list_sandboxes() if c.run in ours}
+        assert set(listed) == ours
+        assert listed[stale.name].state == "running"
+        assert listed[stale.name].labels["praxis.test"] == TEST_LABELS["praxis.test"]
+        # Only our two runs are at stake: every other run is reported as still running.
+        removed = prune(keep=lambda run: run != stale.name)
+        assert removed == [stale.container.name]
+        assert {c.run for c in list_sandboxes()} & ours == {running.name}
+    finally:
+        stale.close()  # its container is gone already: close must not mind
+        running.close()
+    assert {c.run for c in list_sandboxes()} & ours == set()
