@@ -38,8 +38,11 @@ def main(argv: list[str] | None = None) -> int:
     except contract.FlowInvalid as exc:
         for problem in exc.report.errors:
             print(problem, file=sys.stderr)
-        print(f"FlowInvalid: {len(exc.report.errors)} problem(s); fix flow.yaml, then: "
-              f"praxis check {args.flow}", file=sys.stderr)
+        print(
+            f"FlowInvalid: {len(exc.report.errors)} problem(s); fix flow.yaml, then: "
+            f"praxis check {args.flow}",
+            file=sys.stderr,
+        )
         return EXIT["usage"]
     except NoRun as exc:
         hint = f"praxis runs {args.flow}" if exc.run_id else f"praxis run {args.flow}"
@@ -116,8 +119,9 @@ def _report(flow_ref: str, state: RunState, seconds: float) -> int:
     run = RunHandle.open(flow, state.run)
     st = status_of(run)
     done = sum(1 for p in state.phases if p.status == "done")
-    print(f"run {state.run}: {st.message} ({done}/{len(state.phases)} phases done, "
-          f"{seconds:.1f} s)")
+    print(
+        f"run {state.run}: {st.message} ({done}/{len(state.phases)} phases done, {seconds:.1f} s)"
+    )
     if state.waiting == "gate":
         print("review (you may edit these files):")
         for path in st.review:
@@ -186,18 +190,20 @@ def cmd_approve(args: argparse.Namespace) -> int:
 
 
 def cmd_reject(args: argparse.Namespace) -> int:
-    state = runner.reject(args.flow, args.reopen, args.note, args.run,
-                          expect_revision=args.expect_revision)
+    state = runner.reject(
+        args.flow, args.reopen, args.note, args.run, expect_revision=args.expect_revision
+    )
     print(f"reopened {args.reopen} (revision {state.revision}); continuing", file=sys.stderr)
     return _advance(args.flow, state.run)
 
 
 def cmd_rerun(args: argparse.Namespace) -> int:
-    state = runner.rerun(args.flow, args.from_phase, args.run,
-                         expect_revision=args.expect_revision)
+    state = runner.rerun(args.flow, args.from_phase, args.run, expect_revision=args.expect_revision)
     stale = [p.id for p in state.phases if p.status == "stale"]
-    print(f"run {state.run} will re-run from {args.from_phase}"
-          + (f"; stale: {', '.join(stale)}" if stale else ""))
+    print(
+        f"run {state.run} will re-run from {args.from_phase}"
+        + (f"; stale: {', '.join(stale)}" if stale else "")
+    )
     print(f"next: praxis advance {flow_arg(runner.load_flow(args.flow))} --run {state.run}")
     return EXIT["ok"]
 
@@ -259,8 +265,12 @@ def parser() -> argparse.ArgumentParser:
         if run:
             c.add_argument("--run", help="a run id (default: the newest run)")
         if revision:
-            c.add_argument("--expect-revision", type=int, metavar="N",
-                           help="refuse if the run changed since revision N")
+            c.add_argument(
+                "--expect-revision",
+                type=int,
+                metavar="N",
+                help="refuse if the run changed since revision N",
+            )
         c.set_defaults(func=func)
         return c
 

@@ -30,29 +30,31 @@ def _status() -> int:
     if reason is not None:
         print(f"docker: unavailable ({reason}); flows with backend auto run on local kernels")
         return 0
-    from sandbox.image.build import image_exists, image_tag
+    from sandbox.image.build import docker_client, image_exists, image_tag
     from sandbox.prune import list_sandboxes
 
     tag = image_tag()
-    print(f"docker: available; image {tag}: {'built' if image_exists(tag) else 'not built'}")
+    built = image_exists(docker_client(), tag)
+    print(f"docker: available; image {tag}: {'built' if built else 'not built'}")
     for box in list_sandboxes():
-        print(f"  container {box['name']}: run {box['run']} ({box['state']})")
+        print(f"  container {box.name}: run {box.run} ({box.state})")
     return 0
 
 
 def _still_running(labels: dict[str, str]) -> bool:
     """A container is kept while the flow it serves is being advanced (its lock is held)."""
     root = labels.get("praxis.flow")
-    return bool(root) and is_held(lock_path(Path(root))) is not None
+    return root is not None and is_held(lock_path(Path(root))) is not None
 
 
 def _prune() -> int:
     from sandbox.container import docker_available
-    from sandbox.prune import prune
+    from sandbox.prune import list_sandboxes, prune
 
     reason = docker_available()
     if reason is not None:
         raise SandboxUnavailable(f"no Docker daemon ({reason}): nothing to prune")
-    removed = prune(keep=_still_running)
+    running = {box.run for box in list_sandboxes() if _still_running(box.labels)}
+    removed = prune(keep=lambda run: run in running)
     print(f"removed {len(removed)} container(s)" + (": " + ", ".join(removed) if removed else ""))
     return 0

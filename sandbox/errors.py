@@ -37,7 +37,7 @@ class KernelDied(SandboxError):
 
 
 class ExecTimeout(SandboxError):
-    """Raised by ``execute`` when the code ran past its timeout (it was interrupted, then killed)."""
+    """Raised by ``execute`` when code ran past its timeout (interrupted, then killed)."""
 
     def __init__(self, timeout: float) -> None:
         super().__init__(f"timed out after {timeout:g} s")

@@ -18,7 +18,7 @@ import pytest
 
 from sandbox import Sandbox, open_sandbox
 
-TEST_LABEL = "praxis.test=1"
+from .labels import TEST_LABEL
 
 
 @cache
@@ -106,7 +106,7 @@ def _remove_test_containers() -> None:
 
 @pytest.fixture(scope="session", autouse=True)
 def _reap_test_containers() -> Iterator[None]:
-    """After the session, remove containers labelled praxis.test=1 that tests left behind."""
+    """After the session, remove the containers this session's tests left behind."""
     yield
     if docker_reason() is None:
         _remove_test_containers()

@@ -15,10 +15,16 @@ from praxis.flows import state as st
 from .flows.helpers import three_phase_flow, write_flow
 
 
-def praxis(*args: str, cwd: Path | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
+def praxis(
+    *args: str, cwd: Path | None = None, env: dict | None = None
+) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "praxis", *args],
-        capture_output=True, text=True, cwd=cwd, env={**os.environ, **(env or {})}, timeout=120,
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+        timeout=120,
     )
 
 
@@ -56,11 +62,15 @@ def test_stale_revision_exits_4_and_changes_nothing(tmp_path) -> None:
 
 
 def test_failed_phase_exits_1_with_one_line_and_the_next_command(tmp_path) -> None:
-    flow = write_flow(tmp_path / "f", """
+    flow = write_flow(
+        tmp_path / "f",
+        """
         sandbox: {backend: fake}
         phases:
           - {id: a, kind: script, script: s.py, outputs: [x.csv]}
-    """, {"s.py": "with open('x.csv', 'w') as fh: fh.write('id\\n')"})
+    """,
+        {"s.py": "with open('x.csv', 'w') as fh: fh.write('id\\n')"},
+    )
     res = praxis("run", str(flow))
     assert res.returncode == 1
     assert "PhaseFailed: a: output x.csv has a header and no rows" in res.stderr
@@ -87,21 +97,26 @@ SLOW = """
     phases:
       - {id: slow, kind: script, script: slow.py, outputs: [x.txt]}
 """
-SLOW_FILES = {"slow.py": """
+SLOW_FILES = {
+    "slow.py": """
     import time
     with open("started", "w") as fh:
         fh.write("1")
     time.sleep(60)
     with open("x.txt", "w") as fh:
         fh.write("done")
-"""}
+"""
+}
 
 
 def _start_slow(flow: Path) -> subprocess.Popen:
     begin = praxis("begin", str(flow))
     assert begin.returncode == 0
-    child = subprocess.Popen([sys.executable, "-m", "praxis", "advance", str(flow)],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    child = subprocess.Popen(
+        [sys.executable, "-m", "praxis", "advance", str(flow)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     started = newest_run(flow) / "workspace" / "started"
     deadline = time.monotonic() + 60
     while not started.exists():

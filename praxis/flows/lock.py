@@ -1,4 +1,4 @@
-"""The Flow's lock: fcntl on <flow>/run.lock (never on run.json). Freed the moment its holder dies."""
+"""The Flow's lock: fcntl on <flow>/run.lock, never on run.json. Freed when its holder dies."""
 
 from __future__ import annotations
 

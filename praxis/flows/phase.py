@@ -6,6 +6,7 @@ before the exception leaves: a half-done phase never writes a confident artifact
 
 from __future__ import annotations
 
+import os
 import shutil
 import threading
 from collections.abc import Callable
@@ -16,7 +17,14 @@ from sandbox.paths import confined
 
 from . import collect
 from .context import Approver, PhaseContext, PhaseError, PhaseOutcome
-from .events import FilesCollected, InputsUploaded, PhaseDone, PhaseFailed, PhasesStale, PhaseStarted
+from .events import (
+    FilesCollected,
+    InputsUploaded,
+    PhaseDone,
+    PhaseFailed,
+    PhasesStale,
+    PhaseStarted,
+)
 from .handle import RunHandle
 from .model import Phase
 from .record import Record
@@ -43,7 +51,7 @@ def run_phase(
     record.metadata.update(_metadata(run, phase, attempt, started))
     kernel: Kernel | None = None
     try:
-        uploaded = gather(run, phase, sandbox)
+        gather(run, phase, sandbox)
         before = sandbox.listing()
         kernel = sandbox.kernel()
         outcome = execute(run, phase, sandbox, kernel, record, approver, progress, extra)
@@ -51,7 +59,6 @@ def run_phase(
         run.emit(FilesCollected(phase=phase.id, outputs=outputs, scratch=scratch))
         collect.check_outputs(run.paths, phase)
         finish(run, phase, started, record, outcome)
-        del uploaded
         return True
     except (PhaseError, SandboxError, OSError) as exc:
         fail(run, phase, started, record, _message(exc))
@@ -68,10 +75,7 @@ def run_phase(
 def mark_running(run: RunHandle, phase: Phase, previous: int) -> None:
     """Step 1: keep the previous attempt's files, mark the phase (and the run) running."""
     if previous:
-        kept = collect.archive_attempt(run.paths, phase, previous)
-        del kept
-    import os
-
+        collect.archive_attempt(run.paths, phase, previous)
     run.change("start", phase=phase.id, pid=os.getpid())
     run.emit(PhaseStarted(phase=phase.id, attempt=run.state.phase(phase.id).attempt))
 
@@ -121,14 +125,20 @@ def execute(
         note=run.state.phase(phase.id).note,
         approver=approver,
         progress=progress,
-        waiting=lambda what: run.change("waiting", phase=phase.id, what=what),
+        waiting=lambda what: _set_waiting(run, phase, what),
         extra=dict(extra or {}),
     )
     with _CancelWatch(run.paths.cancel_request, kernel):
         return executor(phase.kind)(ctx)
 
 
-def finish(run: RunHandle, phase: Phase, started: float, record: Record, outcome: PhaseOutcome) -> None:
+def _set_waiting(run: RunHandle, phase: Phase, what: str | None) -> None:
+    run.change("waiting", phase=phase.id, what=what)
+
+
+def finish(
+    run: RunHandle, phase: Phase, started: float, record: Record, outcome: PhaseOutcome
+) -> None:
     """Step 7: record hashes, mark later done phases stale, write the record and run.json."""
     hashes = collect.hash_outputs(run.paths, phase)
     stale_before = {p.id for p in run.state.phases if p.status == "stale"}
@@ -136,7 +146,14 @@ def finish(run: RunHandle, phase: Phase, started: float, record: Record, outcome
     run.change("finish", phase=phase.id, hashes=hashes)
     newly = [p.id for p in run.state.phases if p.status == "stale" and p.id not in stale_before]
     seconds = run.clock() - started
-    run.emit(PhaseDone(phase=phase.id, attempt=run.state.phase(phase.id).attempt, seconds=seconds, hashes=hashes))
+    run.emit(
+        PhaseDone(
+            phase=phase.id,
+            attempt=run.state.phase(phase.id).attempt,
+            seconds=seconds,
+            hashes=hashes,
+        )
+    )
     if newly:
         run.emit(PhasesStale(phases=newly, because=f"{phase.id} ran again"))
 

@@ -146,7 +146,9 @@ def recover(run: RunHandle) -> None:
             run.change("recover", phase=p.id)
             from .events import PhaseFailed
 
-            run.emit(PhaseFailed(phase=p.id, attempt=p.attempt, error=str(run.state.phase(p.id).error)))
+            run.emit(
+                PhaseFailed(phase=p.id, attempt=p.attempt, error=str(run.state.phase(p.id).error))
+            )
 
 
 def _locked(flow_ref: Flow | str | Path, run_id: str | None, clock: Clock) -> tuple[Flow, FlowLock]:
@@ -238,7 +240,7 @@ def reject(
     expect_revision: int | None = None,
     clock: Clock = time.time,
 ) -> RunState:
-    """Reject at the Gate: ``reopen`` (the gated phase or an earlier one) runs again with the note."""
+    """Reject at the Gate: ``reopen`` (the gated phase or an earlier) runs again with the note."""
     flow, lock = _locked(flow_ref, run_id, clock)
     try:
         run = RunHandle.open(flow, run_id, clock)

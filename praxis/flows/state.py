@@ -140,7 +140,11 @@ class RunState:
 
 def new_run(run_id: str, flow: str, phase_ids: list[str], *, now: float) -> RunState:
     return RunState(
-        run=run_id, flow=flow, phases=[PhaseState(id=p) for p in phase_ids], created=now, updated=now
+        run=run_id,
+        flow=flow,
+        phases=[PhaseState(id=p) for p in phase_ids],
+        created=now,
+        updated=now,
     )
 
 
@@ -151,7 +155,9 @@ def _move(table: dict[tuple[str, str], str], what: str, status: str, event: str)
         raise IllegalTransition(what, status, event) from None
 
 
-def apply(state: RunState, event: str, *, phase: str | None = None, now: float, **kw: Any) -> RunState:
+def apply(
+    state: RunState, event: str, *, phase: str | None = None, now: float, **kw: Any
+) -> RunState:
     """The state after ``event``; ``state`` itself is never modified."""
     new = copy.deepcopy(state)
     handler = _HANDLERS.get(event)
@@ -185,7 +191,9 @@ def _finish_phase(s: RunState, phase: str | None, now: float, hashes: dict[str, 
             later.status = _move(PHASE_MOVES, "phase", later.status, "stale")
 
 
-def _fail_phase(s: RunState, phase: str | None, now: float, error: str, event: str = "fail") -> None:
+def _fail_phase(
+    s: RunState, phase: str | None, now: float, error: str, event: str = "fail"
+) -> None:
     p = s.phase(str(phase))
     p.status = _move(PHASE_MOVES, "phase", p.status, event)
     p.ended, p.error, p.waiting, p.pid = now, error, None, None
@@ -222,7 +230,9 @@ def _approve(s: RunState, phase: str | None, now: float) -> None:
     s.waiting, s.gate = None, None
 
 
-def _reopen(s: RunState, phase: str | None, now: float, note: str | None = None, event: str = "rerun") -> None:
+def _reopen(
+    s: RunState, phase: str | None, now: float, note: str | None = None, event: str = "rerun"
+) -> None:
     """Go back to ``phase``: it becomes pending (with the note), later done phases stale."""
     s.status = _move(RUN_MOVES, "run", s.status, event)
     target = s.phase(str(phase))
@@ -339,6 +349,10 @@ def load(path: Path) -> RunState:
         raise StateCorrupt(path, "no schema version")
     if schema > SCHEMA:
         raise StateCorrupt(path, f"schema {schema} is newer than this praxis ({SCHEMA}): upgrade")
+    if not isinstance(data.get("phases"), list) or not all(
+        isinstance(p, dict) for p in data["phases"]
+    ):
+        raise StateCorrupt(path, "wrong schema (phases must be a list of objects)")
     try:
         state = RunState.from_dict(data)
     except (TypeError, KeyError) as exc:
@@ -347,7 +361,49 @@ def load(path: Path) -> RunState:
     return state
 
 
+# The JSON types each field of run.json may hold (None where the field is optional).
+_RUN_TYPES: dict[str, tuple[type, ...]] = {
+    "run": (str,),
+    "flow": (str,),
+    "status": (str,),
+    "revision": (int,),
+    "cursor": (int,),
+    "waiting": (str, type(None)),
+    "gate": (str, type(None)),
+    "created": (int, float),
+    "updated": (int, float),
+    "backend": (str, type(None)),
+    "isolated": (bool, type(None)),
+    "error": (str, type(None)),
+    "schema": (int,),
+}
+_PHASE_TYPES: dict[str, tuple[type, ...]] = {
+    "id": (str,),
+    "status": (str,),
+    "attempt": (int,),
+    "started": (int, float, type(None)),
+    "ended": (int, float, type(None)),
+    "error": (str, type(None)),
+    "hashes": (dict,),
+    "waiting": (str, type(None)),
+    "note": (str, type(None)),
+    "pid": (int, type(None)),
+}
+
+
+def _check_types(obj: object, types: dict[str, tuple[type, ...]], where: str, path: Path) -> None:
+    for name, allowed in types.items():
+        value = getattr(obj, name)
+        if isinstance(value, bool) and bool not in allowed:
+            allowed = ()  # JSON true/false is not a number here
+        if not isinstance(value, allowed):
+            raise StateCorrupt(path, f"{where}{name} is {type(value).__name__} {value!r:.40}")
+
+
 def _validate(state: RunState, path: Path) -> None:
+    _check_types(state, _RUN_TYPES, "", path)
+    for i, p in enumerate(state.phases):
+        _check_types(p, _PHASE_TYPES, f"phases[{i}].", path)
     if state.status not in RUN_STATUSES:
         raise StateCorrupt(path, f"unknown run status {state.status!r}")
     for p in state.phases:

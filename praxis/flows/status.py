@@ -11,7 +11,7 @@ from .handle import RunHandle
 from .layout import lock_path, writable_names
 from .lock import is_held
 from .model import Flow
-from .state import STOPPED, APPROVAL_LOST, RunState
+from .state import APPROVAL_LOST, STOPPED, RunState
 
 
 @dataclass

@@ -39,8 +39,13 @@ runner.advance(flow, approver=approver)
 
 
 def praxis(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "praxis", *args], capture_output=True,
-                          text=True, env=env, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "praxis", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
 
 
 def test_killed_while_an_approval_is_pending(tmp_path: Path) -> None:
@@ -50,8 +55,11 @@ def test_killed_while_an_approval_is_pending(tmp_path: Path) -> None:
     (flow / "task.md").write_text("Write x.txt.\n")
     replies = [{"tool_calls": [{"name": "run_python", "args": {"code": "print('unprepared')"}}]}]
     (tmp_path / "turn.json").write_text(json.dumps(replies))
-    env = {**os.environ, "PRAXIS_MODEL": "praxis.agent.scripted:ScriptedChatModel",
-           "PRAXIS_MODEL_SCRIPT": str(tmp_path / "turn.json")}
+    env = {
+        **os.environ,
+        "PRAXIS_MODEL": "praxis.agent.scripted:ScriptedChatModel",
+        "PRAXIS_MODEL_SCRIPT": str(tmp_path / "turn.json"),
+    }
     assert praxis("begin", str(flow), env=env).returncode == 0
     marker = tmp_path / "asked"
     child = subprocess.Popen([sys.executable, "-c", CHILD, str(flow), str(marker)], env=env)

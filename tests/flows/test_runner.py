@@ -39,8 +39,9 @@ def test_edit_at_gate_then_approve_next_phase_reads_the_edit(tmp_path) -> None:
     flow = three_phase_flow(tmp_path)
     run = runner.begin(flow)
     state = runner.advance(flow, run.id, sandbox=Fakes())
-    state = runner.edit(flow, "flags.csv", b"id,keep\n1,yes\n2,no\n3,yes\n", run.id,
-                        expect_revision=state.revision)
+    state = runner.edit(
+        flow, "flags.csv", b"id,keep\n1,yes\n2,no\n3,yes\n", run.id, expect_revision=state.revision
+    )
     state = runner.approve(flow, run.id, expect_revision=state.revision)
     state = runner.advance(flow, run.id, sandbox=Fakes())
     assert state.status == "done"
@@ -97,7 +98,9 @@ WRITE = "with open('clean.csv', 'w') as fh: fh.write('{}')"
     ],
 )
 def test_declared_outputs_are_checked(tmp_path, script: str, may_be_empty: str, error) -> None:
-    flow = write_flow(tmp_path / "f", f"""
+    flow = write_flow(
+        tmp_path / "f",
+        f"""
         sandbox: {{backend: fake}}
         phases:
           - id: load
@@ -105,7 +108,9 @@ def test_declared_outputs_are_checked(tmp_path, script: str, may_be_empty: str, 
             script: s.py
             outputs: [clean.csv]
             may_be_empty: {may_be_empty}
-    """, {"s.py": script})
+    """,
+        {"s.py": script},
+    )
     run = runner.begin(flow)
     state = runner.advance(flow, run.id, sandbox=Fakes())
     if error is None:
@@ -117,11 +122,15 @@ def test_declared_outputs_are_checked(tmp_path, script: str, may_be_empty: str, 
 
 
 def test_script_error_names_the_script_and_the_exception(tmp_path) -> None:
-    flow = write_flow(tmp_path / "f", """
+    flow = write_flow(
+        tmp_path / "f",
+        """
         sandbox: {backend: fake}
         phases:
           - {id: a, kind: script, script: s.py, outputs: [x.txt]}
-    """, {"s.py": "x = 1\nraise ValueError('bad input')\n"})
+    """,
+        {"s.py": "x = 1\nraise ValueError('bad input')\n"},
+    )
     run = runner.begin(flow)
     state = runner.advance(flow, run.id, sandbox=Fakes())
     assert state.status == "failed"
@@ -133,22 +142,30 @@ def test_kernel_death_fails_the_phase(tmp_path) -> None:
     def die(code, workspace):
         raise KernelDied("out of memory")
 
-    flow = write_flow(tmp_path / "f", """
+    flow = write_flow(
+        tmp_path / "f",
+        """
         sandbox: {backend: fake}
         phases:
           - {id: a, kind: script, script: s.py, outputs: [x.txt]}
-    """, {"s.py": "pass"})
+    """,
+        {"s.py": "pass"},
+    )
     run = runner.begin(flow)
     state = runner.advance(flow, run.id, sandbox=Fakes(handler=die))
     assert state.phase("a").error == "KernelDied: kernel died: out of memory"
 
 
 def test_sandbox_file_wins_over_a_staged_file(tmp_path) -> None:
-    flow = write_flow(tmp_path / "f", """
+    flow = write_flow(
+        tmp_path / "f",
+        """
         sandbox: {backend: fake}
         phases:
           - {id: a, kind: script, script: s.py, outputs: [x.txt]}
-    """, {"s.py": "pass"})
+    """,
+        {"s.py": "pass"},
+    )
     run = runner.begin(flow)
 
     def stage_then_run(code, workspace):
@@ -187,7 +204,9 @@ def test_reject_reopens_with_the_note(tmp_path) -> None:
     flow = three_phase_flow(tmp_path)
     run = runner.begin(flow)
     state = runner.advance(flow, run.id, sandbox=Fakes())
-    state = runner.reject(flow, "load", "amounts are in cents", run.id, expect_revision=state.revision)
+    state = runner.reject(
+        flow, "load", "amounts are in cents", run.id, expect_revision=state.revision
+    )
     assert state.phase("load").note == "amounts are in cents"
     assert [p.status for p in state.phases] == ["pending", "stale", "pending"]
     assert "gate_rejected" in kinds(run)
@@ -250,6 +269,9 @@ def test_every_state_change_is_an_event(tmp_path) -> None:
     got = kinds(run)
     assert got.count("phase_started") == 3 and got.count("phase_done") == 3
     assert "gate_waiting" in got and "sandbox_opened" in got
-    statuses = [json.loads(line)["status"] for line in run.paths.events.read_text().splitlines()
-                if json.loads(line)["kind"] == "run_state"]
+    statuses = [
+        json.loads(line)["status"]
+        for line in run.paths.events.read_text().splitlines()
+        if json.loads(line)["kind"] == "run_state"
+    ]
     assert statuses == ["running", "paused", "running", "done"]

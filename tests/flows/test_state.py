@@ -21,7 +21,12 @@ def statuses(s: st.RunState) -> list[str]:
 def test_a_run_goes_through_its_phases_to_done() -> None:
     s = fresh()
     s = st.apply(s, "start", phase="a", now=1.0, pid=42)
-    assert (s.status, statuses(s), s.cursor, s.revision) == ("running", ["running", "pending", "pending"], 0, 1)
+    assert (s.status, statuses(s), s.cursor, s.revision) == (
+        "running",
+        ["running", "pending", "pending"],
+        0,
+        1,
+    )
     assert s.phase("a").pid == 42 and s.phase("a").attempt == 1
     s = st.apply(s, "finish", phase="a", now=2.0, hashes={"x.csv": "h"})
     assert (s.status, statuses(s), s.cursor) == ("running", ["done", "pending", "pending"], 1)
@@ -74,7 +79,12 @@ def test_reject_reopens_an_earlier_phase_with_its_note() -> None:
         s = st.apply(s, "finish", phase=ph, now=2, hashes={})
     s = st.apply(s, "gate", phase="b", now=3)
     s = st.apply(s, "reject", phase="a", now=4, note="fix the regions")
-    assert (s.status, s.waiting, statuses(s), s.cursor) == ("paused", None, ["pending", "stale", "pending"], 0)
+    assert (s.status, s.waiting, statuses(s), s.cursor) == (
+        "paused",
+        None,
+        ["pending", "stale", "pending"],
+        0,
+    )
     assert s.phase("a").note == "fix the regions"
     with pytest.raises(st.IllegalTransition):
         st.apply(s, "reject", phase="a", now=5, note="again")
@@ -92,7 +102,11 @@ def test_recover_names_a_lost_approval() -> None:
     s = st.apply(fresh(), "start", phase="a", now=1)
     s = st.apply(s, "waiting", phase="a", now=2, what="approval")
     s = st.apply(s, "recover", phase="a", now=3)
-    assert (s.status, s.phase("a").status, s.phase("a").error) == ("failed", "failed", st.APPROVAL_LOST)
+    assert (s.status, s.phase("a").status, s.phase("a").error) == (
+        "failed",
+        "failed",
+        st.APPROVAL_LOST,
+    )
     s2 = st.apply(st.apply(fresh(), "start", phase="a", now=1), "recover", phase="a", now=2)
     assert s2.phase("a").error == st.STOPPED
 
@@ -101,7 +115,11 @@ def test_cancel_from_paused_and_running() -> None:
     s = st.apply(fresh(), "cancel", now=1)
     assert s.status == "cancelled"
     s = st.apply(st.apply(fresh(), "start", phase="a", now=1), "cancel", now=2)
-    assert (s.status, s.phase("a").status, s.phase("a").error) == ("cancelled", "failed", "cancelled")
+    assert (s.status, s.phase("a").status, s.phase("a").error) == (
+        "cancelled",
+        "failed",
+        "cancelled",
+    )
     with pytest.raises(st.IllegalTransition):
         st.apply(s, "cancel", now=3)
 

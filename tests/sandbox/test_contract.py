@@ -10,6 +10,8 @@ import pytest
 
 from sandbox import PathRefused, Sandbox, open_sandbox
 
+from ..labels import TEST_LABELS
+
 TIMEOUT = 60.0
 
 DOCKER = pytest.param("docker", marks=pytest.mark.docker)
@@ -20,7 +22,7 @@ ALL_BACKENDS = ["local", DOCKER, "fake"]
 def _config(backend: str, request: pytest.FixtureRequest) -> dict[str, object]:
     if backend == "docker":
         image = request.getfixturevalue("docker_image")
-        return {"backend": "docker", "image": image, "labels": {"praxis.test": "1"}}
+        return {"backend": "docker", "image": image, "labels": dict(TEST_LABELS)}
     return {"backend": backend}
 
 

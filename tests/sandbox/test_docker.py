@@ -20,10 +20,11 @@ from sandbox import ExecTimeout, KernelDied
 from sandbox.container import ENVIRONMENT, RUN_LABEL, DockerSandbox
 from sandbox.prune import list_sandboxes, prune
 
+from ..labels import TEST_LABELS
+
 pytestmark = pytest.mark.docker
 
 CANARY = "PRAXIS_TEST_CANARY"
-TEST_LABELS = {"praxis.test": "1"}
 
 
 def _open(tmp: Path, **options: object) -> DockerSandbox:
