@@ -1,0 +1,120 @@
+"""Benchmark 1: a 5-phase pandas flow, praxis against papermill and bare python.
+
+Every system runs the same five steps on the same 100,000-row CSV, each in a fresh
+process as a user would start it: ``praxis run`` (through benchmarks.drive, which adds only
+the peak-memory report), one Python process calling ``papermill.execute_notebook`` for the
+five notebooks, and a shell running ``python stepN.py`` five times. One warm-up round, then
+``repeats`` rounds, the systems interleaved in each round so noise falls on all of them.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from . import workload
+from .measure import PYTHON, BenchmarkFailed, drive, median, ratio, run_timed
+from .report import Results, Row
+
+PAPERMILL = """
+import sys, papermill as pm
+folder = sys.argv[1]
+for n in range(1, 6):
+    pm.execute_notebook(
+        f"{folder}/step{n}.ipynb", f"{folder}/out/step{n}.ipynb", cwd=folder,
+        kernel_name="python3", progress_bar=False, log_output=False,
+    )
+"""
+
+
+def systems(work: Path, backends: list[str]) -> dict[str, Callable[[], dict[str, Any]]]:
+    data = workload.write_sales(work / "data" / "s0.csv")
+    flow = workload.pipeline_flow(work / "pipeline", data)
+    bare = workload.bare_folder(work / "bare", data)
+    (bare / "out").mkdir(exist_ok=True)
+    chain = " && ".join(f"{PYTHON} step{n}.py" for n in range(1, workload.STEPS + 1))
+
+    def run_bare() -> dict[str, Any]:
+        return {"seconds": run_timed(["sh", "-c", chain], cwd=bare).seconds}
+
+    def run_papermill() -> dict[str, Any]:
+        return {"seconds": run_timed([PYTHON, "-c", PAPERMILL, str(bare)], cwd=bare).seconds}
+
+    def run_praxis(backend: str) -> Callable[[], dict[str, Any]]:
+        def go() -> dict[str, Any]:
+            seconds, report = drive(flow, backend, work)
+            if report["status"] != "done":
+                raise BenchmarkFailed(
+                    f"praxis ({backend}) run {report['status']}: {report['error']}"
+                )
+            _same_output(Path(report["run_dir"]) / "output" / "s5.csv", bare / "s5.csv")
+            shutil.rmtree(report["run_dir"], ignore_errors=True)
+            return {"seconds": seconds, "maxrss_kib": report["maxrss_kib"]}
+
+        return go
+
+    found: dict[str, Callable[[], dict[str, Any]]] = {
+        "bare": run_bare,
+        "papermill": run_papermill,
+    }
+    for backend in backends:
+        found[f"praxis-{backend}"] = run_praxis(backend)
+    return found
+
+
+def _same_output(ours: Path, theirs: Path) -> None:
+    """praxis must have computed what the peers computed, or the timing compares nothing."""
+    if theirs.exists() and ours.read_bytes() != theirs.read_bytes():
+        raise BenchmarkFailed(f"{ours} differs from {theirs}: the systems did different work")
+
+
+def measure(results: Results, work: Path, repeats: int, backends: list[str]) -> None:
+    runs = systems(work, backends)
+    samples: dict[str, list[dict[str, Any]]] = {name: [] for name in runs}
+    for go in runs.values():  # warm-up: page cache, bytecode, kernel specs
+        go()
+    for _ in range(repeats):
+        for name, go in runs.items():
+            samples[name].append(go())
+    secs = {name: median([s["seconds"] for s in got]) for name, got in samples.items()}
+    results.details["pipeline"] = {"samples": samples, "median_seconds": secs}
+    section = "1. 5-phase flow"
+    results.add(
+        Row(section, "bare python, 5 scripts", secs["bare"], "s"),
+        Row(section, "papermill, 5 notebooks", secs["papermill"], "s"),
+    )
+    for backend in backends:
+        s = secs[f"praxis-{backend}"]
+        results.add(Row(section, f"praxis, {backend} backend", s, "s"))
+    for backend in backends:
+        s = secs[f"praxis-{backend}"]
+        docker = backend == "docker"
+        results.add(
+            Row(
+                section,
+                f"praxis {backend} / papermill",
+                ratio(s, secs["papermill"]),
+                "x",
+                limit=0.3 if docker else None,
+            ),
+            Row(
+                section,
+                f"praxis {backend} / bare python",
+                ratio(s, secs["bare"]),
+                "x",
+                limit=1.0 if docker else None,
+            ),
+        )
+    for backend in backends:
+        rss = median([s["maxrss_kib"] for s in samples[f"praxis-{backend}"]]) / 1024
+        results.add(
+            Row(
+                "5. scale",
+                f"runner peak memory, 5-phase flow, {backend}",
+                rss,
+                "MiB",
+                note="the runner process only (kernels excluded)",
+            )
+        )
