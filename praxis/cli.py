@@ -241,7 +241,7 @@ def cmd_log(args: argparse.Namespace) -> int:
 def cmd_sandbox(args: argparse.Namespace) -> int:
     from .sandbox_cli import run_sandbox_command
 
-    return run_sandbox_command(args.action)
+    return run_sandbox_command(args.action, args.label)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -293,6 +293,8 @@ def parser() -> argparse.ArgumentParser:
 
     sb = sub.add_parser("sandbox", help="build the sandbox image, show status, prune containers")
     sb.add_argument("action", choices=["build", "status", "prune"])
+    sb.add_argument("--label", action="append", default=[], metavar="KEY=VALUE",
+                    help="prune: only containers carrying this label (repeatable)")
     sb.set_defaults(func=cmd_sandbox, flow=".")
     sv = sub.add_parser("serve", help="the reviewer web UI over every flow below DIR")
     sv.add_argument("--root", default=".", metavar="DIR")

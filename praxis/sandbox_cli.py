@@ -11,7 +11,7 @@ from .flows.layout import lock_path
 from .flows.lock import is_held
 
 
-def run_sandbox_command(action: str) -> int:
+def run_sandbox_command(action: str, labels: list[str] | None = None) -> int:
     if action == "build":
         from sandbox.image.build import ensure_image
 
@@ -20,7 +20,7 @@ def run_sandbox_command(action: str) -> int:
         return 0
     if action == "status":
         return _status()
-    return _prune()
+    return _prune(labels or [])
 
 
 def _status() -> int:
@@ -47,14 +47,20 @@ def _still_running(labels: dict[str, str]) -> bool:
     return root is not None and is_held(lock_path(Path(root))) is not None
 
 
-def _prune() -> int:
+def _prune(labels: list[str]) -> int:
+    """Remove the containers of runs no longer running (only those with every ``labels``)."""
     from sandbox.container import docker_available
     from sandbox.prune import list_sandboxes, prune
 
     reason = docker_available()
     if reason is not None:
         raise SandboxUnavailable(f"no Docker daemon ({reason}): nothing to prune")
-    running = {box.run for box in list_sandboxes() if _still_running(box.labels)}
-    removed = prune(keep=lambda run: run in running)
+    wanted = dict(label.partition("=")[::2] for label in labels)
+    keep = {
+        box.run
+        for box in list_sandboxes()
+        if any(box.labels.get(k) != v for k, v in wanted.items()) or _still_running(box.labels)
+    }
+    removed = prune(keep=lambda run: run in keep)
     print(f"removed {len(removed)} container(s)" + (": " + ", ".join(removed) if removed else ""))
     return 0

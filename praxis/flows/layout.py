@@ -141,6 +141,7 @@ def writable(flow: Flow, state: RunState, paths: RunPaths, name: str) -> Path:
             name, f"only the outputs of phase {state.gate!r} are writable at this Gate"
         )
     try:
+        confined(paths.root, f"output/{name}")  # output/ itself must not lead elsewhere
         return confined(paths.output, name)
     except PathRefused as exc:
         raise NotWritable(name, exc.reason) from None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import time
 from pathlib import Path
 from types import TracebackType
 
@@ -16,6 +17,19 @@ class Busy(Exception):
         super().__init__(f"{path.parent.name}: {who} is advancing this flow (lock {path})")
         self.path = path
         self.pid = pid
+
+
+HOLDER_TRIES = 50  # x 10 ms: how long a contender looks for the holder's pid
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def holder(path: Path) -> int | None:
@@ -36,13 +50,31 @@ class FlowLock:
     def acquire(self) -> None:
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+            self._lock_or_name_holder(fd)
+        except BaseException:
             os.close(fd)
-            raise Busy(self.path, holder(self.path)) from None
+            raise
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         self._fd = fd
+
+    def _lock_or_name_holder(self, fd: int) -> None:
+        """Take the lock, or raise Busy naming the holder's pid.
+
+        A holder writes its pid just after it takes the lock and clears it just before it
+        lets go: in those instants the file names nobody (or a process that died holding
+        it), so look again for a moment, taking the lock if it comes free meanwhile.
+        """
+        for _ in range(HOLDER_TRIES):
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                pid = holder(self.path)
+                if pid is not None and _alive(pid):
+                    raise Busy(self.path, pid) from None
+            time.sleep(0.01)
+        raise Busy(self.path, None)
 
     def release(self) -> None:
         if self._fd is not None:

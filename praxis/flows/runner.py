@@ -8,6 +8,7 @@ person looked at the run first, checks ``expect_revision``.
 from __future__ import annotations
 
 import os
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -217,18 +218,25 @@ def edit(
         run = RunHandle.open(flow, run_id, clock)
         _check_revision(run, expect_revision)
         path = writable(flow, run.state, run.paths, name)
-        tmp = path.with_name(f".{path.name}.edit")
-        try:
-            tmp.write_bytes(data)
-            os.replace(tmp, path)
-        finally:
-            tmp.unlink(missing_ok=True)
+        _write_atomic(path, data)
         digest = collect.sha256(path)
         _change(run, "edit", name=name, sha256=digest)
         run.emit(ArtifactEdited(name=name, sha256=digest, by=by))
         return run.state
     finally:
         lock.release()
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    """Replace ``path`` through a new temp file (O_EXCL: never a file or link planted there)."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:100]}.", suffix=".edit")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    finally:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
 
 
 def reject(

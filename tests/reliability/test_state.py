@@ -1,0 +1,333 @@
+"""RELIABILITY.md items 8-12: run.json and events.jsonl survive errors, kills and corruption."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from praxis.flows import contract
+from praxis.flows import state as st
+from praxis.flows.events import EventLog, EventLogCorrupt, RunStateChanged
+from praxis.flows.handle import RunHandle
+
+from ._flows import begin, one_line_error, praxis, write_flow
+
+TWO_PHASES = """
+    flow: tiny
+    sandbox: {backend: fake, timeout: 30}
+    phases:
+      - id: a
+        kind: script
+        script: a.py
+        outputs: [a.txt]
+      - id: b
+        kind: script
+        script: b.py
+        outputs: [b.txt]
+"""
+FILES = {"a.py": "open('a.txt', 'w').write('a')\n", "b.py": "open('b.txt', 'w').write('b')\n"}
+
+# A cycle of real transitions that returns to where it began: paused at phase a.
+CYCLE: list[tuple[str, dict[str, Any]]] = [
+    ("start", {"phase": "a", "pid": 1}),
+    ("finish", {"phase": "a", "hashes": {"a.txt": "0" * 64}}),
+    ("start", {"phase": "b", "pid": 1}),
+    ("fail", {"phase": "b", "error": "boom"}),
+    ("rerun", {"phase": "a"}),
+]
+
+
+def _state(revision: int = 0) -> st.RunState:
+    state = st.new_run("r1", "tiny", ["a", "b"], now=1.0)
+    for _ in range(revision):
+        event, kw = CYCLE[state.revision % len(CYCLE)]
+        state = st.apply(state, event, now=2.0, **kw)
+    return state
+
+
+def _listing(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir())
+
+
+# --- item 8 -------------------------------------------------------------------------------
+
+
+def test_item08_run_json_is_written_tmp_fsync_replace_fsync_dir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "run.json"
+    calls: list[tuple[str, str]] = []
+    kinds: dict[int, str] = {}
+    real = {name: getattr(os, name) for name in ("open", "write", "fsync", "close", "replace")}
+
+    def kind_of(fd: int) -> str:
+        return kinds.get(fd, "?")
+
+    def spy_open(p: Any, flags: int, *a: Any, **kw: Any) -> int:
+        fd = real["open"](p, flags, *a, **kw)
+        kinds[fd] = "dir" if Path(p) == tmp_path else f"file:{Path(p).name}"
+        calls.append(("open", kinds[fd]))
+        return fd
+
+    def spy_write(fd: int, data: Any) -> int:
+        calls.append(("write", kind_of(fd)))
+        return real["write"](fd, data)
+
+    def spy_fsync(fd: int) -> None:
+        calls.append(("fsync", kind_of(fd)))
+        real["fsync"](fd)
+
+    def spy_close(fd: int) -> None:
+        calls.append(("close", kind_of(fd)))
+        kinds.pop(fd, None)
+        real["close"](fd)
+
+    def spy_replace(src: Any, dst: Any) -> None:
+        calls.append(("replace", f"{Path(src).name}->{Path(dst).name}"))
+        real["replace"](src, dst)
+
+    for name, spy in (
+        ("open", spy_open),
+        ("write", spy_write),
+        ("fsync", spy_fsync),
+        ("close", spy_close),
+        ("replace", spy_replace),
+    ):
+        monkeypatch.setattr(os, name, spy)
+    st.save(_state(3), path)
+    monkeypatch.undo()
+
+    tmp_name = next(k.split(":", 1)[1] for op, k in calls if op == "open" and k != "dir")
+    assert tmp_name.startswith(".run.") and tmp_name.endswith(".tmp")
+    tmp = f"file:{tmp_name}"
+    ops = [(op, k) for op, k in calls if op != "open"]
+    writes = [i for i, c in enumerate(ops) if c == ("write", tmp)]
+    assert writes, ops
+    expected_tail = [
+        ("fsync", tmp),
+        ("close", tmp),
+        ("replace", f"{tmp_name}->run.json"),
+        ("fsync", "dir"),
+        ("close", "dir"),
+    ]
+    assert ops[: writes[-1] + 1] == [("write", tmp)] * len(writes)
+    assert ops[writes[-1] + 1 :] == expected_tail
+    assert st.load(path).revision == 3
+    assert _listing(tmp_path) == ["run.json"]
+
+
+# --- item 9 -------------------------------------------------------------------------------
+
+
+def _count_calls(monkeypatch: pytest.MonkeyPatch, path: Path) -> dict[str, int]:
+    counts = {"write": 0, "fsync": 0, "replace": 0}
+    for name in counts:
+        real = getattr(os, name)
+
+        def counting(*a: Any, _real: Callable[..., Any] = real, _name: str = name) -> Any:
+            counts[_name] += 1
+            return _real(*a)
+
+        monkeypatch.setattr(os, name, counting)
+    st.save(_state(1), path)
+    monkeypatch.undo()
+    return counts
+
+
+def test_item09_error_injection_leaves_old_or_new_state(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "count").mkdir()
+    counts = _count_calls(monkeypatch, tmp_path / "count" / "run.json")
+    assert counts == {"write": counts["write"], "fsync": 2, "replace": 1} and counts["write"] >= 1
+    cases = [(name, k) for name, n in counts.items() for k in range(1, n + 1)]
+    outcomes: dict[tuple[str, int], int] = {}
+    for name, k in cases:
+        folder = tmp_path / f"{name}-{k}"
+        folder.mkdir()
+        path = folder / "run.json"
+        old, new = _state(4), _state(5)
+        st.save(old, path)
+        real = getattr(os, name)
+        seen = 0
+
+        def failing(*a: Any, _real: Callable[..., Any] = real, _k: int = k) -> Any:
+            nonlocal seen
+            seen += 1
+            if seen == _k:
+                raise OSError(28, "injected: no space left on device")
+            return _real(*a)
+
+        monkeypatch.setattr(os, name, failing)
+        try:
+            with pytest.raises(OSError, match="injected"):
+                st.save(new, path)
+        finally:
+            monkeypatch.undo()
+        loaded = st.load(path)
+        assert loaded.to_dict() in (old.to_dict(), new.to_dict()), (name, k)
+        assert _listing(folder) == ["run.json"], (name, k)  # no temp file remains
+        outcomes[(name, k)] = loaded.revision
+    # A failure before the rename keeps the old state; only the fsync of the folder comes after.
+    n_fsync = counts["fsync"]
+    assert {c: r for c, r in outcomes.items() if c != ("fsync", n_fsync)} == {
+        c: 4 for c in outcomes if c != ("fsync", n_fsync)
+    }
+    assert outcomes[("fsync", n_fsync)] == 5
+
+
+# --- item 10 ------------------------------------------------------------------------------
+
+
+def _writer(flow_root: Path, run_id: str, announce: int) -> None:
+    """The child: loop through real transitions, announcing each revision before writing it."""
+    flow = contract.require(flow_root)
+    run = RunHandle.open(flow, run_id)
+    while True:
+        event, kw = CYCLE[run.state.revision % len(CYCLE)]
+        os.write(announce, f"{run.state.revision + 1}\n".encode())
+        run.change(event, **kw)
+
+
+def test_item10_sigkill_sweep_never_leaves_an_unreadable_run(tmp_path: Path) -> None:
+    flow_root = write_flow(tmp_path / "tiny", TWO_PHASES, FILES)
+    run_dir = begin(flow_root)
+    flow = contract.require(flow_root)
+    announced = {st.load(run_dir / "run.json").revision}
+    rng = random.Random(1234)
+    kills, progressed = 0, 0
+    while kills < 200:
+        read_fd, write_fd = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child never returns into pytest
+            code = 0
+            try:
+                os.close(read_fd)
+                _writer(flow_root, run_dir.name, write_fd)
+            except BaseException:
+                code = 1
+            finally:
+                os._exit(code)
+        os.close(write_fd)
+        time.sleep(rng.uniform(0.0, 0.03))
+        os.kill(pid, signal.SIGKILL)
+        _, status = os.waitpid(pid, 0)
+        assert os.WIFSIGNALED(status), "the writer stopped by itself: it hit an error"
+        with os.fdopen(read_fd, "rb") as pipe:
+            announced.update(int(line) for line in pipe.read().split(b"\n")[:-1])
+        kills += 1
+        state = st.load(run_dir / "run.json")  # every load succeeds
+        assert state.revision in announced, state.revision
+        progressed = max(progressed, state.revision)
+        events = EventLog(run_dir / "events.jsonl").read()  # a torn last line is tolerated
+        assert events
+        assert RunHandle.open(flow, run_dir.name).state.revision == state.revision
+    assert progressed > 200, "the writer hardly ran between kills"
+    leftovers = [n for n in _listing(run_dir) if n.startswith(".run.")]
+    assert len(leftovers) <= kills  # a kill between mkstemp and replace may leave a tmp file
+    changes = [
+        e for e in EventLog(run_dir / "events.jsonl").read() if isinstance(e, RunStateChanged)
+    ]
+    assert changes and all(e.revision in announced for e in changes)
+
+
+# --- item 11 ------------------------------------------------------------------------------
+
+GOOD_FLOW = """
+    flow: tiny
+    sandbox: {backend: fake, timeout: 30}
+    phases:
+      - id: a
+        kind: script
+        script: a.py
+        outputs: [a.txt]
+"""
+
+
+def _corruptions(good: bytes) -> dict[str, bytes]:
+    data = json.loads(good)
+    wrong = {
+        "no phases": {k: v for k, v in data.items() if k != "phases"},
+        "phases not a list": {**data, "phases": {"a": "pending"}},
+        "cursor a string": {**data, "cursor": "0"},
+        "revision a string": {**data, "revision": "3"},
+        "unknown phase key": {**data, "phases": [{**data["phases"][0], "colour": "red"}]},
+        "status unknown": {**data, "status": "exploded"},
+        "future schema": {**data, "schema": st.SCHEMA + 1},
+    }
+    cases = {
+        "truncated": good[: len(good) // 2],
+        "empty": b"",
+        "not JSON": b"\x00\x01 this is not json",
+        "a list": b"[1, 2, 3]\n",
+    }
+    cases.update({k: json.dumps(v).encode() for k, v in wrong.items()})
+    return cases
+
+
+def test_item11_corrupt_run_json_is_refused_never_reset(tmp_path: Path) -> None:
+    flow = write_flow(tmp_path / "tiny", GOOD_FLOW, {"a.py": FILES["a.py"]})
+    run = begin(flow)
+    good = (run / "run.json").read_bytes()
+    for case, bad in _corruptions(good).items():
+        (run / "run.json").write_bytes(bad)
+        for command in ("status", "advance"):
+            res = praxis(command, str(flow))
+            assert res.returncode == 4, (case, command, res.stdout, res.stderr)
+            line = one_line_error(res, "StateCorrupt: ")
+            assert "run.json" in line, (case, line)
+            assert (run / "run.json").read_bytes() == bad, (case, command)
+        assert not (run / "output" / "a.txt").exists(), case
+        if case == "future schema":
+            assert "newer than this praxis" in line
+
+
+# --- item 12 ------------------------------------------------------------------------------
+
+
+def test_item12_torn_last_event_is_dropped_and_the_next_append_starts_clean(
+    tmp_path: Path,
+) -> None:
+    flow = write_flow(tmp_path / "tiny", GOOD_FLOW, {"a.py": FILES["a.py"]})
+    run = begin(flow)
+    log = EventLog(run / "events.jsonl")
+    before = log.read()
+    whole = (run / "events.jsonl").read_bytes()
+    with open(run / "events.jsonl", "ab") as fh:
+        fh.write(b'{"kind": "phase_started", "phase": "torn-tail", "att')  # a crash mid-append
+    assert [e.to_json() for e in log.read()] == [e.to_json() for e in before]
+    res = praxis("log", str(flow))
+    assert res.returncode == 0, res.stderr
+    res = praxis("advance", str(flow))  # appends events after the torn line
+    assert res.returncode == 0, res.stderr
+    raw = (run / "events.jsonl").read_bytes()
+    assert raw.startswith(whole) and b"torn-tail" not in raw
+    assert all(json.loads(line) for line in raw.splitlines())
+    kinds = [e.kind for e in log.read()]
+    assert kinds.count("phase_started") == 1 and "phase_done" in kinds
+
+
+def test_item12_corruption_in_the_middle_is_reported_with_its_line(tmp_path: Path) -> None:
+    flow = write_flow(tmp_path / "tiny", GOOD_FLOW, {"a.py": FILES["a.py"]})
+    run = begin(flow)
+    assert praxis("advance", str(flow)).returncode == 0
+    lines = (run / "events.jsonl").read_bytes().splitlines(keepends=True)
+    assert len(lines) >= 4
+    lines[2] = b'{"kind": "phase_started", "pha\n'
+    (run / "events.jsonl").write_bytes(b"".join(lines))
+    with pytest.raises(EventLogCorrupt) as caught:
+        EventLog(run / "events.jsonl").read()
+    assert caught.value.line == 3
+    res = praxis("log", str(flow))
+    assert res.returncode == 4, (res.stdout, res.stderr)
+    line = one_line_error(res, "EventLogCorrupt: ")
+    assert "events.jsonl: line 3:" in line
+    assert (run / "events.jsonl").read_bytes() == b"".join(lines)  # reported, not repaired
