@@ -10,7 +10,8 @@ from __future__ import annotations
 import os
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from .events import (
     GateApproved,
     GateRejected,
     GateWaiting,
+    PhaseFailed,
     PhasesStale,
     RerunRequested,
     RunBegun,
@@ -32,7 +34,7 @@ from .events import (
 )
 from .handle import Clock, RunHandle
 from .layout import lock_path, new_run_id, writable, writable_names
-from .lock import FlowLock
+from .lock import Busy, FlowLock
 from .model import Flow
 from .phase import run_phase
 from .state import IllegalTransition, RunState
@@ -145,18 +147,21 @@ def recover(run: RunHandle) -> None:
     for p in run.state.phases:
         if p.status == "running":
             run.change("recover", phase=p.id)
-            from .events import PhaseFailed
-
             run.emit(
                 PhaseFailed(phase=p.id, attempt=p.attempt, error=str(run.state.phase(p.id).error))
             )
 
 
-def _locked(flow_ref: Flow | str | Path, run_id: str | None, clock: Clock) -> tuple[Flow, FlowLock]:
+@contextmanager
+def _opened(
+    flow_ref: Flow | str | Path, run_id: str | None, expect_revision: int | None, clock: Clock
+) -> Iterator[RunHandle]:
+    """The run, under the Flow's lock, after checking the revision the caller saw."""
     flow = load_flow(flow_ref)
-    lock = FlowLock(lock_path(flow.root))
-    lock.acquire()
-    return flow, lock
+    with FlowLock(lock_path(flow.root)):
+        run = RunHandle.open(flow, run_id, clock)
+        _check_revision(run, expect_revision)
+        yield run
 
 
 def _check_revision(run: RunHandle, expect: int | None) -> None:
@@ -183,23 +188,18 @@ def approve(
     clock: Clock = time.time,
 ) -> RunState:
     """Approve the Gate the run waits at; edited artifacts are recorded. Does not advance."""
-    flow, lock = _locked(flow_ref, run_id, clock)
-    try:
-        run = RunHandle.open(flow, run_id, clock)
-        _check_revision(run, expect_revision)
+    with _opened(flow_ref, run_id, expect_revision, clock) as run:
         gate = run.state.gate
         if run.state.waiting != "gate" or gate is None:
             raise Refused(f"run {run.id} is {run.state.status} and not waiting at a Gate")
         recorded = run.state.phase(gate).hashes
-        current = collect.hash_outputs(run.paths, flow.phase(gate))
+        current = collect.hash_outputs(run.paths, run.flow.phase(gate))
         for name, digest in sorted(current.items()):
             if recorded.get(name) != digest:
                 run.emit(ArtifactEdited(name=name, sha256=digest))
         _change(run, "approve", phase=gate)
         run.emit(GateApproved(phase=gate, revision=run.state.revision))
         return run.state
-    finally:
-        lock.release()
 
 
 def edit(
@@ -213,18 +213,13 @@ def edit(
     clock: Clock = time.time,
 ) -> RunState:
     """Replace a writable artifact at the Gate (atomically) and record the edit."""
-    flow, lock = _locked(flow_ref, run_id, clock)
-    try:
-        run = RunHandle.open(flow, run_id, clock)
-        _check_revision(run, expect_revision)
-        path = writable(flow, run.state, run.paths, name)
+    with _opened(flow_ref, run_id, expect_revision, clock) as run:
+        path = writable(run.flow, run.state, run.paths, name)
         _write_atomic(path, data)
         digest = collect.sha256(path)
         _change(run, "edit", name=name, sha256=digest)
         run.emit(ArtifactEdited(name=name, sha256=digest, by=by))
         return run.state
-    finally:
-        lock.release()
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
@@ -249,11 +244,8 @@ def reject(
     clock: Clock = time.time,
 ) -> RunState:
     """Reject at the Gate: ``reopen`` (the gated phase or an earlier) runs again with the note."""
-    flow, lock = _locked(flow_ref, run_id, clock)
-    try:
-        run = RunHandle.open(flow, run_id, clock)
-        _check_revision(run, expect_revision)
-        _known_phase(flow, reopen)
+    with _opened(flow_ref, run_id, expect_revision, clock) as run:
+        _known_phase(run.flow, reopen)
         gate = str(run.state.gate)
         stale = _stale_after(run, reopen)
         _change(run, "reject", phase=reopen, note=note)
@@ -263,8 +255,6 @@ def reject(
         if stale:
             run.emit(PhasesStale(phases=stale, because=f"{reopen} was reopened at the Gate"))
         return run.state
-    finally:
-        lock.release()
 
 
 def rerun(
@@ -276,12 +266,9 @@ def rerun(
     clock: Clock = time.time,
 ) -> RunState:
     """Go back to ``from_phase``: later done phases become stale, the attempt is kept."""
-    flow, lock = _locked(flow_ref, run_id, clock)
-    try:
-        run = RunHandle.open(flow, run_id, clock)
+    with _opened(flow_ref, run_id, expect_revision, clock) as run:
         recover(run)
-        _check_revision(run, expect_revision)
-        _known_phase(flow, from_phase)
+        _known_phase(run.flow, from_phase)
         stale = _stale_after(run, from_phase)
         _change(run, "rerun", phase=from_phase)
         kept = _archive(run, from_phase)
@@ -289,8 +276,6 @@ def rerun(
         if stale:
             run.emit(PhasesStale(phases=stale, because=f"re-run from {from_phase}"))
         return run.state
-    finally:
-        lock.release()
 
 
 def cancel(
@@ -301,24 +286,15 @@ def cancel(
     clock: Clock = time.time,
 ) -> tuple[RunState, bool]:
     """Cancel the run; (state, True) if done now, (state, False) if the advancing process will."""
-    from .lock import Busy
-
-    flow = load_flow(flow_ref)
-    lock = FlowLock(lock_path(flow.root))
     try:
-        lock.acquire()
+        with _opened(flow_ref, run_id, expect_revision, clock) as run:
+            recover(run)
+            _do_cancel(run)
+            return run.state, True
     except Busy:
-        run = RunHandle.open(flow, run_id, clock)
+        run = RunHandle.open(load_flow(flow_ref), run_id, clock)
         run.paths.cancel_request.write_text(f"{os.getpid()}\n")
         return run.state, False
-    try:
-        run = RunHandle.open(flow, run_id, clock)
-        recover(run)
-        _check_revision(run, expect_revision)
-        _do_cancel(run)
-        return run.state, True
-    finally:
-        lock.release()
 
 
 def _do_cancel(run: RunHandle) -> None:
