@@ -15,7 +15,7 @@ from pathlib import Path
 
 from sandbox import SandboxUnavailable
 
-from .console import Progress, format_event, table_preview
+from .console import Progress, format_event, table_preview, timeline
 from .flows import contract, runner
 from .flows.events import EventLog, EventLogCorrupt
 from .flows.handle import NoRun, RunHandle
@@ -160,10 +160,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(json.dumps(st.to_dict(), indent=1))
         return EXIT["ok"]
     print(f"{flow.name} run {st.run}: {st.status} (revision {st.revision}) - {st.message}")
-    for row in st.phases:
-        secs = f"{row['seconds']:.1f} s" if row["seconds"] is not None else ""
-        note = row.get("note") or row.get("error") or ""
-        print(f"  {row['status']:<8} {row['id']:<20} {secs:>9}  {note}")
+    print(timeline(run.state))
     for path in st.review:
         print(f"  review: {path}")
     for cmd in st.next:
@@ -293,8 +290,13 @@ def parser() -> argparse.ArgumentParser:
 
     sb = sub.add_parser("sandbox", help="build the sandbox image, show status, prune containers")
     sb.add_argument("action", choices=["build", "status", "prune"])
-    sb.add_argument("--label", action="append", default=[], metavar="KEY=VALUE",
-                    help="prune: only containers carrying this label (repeatable)")
+    sb.add_argument(
+        "--label",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="prune: only containers carrying this label (repeatable)",
+    )
     sb.set_defaults(func=cmd_sandbox, flow=".")
     sv = sub.add_parser("serve", help="the reviewer web UI over every flow below DIR")
     sv.add_argument("--root", default=".", metavar="DIR")

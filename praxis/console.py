@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TextIO
 
 from .flows import events as ev
+from .flows.state import RunState
 
 
 class Progress:
@@ -89,6 +90,30 @@ def table_preview(path: Path, rows: int = 8) -> str:
     text = frame.to_string(index=False, max_colwidth=24)
     more = f"\n    … {total - len(frame)} more rows" if total > len(frame) else ""
     return "\n".join("    " + line for line in text.splitlines()) + more
+
+
+MARKS = {"done": "✓", "failed": "✗", "running": "▶", "stale": "~", "pending": "·"}
+
+
+def timeline(state: RunState, width: int = 30) -> str:
+    """The phases as rows of bars placed on the run's clock, for `praxis status`."""
+    spans = [(p.started, p.ended or time.time()) for p in state.phases if p.started]
+    t0 = min((a for a, _ in spans), default=0.0)
+    total = max((b for _, b in spans), default=t0) - t0 or 1.0
+    rows = []
+    for p in state.phases:
+        bar = ""
+        if p.started is not None:
+            start = int((p.started - t0) / total * width)
+            end = max(start + 1, int(((p.ended or time.time()) - t0) / total * width))
+            bar = " " * start + "█" * (end - start)
+        secs = f"{p.seconds:.1f} s" if p.seconds is not None else ""
+        note = p.error or (f"attempt {p.attempt}" if p.attempt > 1 else "")
+        mark = MARKS.get(p.status, "?")
+        rows.append(f"  {mark} {p.status:<8} {p.id:<18} {secs:>8}  {bar:<{width}}  {note}".rstrip())
+    if state.waiting == "gate":
+        rows.append(f"  ⏸ waiting at the Gate after {state.gate}")
+    return "\n".join(rows)
 
 
 def format_event(event: ev.Event) -> str:
