@@ -28,6 +28,8 @@ DISPLAY_LIMIT = 16 << 20  # bytes of display/result bundles kept per execute
 GRACE = 5.0  # seconds an interrupted kernel gets to go idle before it is killed
 POLL = 0.2  # seconds between liveness checks while waiting on iopub
 IOPUB_HWM = 8  # iopub messages queued on the host side; the rest wait in the kernel's queue
+RECONNECT_MS = 10  # zmq's retry interval while the new kernel has not bound its sockets yet
+READY_IOPUB = 0.25  # seconds ready() waits for kernel_info's idle on iopub before asking again
 
 
 # Run in each new kernel by ``JupyterKernel.start_up``: ipykernel buffers a stream for 0.2 s
@@ -71,6 +73,11 @@ del _praxis_cap
 """
 
 WARM_UP = "try:\n    import pandas as _p\n    del _p\nexcept ImportError:\n    pass\n"
+
+
+def start_code(stream_limit: int, warm_up: str = WARM_UP) -> list[str]:
+    """The cells a new kernel runs before it is handed out: the output cap, then ``warm_up``."""
+    return [PRELUDE.replace("LIMIT", str(int(stream_limit))), warm_up]
 
 
 def truncation_marker(dropped: int) -> str:
@@ -247,6 +254,7 @@ class JupyterKernel(Kernel):
         ctx = self.client.context
         saved = dict(ctx.sockopts)
         ctx.sockopts[zmq.RCVHWM] = IOPUB_HWM
+        ctx.sockopts[zmq.RECONNECT_IVL] = RECONNECT_MS
         try:
             # no heartbeat (liveness comes from the backend) and no stdin (allow_stdin=False)
             self.client.start_channels(shell=True, iopub=True, stdin=False, hb=False)
@@ -262,8 +270,7 @@ class JupyterKernel(Kernel):
         Raises KernelDied if the process ends meanwhile, SandboxUnavailable past ``timeout``.
         """
         deadline = time.monotonic() + timeout
-        replied = heard = False
-        while not (replied and heard):
+        while True:
             if not self.alive():
                 cause = self.cause()
                 self.shutdown()
@@ -275,23 +282,30 @@ class JupyterKernel(Kernel):
                     "is installed where the kernel runs"
                 )
             try:
-                # ask again until iopub delivers too: its first messages may have been sent
-                # before our subscription reached the kernel
+                # kernel_info makes busy/idle on iopub: once its idle arrives, iopub delivers.
+                # Ask again if it does not: our subscription may have reached the kernel late.
                 msg_id = self.client.kernel_info()
-                replied = self._wait_reply(msg_id, 1.0) is not None or replied
-                while self._iopub(0.1) is not None:  # kernel_info makes busy/idle on iopub
-                    heard = True
+                if self._wait_reply(msg_id, 1.0) is None:
+                    continue
+                if self._drain(msg_id, None, time.monotonic() + READY_IOPUB):
+                    return
             except zmq.ZMQError as exc:
                 raise SandboxUnavailable(f"cannot reach the kernel: {exc}") from exc
 
-    def start_up(self, timeout: float = 60.0, warm_up: str = WARM_UP) -> None:
+    def start_up(
+        self, timeout: float = 60.0, warm_up: str = WARM_UP, *, ran_at_start: bool = False
+    ) -> None:
         """Wait until ready, install the output cap in the kernel, run ``warm_up``.
 
         Backends call this on a new kernel before handing it out (the default warm-up
         imports pandas). Raises like ``ready``; a failing warm-up is logged, not raised.
+        With ``ran_at_start`` the backend had the kernel run ``start_code`` itself as it
+        started (the zygote does), and this only waits until the kernel is ready.
         """
         self.ready(timeout)
-        for code in (PRELUDE.replace("LIMIT", str(int(self.stream_limit))), warm_up):
+        if ran_at_start:
+            return
+        for code in start_code(self.stream_limit, warm_up):
             result = self.execute(code, timeout=timeout)
             if not result.ok:
                 log.warning("kernel start-up code failed: %s: %s", result.ename, result.evalue)

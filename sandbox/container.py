@@ -1,9 +1,11 @@
-"""The docker backend: one hardened container per run, kernels started in it with docker exec.
+"""The docker backend: one hardened container per run, kernels forked in it by a zygote.
 
-The container runs an idle init process; each kernel is ``python -m ipykernel_launcher -f
-/rt/k<n>.json`` started by ``docker exec``. Transport is ZMQ ``ipc``: the kernel binds unix
-sockets in ``/rt``, a bind-mounted private runtime folder, and the host's jupyter_client
-connects to the same sockets by their host path. The container has no network at all.
+The container runs an idle init process. One ``docker exec`` starts the kernel zygote
+(``sandbox/zygote.py``, run with ``python -c``) in it; every kernel is a fork of the zygote on
+``/rt/k<n>.json``, asked for over the zygote's unix socket ``/rt/zygote.sock``, and killed the
+same way: no docker exec per kernel. Transport is ZMQ ``ipc``: the kernel binds unix sockets
+in ``/rt``, a bind-mounted private runtime folder, and the host's jupyter_client connects to
+the same sockets by their host path. The container has no network at all.
 
 Hardening (RELIABILITY.md item 1) is in ``_host_config``; the workspace is a host folder
 bind-mounted at ``/workspace`` and moved with plain file operations (``Workspace``).
@@ -16,23 +18,21 @@ import logging
 import os
 import re
 import shutil
-import signal
 import stat
 import tempfile
 import threading
-import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from jupyter_client.blocking.client import BlockingKernelClient
-from jupyter_client.connect import write_connection_file
-
 from .base import FileStat, Kernel, Sandbox
-from .client import DISPLAY_LIMIT, GRACE, STREAM_LIMIT, JupyterKernel
-from .errors import SandboxError, SandboxUnavailable
+from .cgroup import oom_kills
+from .client import DISPLAY_LIMIT, GRACE, STREAM_LIMIT, JupyterKernel, start_code
+from .errors import SandboxUnavailable
+from .forkserver import SOCKET, ForkedKernel, ForkServer, Zygote, connection_files, zygote_source
 from .local import _close_thread_loop
-from .standby import Standby
+from .standby import SPARES, Standby
 from .workspace import Workspace
 
 log = logging.getLogger("sandbox")
@@ -54,7 +54,6 @@ ENVIRONMENT = {
     "PYTHONDONTWRITEBYTECODE": "1",
 }
 LOG_OPTIONS = {"max-size": "1m", "max-file": "2"}
-KILL_WAIT = 5.0  # seconds kill() waits for the daemon to report the kernel ended
 
 
 def docker_available(timeout: float = 2.0) -> str | None:
@@ -80,13 +79,6 @@ def _container_name(run: str) -> str:
     return f"praxis-{safe}-{uuid.uuid4().hex[:6]}"
 
 
-def _signal_name(code: int) -> str:
-    try:
-        return signal.Signals(code).name
-    except ValueError:
-        return str(code)
-
-
 class DockerSandbox(Sandbox):
     """A run's hardened container; ``kernel()`` hands out fresh kernels from a warm standby."""
 
@@ -110,6 +102,7 @@ class DockerSandbox(Sandbox):
         grace: float = GRACE,
         start_timeout: float = 60.0,
         warm: bool = True,
+        spares: int = SPARES,
         **options: Any,
     ) -> None:
         if options:
@@ -127,11 +120,13 @@ class DockerSandbox(Sandbox):
         self.grace = grace
         self.start_timeout = start_timeout
         self.warm = warm
+        self.spares = int(spares)
         self.container: Any = None
         self._client: Any = None
         self._private: Path | None = None  # 0700 host folder: host connection files
         self._runtime: Path | None = None  # mounted at /rt: sockets, kernel connection files
         self._standby: Standby | None = None
+        self._zygote: Zygote | None = None
         self._kernels: list[JupyterKernel] = []
         self._count = 0
         self._lock = threading.Lock()
@@ -182,7 +177,13 @@ class DockerSandbox(Sandbox):
             raise SandboxUnavailable(
                 f"cannot start the sandbox container from {self.image}: {exc}"
             ) from exc
-        self._standby = Standby(self._start)
+        try:
+            server = ForkServer(self._runtime)
+            self._zygote = Zygote(server, self._launch_zygote, timeout=self.start_timeout)
+        except BaseException:
+            self.close()
+            raise
+        self._standby = Standby(self._start, spares=self.spares)
         if self.warm:
             self._standby.warm()
 
@@ -204,13 +205,7 @@ class DockerSandbox(Sandbox):
     def kernel(self) -> Kernel:
         if self._standby is None:
             raise SandboxUnavailable("the docker sandbox is not open; call open() first")
-        try:
-            kernel = self._standby.take()
-        except SandboxError as exc:
-            # The spare may have failed to start while the last phase ran (e.g. it used up
-            # the pids limit); one more attempt starts a kernel now.
-            log.debug("standby kernel failed (%s); starting another", exc)
-            kernel = self._standby.take()
+        kernel = self._standby.take(usable=lambda k: isinstance(k, JupyterKernel) and k.alive())
         with self._lock:
             self._kernels = [k for k in self._kernels if not k._closed]
             self._kernels.append(kernel)  # type: ignore[arg-type]
@@ -229,6 +224,7 @@ class DockerSandbox(Sandbox):
         for kernel in kernels:
             kernel.client.stop_channels()  # the container goes next, with every process
             kernel._closed = True
+        self._zygote = None
         container, self.container = self.container, None
         if container is not None:
             _remove(container)
@@ -279,31 +275,49 @@ class DockerSandbox(Sandbox):
 
     # -- kernels ---------------------------------------------------------------------------
 
+    def _launch_zygote(self) -> Callable[[], bool]:
+        """Start the zygote with one docker exec (it imports in the background); ended?"""
+        exec_id = self._exec(["python", "-c", zygote_source(), f"{RUNTIME}/{SOCKET}"])
+        return lambda: not self._running(exec_id)
+
     def _start(self) -> JupyterKernel:
-        """Start one kernel, wait until it answers, import pandas. Runs on the standby thread."""
+        """Fork one kernel, wait until it answers, install the output cap. Standby thread."""
         with self._lock:
             self._count += 1
             key = f"k{self._count}"
+        zygote = self._zygote
         if self.container is None or self._runtime is None or self._private is None:
             raise SandboxUnavailable("the docker sandbox is closed")
-        client = self._connect_kernel(key)
-        baseline = self._oom_kills()
-        exec_id = self._exec(
-            f"umask 000; echo $$ > {RUNTIME}/{key}.pid; "
-            f"exec python -m ipykernel_launcher -f {RUNTIME}/{key}.json",
-            detach=True,
+        if zygote is None:
+            raise SandboxUnavailable("the docker sandbox is closed")
+        client = connection_files(
+            key, [(self._runtime, f"{RUNTIME}/{key}"), (self._private, str(self._runtime / key))]
         )
+        baseline = oom_kills(self.container, UID)
+        try:
+            pid = zygote.spawn(key, f"{RUNTIME}/{key}.json", start_code(self.stream_limit))
+        except BaseException:
+            zygote.server.forget(key)
+            (self._private / f"{key}.json").unlink(missing_ok=True)
+            raise
+        forked = ForkedKernel(zygote.server, key, pid, fallback_kill=self._kill_group)
+
+        def kill() -> None:
+            forked.kill()
+            if self._private is not None:
+                (self._private / f"{key}.json").unlink(missing_ok=True)
+
         kernel = JupyterKernel(
             client,
-            is_alive=lambda: self._running(exec_id),
-            kill=lambda: self._kill(key, exec_id),
-            death_cause=lambda: self._death_cause(exec_id, baseline),
+            is_alive=forked.is_alive,
+            kill=kill,
+            death_cause=lambda: self._death_cause(forked, baseline),
             grace=self.grace,
             stream_limit=self.stream_limit,
             display_limit=self.display_limit,
         )
         try:
-            kernel.start_up(self.start_timeout)
+            kernel.start_up(self.start_timeout, ran_at_start=True)
         except BaseException:
             kernel.shutdown()
             raise
@@ -311,77 +325,24 @@ class DockerSandbox(Sandbox):
             _close_thread_loop()
         return kernel
 
-    def _connect_kernel(self, key: str) -> BlockingKernelClient:
-        """Write the two connection files (container paths, host paths); a client for the host."""
-        assert self._runtime is not None and self._private is not None
-        secret = uuid.uuid4().hex.encode()
-        files = ((self._runtime, f"{RUNTIME}/{key}"), (self._private, str(self._runtime / key)))
-        for folder, ip in files:
-            write_connection_file(
-                str(folder / f"{key}.json"),
-                ip=ip,
-                transport="ipc",
-                key=secret,
-                shell_port=1,  # with ipc a "port" is only a socket file's suffix: k1-1, ...
-                iopub_port=2,
-                stdin_port=3,
-                control_port=4,
-                hb_port=5,
-            )
-        # Read by uid 1000 in the container; the folder above is private to the host user.
-        os.chmod(self._runtime / f"{key}.json", 0o644)
-        client = BlockingKernelClient(connection_file=str(self._private / f"{key}.json"))
-        client.load_connection_file()
-        return client
-
-    def _exec(self, script: str, *, detach: bool = False) -> str:
-        """Run ``sh -c script`` in the container as uid 1000; the exec's id."""
+    def _exec(self, cmd: list[str]) -> str:
+        """Start ``cmd`` in the container as uid 1000, detached; the exec's id."""
         import docker.errors
 
         try:
             api = self._client.api
             created = api.exec_create(
                 self.container.id,
-                ["sh", "-c", script],
+                cmd,
                 user=UID,
                 workdir=WORKSPACE,
                 environment=dict(ENVIRONMENT),
             )
             exec_id: str = created["Id"]
-            if detach:
-                api.exec_start(exec_id, detach=True)
-            else:
-                api.exec_start(exec_id)
+            api.exec_start(exec_id, detach=True)
         except docker.errors.DockerException as exc:
             raise SandboxUnavailable(f"cannot run in the sandbox container: {exc}") from exc
         return exec_id
-
-    def _oom_kills(self) -> int | None:
-        """How many processes the container's memory cgroup has OOM-killed, if it can be told.
-
-        Read on the host when the daemon is local (cgroup v1 ``memory.oom_control``, v2
-        ``memory.events``), else inside the container.
-        """
-        cid = self.container.id
-        for path in _CGROUP_FILES:
-            try:
-                return _oom_count(Path(path.format(id=cid)).read_text())
-            except (OSError, ValueError):
-                continue
-        try:
-            out = self.container.exec_run(
-                [
-                    "sh",
-                    "-c",
-                    "cat /sys/fs/cgroup/memory/memory.oom_control "
-                    "/sys/fs/cgroup/memory.events 2>/dev/null",
-                ],
-                user=UID,
-            ).output
-            return _oom_count(out.decode(errors="replace"))
-        except Exception:
-            log.debug("cannot read the OOM counter", exc_info=True)
-            return None
 
     def _running(self, exec_id: str) -> bool:
         import docker.errors
@@ -391,32 +352,16 @@ class DockerSandbox(Sandbox):
         except docker.errors.NotFound:
             return False  # the container is gone, and the kernel with it
 
-    def _kill(self, key: str, exec_id: str) -> None:
-        """SIGKILL the kernel by the pid it wrote and wait (briefly) for the daemon to see it.
-
-        Tolerates a kernel or container already gone.
-        """
-        if self.container is None or self._runtime is None:
+    def _kill_group(self, pid: int) -> None:
+        """SIGKILL a kernel's process group with a docker exec: the zygote is gone."""
+        if self.container is None:
             return
-        pid_file = self._runtime / f"{key}.pid"
         try:
-            pid = int(pid_file.read_text().strip())
-        except (OSError, ValueError):
-            pid = None
-        if pid is not None:
-            try:
-                self._exec(f"kill -9 {pid} 2>/dev/null || true")
-            except SandboxUnavailable:
-                log.debug("could not kill kernel %s", key, exc_info=True)
-            deadline = time.monotonic() + KILL_WAIT
-            while time.monotonic() < deadline and self._running(exec_id):
-                time.sleep(0.05)
-        for leftover in (pid_file, self._runtime / f"{key}.json"):
-            leftover.unlink(missing_ok=True)
-        if self._private is not None:
-            (self._private / f"{key}.json").unlink(missing_ok=True)
+            self._exec(["kill", "-KILL", "--", f"-{pid}"])
+        except SandboxUnavailable:
+            log.debug("could not kill kernel %s", pid, exc_info=True)
 
-    def _death_cause(self, exec_id: str, baseline: int | None) -> str | None:
+    def _death_cause(self, forked: ForkedKernel, baseline: int | None) -> str | None:
         import docker.errors
 
         try:
@@ -427,34 +372,10 @@ class DockerSandbox(Sandbox):
             state = {"Running": True}
         if not state.get("Running"):
             return "the sandbox container stopped"
-        kills = self._oom_kills()
+        kills = oom_kills(self.container, UID)
         if baseline is not None and kills is not None and kills > baseline:
             return f"out of memory (the sandbox's memory limit is {self.memory})"
-        try:
-            code = self._client.api.exec_inspect(exec_id).get("ExitCode")
-        except Exception:
-            return None
-        if code is None:
-            return None
-        if code > 128:
-            return f"killed by signal {_signal_name(code - 128)}"
-        return f"exit code {code}"
-
-
-_CGROUP_FILES = (
-    "/sys/fs/cgroup/memory/docker/{id}/memory.oom_control",
-    "/sys/fs/cgroup/memory/system.slice/docker-{id}.scope/memory.oom_control",
-    "/sys/fs/cgroup/system.slice/docker-{id}.scope/memory.events",
-    "/sys/fs/cgroup/docker/{id}/memory.events",
-)
-
-
-def _oom_count(text: str) -> int:
-    """The ``oom_kill N`` counter of a v1 memory.oom_control or a v2 memory.events."""
-    match = re.search(r"^oom_kill (\d+)$", text, re.M)
-    if match is None:
-        raise ValueError("no oom_kill counter")
-    return int(match.group(1))
+        return forked.death_cause()
 
 
 def connect_docker() -> Any:

@@ -1,9 +1,11 @@
-"""The local backend: ipykernel subprocesses of this interpreter, in a host folder. NO isolation.
+"""The local backend: kernels forked from a zygote of this interpreter, in a host folder.
 
-For machines without Docker. Kernels run as the current user with its environment and
-network; the only thing this backend shares with the docker one is the contract. Transport
-is ZMQ ``ipc`` (unix sockets in a private runtime folder under the temp dir), as in the
-docker backend: no TCP ports, no port races.
+NO isolation. For machines without Docker. Kernels run as the current user with its
+environment and network; the only thing this backend shares with the docker one is the
+contract (and the zygote: every kernel is a fork of one process that imported ipykernel and
+pandas once, see ``sandbox/forkserver.py``). Transport is ZMQ ``ipc`` (unix sockets in a
+private runtime folder under the temp dir), as in the docker backend: no TCP ports, no port
+races.
 """
 
 from __future__ import annotations
@@ -18,44 +20,34 @@ import subprocess
 import sys
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
-from jupyter_client.manager import KernelManager
-
 from .base import FileStat, Kernel, Sandbox
-from .client import DISPLAY_LIMIT, GRACE, STREAM_LIMIT, JupyterKernel
+from .client import DISPLAY_LIMIT, GRACE, STREAM_LIMIT, JupyterKernel, start_code
 from .errors import SandboxUnavailable
-from .standby import Standby
+from .forkserver import (
+    ForkedKernel,
+    ForkServer,
+    Zygote,
+    connection_files,
+    start_local,
+    stop_local,
+)
+from .standby import SPARES, Standby
 from .workspace import Workspace
 
 log = logging.getLogger("sandbox")
 
 
-class _ThisPython(KernelSpecManager):
-    """A kernel spec manager that knows one kernel: ipykernel on this interpreter."""
-
-    def get_kernel_spec(self, kernel_name: str) -> KernelSpec:
-        return KernelSpec(
-            argv=[sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-            display_name="Python 3 (praxis local)",
-            language="python",
-            interrupt_mode="signal",
-            env={},
-        )
-
-
-def _exit_cause(proc: subprocess.Popen[Any] | None) -> str | None:
-    code = proc.poll() if proc is not None else None
-    if code is None:
-        return None
-    if code < 0:
-        try:
-            return f"killed by signal {signal.Signals(-code).name}"
-        except ValueError:
-            return f"killed by signal {-code}"
-    return f"exit code {code}"
+def _kill_group(pid: int) -> None:
+    """SIGKILL the process group ``pid`` leads, if it still does (the zygote is gone)."""
+    try:
+        if os.getpgid(pid) == pid and os.getsid(pid) == pid:
+            os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        pass
 
 
 class LocalSandbox(Sandbox):
@@ -74,6 +66,7 @@ class LocalSandbox(Sandbox):
         grace: float = GRACE,
         start_timeout: float = 60.0,
         warm: bool = True,
+        spares: int = SPARES,
         **options: Any,
     ) -> None:
         if options:
@@ -85,11 +78,15 @@ class LocalSandbox(Sandbox):
         self.grace = grace
         self.start_timeout = start_timeout
         self.warm = warm
+        self.spares = int(spares)
         self._runtime: Path | None = None
         self._standby: Standby | None = None
         self._kernels: list[Kernel] = []
         self._count = 0
         self._lock = threading.Lock()
+        self._process: subprocess.Popen[bytes] | None = None  # the zygote's
+        self._zygote: Zygote | None = None
+        self.server: ForkServer | None = None
 
     @property
     def warning(self) -> str:
@@ -101,7 +98,9 @@ class LocalSandbox(Sandbox):
         self.workspace.open()
         self._runtime = Path(tempfile.mkdtemp(prefix="praxis-rt-"))
         log.warning(self.warning)
-        self._standby = Standby(self._start)
+        self.server = ForkServer(self._runtime)
+        self._zygote = Zygote(self.server, self._launch_zygote, timeout=self.start_timeout)
+        self._standby = Standby(self._start, spares=self.spares)
         if self.warm:
             self._standby.warm()
 
@@ -117,7 +116,7 @@ class LocalSandbox(Sandbox):
     def kernel(self) -> Kernel:
         if self._standby is None:
             raise SandboxUnavailable("the local sandbox is not open; call open() first")
-        kernel = self._standby.take()
+        kernel = self._standby.take(usable=lambda k: isinstance(k, JupyterKernel) and k.alive())
         with self._lock:
             self._kernels = [k for k in self._kernels if not getattr(k, "_closed", False)]
             self._kernels.append(kernel)
@@ -135,6 +134,9 @@ class LocalSandbox(Sandbox):
             kernels, self._kernels = self._kernels, []
         for kernel in kernels:
             kernel.shutdown()
+        process, self._process, self._zygote = self._process, None, None
+        if process is not None:
+            stop_local(process)
         if self._runtime is not None:
             shutil.rmtree(self._runtime, ignore_errors=True)
             self._runtime = None
@@ -142,45 +144,50 @@ class LocalSandbox(Sandbox):
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "python": sys.executable, "warning": self.warning}
 
+    # -- kernels ---------------------------------------------------------------------------
+
+    def _launch_zygote(self) -> Callable[[], bool]:
+        """Start a zygote process (it imports in the background); tell whether it ended."""
+        assert self._runtime is not None
+        if self._process is not None:
+            stop_local(self._process)
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        process = self._process = start_local(self._runtime, cwd=self.workspace.root, env=env)
+        return lambda: process.poll() is not None
+
     def _start(self) -> JupyterKernel:
-        """Start one kernel, wait until it answers, import pandas. Runs on the standby thread."""
+        """Fork one kernel, wait until it answers, install the output cap. Standby thread."""
         with self._lock:
             self._count += 1
-            n = self._count
-        assert self._runtime is not None
-        km = KernelManager(kernel_spec_manager=_ThisPython(), kernel_name="python3")
-        km.transport = "ipc"
-        km.ip = str(self._runtime / f"k{n}")
-        km.connection_file = str(self._runtime / f"k{n}.json")
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+            key = f"k{self._count}"
+        zygote = self._zygote
+        if self._runtime is None or zygote is None:
+            raise SandboxUnavailable("the local sandbox is closed")
+        server = zygote.server
+        client = connection_files(key, [(self._runtime, str(self._runtime / key))])
         try:
-            km.start_kernel(cwd=str(self.workspace.root), env=env)
-        except (OSError, RuntimeError) as exc:
-            raise SandboxUnavailable(
-                f"cannot start a local kernel with {sys.executable}: {exc}; "
-                "check that ipykernel is installed"
-            ) from exc
-        proc = getattr(km.provisioner, "process", None)
-
-        def kill() -> None:
-            km.shutdown_kernel(now=True)
-
+            pid = zygote.spawn(
+                key, str(self._runtime / f"{key}.json"), start_code(self.stream_limit)
+            )
+        except BaseException:
+            server.forget(key)
+            raise
+        forked = ForkedKernel(server, key, pid, fallback_kill=_kill_group)
         try:
             kernel = JupyterKernel(
-                km,
-                is_alive=lambda: proc is not None and proc.poll() is None,
-                kill=kill,
-                death_cause=lambda: _exit_cause(proc),
+                client,
+                is_alive=forked.is_alive,
+                kill=forked.kill,
+                death_cause=forked.death_cause,
                 grace=self.grace,
                 stream_limit=self.stream_limit,
                 display_limit=self.display_limit,
             )
         except BaseException:
-            kill()
-            _close_thread_loop()
+            forked.kill()
             raise
         try:
-            kernel.start_up(self.start_timeout)
+            kernel.start_up(self.start_timeout, ran_at_start=True)
         except BaseException:
             kernel.shutdown()
             raise

@@ -1,55 +1,76 @@
-"""One warm kernel, started in the background, so a phase never waits for start-up.
+"""Warm kernels, started in the background, so a phase never waits for start-up.
 
-``take`` hands out the warm kernel (waiting if it is still starting) and at once starts the
-next one. A kernel handed out is never taken back: every phase gets a fresh interpreter.
-Kernels start one at a time on a single worker thread, so a busy machine is not asked to
-start two at once.
+``take`` hands out the oldest warm kernel (waiting if it is still starting) and at once
+starts another. A kernel handed out is never taken back: every phase gets a fresh
+interpreter. ``spares`` kernels are kept (each started on its own worker thread), so that
+phases shorter than one kernel start, back to back, still find one ready.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from .base import Kernel
+from .errors import KernelDied, SandboxError
 
 log = logging.getLogger("sandbox")
 
+SPARES = 2  # warm kernels a sandbox keeps: a kernel start (~40 ms) outlasts a trivial phase
+
 
 class Standby:
-    """Keeps ONE spare kernel made by ``start`` (which should leave pandas imported)."""
+    """Keeps ``spares`` kernels made by ``start`` (which should leave pandas imported)."""
 
-    def __init__(self, start: Callable[[], Kernel]) -> None:
+    def __init__(self, start: Callable[[], Kernel], *, spares: int = SPARES) -> None:
         self._start = start
+        self.spares = max(1, int(spares))
         self._lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
-        self._spare: Future[Kernel] | None = None
+        self._ready: deque[Future[Kernel]] = deque()
         self.started = 0  # kernels whose start was requested
 
     def warm(self) -> None:
-        """Start the spare now if none is ready or starting. Idempotent."""
+        """Start spares now until ``spares`` are ready or starting. Idempotent."""
         with self._lock:
-            if self._spare is None:
-                self._spare = self._submit()
+            self._fill()
 
-    def take(self) -> Kernel:
-        """The warm kernel (waiting for it if needed); the next one starts in the background.
+    def take(self, usable: Callable[[Kernel], bool] | None = None) -> Kernel:
+        """The oldest warm kernel (waiting for it if needed); another starts in the background.
 
-        Raises whatever ``start`` raised for this kernel (e.g. SandboxUnavailable).
+        A kernel that failed to start, or that ``usable`` rejects (it died while waiting, e.g.
+        killed by the phase before), is dropped and the next one tried, ``spares`` + 1 times
+        in all; then whatever ``start`` raised (e.g. SandboxUnavailable) is raised.
         """
-        with self._lock:
-            current = self._spare if self._spare is not None else self._submit()
-            self._spare = self._submit()
-        return current.result()
+        error: Exception | None = None
+        for _ in range(self.spares + 1):
+            with self._lock:
+                current = self._ready.popleft() if self._ready else self._submit()
+                self._fill()
+            try:
+                kernel = current.result()
+            except SandboxError as exc:
+                log.debug("standby kernel failed to start (%s); trying the next", exc)
+                error = exc
+                continue
+            if usable is None or usable(kernel):
+                return kernel
+            kernel.shutdown()
+            error = KernelDied("the warm kernel ended before it was handed out")
+        assert error is not None
+        raise error
 
     def close(self) -> None:
-        """Shut down the spare (waiting for it to finish starting). Idempotent."""
+        """Shut down the spares (waiting for those still starting). Idempotent."""
         with self._lock:
-            spare, self._spare = self._spare, None
+            spares, self._ready = list(self._ready), deque()
             pool, self._pool = self._pool, None
-        if spare is not None and not spare.cancel():
+        for spare in spares:
+            if spare.cancel():
+                continue
             try:
                 spare.result().shutdown()
             except Exception:  # a spare that failed to start has nothing to stop
@@ -57,8 +78,14 @@ class Standby:
         if pool is not None:
             pool.shutdown(wait=True)
 
+    def _fill(self) -> None:
+        while len(self._ready) < self.spares:
+            self._ready.append(self._submit())
+
     def _submit(self) -> Future[Kernel]:
         if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sandbox-standby")
+            self._pool = ThreadPoolExecutor(
+                max_workers=self.spares, thread_name_prefix="sandbox-standby"
+            )
         self.started += 1
         return self._pool.submit(self._start)

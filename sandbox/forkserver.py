@@ -1,0 +1,319 @@
+"""The host side of the kernel zygote (``sandbox/zygote.py``): start it, ask it for kernels.
+
+Both backends start one zygote per sandbox and get every kernel from it: a fork of a process
+that has ipykernel and pandas imported already, so a fresh interpreter costs a fork and the
+kernel's own start-up, not a Python start and the imports. ``ForkServer`` speaks the zygote's
+one-line protocol over its unix socket; ``ForkedKernel`` gives ``JupyterKernel`` what it needs
+of one kernel (alive?, kill, why it died), from the zygote's answers and its ``KEY.exit``
+files.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from jupyter_client.blocking.client import BlockingKernelClient
+from jupyter_client.connect import write_connection_file
+
+from .errors import SandboxUnavailable
+
+log = logging.getLogger("sandbox")
+
+SOCKET = "zygote.sock"
+LOG = "zygote.log"
+REQUEST_TIMEOUT = 10.0  # seconds for one answer; the zygote answers in microseconds
+READY_TIMEOUT = 60.0  # seconds for the zygote to import what kernels need
+POLL = 0.01  # seconds between attempts to reach a starting zygote
+ENDED_EVERY = 0.25  # seconds between checks that a starting zygote's process still runs
+
+
+class ZygoteGone(SandboxUnavailable):
+    """Raised when the zygote does not answer: it ended, or never started."""
+
+
+@cache
+def zygote_source() -> str:
+    """The zygote script's source, as run with ``python -c``."""
+    return Path(__file__).with_name("zygote.py").read_text(encoding="utf-8")
+
+
+class ForkServer:
+    """A client of the zygote listening on ``folder/zygote.sock`` (``folder`` is a host path)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = Path(folder)
+        self.socket = self.folder / SOCKET
+
+    def request(
+        self, op: str, *, timeout: float = REQUEST_TIMEOUT, **fields: Any
+    ) -> dict[str, Any]:
+        """Send one request; the zygote's answer. Raises ZygoteGone if nobody answers."""
+        line = json.dumps({"op": op, **fields}).encode() + b"\n"
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+            conn.settimeout(timeout)
+            try:
+                conn.connect(str(self.socket))
+                conn.sendall(line)
+                data = b""
+                while not data.endswith(b"\n"):
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        break
+                    data += chunk
+            except OSError as exc:  # refused, no such file, timeout, reset
+                raise ZygoteGone(
+                    f"the sandbox's kernel server does not answer ({exc.strerror or exc}); "
+                    f"its log is {self.folder / LOG}"
+                ) from exc
+        try:
+            answer = json.loads(data)
+        except ValueError:
+            raise ZygoteGone(f"the sandbox's kernel server hung up on {op!r}") from None
+        if not isinstance(answer, dict):
+            raise ZygoteGone(f"the sandbox's kernel server answered {op!r} with {data[:100]!r}")
+        return answer
+
+    def ping(self) -> bool:
+        try:
+            return bool(self.request("ping", timeout=2.0).get("ok"))
+        except ZygoteGone:
+            return False
+
+    def wait_ready(self, *, ended: Callable[[], bool], timeout: float = READY_TIMEOUT) -> None:
+        """Wait until the zygote answers; raise SandboxUnavailable if it ends or is too slow.
+
+        ``ended()`` (is the zygote's process gone?) is asked every ENDED_EVERY seconds.
+        """
+        now = time.monotonic()
+        deadline, check = now + timeout, now + ENDED_EVERY
+        while not (self.socket.exists() and self.ping()):
+            now = time.monotonic()
+            if now >= check and ended():
+                raise ZygoteGone(
+                    f"the sandbox's kernel server ended while starting: {self.log_tail()}; "
+                    "check that ipykernel is installed where kernels run"
+                )
+            check = now + ENDED_EVERY if now >= check else check
+            if now > deadline:
+                raise SandboxUnavailable(
+                    f"the sandbox's kernel server did not start within {timeout:g} s: "
+                    f"{self.log_tail()}"
+                )
+            time.sleep(POLL)
+
+    def spawn(self, key: str, connection_file: str, code: Sequence[str] = ()) -> int:
+        """Fork kernel ``key`` on ``connection_file`` (a path where the zygote runs), ``code``
+        run in it before it answers; its pid there."""
+        answer = self.request("spawn", key=key, connection_file=connection_file, code=list(code))
+        if not answer.get("ok"):
+            raise SandboxUnavailable(
+                f"the sandbox could not start a kernel: {answer.get('error', answer)}"
+            )
+        return int(answer["pid"])
+
+    def kill(self, key: str) -> None:
+        """SIGKILL kernel ``key`` and its process group; returns at once."""
+        self.request("kill", key=key)
+
+    def status(self, key: str) -> str:
+        """'running PID', 'exit N', 'signal N' or 'unknown'."""
+        return str(self.request("status", key=key).get("status", "unknown"))
+
+    def exit_status(self, key: str) -> str | None:
+        """What ``KEY.exit`` says ('exit N' or 'signal N'), None while there is none."""
+        try:
+            return (self.folder / f"{key}.exit").read_text().strip() or None
+        except OSError:
+            return None
+
+    def log_tail(self, lines: int = 3) -> str:
+        try:
+            text = (self.folder / LOG).read_text(errors="replace").strip().splitlines()
+        except OSError:
+            return "no log"
+        return " | ".join(text[-lines:]) or "empty log"
+
+    def forget(self, key: str) -> None:
+        """Remove what kernel ``key`` left in the folder (connection file, sockets, exit file)."""
+        for name in (f"{key}.json", f"{key}.exit", *(f"{key}-{n}" for n in range(1, 6))):
+            (self.folder / name).unlink(missing_ok=True)
+
+
+class Zygote:
+    """A sandbox's zygote: started by ``launch``, started again once if it is found gone.
+
+    ``launch()`` starts the zygote's process without waiting for it and returns a callable
+    that tells whether that process has ended.
+    """
+
+    def __init__(
+        self, server: ForkServer, launch: Callable[[], Callable[[], bool]], *, timeout: float
+    ) -> None:
+        self.server = server
+        self.timeout = timeout
+        self._launch = launch
+        self._lock = threading.Lock()
+        self._ended = launch()
+
+    def spawn(self, key: str, connection_file: str, code: Sequence[str] = ()) -> int:
+        """Fork kernel ``key`` (waiting for the zygote to be ready); its pid where it runs."""
+        for attempt in (1, 2):
+            with self._lock:
+                ended = self._ended
+            try:
+                self.server.wait_ready(ended=ended, timeout=self.timeout)
+                return self.server.spawn(key, connection_file, code)
+            except ZygoteGone:
+                if attempt == 2:
+                    raise
+                log.warning("the sandbox's kernel server ended; starting it again")
+                with self._lock:
+                    if self._ended is ended:  # not already started again by another thread
+                        self._ended = self._launch()
+        raise AssertionError("unreachable")
+
+
+def describe_status(status: str | None) -> str | None:
+    """'exit code 3', 'killed by signal SIGKILL' from a zygote status; None if not ended."""
+    if not status:
+        return None
+    kind, _, number = status.partition(" ")
+    if kind == "exit" and number.isdigit():
+        return f"exit code {number}"
+    if kind == "signal" and number.isdigit():
+        try:
+            return f"killed by signal {signal.Signals(int(number)).name}"
+        except ValueError:
+            return f"killed by signal {number}"
+    return None
+
+
+class ForkedKernel:
+    """One kernel of a zygote, as ``JupyterKernel`` sees it: alive?, kill, why it died.
+
+    ``fallback_kill`` stops the kernel (by its pid where the zygote runs) when the zygote is
+    gone; ``JupyterKernel.shutdown`` then still leaves nothing running.
+    """
+
+    def __init__(
+        self,
+        server: ForkServer,
+        key: str,
+        pid: int,
+        *,
+        fallback_kill: Callable[[int], None] | None = None,
+    ) -> None:
+        self.server = server
+        self.key = key
+        self.pid = pid
+        self.fallback_kill = fallback_kill
+        self.ended: str | None = None  # the zygote's final status, once known
+        self.zygote_gone = False
+        self.killed = False  # SIGKILL sent: dead to its user, however soon the zygote reaps it
+
+    def is_alive(self) -> bool:
+        if self.ended is not None or self.zygote_gone or self.killed:
+            return False
+        try:
+            status = self.server.status(self.key)
+        except ZygoteGone:
+            self.zygote_gone = True
+            return False
+        if status.startswith("running"):
+            return True
+        self.ended = status
+        return False
+
+    def kill(self) -> None:
+        self.killed = True
+        try:
+            if not self.zygote_gone:
+                self.server.kill(self.key)
+        except ZygoteGone:
+            self.zygote_gone = True
+        if self.zygote_gone and self.fallback_kill is not None:
+            self.fallback_kill(self.pid)
+        self.server.forget(self.key)
+
+    def death_cause(self) -> str | None:
+        status = self.ended or self.server.exit_status(self.key)
+        if status is None and not self.zygote_gone:
+            try:
+                status = self.server.status(self.key)
+            except ZygoteGone:
+                self.zygote_gone = True
+        cause = describe_status(status)
+        if cause is None and self.zygote_gone:
+            return (
+                "the sandbox's kernel server ended, and its kernels with it "
+                f"({self.server.log_tail(1)})"
+            )
+        return cause
+
+
+def connection_files(key: str, pairs: list[tuple[Path, str]]) -> BlockingKernelClient:
+    """Write kernel ``key``'s connection file in each (host folder, ipc path prefix) pair.
+
+    The first pair is the one the kernel reads, the last the one the host connects with (the
+    same file for the local backend; two views of one folder for docker). Returns a client
+    for the last one.
+    """
+    secret = uuid.uuid4().hex.encode()
+    for folder, ip in pairs:
+        write_connection_file(
+            str(folder / f"{key}.json"),
+            ip=ip,
+            transport="ipc",
+            key=secret,
+            shell_port=1,  # with ipc a "port" is only a socket file's suffix: k1-1, ...
+            iopub_port=2,
+            stdin_port=3,
+            control_port=4,
+            hb_port=5,
+        )
+    os.chmod(pairs[0][0] / f"{key}.json", 0o644)  # read by the kernel's user (docker: 1000)
+    client = BlockingKernelClient(connection_file=str(pairs[-1][0] / f"{key}.json"))
+    client.load_connection_file()
+    return client
+
+
+def start_local(folder: Path, *, cwd: Path, env: Mapping[str, str]) -> subprocess.Popen[bytes]:
+    """Start a zygote on this interpreter, serving ``folder/zygote.sock``; does not wait."""
+    try:
+        return subprocess.Popen(
+            [sys.executable, "-c", zygote_source(), str(folder / SOCKET)],
+            cwd=cwd,
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,  # a Ctrl-C at the terminal is for the runner, not for it
+        )
+    except OSError as exc:
+        raise SandboxUnavailable(
+            f"cannot start the kernel server with {sys.executable}: {exc}"
+        ) from exc
+
+
+def stop_local(proc: subprocess.Popen[bytes], timeout: float = 5.0) -> None:
+    """Stop a local zygote and every kernel it started (SIGTERM, then SIGKILL)."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout)
