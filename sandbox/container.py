@@ -290,12 +290,12 @@ class DockerSandbox(Sandbox):
             raise SandboxUnavailable("the docker sandbox is closed")
         if zygote is None:
             raise SandboxUnavailable("the docker sandbox is closed")
-        client = connection_files(
-            key, [(self._runtime, f"{RUNTIME}/{key}"), (self._private, str(self._runtime / key))]
+        client, info = connection_files(
+            key, self._private, str(self._runtime / key), f"{RUNTIME}/{key}"
         )
         baseline = oom_kills(self.container, UID)
         try:
-            pid = zygote.spawn(key, f"{RUNTIME}/{key}.json", start_code(self.stream_limit))
+            pid = zygote.spawn(key, info, start_code(self.stream_limit))
         except BaseException:
             zygote.server.forget(key)
             (self._private / f"{key}.json").unlink(missing_ok=True)

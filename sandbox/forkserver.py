@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import signal
 import socket
 import subprocess
@@ -114,10 +113,10 @@ class ForkServer:
                 )
             time.sleep(POLL)
 
-    def spawn(self, key: str, connection_file: str, code: Sequence[str] = ()) -> int:
-        """Fork kernel ``key`` on ``connection_file`` (a path where the zygote runs), ``code``
-        run in it before it answers; its pid there."""
-        answer = self.request("spawn", key=key, connection_file=connection_file, code=list(code))
+    def spawn(self, key: str, connection: dict[str, Any], code: Sequence[str] = ()) -> int:
+        """Fork kernel ``key`` on ``connection`` (connection-file info as the zygote sees it),
+        ``code`` run in it before it answers; its pid there."""
+        answer = self.request("spawn", key=key, connection=connection, code=list(code))
         if not answer.get("ok"):
             raise SandboxUnavailable(
                 f"the sandbox could not start a kernel: {answer.get('error', answer)}"
@@ -168,14 +167,14 @@ class Zygote:
         self._lock = threading.Lock()
         self._ended = launch()
 
-    def spawn(self, key: str, connection_file: str, code: Sequence[str] = ()) -> int:
+    def spawn(self, key: str, connection: dict[str, Any], code: Sequence[str] = ()) -> int:
         """Fork kernel ``key`` (waiting for the zygote to be ready); its pid where it runs."""
         for attempt in (1, 2):
             with self._lock:
                 ended = self._ended
             try:
                 self.server.wait_ready(ended=ended, timeout=self.timeout)
-                return self.server.spawn(key, connection_file, code)
+                return self.server.spawn(key, connection, code)
             except ZygoteGone:
                 if attempt == 2:
                     raise
@@ -264,30 +263,32 @@ class ForkedKernel:
         return cause
 
 
-def connection_files(key: str, pairs: list[tuple[Path, str]]) -> BlockingKernelClient:
-    """Write kernel ``key``'s connection file in each (host folder, ipc path prefix) pair.
+def connection_files(
+    key: str, host_folder: Path, host_ip: str, kernel_ip: str
+) -> tuple[BlockingKernelClient, dict[str, Any]]:
+    """Kernel ``key``'s connection: a client for the host, and the info the kernel gets.
 
-    The first pair is the one the kernel reads, the last the one the host connects with (the
-    same file for the local backend; two views of one folder for docker). Returns a client
-    for the last one.
+    Only the host's file is written (in ``host_folder``); the kernel's info (the same key,
+    sockets named by ``kernel_ip``: the same folder seen from where the kernel runs) goes to
+    the zygote in the spawn request and never lands in a file other code could read.
     """
     secret = uuid.uuid4().hex.encode()
-    for folder, ip in pairs:
-        write_connection_file(
-            str(folder / f"{key}.json"),
-            ip=ip,
-            transport="ipc",
-            key=secret,
-            shell_port=1,  # with ipc a "port" is only a socket file's suffix: k1-1, ...
-            iopub_port=2,
-            stdin_port=3,
-            control_port=4,
-            hb_port=5,
-        )
-    os.chmod(pairs[0][0] / f"{key}.json", 0o644)  # read by the kernel's user (docker: 1000)
-    client = BlockingKernelClient(connection_file=str(pairs[-1][0] / f"{key}.json"))
+    path, info = write_connection_file(
+        str(host_folder / f"{key}.json"),
+        ip=host_ip,
+        transport="ipc",
+        key=secret,
+        shell_port=1,  # with ipc a "port" is only a socket file's suffix: k1-1, ...
+        iopub_port=2,
+        stdin_port=3,
+        control_port=4,
+        hb_port=5,
+    )
+    client = BlockingKernelClient(connection_file=path)
     client.load_connection_file()
-    return client
+    kernel = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in info.items()}
+    kernel["ip"] = kernel_ip
+    return client, kernel
 
 
 def start_local(folder: Path, *, cwd: Path, env: Mapping[str, str]) -> subprocess.Popen[bytes]:

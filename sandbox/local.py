@@ -164,11 +164,11 @@ class LocalSandbox(Sandbox):
         if self._runtime is None or zygote is None:
             raise SandboxUnavailable("the local sandbox is closed")
         server = zygote.server
-        client = connection_files(key, [(self._runtime, str(self._runtime / key))])
+        client, info = connection_files(
+            key, self._runtime, str(self._runtime / key), str(self._runtime / key)
+        )
         try:
-            pid = zygote.spawn(
-                key, str(self._runtime / f"{key}.json"), start_code(self.stream_limit)
-            )
+            pid = zygote.spawn(key, info, start_code(self.stream_limit))
         except BaseException:
             server.forget(key)
             raise

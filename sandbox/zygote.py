@@ -12,15 +12,18 @@ object on one line, answered with one JSON object on one line (``ok`` true or fa
 ``error`` text when false):
 
     {"op": "ping"}                                    -> {"ok": true}
-    {"op": "spawn", "key": K, "connection_file": F, "code": [CELL, ...]}
+    {"op": "spawn", "key": K, "connection": INFO, "code": [CELL, ...]}
                                                       -> {"ok": true, "pid": PID}
     {"op": "kill", "key": K}                          -> {"ok": true}
     {"op": "status", "key": K}  -> {"ok": true, "status": "running PID" | "exit N" |
                                                           "signal N" | "unknown"}
 
 A kernel is a forked child that starts its own session (so a kill takes its whole process
-group, fork bombs included), sets umask 000 and runs IPKernelApp on connection file F as
-``ipykernel_launcher`` would, after running the CELLs in its namespace (``exec_lines``). A
+group, fork bombs included), sets umask 000 and runs IPKernelApp on the connection INFO (a
+connection file's JSON) as ``ipykernel_launcher`` would, after running the CELLs in its
+namespace (``exec_lines``). The INFO, with the kernel's key, never touches a file another
+process could read: the child keeps it in a memfd, and kernels and the zygote are not
+dumpable (no ptrace, no /proc/PID/mem or fd for other processes of their user). A
 fork that fails (EAGAIN under a pids limit) is an error answer. The zygote reaps its
 children, kills what is left of a dead kernel's process group, records each exit status and
 writes it to ``KEY.exit`` next to SOCKET. Its own output goes to ``zygote.log`` there. It
@@ -181,10 +184,10 @@ class Zygote:
         if not isinstance(key, str) or not KEY.fullmatch(key):
             return {"ok": False, "error": f"bad kernel key: {key!r}"}
         if op == "spawn":
-            connection_file, code = request.get("connection_file"), request.get("code", [])
-            if not isinstance(connection_file, str) or not isinstance(code, list):
-                return {"ok": False, "error": "spawn needs connection_file and a list of code"}
-            return self.spawn(key, connection_file, [str(c) for c in code], conn)
+            connection, code = request.get("connection"), request.get("code", [])
+            if not isinstance(connection, dict) or not isinstance(code, list):
+                return {"ok": False, "error": "spawn needs connection info and a list of code"}
+            return self.spawn(key, connection, [str(c) for c in code], conn)
         if op == "kill":
             return self.kill(key)
         if op == "status":
@@ -193,7 +196,7 @@ class Zygote:
 
     # -- kernels -----------------------------------------------------------------------------
 
-    def spawn(self, key, connection_file, code, conn):
+    def spawn(self, key, connection, code, conn):
         if key in self.kernels or key in self.ended:
             return {"ok": False, "error": f"kernel {key} exists already"}
         try:
@@ -201,7 +204,7 @@ class Zygote:
         except OSError as exc:  # EAGAIN under a pids limit, ENOMEM
             return {"ok": False, "error": f"cannot fork a kernel: {exc.strerror or exc}"}
         if pid == 0:
-            self.become_kernel(connection_file, code, conn)  # never returns
+            self.become_kernel(connection, code, conn)  # never returns
         self.kernels[key] = pid
         self.keys[pid] = key
         return {"ok": True, "pid": pid}
@@ -280,8 +283,8 @@ class Zygote:
 
     # -- in the child ------------------------------------------------------------------------
 
-    def become_kernel(self, connection_file, cells, conn):
-        """Turn this forked child into a kernel on ``connection_file``; exits, never returns.
+    def become_kernel(self, connection, cells, conn):
+        """Turn this forked child into a kernel on ``connection`` info; exits, never returns.
 
         ``cells`` (code) run in the kernel's namespace before it answers anyone.
         """
@@ -297,6 +300,7 @@ class Zygote:
                 signal.signal(sig, signal.SIG_DFL)
             signal.signal(signal.SIGINT, signal.default_int_handler)
             os.umask(0)
+            connection_file = private_file(json.dumps(connection).encode())
             zygote = os.getppid()
             argv = [
                 "-f",
@@ -321,6 +325,24 @@ class Zygote:
                 os._exit(code)
 
 
+def private_file(data):
+    """A path to ``data`` that only this process can open: a memfd, seen as /proc/self/fd/N."""
+    fd = os.memfd_create("praxis-connection", 0)  # not inherited across exec
+    os.write(fd, data)
+    return f"/proc/self/fd/{fd}"
+
+
+def not_dumpable():
+    """Let no other process of this user ptrace this one or read its memory (a kernel's key,
+    the zygote every later kernel is forked from). The flag survives fork, not exec."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
+    except Exception:
+        traceback.print_exc()
+
+
 def redirect_output(folder):
     """stdin from /dev/null; stdout and stderr to zygote.log in ``folder``."""
     null = os.open(os.devnull, os.O_RDONLY)
@@ -338,6 +360,7 @@ def main(argv):
         return 2
     path = argv[1]
     redirect_output(os.path.dirname(path) or ".")
+    not_dumpable()
     if sys.path and sys.path[0] in ("", os.getcwd()):
         del sys.path[0]  # as ipykernel_launcher does; IPython puts it back for user code
     os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")  # quiet debugpy's import

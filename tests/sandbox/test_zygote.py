@@ -156,14 +156,15 @@ def test_a_zygote_that_never_starts_is_sandbox_unavailable(tmp_path: Path) -> No
     (tmp_path / "zygote.log").write_text("ModuleNotFoundError: No module named 'ipykernel'\n")
     zygote = Zygote(ForkServer(tmp_path), lambda: lambda: True, timeout=30)
     with pytest.raises(SandboxUnavailable, match="ended while starting.*ipykernel"):
-        zygote.spawn("k1", str(tmp_path / "k1.json"))
+        zygote.spawn("k1", {})
 
 
 def test_bad_requests_get_error_answers_and_the_zygote_lives_on(box: LocalSandbox) -> None:
     _kernel(box).shutdown()  # the zygote is up
     server = box.server
     assert server is not None
-    assert server.request("spawn", key="../escape", connection_file="x")["ok"] is False
+    assert server.request("spawn", key="../escape", connection={})["ok"] is False
+    assert server.request("spawn", key="k98", connection="x")["ok"] is False
     assert server.request("spawn", key="k99")["ok"] is False
     assert server.request("launch", key="k99")["ok"] is False
     assert server.request("kill", key="k99")["ok"] is False
@@ -203,7 +204,7 @@ def test_docker_fork_failure_is_an_error_answer_not_a_crash(docker_box: DockerSa
     errors = []
     for n in range(20):  # a pid may free up now and then: a fork soon fails all the same
         try:
-            zygote.server.spawn(f"extra{n}", f"/rt/extra{n}.json")
+            zygote.server.spawn(f"extra{n}", {})
         except SandboxUnavailable as exc:
             errors.append(str(exc))
             break
@@ -228,3 +229,41 @@ def test_docker_zygote_killed_by_a_phase_is_named_and_replaced(docker_box: Docke
     finally:
         fresh.shutdown()
     assert os.path.exists(docker_box._runtime / "zygote.sock")  # type: ignore[operator]
+
+
+PEEK = """\
+import glob, os
+own, zygote = os.getpid(), os.getppid()
+
+
+def parent(pid):
+    with open(f"/proc/{pid}/status") as fh:
+        return int(next(line for line in fh if line.startswith("PPid:")).split()[1])
+
+
+pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+others = [zygote] + [p for p in pids if p != own and parent(p) == zygote]  # and the spares
+readable = []
+for pid in others:
+    try:
+        with open(f"/proc/{pid}/mem", "rb") as fh:
+            readable.append(pid)
+    except OSError:
+        pass
+print(len(others), readable, sorted(glob.glob("/rt/*.json")))
+"""
+
+
+@pytest.mark.docker
+def test_docker_a_phase_cannot_reach_the_spare_kernels_or_the_zygote(
+    docker_box: DockerSandbox,
+) -> None:
+    kernel = _kernel(docker_box)
+    try:
+        _kernel(docker_box).shutdown()  # make sure a spare was forked after this kernel
+        count, readable, files = _out(kernel, PEEK).split(" ", 2)
+        assert int(count) >= 2  # the zygote and at least one spare kernel
+        assert readable == "[]"  # no other process's memory: not the spares' keys, not the zygote
+        assert files.strip() == "[]"  # no connection file left to read a key from
+    finally:
+        kernel.shutdown()
