@@ -39,6 +39,7 @@ log = logging.getLogger("sandbox")
 
 RUN_LABEL = "praxis.run"
 UID = "1000:1000"
+KERNEL_UID = 1000
 WORKSPACE = "/workspace"
 RUNTIME = "/rt"
 PATH = "/opt/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -107,7 +108,8 @@ class DockerSandbox(Sandbox):
     ) -> None:
         if options:
             log.debug("docker sandbox ignores options %s", ", ".join(sorted(options)))
-        self.workspace = Workspace(Path(workspace))
+        # Inputs owned by the host user go in as hardlinks: the kernel's uid cannot write them.
+        self.workspace = Workspace(Path(workspace), kernel_uid=KERNEL_UID)
         self.name = name
         self.image = image
         self.memory = str(memory)

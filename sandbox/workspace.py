@@ -9,13 +9,13 @@ Ownership, decided once for every backend:
   another uid; ``None`` leaves it alone, right when the kernel runs as the host user), and
   folders ``upload`` creates get the same mode. In a world-writable folder without the
   sticky bit, either side can rename or unlink the other's files.
-- ``upload`` removes a same-named file first, then COPIES by default. With ``link=True`` it
-  hardlinks when it can (same filesystem, and the source is not group/other-writable),
-  else copies. A link shares the source's inode, so a kernel that can write the source
-  could change it by rewriting the input *in place*: pass ``link=True`` only when the
-  kernel runs as another uid than the files' owner (the docker backend's uid 1000 against
-  a host root), where the kernel can replace an input (unlink/rename in the 0o777 folder)
-  but never write into it.
+- ``upload`` removes a same-named file first, then COPIES by default. Given ``kernel_uid``
+  (the uid kernels run as: the docker backend's 1000) it hardlinks instead when it can:
+  same filesystem, the source not owned by ``kernel_uid`` and not group/other-writable.
+  A link shares the source's inode, so a kernel that could write the source could change
+  it by rewriting the input *in place*; a kernel of another uid can replace an input
+  (unlink/rename in the 0o777 folder) but never write into it. Moving a 1 GB input then
+  costs nothing.
 - ``fetch`` always COPIES, into a temporary file beside ``dest`` and ``os.replace``: the copy
   belongs to the host user, and a later kernel writing to the same workspace file in place
   can never change a fetched file.
@@ -40,10 +40,12 @@ WORLD = 0o777
 class Workspace:
     """A host folder holding one run's working files."""
 
-    def __init__(self, root: Path, *, mode: int | None = WORLD, link: bool = False) -> None:
+    def __init__(
+        self, root: Path, *, mode: int | None = WORLD, kernel_uid: int | None = None
+    ) -> None:
         self.root = Path(root)
         self.mode = mode
-        self.link = link
+        self.kernel_uid = kernel_uid
 
     def open(self) -> None:
         """Create the folder (and its parents) if missing; set its mode. Idempotent."""
@@ -70,7 +72,7 @@ class Workspace:
             if stat.S_ISDIR(st.st_mode):
                 raise PathRefused(name, "is a folder in the workspace; remove it or rename")
             os.unlink(dest)  # never follows a symlink; drops the old inode's link
-        if self.link and not src.stat().st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        if self._may_link(src.stat()):
             try:
                 os.link(src, dest)
                 return
@@ -78,6 +80,12 @@ class Workspace:
                 if exc.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP):
                     raise
         _copy_atomic(src, dest, mode=0o644)
+
+    def _may_link(self, st: os.stat_result) -> bool:
+        """True when a kernel of ``kernel_uid`` could not write through a link to ``st``."""
+        if self.kernel_uid is None or st.st_uid == self.kernel_uid:
+            return False
+        return not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
 
     def listing(self) -> dict[str, FileStat]:
         """Relative posix path -> FileStat of every regular file (symlinks, FIFOs skipped)."""

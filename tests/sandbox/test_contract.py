@@ -110,6 +110,25 @@ def test_upload_replaces_a_same_named_file(sandbox: Sandbox, tmp_path: Path) -> 
 
 
 @pytest.mark.parametrize("sandbox", ALL_BACKENDS, indirect=True)
+def test_a_kernel_rewriting_an_input_in_place_never_changes_its_source(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    src = tmp_path / "input.csv"
+    src.write_text("id\n1\n")
+    src.chmod(0o644)
+    sandbox.upload(src, "input.csv")
+    run(
+        sandbox,
+        "try:\n"
+        "    with open('input.csv', 'r+') as fh:\n"
+        "        fh.write('XX')\n"
+        "except PermissionError:\n"
+        "    pass\n",
+    )
+    assert src.read_text() == "id\n1\n"
+
+
+@pytest.mark.parametrize("sandbox", ALL_BACKENDS, indirect=True)
 def test_upload_refuses_unsafe_names(sandbox: Sandbox, tmp_path: Path) -> None:
     src = tmp_path / "x.txt"
     src.write_text("x")
