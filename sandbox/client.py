@@ -9,8 +9,10 @@ arrives, interrupt-then-kill at the timeout, and noticing a dead kernel while co
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import queue
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -201,6 +203,27 @@ class _Collector:
             wall=wall,
             truncated=bool(self.dropped),
         )
+
+
+def close_thread_loop() -> None:
+    """Close the event loop jupyter_client's sync wrappers left on this (standby) thread.
+
+    Left open, it is collected with the thread and warns about an unclosed event loop.
+    """
+    if threading.current_thread() is threading.main_thread():
+        return
+    try:
+        loop = asyncio.get_event_loop_policy().get_event_loop()
+    except RuntimeError:
+        return
+    if not loop.is_running():
+        loop.close()
+        asyncio.set_event_loop(None)
+
+
+def alive(kernel: Kernel) -> bool:
+    """Whether a kernel from a backend's spares is still fit to hand out."""
+    return isinstance(kernel, JupyterKernel) and kernel.alive()
 
 
 class JupyterKernel(Kernel):

@@ -18,7 +18,6 @@ import logging
 import os
 import re
 import shutil
-import stat
 import tempfile
 import threading
 import uuid
@@ -26,14 +25,21 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .base import FileStat, Kernel, Sandbox
+from .base import Kernel
 from .cgroup import oom_kills
-from .client import DISPLAY_LIMIT, GRACE, STREAM_LIMIT, JupyterKernel, start_code
+from .client import (
+    DISPLAY_LIMIT,
+    GRACE,
+    STREAM_LIMIT,
+    JupyterKernel,
+    alive,
+    close_thread_loop,
+    start_code,
+)
 from .errors import SandboxUnavailable
 from .forkserver import SOCKET, ForkedKernel, ForkServer, Zygote, connection_files, zygote_source
-from .local import _close_thread_loop
 from .standby import SPARES, Standby
-from .workspace import Workspace
+from .workspace import FolderSandbox, Workspace
 
 log = logging.getLogger("sandbox")
 
@@ -80,7 +86,7 @@ def _container_name(run: str) -> str:
     return f"praxis-{safe}-{uuid.uuid4().hex[:6]}"
 
 
-class DockerSandbox(Sandbox):
+class DockerSandbox(FolderSandbox):
     """A run's hardened container; ``kernel()`` hands out fresh kernels from a warm standby."""
 
     backend = "docker"
@@ -129,7 +135,6 @@ class DockerSandbox(Sandbox):
         self._runtime: Path | None = None  # mounted at /rt: sockets, kernel connection files
         self._standby: Standby | None = None
         self._zygote: Zygote | None = None
-        self._kernels: list[JupyterKernel] = []
         self._count = 0
         self._lock = threading.Lock()
 
@@ -189,29 +194,10 @@ class DockerSandbox(Sandbox):
         if self.warm:
             self._standby.warm()
 
-    def upload(self, src: Path, name: str) -> None:
-        self.workspace.upload(src, name)
-        dest = self.workspace.root / name
-        if not os.stat(dest).st_mode & stat.S_IROTH:
-            # A hardlink shares the source's mode: give the kernel (uid 1000) a readable copy.
-            os.unlink(dest)
-            shutil.copyfile(src, dest)
-            os.chmod(dest, 0o644)
-
-    def listing(self) -> dict[str, FileStat]:
-        return self.workspace.listing()
-
-    def fetch(self, name: str, dest: Path) -> None:
-        self.workspace.fetch(name, dest)
-
     def kernel(self) -> Kernel:
         if self._standby is None:
             raise SandboxUnavailable("the docker sandbox is not open; call open() first")
-        kernel = self._standby.take(usable=lambda k: isinstance(k, JupyterKernel) and k.alive())
-        with self._lock:
-            self._kernels = [k for k in self._kernels if not k._closed]
-            self._kernels.append(kernel)  # type: ignore[arg-type]
-        return kernel
+        return self._standby.take(usable=alive)
 
     @property
     def kernels_started(self) -> int:
@@ -219,13 +205,10 @@ class DockerSandbox(Sandbox):
 
     def close(self) -> None:
         standby, self._standby = self._standby, None
-        if standby is not None:
-            standby.close()
-        with self._lock:
-            kernels, self._kernels = self._kernels, []
-        for kernel in kernels:
-            kernel.client.stop_channels()  # the container goes next, with every process
-            kernel._closed = True
+        for kernel in standby.close() if standby is not None else []:
+            if isinstance(kernel, JupyterKernel):
+                kernel.client.stop_channels()  # the container goes next, with every process
+                kernel._closed = True
         self._zygote = None
         container, self.container = self.container, None
         if container is not None:
@@ -324,7 +307,7 @@ class DockerSandbox(Sandbox):
             kernel.shutdown()
             raise
         finally:
-            _close_thread_loop()
+            close_thread_loop()
         return kernel
 
     def _exec(self, cmd: list[str]) -> str:

@@ -20,9 +20,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .base import ExecResult, FileStat, Kernel, Sandbox
+from .base import ExecResult, Kernel
 from .errors import KernelDied, SandboxUnavailable
-from .workspace import Workspace
+from .workspace import FolderSandbox, Workspace
 
 Handler = Callable[[str, Path], ExecResult]
 
@@ -93,7 +93,7 @@ def _run(code: str, namespace: dict[str, Any], cwd: Path) -> ExecResult:
     return result
 
 
-class FakeSandbox(Sandbox):
+class FakeSandbox(FolderSandbox):
     """In-process backend: a real workspace folder, ``exec`` (or ``handler``) for code."""
 
     backend = "fake"
@@ -115,15 +115,6 @@ class FakeSandbox(Sandbox):
         self.workspace.open()
         self.opened = True
         self.closed = False
-
-    def upload(self, src: Path, name: str) -> None:
-        self.workspace.upload(src, name)
-
-    def listing(self) -> dict[str, FileStat]:
-        return self.workspace.listing()
-
-    def fetch(self, name: str, dest: Path) -> None:
-        self.workspace.fetch(name, dest)
 
     def kernel(self) -> Kernel:
         if not self.opened:

@@ -10,7 +10,6 @@ races.
 
 from __future__ import annotations
 
-import asyncio
 import getpass
 import logging
 import os
@@ -24,8 +23,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .base import FileStat, Kernel, Sandbox
-from .client import DISPLAY_LIMIT, GRACE, STREAM_LIMIT, JupyterKernel, start_code
+from .base import Kernel
+from .client import (
+    DISPLAY_LIMIT,
+    GRACE,
+    STREAM_LIMIT,
+    JupyterKernel,
+    alive,
+    close_thread_loop,
+    start_code,
+)
 from .errors import SandboxUnavailable
 from .forkserver import (
     ForkedKernel,
@@ -36,7 +43,7 @@ from .forkserver import (
     stop_local,
 )
 from .standby import SPARES, Standby
-from .workspace import Workspace
+from .workspace import FolderSandbox, Workspace
 
 log = logging.getLogger("sandbox")
 
@@ -50,7 +57,7 @@ def _kill_group(pid: int) -> None:
         pass
 
 
-class LocalSandbox(Sandbox):
+class LocalSandbox(FolderSandbox):
     """Kernels as subprocesses of this Python, working directory the workspace. Not isolated."""
 
     backend = "local"
@@ -81,7 +88,6 @@ class LocalSandbox(Sandbox):
         self.spares = int(spares)
         self._runtime: Path | None = None
         self._standby: Standby | None = None
-        self._kernels: list[Kernel] = []
         self._count = 0
         self._lock = threading.Lock()
         self._process: subprocess.Popen[bytes] | None = None  # the zygote's
@@ -104,23 +110,10 @@ class LocalSandbox(Sandbox):
         if self.warm:
             self._standby.warm()
 
-    def upload(self, src: Path, name: str) -> None:
-        self.workspace.upload(src, name)
-
-    def listing(self) -> dict[str, FileStat]:
-        return self.workspace.listing()
-
-    def fetch(self, name: str, dest: Path) -> None:
-        self.workspace.fetch(name, dest)
-
     def kernel(self) -> Kernel:
         if self._standby is None:
             raise SandboxUnavailable("the local sandbox is not open; call open() first")
-        kernel = self._standby.take(usable=lambda k: isinstance(k, JupyterKernel) and k.alive())
-        with self._lock:
-            self._kernels = [k for k in self._kernels if not getattr(k, "_closed", False)]
-            self._kernels.append(kernel)
-        return kernel
+        return self._standby.take(usable=alive)
 
     @property
     def kernels_started(self) -> int:
@@ -128,11 +121,7 @@ class LocalSandbox(Sandbox):
 
     def close(self) -> None:
         standby, self._standby = self._standby, None
-        if standby is not None:
-            standby.close()
-        with self._lock:
-            kernels, self._kernels = self._kernels, []
-        for kernel in kernels:
+        for kernel in standby.close() if standby is not None else []:
             kernel.shutdown()
         process, self._process, self._zygote = self._process, None, None
         if process is not None:
@@ -192,21 +181,5 @@ class LocalSandbox(Sandbox):
             kernel.shutdown()
             raise
         finally:
-            _close_thread_loop()
+            close_thread_loop()
         return kernel
-
-
-def _close_thread_loop() -> None:
-    """Close the event loop jupyter_client's sync wrappers left on this (standby) thread.
-
-    Left open, it is collected with the thread and warns about an unclosed event loop.
-    """
-    if threading.current_thread() is threading.main_thread():
-        return
-    try:
-        loop = asyncio.get_event_loop_policy().get_event_loop()
-    except RuntimeError:
-        return
-    if not loop.is_running():
-        loop.close()
-        asyncio.set_event_loop(None)

@@ -31,6 +31,7 @@ class Standby:
         self._lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
         self._ready: deque[Future[Kernel]] = deque()
+        self._out: list[Kernel] = []  # handed out and maybe still running
         self.started = 0  # kernels whose start was requested
 
     def warm(self) -> None:
@@ -57,17 +58,22 @@ class Standby:
                 error = exc
                 continue
             if usable is None or usable(kernel):
+                with self._lock:
+                    self._out = [k for k in self._out if not getattr(k, "_closed", False)]
+                    self._out.append(kernel)
                 return kernel
             kernel.shutdown()
             error = KernelDied("the warm kernel ended before it was handed out")
         assert error is not None
         raise error
 
-    def close(self) -> None:
-        """Shut down the spares (waiting for those still starting). Idempotent."""
+    def close(self) -> list[Kernel]:
+        """Shut down the spares (waiting for those still starting); the kernels handed out
+        and not yet shut down, for the caller to release. Idempotent."""
         with self._lock:
             spares, self._ready = list(self._ready), deque()
             pool, self._pool = self._pool, None
+            out, self._out = [k for k in self._out if not getattr(k, "_closed", False)], []
         for spare in spares:
             if spare.cancel():
                 continue
@@ -77,6 +83,7 @@ class Standby:
                 log.debug("standby kernel failed to start", exc_info=True)
         if pool is not None:
             pool.shutdown(wait=True)
+        return out
 
     def _fill(self) -> None:
         while len(self._ready) < self.spares:

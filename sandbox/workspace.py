@@ -11,7 +11,8 @@ Ownership, decided once for every backend:
   sticky bit, either side can rename or unlink the other's files.
 - ``upload`` removes a same-named file first, then COPIES by default. Given ``kernel_uid``
   (the uid kernels run as: the docker backend's 1000) it hardlinks instead when it can:
-  same filesystem, the source not owned by ``kernel_uid`` and not group/other-writable.
+  same filesystem, the source readable by all, not owned by ``kernel_uid`` and not
+  group/other-writable.
   A link shares the source's inode, so a kernel that could write the source could change
   it by rewriting the input *in place*; a kernel of another uid can replace an input
   (unlink/rename in the 0o777 folder) but never write into it. Moving a 1 GB input then
@@ -30,7 +31,7 @@ import stat
 import uuid
 from pathlib import Path
 
-from .base import FileStat
+from .base import FileStat, Sandbox
 from .errors import PathRefused
 from .paths import check_name, confined
 
@@ -85,7 +86,8 @@ class Workspace:
         """True when a kernel of ``kernel_uid`` could not write through a link to ``st``."""
         if self.kernel_uid is None or st.st_uid == self.kernel_uid:
             return False
-        return not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+        readable = st.st_mode & stat.S_IROTH  # a link keeps the source's mode
+        return bool(readable) and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
 
     def listing(self) -> dict[str, FileStat]:
         """Relative posix path -> FileStat of every regular file (symlinks, FIFOs skipped)."""
@@ -131,6 +133,21 @@ class Workspace:
                 continue
             if not stat.S_ISDIR(st.st_mode):
                 raise PathRefused(name, f"{folder.relative_to(self.root)} is not a folder")
+
+
+class FolderSandbox(Sandbox):
+    """A sandbox whose workspace is a host folder: files move by plain file operations."""
+
+    workspace: Workspace
+
+    def upload(self, src: Path, name: str) -> None:
+        self.workspace.upload(src, name)
+
+    def listing(self) -> dict[str, FileStat]:
+        return self.workspace.listing()
+
+    def fetch(self, name: str, dest: Path) -> None:
+        self.workspace.fetch(name, dest)
 
 
 def _copy_atomic(src: Path, dest: Path, mode: int | None = None) -> None:
