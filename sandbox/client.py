@@ -22,187 +22,15 @@ from jupyter_client.blocking.client import BlockingKernelClient
 
 from .base import ExecResult, Kernel
 from .errors import ExecTimeout, KernelDied, SandboxUnavailable
+from .output import DISPLAY_LIMIT, STREAM_LIMIT, WARM_UP, Collector, start_code
 
 log = logging.getLogger("sandbox")
 
-STREAM_LIMIT = 1 << 20  # bytes of stdout + stderr kept per execute
-DISPLAY_LIMIT = 16 << 20  # bytes of display/result bundles kept per execute
 GRACE = 5.0  # seconds an interrupted kernel gets to go idle before it is killed
 POLL = 0.2  # seconds between liveness checks while waiting on iopub
 IOPUB_HWM = 8  # iopub messages queued on the host side; the rest wait in the kernel's queue
 RECONNECT_MS = 10  # zmq's retry interval while the new kernel has not bound its sockets yet
 READY_IOPUB = 0.25  # seconds ready() waits for kernel_info's idle on iopub before asking again
-
-
-# Run in each new kernel by ``JupyterKernel.start_up``: ipykernel buffers a stream for 0.2 s
-# and sends it as ONE message, so 100 MB printed in a loop would reach the host as a 100 MB
-# message. This hook on the kernel's stdout/stderr cuts each execute's stream text at the
-# limit before it is sent, and says how much it dropped; it leaves no name behind.
-PRELUDE = """\
-def _praxis_cap(limit):
-    import sys
-    import threading
-    state = {"parent": None, "used": 0}
-
-    def hook(msg):
-        parent = msg.get("parent_header", {}).get("msg_id")
-        if parent != state["parent"]:
-            state["parent"], state["used"] = parent, 0
-        data = msg["content"].get("text", "").encode("utf-8", "surrogateescape")
-        room = limit - state["used"]
-        if len(data) > room:
-            keep = max(room, 0)
-            msg["content"]["text"] = data[:keep].decode("utf-8", "ignore")
-            msg["content"]["dropped"] = len(data) - keep
-            data = data[:keep]
-        state["used"] += len(data)
-        return msg
-
-    for stream in (sys.stdout, sys.stderr):
-        if hasattr(stream, "register_hook") and hasattr(stream, "pub_thread"):
-            done = threading.Event()
-
-            def register(stream=stream, done=done):  # hooks are per thread: the IO thread's
-                stream.register_hook(hook)
-                done.set()
-
-            stream.pub_thread.schedule(register)
-            done.wait(5)
-
-
-_praxis_cap(LIMIT)
-del _praxis_cap
-"""
-
-WARM_UP = "try:\n    import pandas as _p\n    del _p\nexcept ImportError:\n    pass\n"
-
-
-def start_code(stream_limit: int, warm_up: str = WARM_UP) -> list[str]:
-    """The cells a new kernel runs before it is handed out: the output cap, then ``warm_up``."""
-    return [PRELUDE.replace("LIMIT", str(int(stream_limit))), warm_up]
-
-
-def truncation_marker(dropped: int) -> str:
-    """The line that ends a capped output."""
-    return f"\n[praxis: output truncated, {dropped} bytes dropped]\n"
-
-
-class _Collector:
-    """Builds an ExecResult from iopub messages, dropping output past the caps as it arrives."""
-
-    def __init__(self, stream_limit: int, display_limit: int) -> None:
-        self.stream_limit = stream_limit
-        self.display_limit = display_limit
-        self.stream_bytes = 0
-        self.display_bytes = 0
-        self.dropped = 0
-        self.dropped_stream = ""  # the stream the marker goes to
-        self.outputs: list[dict[str, Any]] = []
-        self.parts: dict[str, list[str]] = {"stdout": [], "stderr": []}
-        self.display: list[dict[str, Any]] = []
-        self.result: dict[str, Any] | None = None
-        self.error: dict[str, Any] | None = None
-        self.clear_pending = False
-
-    def add(self, msg_type: str, content: dict[str, Any]) -> None:
-        if msg_type == "clear_output":
-            if content.get("wait"):
-                self.clear_pending = True
-            else:
-                self.outputs.clear()
-            return
-        if msg_type not in ("stream", "display_data", "execute_result", "error"):
-            return
-        if self.clear_pending:
-            self.outputs.clear()
-            self.clear_pending = False
-        if msg_type == "stream":
-            dropped = content.get("dropped", 0)
-            self._stream(
-                content.get("name", "stdout"),
-                content.get("text", ""),
-                dropped if isinstance(dropped, int) else 0,
-            )
-        elif msg_type == "error":
-            self.error = content
-            self.outputs.append(
-                {
-                    "output_type": "error",
-                    "ename": content.get("ename", ""),
-                    "evalue": content.get("evalue", ""),
-                    "traceback": list(content.get("traceback", [])),
-                }
-            )
-        else:
-            self._bundle(msg_type, content)
-
-    def _stream(self, name: str, text: str, dropped: int = 0) -> None:
-        name = name if name in self.parts else "stdout"
-        if dropped:  # cut in the kernel already (PRELUDE)
-            self.dropped += dropped
-            self.dropped_stream = self.dropped_stream or name
-        data = text.encode("utf-8", "surrogateescape")
-        room = self.stream_limit - self.stream_bytes
-        if len(data) > room:
-            keep = max(room, 0)
-            self.dropped += len(data) - keep
-            self.dropped_stream = self.dropped_stream or name
-            text = data[:keep].decode("utf-8", "ignore")
-            data = data[:keep]
-        self.stream_bytes += len(data)
-        if not text:
-            return
-        self.parts[name].append(text)
-        last = self.outputs[-1] if self.outputs else None
-        if last and last["output_type"] == "stream" and last["name"] == name:
-            last["text"].append(text)
-        else:
-            self.outputs.append({"output_type": "stream", "name": name, "text": [text]})
-
-    def _bundle(self, msg_type: str, content: dict[str, Any]) -> None:
-        data = content.get("data", {})
-        size = sum(len(v) if isinstance(v, str) else len(str(v)) for v in data.values())
-        if self.display_bytes + size > self.display_limit:
-            self.dropped += size
-            self.dropped_stream = self.dropped_stream or "stdout"
-            return
-        self.display_bytes += size
-        out: dict[str, Any] = {
-            "output_type": msg_type,
-            "data": data,
-            "metadata": content.get("metadata", {}),
-        }
-        if msg_type == "execute_result":
-            out["execution_count"] = content.get("execution_count")
-            self.result = data
-        else:
-            self.display.append(data)
-        self.outputs.append(out)
-
-    def finish(self, wall: float) -> ExecResult:
-        if self.dropped:
-            marker = truncation_marker(self.dropped)
-            self.parts[self.dropped_stream].append(marker)
-            self.outputs.append(
-                {"output_type": "stream", "name": self.dropped_stream, "text": [marker]}
-            )
-        for out in self.outputs:
-            if out["output_type"] == "stream":
-                out["text"] = "".join(out["text"])
-        error = self.error or {}
-        return ExecResult(
-            status="error" if self.error else "ok",
-            stdout="".join(self.parts["stdout"]),
-            stderr="".join(self.parts["stderr"]),
-            result=self.result,
-            display=self.display,
-            outputs=self.outputs,
-            ename=error.get("ename"),
-            evalue=error.get("evalue"),
-            traceback=list(error.get("traceback", [])),
-            wall=wall,
-            truncated=bool(self.dropped),
-        )
 
 
 def close_thread_loop() -> None:
@@ -380,7 +208,7 @@ class JupyterKernel(Kernel):
             raise KernelDied("the kernel was shut down")
         started = time.monotonic()
         deadline = started + timeout
-        collector = _Collector(self.stream_limit, self.display_limit)
+        collector = Collector(self.stream_limit, self.display_limit)
         try:
             msg_id = self.client.execute(code, store_history=False, allow_stdin=False)
             if not self._drain(msg_id, collector, deadline):
@@ -395,7 +223,7 @@ class JupyterKernel(Kernel):
             raise SandboxUnavailable(f"lost the connection to the kernel: {exc}") from exc
         return collector.finish(time.monotonic() - started)
 
-    def _drain(self, msg_id: str, collector: _Collector | None, deadline: float) -> bool:
+    def _drain(self, msg_id: str, collector: Collector | None, deadline: float) -> bool:
         """Read iopub until ``msg_id`` goes idle (True) or the deadline passes (False)."""
         next_check = time.monotonic() + self.poll
         while True:
@@ -419,7 +247,7 @@ class JupyterKernel(Kernel):
             if collector is not None:
                 collector.add(msg_type, content)
 
-    def _expire(self, msg_id: str, collector: _Collector) -> None:
+    def _expire(self, msg_id: str, collector: Collector) -> None:
         """At the timeout: interrupt, give the kernel ``grace`` seconds to go idle, kill it."""
         self.interrupt()
         try:

@@ -27,17 +27,10 @@ from typing import Any
 
 from .base import Kernel
 from .cgroup import oom_kills
-from .client import (
-    DISPLAY_LIMIT,
-    GRACE,
-    STREAM_LIMIT,
-    JupyterKernel,
-    alive,
-    close_thread_loop,
-    start_code,
-)
+from .client import GRACE, JupyterKernel, alive, close_thread_loop
 from .errors import SandboxUnavailable
 from .forkserver import SOCKET, ForkedKernel, ForkServer, Zygote, connection_files, zygote_source
+from .output import DISPLAY_LIMIT, STREAM_LIMIT, start_code
 from .standby import SPARES, Standby
 from .workspace import FolderSandbox, Workspace
 

@@ -24,15 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from .base import Kernel
-from .client import (
-    DISPLAY_LIMIT,
-    GRACE,
-    STREAM_LIMIT,
-    JupyterKernel,
-    alive,
-    close_thread_loop,
-    start_code,
-)
+from .client import GRACE, JupyterKernel, alive, close_thread_loop
 from .errors import SandboxUnavailable
 from .forkserver import (
     ForkedKernel,
@@ -42,6 +34,7 @@ from .forkserver import (
     start_local,
     stop_local,
 )
+from .output import DISPLAY_LIMIT, STREAM_LIMIT, start_code
 from .standby import SPARES, Standby
 from .workspace import FolderSandbox, Workspace
 

@@ -14,8 +14,9 @@ import pytest
 from jupyter_client.blocking.client import BlockingKernelClient
 
 from sandbox import ExecTimeout, KernelDied, Sandbox, SandboxUnavailable, open_sandbox
-from sandbox.client import JupyterKernel, truncation_marker
+from sandbox.client import JupyterKernel
 from sandbox.local import LocalSandbox
+from sandbox.output import truncation_marker
 
 TIMEOUT = 60.0
 
