@@ -101,7 +101,9 @@ def _message(state: RunState, held: int | None) -> str:
     if state.status == "paused":
         nxt = state.next_phase
         return f"paused before {nxt.id}" if nxt else "paused"
-    return state.status
+    if state.status == "done":
+        return "every phase done"
+    return f"{state.status}: {state.error}" if state.error else state.status
 
 
 def next_commands(
