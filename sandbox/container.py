@@ -25,13 +25,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .base import Kernel
 from .cgroup import oom_kills
-from .client import GRACE, JupyterKernel, alive, close_thread_loop
+from .client import GRACE, JupyterKernel, close_thread_loop
 from .errors import SandboxUnavailable
 from .forkserver import SOCKET, ForkedKernel, ForkServer, Zygote, connection_files, zygote_source
 from .output import DISPLAY_LIMIT, STREAM_LIMIT, start_code
-from .standby import SPARES, Standby
+from .standby import SPARES, Standby, StandbyKernels
 from .workspace import FolderSandbox, Workspace
 
 log = logging.getLogger("sandbox")
@@ -79,7 +78,7 @@ def _container_name(run: str) -> str:
     return f"praxis-{safe}-{uuid.uuid4().hex[:6]}"
 
 
-class DockerSandbox(FolderSandbox):
+class DockerSandbox(StandbyKernels, FolderSandbox):
     """A run's hardened container; ``kernel()`` hands out fresh kernels from a warm standby."""
 
     backend = "docker"
@@ -186,15 +185,6 @@ class DockerSandbox(FolderSandbox):
         self._standby = Standby(self._start, spares=self.spares)
         if self.warm:
             self._standby.warm()
-
-    def kernel(self) -> Kernel:
-        if self._standby is None:
-            raise SandboxUnavailable("the docker sandbox is not open; call open() first")
-        return self._standby.take(usable=alive)
-
-    @property
-    def kernels_started(self) -> int:
-        return self._standby.started if self._standby is not None else 0
 
     def close(self) -> None:
         standby, self._standby = self._standby, None

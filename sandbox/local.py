@@ -23,8 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .base import Kernel
-from .client import GRACE, JupyterKernel, alive, close_thread_loop
+from .client import GRACE, JupyterKernel, close_thread_loop
 from .errors import SandboxUnavailable
 from .forkserver import (
     ForkedKernel,
@@ -35,7 +34,7 @@ from .forkserver import (
     stop_local,
 )
 from .output import DISPLAY_LIMIT, STREAM_LIMIT, start_code
-from .standby import SPARES, Standby
+from .standby import SPARES, Standby, StandbyKernels
 from .workspace import FolderSandbox, Workspace
 
 log = logging.getLogger("sandbox")
@@ -50,7 +49,7 @@ def _kill_group(pid: int) -> None:
         pass
 
 
-class LocalSandbox(FolderSandbox):
+class LocalSandbox(StandbyKernels, FolderSandbox):
     """Kernels as subprocesses of this Python, working directory the workspace. Not isolated."""
 
     backend = "local"
@@ -102,15 +101,6 @@ class LocalSandbox(FolderSandbox):
         self._standby = Standby(self._start, spares=self.spares)
         if self.warm:
             self._standby.warm()
-
-    def kernel(self) -> Kernel:
-        if self._standby is None:
-            raise SandboxUnavailable("the local sandbox is not open; call open() first")
-        return self._standby.take(usable=alive)
-
-    @property
-    def kernels_started(self) -> int:
-        return self._standby.started if self._standby is not None else 0
 
     def close(self) -> None:
         standby, self._standby = self._standby, None

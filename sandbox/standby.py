@@ -15,7 +15,8 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from .base import Kernel
-from .errors import KernelDied, SandboxError
+from .client import alive
+from .errors import KernelDied, SandboxError, SandboxUnavailable
 
 log = logging.getLogger("sandbox")
 
@@ -96,3 +97,19 @@ class Standby:
             )
         self.started += 1
         return self._pool.submit(self._start)
+
+
+class StandbyKernels:
+    """``kernel()`` for a sandbox whose fresh kernels come from a ``Standby`` (``_standby``)."""
+
+    backend: str
+    _standby: Standby | None
+
+    def kernel(self) -> Kernel:
+        if self._standby is None:
+            raise SandboxUnavailable(f"the {self.backend} sandbox is not open; call open() first")
+        return self._standby.take(usable=alive)
+
+    @property
+    def kernels_started(self) -> int:
+        return self._standby.started if self._standby is not None else 0
