@@ -237,8 +237,11 @@ own, zygote = os.getpid(), os.getppid()
 
 
 def parent(pid):
-    with open(f"/proc/{pid}/status") as fh:
-        return int(next(line for line in fh if line.startswith("PPid:")).split()[1])
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            return int(next(line for line in fh if line.startswith("PPid:")).split()[1])
+    except OSError:  # the process ended while we looked (a kernel just shut down)
+        return None
 
 
 pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
