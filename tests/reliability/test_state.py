@@ -203,7 +203,7 @@ def test_item10_sigkill_sweep_never_leaves_an_unreadable_run(tmp_path: Path) -> 
     flow = contract.require(flow_root)
     announced = {st.load(run_dir / "run.json").revision}
     rng = random.Random(1234)
-    kills, progressed = 0, 0
+    kills, rounds_with_progress = 0, 0
     while kills < 200:
         read_fd, write_fd = os.pipe()
         pid = os.fork()
@@ -217,20 +217,24 @@ def test_item10_sigkill_sweep_never_leaves_an_unreadable_run(tmp_path: Path) -> 
             finally:
                 os._exit(code)
         os.close(write_fd)
-        time.sleep(rng.uniform(0.0, 0.03))
-        os.kill(pid, signal.SIGKILL)
-        _, status = os.waitpid(pid, 0)
-        assert os.WIFSIGNALED(status), "the writer stopped by itself: it hit an error"
         with os.fdopen(read_fd, "rb") as pipe:
-            announced.update(int(line) for line in pipe.read().split(b"\n")[:-1])
+            # Kill only once the writer is inside its loop (it announced a revision), at a
+            # random point after that: every round then tests a kill mid-write sequence,
+            # however slowly a loaded machine runs the child.
+            first = pipe.readline()
+            time.sleep(rng.uniform(0.0, 0.01))
+            os.kill(pid, signal.SIGKILL)
+            _, status = os.waitpid(pid, 0)
+            assert os.WIFSIGNALED(status), "the writer stopped by itself: it hit an error"
+            announced.update(int(line) for line in (first + pipe.read()).split(b"\n")[:-1])
         kills += 1
         state = st.load(run_dir / "run.json")  # every load succeeds
         assert state.revision in announced, state.revision
-        progressed = max(progressed, state.revision)
+        rounds_with_progress += bool(first)
         events = EventLog(run_dir / "events.jsonl").read()  # a torn last line is tolerated
         assert events
         assert RunHandle.open(flow, run_dir.name).state.revision == state.revision
-    assert progressed > 200, "the writer hardly ran between kills"
+    assert rounds_with_progress == kills, "a writer was killed before it began writing"
     leftovers = [n for n in _listing(run_dir) if n.startswith(".run.")]
     assert len(leftovers) <= kills  # a kill between mkstemp and replace may leave a tmp file
     changes = [
