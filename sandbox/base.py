@@ -8,9 +8,12 @@ to collect; a backend only moves files and runs code.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+OutputCallback = Callable[[str, str], None]  # (stream name, text) as output arrives
 
 
 @dataclass(frozen=True)
@@ -52,8 +55,13 @@ class Kernel(ABC):
     """A fresh interpreter whose working directory is the workspace."""
 
     @abstractmethod
-    def execute(self, code: str, *, timeout: float) -> ExecResult:
+    def execute(
+        self, code: str, *, timeout: float, on_output: OutputCallback | None = None
+    ) -> ExecResult:
         """Run ``code`` and wait for it. Called by the runner, once per cell or tool call.
+
+        ``on_output(stream_name, text)`` ("stdout" or "stderr") is called as stream output
+        arrives, with text already within the output cap.
 
         Raises ``ExecTimeout`` past ``timeout`` seconds (after interrupting, then killing the
         kernel), ``KernelDied`` if the process ends. A Python exception in the code is not

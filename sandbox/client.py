@@ -20,7 +20,7 @@ from typing import Any
 import zmq
 from jupyter_client.blocking.client import BlockingKernelClient
 
-from .base import ExecResult, Kernel
+from .base import ExecResult, Kernel, OutputCallback
 from .errors import ExecTimeout, KernelDied, SandboxUnavailable
 from .output import DISPLAY_LIMIT, STREAM_LIMIT, WARM_UP, Collector, start_code
 
@@ -30,6 +30,7 @@ GRACE = 5.0  # seconds an interrupted kernel gets to go idle before it is killed
 POLL = 0.2  # seconds between liveness checks while waiting on iopub
 IOPUB_HWM = 8  # iopub messages queued on the host side; the rest wait in the kernel's queue
 RECONNECT_MS = 10  # zmq's retry interval while the new kernel has not bound its sockets yet
+REPLY_WAIT = 5.0  # seconds to wait for execute_reply once iopub went idle
 READY_IOPUB = 0.25  # seconds ready() waits for kernel_info's idle on iopub before asking again
 
 
@@ -203,25 +204,32 @@ class JupyterKernel(Kernel):
 
     # -- execute ---------------------------------------------------------------------------
 
-    def execute(self, code: str, *, timeout: float) -> ExecResult:
+    def execute(
+        self, code: str, *, timeout: float, on_output: OutputCallback | None = None
+    ) -> ExecResult:
+        """Run ``code``; success is the kernel's word (the execute_reply's status)."""
         if self._closed:
             raise KernelDied("the kernel was shut down")
         started = time.monotonic()
         deadline = started + timeout
-        collector = Collector(self.stream_limit, self.display_limit)
+        collector = Collector(self.stream_limit, self.display_limit, on_output=on_output)
         try:
             msg_id = self.client.execute(code, store_history=False, allow_stdin=False)
             if not self._drain(msg_id, collector, deadline):
                 self._expire(msg_id, collector)
                 raise ExecTimeout(timeout)
-            self._wait_reply(msg_id, 1.0)
+            # ipykernel sends the reply before going idle: it is here, or nearly so
+            reply = self._wait_reply(msg_id, REPLY_WAIT)
         except zmq.ZMQError as exc:
             if not self.alive():
                 cause = self.cause()
                 self.shutdown()
                 raise KernelDied(cause) from exc
             raise SandboxUnavailable(f"lost the connection to the kernel: {exc}") from exc
-        return collector.finish(time.monotonic() - started)
+        content = reply.get("content") if reply is not None else None
+        return collector.finish(
+            time.monotonic() - started, content if isinstance(content, dict) else None
+        )
 
     def _drain(self, msg_id: str, collector: Collector | None, deadline: float) -> bool:
         """Read iopub until ``msg_id`` goes idle (True) or the deadline passes (False)."""

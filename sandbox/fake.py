@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .base import ExecResult, Kernel
+from .base import ExecResult, Kernel, OutputCallback
 from .errors import KernelDied, SandboxUnavailable
 from .workspace import FolderSandbox, Workspace
 
@@ -35,14 +35,22 @@ class FakeKernel(Kernel):
         self.namespace: dict[str, Any] = {"__name__": "__main__"}
         self.closed = False
 
-    def execute(self, code: str, *, timeout: float) -> ExecResult:
+    def execute(
+        self, code: str, *, timeout: float, on_output: OutputCallback | None = None
+    ) -> ExecResult:
         if self.closed:
             raise KernelDied("the kernel was shut down")
         self.sandbox.executed.append(code)
         root = self.sandbox.workspace.root
         if self.sandbox.handler is not None:
-            return self.sandbox.handler(code, root)
-        return _run(code, self.namespace, root)
+            result = self.sandbox.handler(code, root)
+        else:
+            result = _run(code, self.namespace, root)
+        if on_output is not None:  # all at once: the fake has no stream to follow
+            for out in result.outputs:
+                if out.get("output_type") == "stream" and out.get("text"):
+                    on_output(str(out.get("name", "stdout")), str(out["text"]))
+        return result
 
     def interrupt(self) -> None:
         pass
@@ -62,7 +70,7 @@ def _run(code: str, namespace: dict[str, Any], cwd: Path) -> ExecResult:
             with warnings.catch_warnings():  # a kernel's own process would not warn either
                 warnings.simplefilter("ignore", ResourceWarning)
                 exec(compile(code, "<cell>", "exec"), namespace)
-    except Exception as exc:  # the code's own error, reported like a kernel would
+    except (Exception, SystemExit) as exc:  # the code's own error, reported like IPython's
         error = exc
     finally:
         os.chdir(previous)

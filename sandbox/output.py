@@ -9,9 +9,12 @@ with one truncation marker.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
-from .base import ExecResult
+from .base import ExecResult, OutputCallback
+
+log = logging.getLogger("sandbox")
 
 STREAM_LIMIT = 1 << 20  # bytes of stdout + stderr kept per execute
 DISPLAY_LIMIT = 16 << 20  # bytes of display/result bundles kept per execute
@@ -72,7 +75,10 @@ def truncation_marker(dropped: int) -> str:
 class Collector:
     """Builds an ExecResult from iopub messages, dropping output past the caps as it arrives."""
 
-    def __init__(self, stream_limit: int, display_limit: int) -> None:
+    def __init__(
+        self, stream_limit: int, display_limit: int, *, on_output: OutputCallback | None = None
+    ) -> None:
+        self.on_output = on_output  # (stream name, text): told as kept stream text arrives
         self.stream_limit = stream_limit
         self.display_limit = display_limit
         self.stream_bytes = 0
@@ -134,6 +140,7 @@ class Collector:
         self.stream_bytes += len(data)
         if not text:
             return
+        self._tell(name, text)
         self.parts[name].append(text)
         last = self.outputs[-1] if self.outputs else None
         if last and last["output_type"] == "stream" and last["name"] == name:
@@ -161,9 +168,24 @@ class Collector:
             self.display.append(data)
         self.outputs.append(out)
 
-    def finish(self, wall: float) -> ExecResult:
+    def _tell(self, name: str, text: str) -> None:
+        if self.on_output is None:
+            return
+        try:
+            self.on_output(name, text)
+        except Exception:  # a listener's failure must not lose the execution
+            log.debug("on_output failed", exc_info=True)
+
+    def finish(self, wall: float, reply: dict[str, Any] | None = None) -> ExecResult:
+        """The ExecResult; ``reply`` is the execute_reply's content, whose status decides.
+
+        Without a reply (it never came) an error output decides. A reply with status error
+        but no error output (a UsageError from a line magic) still fails, with the reply's
+        ename/evalue; ``aborted`` is an error too.
+        """
         if self.dropped:
             marker = truncation_marker(self.dropped)
+            self._tell(self.dropped_stream, marker)
             self.parts[self.dropped_stream].append(marker)
             self.outputs.append(
                 {"output_type": "stream", "name": self.dropped_stream, "text": [marker]}
@@ -171,9 +193,9 @@ class Collector:
         for out in self.outputs:
             if out["output_type"] == "stream":
                 out["text"] = "".join(out["text"])
-        error = self.error or {}
+        status, error = _verdict(reply, self.error)
         return ExecResult(
-            status="error" if self.error else "ok",
+            status=status,
             stdout="".join(self.parts["stdout"]),
             stderr="".join(self.parts["stderr"]),
             result=self.result,
@@ -185,3 +207,29 @@ class Collector:
             wall=wall,
             truncated=bool(self.dropped),
         )
+
+
+def _verdict(
+    reply: dict[str, Any] | None, error: dict[str, Any] | None
+) -> tuple[str, dict[str, Any]]:
+    """("ok" | "error", the error's fields) from the kernel's reply, else from the outputs."""
+    if reply is None:
+        return ("error", error) if error else ("ok", {})
+    status = reply.get("status")
+    if status == "ok":
+        return "ok", {}
+    if status == "aborted":
+        return "error", {
+            "ename": "Aborted",
+            "evalue": "the kernel aborted this execution",
+            "traceback": [],
+        }
+    fields = dict(error or {})
+    for key in ("ename", "evalue"):
+        if isinstance(reply.get(key), str) and not fields.get(key):
+            fields[key] = reply[key]
+    if not fields.get("traceback") and isinstance(reply.get("traceback"), list):
+        fields["traceback"] = [str(line) for line in reply["traceback"]]
+    fields.setdefault("ename", "Error")
+    fields.setdefault("evalue", f"the kernel replied {str(status)[:40]!r}")
+    return "error", fields
