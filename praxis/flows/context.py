@@ -47,6 +47,8 @@ class PhaseContext:
     note: str | None = None  # the reviewer's note when a Gate reopened this phase
     approver: Approver | None = None
     progress: Callable[[str], None] = lambda message: None
+    # (stream, text) as the phase's code prints it: the runner writes runs/<run>/live/<phase>.log
+    live: Callable[[str, str], None] = lambda stream, text: None
     # Tell the runner the phase now waits on something a restart would lose ("approval"),
     # or no longer does (None). The runner persists it in run.json.
     waiting: Callable[[str | None], None] = lambda what: None

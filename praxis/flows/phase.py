@@ -15,7 +15,7 @@ from pathlib import Path
 from sandbox import Kernel, Sandbox, SandboxError
 from sandbox.paths import confined
 
-from . import collect
+from . import collect, live
 from .context import Approver, PhaseContext, PhaseError, PhaseOutcome
 from .events import (
     FilesCollected,
@@ -125,6 +125,7 @@ def execute(
         note=run.state.phase(phase.id).note,
         approver=approver,
         progress=progress,
+        live=live.writer(run.root, phase.id, progress),
         waiting=lambda what: _set_waiting(run, phase, what),
         extra=dict(extra or {}),
     )
