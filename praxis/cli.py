@@ -249,6 +249,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return int(serve(Path(args.root), port=args.port) or 0)
 
 
+def cmd_chat(args: argparse.Namespace) -> int:
+    try:
+        from .chat.terminal import main as chat_main
+    except ImportError as exc:
+        raise Usage(f"the flow chat is not available ({exc})") from None
+    return chat_main(
+        args.flow, message=args.message, resume=args.resume, max_calls=args.max_calls
+    )
+
+
 # --- parser ----------------------------------------------------------------------------
 
 
@@ -287,6 +297,13 @@ def parser() -> argparse.ArgumentParser:
     add("cancel", cmd_cancel, "cancel a run", revision=True)
     lg = add("log", cmd_log, "the run's events")
     lg.add_argument("--follow", action="store_true")
+
+    ch = add("chat", cmd_chat, "write or change a flow with a model (FLOW may be new)", run=False)
+    ch.add_argument("--message", metavar="TEXT", help="send one message, print the answer, exit")
+    ch.add_argument("--resume", action="store_true", help="continue the newest transcript")
+    ch.add_argument(
+        "--max-calls", type=int, default=30, metavar="N", help="model calls per message"
+    )
 
     sb = sub.add_parser("sandbox", help="build the sandbox image, show status, prune containers")
     sb.add_argument("action", choices=["build", "status", "prune"])

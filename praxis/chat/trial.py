@@ -1,0 +1,205 @@
+"""Trying what the chat wrote, away from the flow's own runs.
+
+``try_phases`` copies the flow folder (without ``runs/``, ``run.lock`` and ``.chat/``) to a
+temporary folder and runs phases there with the public runner: begin, then advance until the
+chosen phase is done. A Gate on the way is passed in that throwaway run only. The copy is
+removed afterwards; the flow's own folder and its runs are never touched.
+
+``Scratch`` is the sandbox ``run_python`` uses: the flow's sandbox configuration, a temporary
+workspace holding a copy of the flow's files, one kernel kept for the chat.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from praxis.flows import contract, runner
+from praxis.flows.context import Approver
+from praxis.flows.handle import RunHandle
+from praxis.flows.model import DEFAULT_SANDBOX, Flow
+from sandbox import Kernel, Sandbox, open_sandbox
+
+PREVIEW_CHARS = 600
+PREVIEW_LINES = 8
+IGNORED = ("runs", "run.lock", ".chat", "__pycache__")
+MAX_UPLOAD_BYTES = 200 * 1024 * 1024
+
+
+def with_sandbox(flow: Flow, override: Mapping[str, Any] | None) -> Flow:
+    """``flow`` with ``override`` laid over its ``sandbox:`` section."""
+    if not override:
+        return flow
+    return dataclasses.replace(flow, sandbox={**flow.sandbox, **override})
+
+
+def try_phases(
+    folder: Path,
+    phase_id: str | None,
+    *,
+    sandbox: Mapping[str, Any] | None = None,
+    approver: Approver | None = None,
+) -> str:
+    """Run the flow up to ``phase_id`` (None: until its first Gate or its end) in a throwaway
+    copy, and describe the outcome for a person or a model."""
+    flow, report = contract.load(folder)
+    if flow is None:
+        lines = "\n".join(report.lines())
+        return f"cannot run: flow.yaml has errors (fix them first; `check` lists them):\n{lines}"
+    ids = [p.id for p in flow.phases]
+    if phase_id is not None and phase_id not in ids:
+        return f"refused: no phase {phase_id!r}; phases: {', '.join(ids)}"
+    with tempfile.TemporaryDirectory(prefix="praxis-try-") as tmp:
+        copy = Path(tmp) / folder.name
+        shutil.copytree(folder, copy, symlinks=True, ignore=shutil.ignore_patterns(*IGNORED))
+        trial = contract.require(copy)
+        if phase_id is not None:
+            trial = dataclasses.replace(trial, phases=trial.phases[: ids.index(phase_id) + 1])
+        trial = with_sandbox(trial, sandbox)
+        return _run(trial, phase_id, approver)
+
+
+def _run(flow: Flow, target: str | None, approver: Approver | None) -> str:
+    run = runner.begin(flow)
+    passed: list[str] = []
+    while True:
+        state = runner.advance(flow, run.id, approver=approver)
+        if state.waiting == "gate" and target is not None and state.gate != target:
+            passed.append(str(state.gate))
+            runner.approve(flow, run.id, expect_revision=state.revision)
+            continue
+        break
+    handle = RunHandle.open(flow, run.id)
+    return describe_outcome(handle, passed)
+
+
+def describe_outcome(run: RunHandle, passed: list[str]) -> str:
+    state = run.state
+    at_gate = f", at the Gate after {state.gate}" if state.waiting == "gate" else ""
+    lines = [f"throwaway run on the {state.backend or '?'} backend: {state.status}{at_gate}"]
+    for gate in passed:
+        lines.append(f"(the Gate after {gate} was passed without review in this throwaway run)")
+    for ps in state.phases:
+        lines.append(f"- phase {ps.id}: {ps.status}")
+        if ps.status == "failed":
+            lines.append(f"  error: {state.error or 'failed'}")
+            failing = failing_line(run, ps.id)
+            if failing:
+                lines.append(f"  failing line: {failing}")
+        if ps.status != "done":
+            continue
+        for name in run.flow.phase(ps.id).outputs:
+            path = run.paths.out(name)
+            if path.is_file():
+                lines.append(f"  output {name} ({path.stat().st_size:,} bytes):")
+                lines.append(_indent(preview(path)))
+    return "\n".join(lines)
+
+
+def preview(path: Path) -> str:
+    with open(path, "rb") as fh:
+        head = fh.read(PREVIEW_CHARS * 2).decode("utf-8", errors="replace")
+    shown = head.splitlines()[:PREVIEW_LINES]
+    text = "\n".join(shown)[:PREVIEW_CHARS]
+    total = path.stat().st_size
+    more = " ..." if len(text.encode()) < total else ""
+    return text + more
+
+
+def failing_line(run: RunHandle, phase: str) -> str | None:
+    """The last traceback frame line of the phase's record (``----> 7 x = 1/0``), if any."""
+    import json
+
+    path = run.paths.record(phase)
+    try:
+        nb = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    found = None
+    for cell in nb.get("cells", []):
+        for out in cell.get("outputs", []):
+            for line in out.get("traceback", []):
+                for row in _strip_ansi(line).splitlines():
+                    if row.lstrip().startswith("---->") or row.strip().startswith("File "):
+                        found = row.strip()
+    return found
+
+
+def _strip_ansi(text: str) -> str:
+    import re
+
+    return re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", text)
+
+
+def _indent(text: str) -> str:
+    return "\n".join("    " + line for line in text.splitlines())
+
+
+class Scratch:
+    """A scratch sandbox for ``run_python``: opened on first use, closed with the chat."""
+
+    def __init__(self, folder: Path, name: str, override: Mapping[str, Any] | None) -> None:
+        self.folder = folder
+        self.name = name
+        self.override = dict(override or {})
+        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        self._box: Sandbox | None = None
+        self._kernel: Kernel | None = None
+        self._uploaded: dict[str, tuple[int, int]] = {}
+        self.timeout = float(DEFAULT_SANDBOX["timeout"])
+
+    def kernel(self, files: list[tuple[str, int]]) -> tuple[Sandbox, Kernel]:
+        """The open sandbox and its kernel, with the flow's current files uploaded."""
+        if self._box is None:
+            config = self._config()
+            self.timeout = float(config.pop("timeout", DEFAULT_SANDBOX["timeout"]))
+            self._tmp = tempfile.TemporaryDirectory(prefix="praxis-chat-")
+            box = open_sandbox(config, workspace=Path(self._tmp.name) / "workspace", name=self.name)
+            box.open()
+            self._box = box
+        self._upload(files)
+        if self._kernel is None:
+            self._kernel = self._box.kernel()
+        return self._box, self._kernel
+
+    def _config(self) -> dict[str, Any]:
+        flow, _ = contract.load(self.folder)
+        config = dict(flow.sandbox if flow is not None else DEFAULT_SANDBOX)
+        config.update(self.override)
+        env = os.environ.get("PRAXIS_SANDBOX")
+        if env and config.get("backend", "auto") == "auto":
+            config["backend"] = env
+        if config.get("backend", "auto") in ("auto", "docker"):
+            config.setdefault("labels", {})["praxis.flow"] = str(self.folder.resolve())
+        return config
+
+    def _upload(self, files: list[tuple[str, int]]) -> None:
+        assert self._box is not None
+        for rel, size in files:
+            if size > MAX_UPLOAD_BYTES:
+                continue
+            path = self.folder / rel
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue
+            key = (st.st_size, st.st_mtime_ns)
+            if self._uploaded.get(rel) != key:
+                self._box.upload(path, rel)
+                self._uploaded[rel] = key
+
+    def close(self) -> None:
+        if self._kernel is not None:
+            self._kernel.shutdown()
+            self._kernel = None
+        if self._box is not None:
+            self._box.close()
+            self._box = None
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
