@@ -104,6 +104,13 @@ class Sandbox(ABC):
         """A FRESH interpreter for one phase; a warm standby makes this fast."""
 
     @abstractmethod
+    def quiesce(self) -> None:
+        """Stop every process that code in this sandbox started (its kernels included) and
+        return once none runs. The runner calls it after a phase's code ends and before it
+        touches the workspace or asks for the next kernel: nothing of a phase survives it.
+        Backends without processes of their own (the fake) have nothing to stop."""
+
+    @abstractmethod
     def close(self) -> None:
         """Stop kernels and remove the container. Never deletes the workspace. Idempotent."""
 

@@ -32,6 +32,7 @@ IOPUB_HWM = 8  # iopub messages queued on the host side; the rest wait in the ke
 RECONNECT_MS = 10  # zmq's retry interval while the new kernel has not bound its sockets yet
 REPLY_WAIT = 5.0  # seconds to wait for execute_reply once iopub went idle
 READY_IOPUB = 0.25  # seconds ready() waits for kernel_info's idle on iopub before asking again
+MAX_MESSAGE = 64 << 20  # bytes: zmq drops a larger message (from hostile code) unread
 
 
 def close_thread_loop() -> None:
@@ -76,6 +77,7 @@ class JupyterKernel(Kernel):
         display_limit: int = DISPLAY_LIMIT,
         grace: float = GRACE,
         poll: float = POLL,
+        name: str = "",
     ) -> None:
         if not isinstance(client, BlockingKernelClient) and callable(
             getattr(client, "client", None)
@@ -90,6 +92,7 @@ class JupyterKernel(Kernel):
         self.display_limit = display_limit
         self.grace = grace
         self.poll = poll
+        self.name = name  # the backend's name for this kernel (its zygote key)
         self._closed = False
         if not self.client.channels_running:
             self._start_channels()
@@ -107,6 +110,7 @@ class JupyterKernel(Kernel):
         saved = dict(ctx.sockopts)
         ctx.sockopts[zmq.RCVHWM] = IOPUB_HWM
         ctx.sockopts[zmq.RECONNECT_IVL] = RECONNECT_MS
+        ctx.sockopts[zmq.MAXMSGSIZE] = MAX_MESSAGE
         try:
             # no heartbeat (liveness comes from the backend) and no stdin (allow_stdin=False)
             self.client.start_channels(shell=True, iopub=True, stdin=False, hb=False)

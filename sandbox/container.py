@@ -1,15 +1,18 @@
 """The docker backend: one hardened container per run, kernels forked in it by a zygote.
 
 The container runs an idle init process. One ``docker exec`` starts the kernel zygote
-(``sandbox/zygote.py``, run with ``python -c``) in it; every kernel is a fork of the zygote on
-``/rt/k<n>.json``, asked for over the zygote's unix socket ``/rt/zygote.sock``, and killed the
-same way: no docker exec per kernel. Transport is ZMQ ``ipc``: the kernel binds unix sockets
-in ``/rt``, a bind-mounted private runtime folder, and the host's jupyter_client connects to
-the same sockets by their host path. The container has no network at all.
+(``sandbox/zygote.py``, run with ``python -c``) in it as root with only the capabilities
+SETUID, SETGID and KILL; every kernel is a fork of the zygote, asked for over the zygote's
+unix socket ``/rt/zygote.sock``, and killed the same way: no docker exec per kernel. A kernel
+binds its sockets in ``/rt/k<n>/`` while it is still root, and becomes uid 1000 (with no
+capability) only when it is handed out: the runtime folder (0700, root's), the zygote, the
+spare kernels and their keys are out of reach of phase code. Between phases ``quiesce`` kills
+every uid-1000 process. Transport is ZMQ ``ipc``: the host's jupyter_client connects to the
+kernel's sockets by their host path. The container has no network at all.
 
 Hardening (RELIABILITY.md item 1) is in ``_host_config``; the workspace is a host folder
 bind-mounted at ``/workspace`` and moved with plain file operations (``Workspace``).
-Kernels run with umask 000 so the host user can read, move and delete what they write.
+Kernels run with umask 022; the host (root) reads what they write by descriptor.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .base import Kernel
 from .cgroup import oom_kills
 from .client import GRACE, JupyterKernel, close_thread_loop
 from .errors import SandboxUnavailable
@@ -36,8 +40,11 @@ from .workspace import FolderSandbox, Workspace
 log = logging.getLogger("sandbox")
 
 RUN_LABEL = "praxis.run"
-UID = "1000:1000"
+ROOT = "0:0"  # the container and its kernel server: root with only SERVER_CAPS
+UID = "1000:1000"  # phase code: no capabilities at all
 KERNEL_UID = 1000
+KERNEL_GID = 1000
+SERVER_CAPS = ["SETUID", "SETGID", "KILL"]  # start kernels as KERNEL_UID, kill its processes
 WORKSPACE = "/workspace"
 RUNTIME = "/rt"
 PATH = "/opt/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -155,8 +162,7 @@ class DockerSandbox(StandbyKernels, FolderSandbox):
         self.workspace.open()
         self._private = Path(tempfile.mkdtemp(prefix="praxis-rt-"))
         self._runtime = self._private / "rt"
-        self._runtime.mkdir()
-        os.chmod(self._runtime, 0o777)  # the kernel (uid 1000) creates its sockets here
+        self._runtime.mkdir(mode=0o700)  # the kernel server's (root): phase code cannot enter
         try:
             self.container = self._client.containers.run(
                 self.image,
@@ -165,7 +171,7 @@ class DockerSandbox(StandbyKernels, FolderSandbox):
                 detach=True,
                 labels={**self.labels, RUN_LABEL: self.name},
                 environment=dict(ENVIRONMENT),
-                user=UID,
+                user=ROOT,
                 working_dir=WORKSPACE,
                 **self._host_config(),
             )
@@ -182,7 +188,7 @@ class DockerSandbox(StandbyKernels, FolderSandbox):
         except BaseException:
             self.close()
             raise
-        self._standby = Standby(self._start, spares=self.spares)
+        self._standby = Standby(self._start, spares=self.spares, activate=self._activate)
         if self.warm:
             self._standby.warm()
 
@@ -221,6 +227,7 @@ class DockerSandbox(StandbyKernels, FolderSandbox):
         return {
             "network_mode": "none",
             "cap_drop": ["ALL"],
+            "cap_add": list(SERVER_CAPS),
             "security_opt": ["no-new-privileges"],
             "read_only": True,
             "tmpfs": {"/tmp": f"rw,nosuid,nodev,size={self.tmp_size},mode=1777"},
@@ -245,7 +252,18 @@ class DockerSandbox(StandbyKernels, FolderSandbox):
 
     def _launch_zygote(self) -> Callable[[], bool]:
         """Start the zygote with one docker exec (it imports in the background); ended?"""
-        exec_id = self._exec(["python", "-c", zygote_source(), f"{RUNTIME}/{SOCKET}"])
+        exec_id = self._exec(
+            [
+                "python",
+                "-c",
+                zygote_source(),
+                f"{RUNTIME}/{SOCKET}",
+                str(KERNEL_UID),
+                str(KERNEL_GID),
+                str(os.getuid()),
+            ],
+            user=ROOT,
+        )
         return lambda: not self._running(exec_id)
 
     def _start(self) -> JupyterKernel:
@@ -259,7 +277,7 @@ class DockerSandbox(StandbyKernels, FolderSandbox):
         if zygote is None:
             raise SandboxUnavailable("the docker sandbox is closed")
         client, info = connection_files(
-            key, self._private, str(self._runtime / key), f"{RUNTIME}/{key}"
+            key, self._private, str(self._runtime / key / "k"), f"{RUNTIME}/{key}/k"
         )
         baseline = oom_kills(self.container, UID)
         try:
@@ -283,18 +301,35 @@ class DockerSandbox(StandbyKernels, FolderSandbox):
             grace=self.grace,
             stream_limit=self.stream_limit,
             display_limit=self.display_limit,
+            name=key,
         )
-        try:
-            kernel.start_up(self.start_timeout, ran_at_start=True)
-        except BaseException:
-            kernel.shutdown()
-            raise
-        finally:
-            close_thread_loop()
+        close_thread_loop()
         return kernel
 
-    def _exec(self, cmd: list[str]) -> str:
-        """Start ``cmd`` in the container as uid 1000, detached; the exec's id."""
+    def _activate(self, kernel: Kernel) -> None:
+        """Hand a dormant spare its uid, then wait until it answers (the runner's thread)."""
+        assert isinstance(kernel, JupyterKernel)
+        if self._zygote is None:
+            raise SandboxUnavailable("the docker sandbox is closed")
+        self._zygote.server.activate(kernel.name)
+        kernel.start_up(self.start_timeout, ran_at_start=True)
+
+    def quiesce(self) -> None:
+        if self._standby is not None:
+            for kernel in self._standby.handed_out():
+                kernel.shutdown()
+        if self.container is None:
+            return
+        try:
+            if self._zygote is None:
+                raise SandboxUnavailable("no kernel server")
+            self._zygote.server.sweep()
+        except SandboxUnavailable:
+            # the kernel server is gone: kill the kernel uid's processes with a docker exec
+            self._exec_wait(["python", "-c", "import os; os.kill(-1, 9)"], user=UID)
+
+    def _exec(self, cmd: list[str], *, user: str = UID) -> str:
+        """Start ``cmd`` in the container as ``user``, detached; the exec's id."""
         import docker.errors
 
         try:
@@ -302,7 +337,7 @@ class DockerSandbox(StandbyKernels, FolderSandbox):
             created = api.exec_create(
                 self.container.id,
                 cmd,
-                user=UID,
+                user=user,
                 workdir=WORKSPACE,
                 environment=dict(ENVIRONMENT),
             )
@@ -311,6 +346,15 @@ class DockerSandbox(StandbyKernels, FolderSandbox):
         except docker.errors.DockerException as exc:
             raise SandboxUnavailable(f"cannot run in the sandbox container: {exc}") from exc
         return exec_id
+
+    def _exec_wait(self, cmd: list[str], *, user: str) -> None:
+        """Run ``cmd`` in the container as ``user`` and wait for it (its output is dropped)."""
+        import docker.errors
+
+        try:
+            self.container.exec_run(cmd, user=user)
+        except docker.errors.DockerException as exc:
+            raise SandboxUnavailable(f"cannot run in the sandbox container: {exc}") from exc
 
     def _running(self, exec_id: str) -> bool:
         import docker.errors
@@ -325,7 +369,7 @@ class DockerSandbox(StandbyKernels, FolderSandbox):
         if self.container is None:
             return
         try:
-            self._exec(["kill", "-KILL", "--", f"-{pid}"])
+            self._exec(["python", "-c", f"import os; os.killpg({int(pid)}, 9)"], user=ROOT)
         except SandboxUnavailable:
             log.debug("could not kill kernel %s", pid, exc_info=True)
 

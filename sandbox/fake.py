@@ -130,6 +130,9 @@ class FakeSandbox(FolderSandbox):
         self.kernels_started += 1
         return FakeKernel(self)
 
+    def quiesce(self) -> None:
+        """Nothing runs in the fake between calls: there is nothing to stop."""
+
     def close(self) -> None:
         self.opened = False
         self.closed = True

@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import threading
@@ -123,9 +126,23 @@ class ForkServer:
             )
         return int(answer["pid"])
 
+    def activate(self, key: str) -> None:
+        """Let dormant kernel ``key`` take the kernel uid and start answering."""
+        answer = self.request("activate", key=key)
+        if not answer.get("ok"):
+            raise SandboxUnavailable(f"the sandbox could not start a kernel: {answer.get('error')}")
+
     def kill(self, key: str) -> None:
         """SIGKILL kernel ``key`` and its process group; returns at once."""
         self.request("kill", key=key)
+
+    def sweep(self) -> None:
+        """SIGKILL every process of the kernel uid and wait until none runs."""
+        answer = self.request("sweep", timeout=REQUEST_TIMEOUT + 10)
+        if not answer.get("ok"):
+            raise SandboxUnavailable(
+                f"the sandbox could not stop the phase's processes: {answer.get('error')}"
+            )
 
     def status(self, key: str) -> str:
         """'running PID', 'exit N', 'signal N' or 'unknown'."""
@@ -133,22 +150,37 @@ class ForkServer:
 
     def exit_status(self, key: str) -> str | None:
         """What ``KEY.exit`` says ('exit N' or 'signal N'), None while there is none."""
-        try:
-            return (self.folder / f"{key}.exit").read_text().strip() or None
-        except OSError:
-            return None
+        text = read_tail(self.folder / f"{key}.exit", 64)
+        return (text.strip() or None) if text is not None else None
 
     def log_tail(self, lines: int = 3) -> str:
-        try:
-            text = (self.folder / LOG).read_text(errors="replace").strip().splitlines()
-        except OSError:
+        text = read_tail(self.folder / LOG, TAIL_BYTES)
+        if text is None:
             return "no log"
-        return " | ".join(text[-lines:]) or "empty log"
+        return " | ".join(text.strip().splitlines()[-lines:])[:TAIL_BYTES] or "empty log"
 
     def forget(self, key: str) -> None:
-        """Remove what kernel ``key`` left in the folder (connection file, sockets, exit file)."""
-        for name in (f"{key}.json", f"{key}.exit", *(f"{key}-{n}" for n in range(1, 6))):
-            (self.folder / name).unlink(missing_ok=True)
+        """Remove what kernel ``key`` left in the folder (socket folder, exit file)."""
+        (self.folder / f"{key}.exit").unlink(missing_ok=True)
+        shutil.rmtree(self.folder / key, ignore_errors=True)
+
+
+TAIL_BYTES = 2048
+
+
+def read_tail(path: Path, limit: int) -> str | None:
+    """The last ``limit`` bytes of a regular file, never following a link; None if absent."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        return os.pread(fd, limit, max(0, st.st_size - limit)).decode("utf-8", "replace")
+    finally:
+        os.close(fd)
 
 
 class Zygote:
@@ -275,7 +307,7 @@ def connection_files(
     secret = uuid.uuid4().hex.encode()
     path, info = write_connection_file(
         str(host_folder / f"{key}.json"),
-        ip=host_ip,
+        ip=host_ip,  # e.g. <runtime>/k1/k: the kernel makes the folder k1/ (0700) itself
         transport="ipc",
         key=secret,
         shell_port=1,  # with ipc a "port" is only a socket file's suffix: k1-1, ...

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .base import Kernel
 from .client import GRACE, JupyterKernel, close_thread_loop
 from .errors import SandboxUnavailable
 from .forkserver import (
@@ -98,7 +99,7 @@ class LocalSandbox(StandbyKernels, FolderSandbox):
         log.warning(self.warning)
         self.server = ForkServer(self._runtime)
         self._zygote = Zygote(self.server, self._launch_zygote, timeout=self.start_timeout)
-        self._standby = Standby(self._start, spares=self.spares)
+        self._standby = Standby(self._start, spares=self.spares, activate=self._activate)
         if self.warm:
             self._standby.warm()
 
@@ -154,15 +155,26 @@ class LocalSandbox(StandbyKernels, FolderSandbox):
                 grace=self.grace,
                 stream_limit=self.stream_limit,
                 display_limit=self.display_limit,
+                name=key,
             )
         except BaseException:
             forked.kill()
             raise
-        try:
-            kernel.start_up(self.start_timeout, ran_at_start=True)
-        except BaseException:
-            kernel.shutdown()
-            raise
         finally:
             close_thread_loop()
         return kernel
+
+    def _activate(self, kernel: Kernel) -> None:
+        """Let a dormant spare start answering, and wait until it does."""
+        assert isinstance(kernel, JupyterKernel)
+        if self._zygote is None:
+            raise SandboxUnavailable("the local sandbox is closed")
+        self._zygote.server.activate(kernel.name)
+        kernel.start_up(self.start_timeout, ran_at_start=True)
+
+    def quiesce(self) -> None:
+        """Kill the kernels handed out (each with its process group). Not isolated: a process
+        that left its group (setsid) is out of reach here; the docker backend kills by uid."""
+        if self._standby is not None:
+            for kernel in self._standby.handed_out():
+                kernel.shutdown()

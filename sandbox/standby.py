@@ -1,7 +1,8 @@
 """Warm kernels, started in the background, so a phase never waits for start-up.
 
-``take`` hands out the oldest warm kernel (waiting if it is still starting) and at once
-starts another. A kernel handed out is never taken back: every phase gets a fresh
+``take`` hands out the oldest warm kernel (waiting if it is still starting), after
+``activate`` (a spare may wait dormant, out of reach of running code, until it is handed out),
+and at once starts another. A kernel handed out is never taken back: every phase gets a fresh
 interpreter. ``spares`` kernels are kept (each started on its own worker thread), so that
 phases shorter than one kernel start, back to back, still find one ready.
 """
@@ -26,8 +27,15 @@ SPARES = 2  # warm kernels a sandbox keeps: a kernel start (~40 ms) outlasts a t
 class Standby:
     """Keeps ``spares`` kernels made by ``start`` (which should leave pandas imported)."""
 
-    def __init__(self, start: Callable[[], Kernel], *, spares: int = SPARES) -> None:
+    def __init__(
+        self,
+        start: Callable[[], Kernel],
+        *,
+        spares: int = SPARES,
+        activate: Callable[[Kernel], None] | None = None,
+    ) -> None:
         self._start = start
+        self._activate = activate
         self.spares = max(1, int(spares))
         self._lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
@@ -59,6 +67,14 @@ class Standby:
                 error = exc
                 continue
             if usable is None or usable(kernel):
+                if self._activate is not None:
+                    try:
+                        self._activate(kernel)
+                    except SandboxError as exc:
+                        log.debug("standby kernel failed to activate (%s); next", exc)
+                        kernel.shutdown()
+                        error = exc
+                        continue
                 with self._lock:
                     self._out = [k for k in self._out if not getattr(k, "_closed", False)]
                     self._out.append(kernel)
@@ -67,6 +83,12 @@ class Standby:
             error = KernelDied("the warm kernel ended before it was handed out")
         assert error is not None
         raise error
+
+    def handed_out(self) -> list[Kernel]:
+        """The kernels handed out and not yet shut down."""
+        with self._lock:
+            self._out = [k for k in self._out if not getattr(k, "_closed", False)]
+            return list(self._out)
 
     def close(self) -> list[Kernel]:
         """Shut down the spares (waiting for those still starting); the kernels handed out

@@ -14,29 +14,42 @@ object on one line, answered with one JSON object on one line (``ok`` true or fa
     {"op": "ping"}                                    -> {"ok": true}
     {"op": "spawn", "key": K, "connection": INFO, "code": [CELL, ...]}
                                                       -> {"ok": true, "pid": PID}
+    {"op": "activate", "key": K}                      -> {"ok": true}
     {"op": "kill", "key": K}                          -> {"ok": true}
+    {"op": "sweep"}                                   -> {"ok": true, "left": N}
     {"op": "status", "key": K}  -> {"ok": true, "status": "running PID" | "exit N" |
                                                           "signal N" | "unknown"}
 
-A kernel is a forked child that starts its own session (so a kill takes its whole process
-group, fork bombs included), sets umask 000 and runs IPKernelApp on the connection INFO (a
-connection file's JSON) as ``ipykernel_launcher`` would, after running the CELLs in its
-namespace (``exec_lines``). The INFO, with the kernel's key, never touches a file another
-process could read: the child keeps it in a memfd, and kernels and the zygote are not
-dumpable (no ptrace, no /proc/PID/mem or fd for other processes of their user). A
-fork that fails (EAGAIN under a pids limit) is an error answer. The zygote reaps its
-children, kills what is left of a dead kernel's process group, records each exit status and
-writes it to ``KEY.exit`` next to SOCKET. Its own output goes to ``zygote.log`` there. It
-exits on SIGTERM (killing every kernel it started) and when the process that started it goes
-away.
+Two identities (docker): the zygote runs as root with only the capabilities SETUID, SETGID
+and KILL; phase code runs as the kernel uid with none. A kernel is a forked child that
+starts its own session, creates its socket folder ``KEY/`` (0700, the zygote's owner) next to
+SOCKET, binds its sockets there and runs the start CELLs as IPKernelApp.initialize does,
+then WAITS, still as root, until ``activate``: only then does it switch to the kernel uid
+(which drops every capability) and start answering. A spare kernel is therefore out of reach
+of the running phase: its sockets sit in a folder the phase cannot enter, and it cannot be
+signalled or traced by the phase's uid. ``sweep`` SIGKILLs every process of the kernel uid
+(a helper that becomes that uid and calls kill(-1)), waits until none runs, and removes what
+that uid left in /tmp, /dev/shm and /dev/mqueue: nothing of a phase survives it. Only peers
+whose uid is the zygote's own or the host's may connect (SO_PEERCRED). Without a kernel uid
+(the local backend, no isolation) kernels keep the zygote's identity and sweep is a no-op.
+
+The INFO, with the kernel's key, never touches a file another process could read: the child
+keeps it in a memfd, and kernels and the zygote are not dumpable (no ptrace, no
+/proc/PID/mem or fd for other processes of their user). A fork that fails (EAGAIN under a pids
+limit) is an error answer. The zygote reaps its children, kills what is left of a dead
+kernel's process group, records each exit status and writes it to ``KEY.exit`` next to
+SOCKET. Its own output goes to ``zygote.log`` there. It exits on SIGTERM (killing every kernel
+it started) and when the process that started it goes away.
 """
 
 import json
 import os
 import re
 import select
+import shutil
 import signal
 import socket
+import struct
 import sys
 import time
 import traceback
@@ -44,6 +57,8 @@ import traceback
 KEY = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 MAX_LINE = 1 << 20
 CLIENT_TIMEOUT = 5.0
+SWEEP_SECONDS = 10.0
+SCRUB = ("/tmp", "/dev/shm", "/dev/mqueue")  # writable by the kernel uid, outside the workspace
 
 # Imported before any fork, so that each kernel finds them in memory. Importing them creates
 # no thread, zmq context or event loop.
@@ -90,8 +105,12 @@ def describe(code, status):
 
 
 class Zygote:
-    def __init__(self, path):
+    def __init__(self, path, kernel_uid=None, kernel_gid=None, peers=()):
         self.path = path
+        self.kernel_uid = kernel_uid  # None: kernels keep the zygote's identity (local)
+        self.kernel_gid = kernel_gid
+        self.peers = {os.getuid(), *peers}  # uids allowed to connect
+        self.gates = {}  # key -> write end of the pipe a dormant kernel waits on
         self.folder = os.path.dirname(path) or "."
         self.parent = os.getppid()
         self.kernels = {}  # key -> pid, while running
@@ -113,7 +132,7 @@ class Zygote:
         if os.path.exists(self.path):
             os.unlink(self.path)
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        old = os.umask(0)  # the host user connects to the socket (a private folder holds it)
+        old = os.umask(0o077)  # only the zygote's uid (and root) can connect
         try:
             listener.bind(self.path)
         finally:
@@ -150,6 +169,8 @@ class Zygote:
         with conn:
             conn.settimeout(CLIENT_TIMEOUT)
             try:
+                if self.peer_uid(conn) not in self.peers:
+                    return  # a process of the kernel uid, or a stranger: no answer at all
                 line = self._read_line(conn)
                 if line is None:
                     answer = {"ok": False, "error": "bad request: no line"}
@@ -158,6 +179,11 @@ class Zygote:
                 conn.sendall(json.dumps(answer).encode() + b"\n")
             except OSError:
                 pass  # the client went away; nothing to answer
+
+    @staticmethod
+    def peer_uid(conn):
+        creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        return struct.unpack("3i", creds)[1]
 
     @staticmethod
     def _read_line(conn):
@@ -181,6 +207,8 @@ class Zygote:
             return {"ok": False, "error": f"bad request: {line[:200]!r}"}
         if op == "ping":
             return {"ok": True}
+        if op == "sweep":
+            return self.sweep()
         if not isinstance(key, str) or not KEY.fullmatch(key):
             return {"ok": False, "error": f"bad kernel key: {key!r}"}
         if op == "spawn":
@@ -190,6 +218,8 @@ class Zygote:
             return self.spawn(key, connection, [str(c) for c in code], conn)
         if op == "kill":
             return self.kill(key)
+        if op == "activate":
+            return self.activate(key)
         if op == "status":
             return {"ok": True, "status": self.status(key)}
         return {"ok": False, "error": f"unknown request {op!r}"}
@@ -199,17 +229,79 @@ class Zygote:
     def spawn(self, key, connection, code, conn):
         if key in self.kernels or key in self.ended:
             return {"ok": False, "error": f"kernel {key} exists already"}
+        gate_r, gate_w = os.pipe()
         try:
             pid = os.fork()
         except OSError as exc:  # EAGAIN under a pids limit, ENOMEM
+            os.close(gate_r)
+            os.close(gate_w)
             return {"ok": False, "error": f"cannot fork a kernel: {exc.strerror or exc}"}
         if pid == 0:
-            self.become_kernel(connection, code, conn)  # never returns
+            os.close(gate_w)
+            self.become_kernel(key, connection, code, conn, gate_r)  # never returns
+        os.close(gate_r)
         self.kernels[key] = pid
         self.keys[pid] = key
+        self.gates[key] = gate_w
         return {"ok": True, "pid": pid}
 
+    def activate(self, key):
+        """Let dormant kernel ``key`` take the kernel uid and start answering."""
+        gate = self.gates.pop(key, None)
+        if gate is None:
+            return {"ok": False, "error": f"kernel {key} is not waiting to start"}
+        try:
+            os.write(gate, b"go")
+        except OSError as exc:
+            return {"ok": False, "error": f"kernel {key} ended before it started ({exc})"}
+        finally:
+            os.close(gate)
+        return {"ok": True}
+
+    def sweep(self):
+        """SIGKILL every process of the kernel uid; wait until none runs; scrub its files."""
+        if self.kernel_uid is None:
+            return {"ok": True, "left": 0}
+        deadline = time.monotonic() + SWEEP_SECONDS
+        while True:
+            self.as_kernel_uid(kill_all)
+            self.reap()
+            left = live_processes(self.kernel_uid)
+            if not left or time.monotonic() > deadline:
+                break
+            time.sleep(0.005)
+        self.reap()
+        self.as_kernel_uid(scrub)
+        return {"ok": not left, "left": len(left), "error": f"{len(left)} process(es) survive"}
+
+    def as_kernel_uid(self, work):
+        """Run ``work()`` in a child that has become the kernel uid; wait for it."""
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                self.drop_identity()
+                work()
+                code = 0
+            except BaseException:
+                traceback.print_exc()
+            finally:
+                os._exit(code)
+        os.waitpid(pid, 0)
+
+    def drop_identity(self):
+        """Become the kernel uid: every capability goes with the root identity."""
+        if self.kernel_uid is None:
+            return
+        os.setgroups([])
+        os.setresgid(self.kernel_gid, self.kernel_gid, self.kernel_gid)
+        os.setresuid(self.kernel_uid, self.kernel_uid, self.kernel_uid)
+        not_dumpable()
+
     def kill(self, key):
+        gate = self.gates.pop(key, None)
+        if gate is not None:
+            os.close(gate)
         pid = self.kernels.get(key)
         if pid is None:
             return {"ok": key in self.ended, "error": f"no kernel {key}"}
@@ -249,6 +341,9 @@ class Zygote:
             if key is None:
                 continue
             del self.kernels[key]
+            gate = self.gates.pop(key, None)
+            if gate is not None:
+                os.close(gate)
             self.ended[key] = describe(info.si_code, info.si_status)
             self._write_exit(key, self.ended[key])
 
@@ -283,23 +378,28 @@ class Zygote:
 
     # -- in the child ------------------------------------------------------------------------
 
-    def become_kernel(self, connection, cells, conn):
+    def become_kernel(self, key, connection, cells, conn, gate):
         """Turn this forked child into a kernel on ``connection`` info; exits, never returns.
 
-        ``cells`` (code) run in the kernel's namespace before it answers anyone.
+        As the zygote's identity: make the socket folder, bind the sockets, run ``cells``
+        (code) in the kernel's namespace. Then wait on ``gate`` for ``activate``, take the
+        kernel uid, and answer.
         """
         code = 1
         try:
             os.setsid()  # its own session and process group: a kill takes the whole group
             conn.close()
             self.listener.close()
+            for other in self.gates.values():
+                os.close(other)
             signal.set_wakeup_fd(-1)
             os.close(self.wake_r)
             os.close(self.wake_w)
             for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP):
                 signal.signal(sig, signal.SIG_DFL)
             signal.signal(signal.SIGINT, signal.default_int_handler)
-            os.umask(0)
+            os.umask(0o077)
+            os.mkdir(os.path.join(self.folder, key), 0o700)
             connection_file = private_file(json.dumps(connection).encode())
             zygote = os.getppid()
             argv = [
@@ -311,7 +411,14 @@ class Zygote:
             sys.argv = ["ipykernel_launcher"] + argv
             from ipykernel.kernelapp import IPKernelApp
 
-            IPKernelApp.launch_instance(argv=argv, exec_lines=cells)
+            app = IPKernelApp.instance(exec_lines=cells)
+            app.initialize(argv)
+            if os.read(gate, 2) != b"go":  # the zygote closed the pipe: never activated
+                os._exit(0)
+            os.close(gate)
+            self.drop_identity()
+            os.umask(0o022)
+            app.start()
             code = 0
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else 1
@@ -323,6 +430,56 @@ class Zygote:
                 sys.stderr.flush()
             finally:
                 os._exit(code)
+
+
+def kill_all():
+    """SIGKILL every process this uid may signal (all of the uid but this one), atomically
+    with respect to fork: a fork in flight when kill(-1) runs fails."""
+    try:
+        os.kill(-1, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def live_processes(uid):
+    """Pids of processes of ``uid`` that are not zombies."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/status", "rb") as f:
+                status = f.read(4096).decode("ascii", "replace")
+        except OSError:
+            continue
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        uids = fields.get("Uid", "").split()
+        state = fields.get("State", "").strip()[:1]
+        if uid in {int(u) for u in uids if u.isdigit()} and state not in ("Z", "X"):
+            found.append(int(name))
+    return found
+
+
+def scrub():
+    """Remove what this uid left where a later phase could find it outside the workspace."""
+    me = os.getuid()
+    for folder in SCRUB:
+        try:
+            entries = os.listdir(folder)
+        except OSError:
+            continue
+        for name in entries:
+            path = os.path.join(folder, name)
+            try:
+                st = os.lstat(path)
+                if st.st_uid != me:
+                    continue
+                if os.path.isdir(path) and not os.path.islink(path):
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    os.unlink(path)
+            except OSError:
+                pass
 
 
 def private_file(data):
@@ -355,10 +512,14 @@ def redirect_output(folder):
 
 
 def main(argv):
-    if len(argv) != 2:
-        sys.stderr.write("usage: python zygote.py SOCKET\n")
+    if len(argv) not in (2, 5):
+        sys.stderr.write("usage: python zygote.py SOCKET [KERNEL_UID KERNEL_GID PEER_UID]\n")
         return 2
     path = argv[1]
+    kernel_uid = kernel_gid = None
+    peers = ()
+    if len(argv) == 5:
+        kernel_uid, kernel_gid, peers = int(argv[2]), int(argv[3]), (int(argv[4]),)
     redirect_output(os.path.dirname(path) or ".")
     not_dumpable()
     if sys.path and sys.path[0] in ("", os.getcwd()):
@@ -369,7 +530,7 @@ def main(argv):
     except Exception:
         traceback.print_exc()
         return 1
-    zygote = Zygote(path)
+    zygote = Zygote(path, kernel_uid, kernel_gid, peers)
     zygote.listen()
     sys.stderr.write(f"zygote {os.getpid()} listening on {path}\n")
     sys.stderr.flush()

@@ -9,6 +9,8 @@ flow names are only stat'ed.
 
 from __future__ import annotations
 
+import difflib
+import itertools
 import os
 import re
 import stat
@@ -16,7 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import safe_yaml
+from .. import packages
+from . import safe_yaml, sandbox_config
 from .model import DEFAULT_LIMITS, DEFAULT_SANDBOX, PHASE_KINDS, REVIEW_MODES, Flow, Phase
 from .yaml_values import ValueReader, describe, mib, show
 
@@ -212,8 +215,11 @@ class _Builder(ValueReader):
         backend = self.choice(raw.get("backend", "auto"), "sandbox.backend", BACKENDS, "backend")
         if backend == "local":
             self.warn("sandbox.backend", "'local' runs phases on this machine without isolation")
-        if "timeout" in raw:
-            self.positive(raw["timeout"], "sandbox.timeout")
+        sandbox_config.check(raw, backend, self)
+        packages.check(raw.get("packages"), self.root, self)
+        if "image" in raw and packages.requirements_named(raw, self.root):
+            self.error("sandbox.image", "a flow with packages runs on the image built for them; "
+                       "remove image: (or the packages)")  # fmt: skip
         config.update(raw)
         return config
 
@@ -229,7 +235,9 @@ class _Builder(ValueReader):
             return ()
         if not value:
             self.error("phases", "is empty: a flow needs at least one phase")
-        drafts = [self.phase(item, f"phases[{i}]") for i, item in enumerate(value)]
+        drafts = [
+            self.phase(item, loc) for item, loc in zip(value, _phase_locs(value), strict=True)
+        ]
         self.check_ids(drafts)
         self.check_outputs(drafts)
         self.check_inputs(drafts)
@@ -265,9 +273,13 @@ class _Builder(ValueReader):
         draft.outputs = self.names(raw.get("outputs", []), f"{loc}.outputs")
         outputs = tuple(name for _, name in draft.outputs)
         may_be_empty = self.may_be_empty(raw, loc, outputs)
-        review = self.choice(raw.get("review", "none"), f"{loc}.review", REVIEW_MODES, "review")
+        review = self.review(raw.get("review", "none"), f"{loc}.review")
         limits = self.limits(raw, loc)
-        timeout = self.positive(raw["timeout"], f"{loc}.timeout") if "timeout" in raw else None
+        timeout = (
+            sandbox_config.timeout(raw["timeout"], f"{loc}.timeout", self)
+            if "timeout" in raw
+            else None
+        )
         description = self.string(raw.get("description", ""), f"{loc}.description")
         if draft.id is not None and kind is not None:
             draft.phase = Phase(
@@ -277,6 +289,16 @@ class _Builder(ValueReader):
                 timeout=timeout, description=description or "",
             )  # fmt: skip
         return draft
+
+    def review(self, value: Any, loc: str) -> str | None:
+        if isinstance(value, bool):  # YAML reads yes/no/on/off as booleans
+            self.error(
+                loc,
+                f"{str(value).lower()} (yes/no) is not a review; write review: required "
+                "(a Gate after this phase) or review: none",
+            )
+            return None
+        return self.choice(value, loc, REVIEW_MODES, "review")
 
     def fit_kind(self, raw: dict, loc: str, kind: str | None) -> None:
         """Report keys the kind does not take (and drop them), and the keys it requires."""
@@ -393,10 +415,11 @@ class _Builder(ValueReader):
                 if os.path.lexists(self.root / name):
                     self.flow_file(name, at)  # a file of the flow (a later output may replace it)
                 elif j is None:
+                    earlier = [n for n, k in producer.items() if k < i]
                     self.error(
                         at,
                         f"{show(name)} is neither a file of the flow nor an output "
-                        "of an earlier phase",
+                        f"of an earlier phase{_near(name, self.root, earlier)}",
                     )
                 elif j == i:
                     self.error(
@@ -417,3 +440,30 @@ class _Builder(ValueReader):
 
 def _phase(draft: _Draft) -> str:
     return f"phase {draft.id!r}" if draft.id else draft.loc
+
+
+def _phase_locs(items: list[Any]) -> list[str]:
+    """``phases[clean]`` for a phase with a valid, unique id; ``phases[2]`` otherwise."""
+    ids = [item.get("id") if isinstance(item, dict) else None for item in items]
+    locs = []
+    for i, pid in enumerate(ids):
+        named = isinstance(pid, str) and PHASE_ID.fullmatch(pid) and ids.count(pid) == 1
+        locs.append(f"phases[{pid}]" if named else f"phases[{i}]")
+    return locs
+
+
+def _near(name: str, root: Path, outputs: list[str]) -> str:
+    """``; did you mean 'data/sales.csv'?`` from earlier outputs and files beside the name."""
+    candidates = list(outputs)
+    folder = root / os.path.dirname(name)
+    try:
+        if folder.resolve().is_relative_to(root.resolve()) and folder.is_dir():
+            with os.scandir(folder) as entries:
+                for entry in itertools.islice(entries, 1000):
+                    rel = os.path.relpath(entry.path, root)
+                    if entry.is_file(follow_symlinks=False) and not rel.startswith("runs"):
+                        candidates.append(rel)
+    except OSError:
+        pass
+    close = difflib.get_close_matches(name, candidates, n=1)
+    return f"; did you mean {show(close[0])}?" if close else ""

@@ -216,10 +216,49 @@ def test_docker_fork_failure_is_an_error_answer_not_a_crash(docker_box: DockerSa
     fresh.shutdown()
 
 
+SIGNAL_ALL = """\
+import os, signal
+refused, sent = 0, []
+for name in os.listdir("/proc"):
+    if not name.isdigit() or int(name) == os.getpid():
+        continue
+    for sig in (signal.SIGSTOP, signal.SIGKILL):
+        try:
+            os.kill(int(name), sig)
+            sent.append(int(name))
+        except PermissionError:
+            refused += 1
+        except ProcessLookupError:
+            pass
+print(refused > 0, sent)
+"""
+
+
 @pytest.mark.docker
-def test_docker_zygote_killed_by_a_phase_is_named_and_replaced(docker_box: DockerSandbox) -> None:
+def test_docker_a_phase_cannot_signal_the_zygote_or_the_spares(docker_box: DockerSandbox) -> None:
     kernel = _kernel(docker_box)
-    code = "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\nimport time\ntime.sleep(30)"
+    _kernel(docker_box).shutdown()  # a spare was forked after this kernel: it waits dormant
+    assert _out(kernel, SIGNAL_ALL) == "True []\n"  # every other process refused the signals
+    assert docker_box._zygote is not None and docker_box._zygote.server.ping()
+    kernel.shutdown()
+    fresh = _kernel(docker_box)  # the spare the phase tried to kill starts as usual
+    try:
+        assert _out(fresh, "import os\nprint(os.getuid(), os.getsid(0) == os.getpid())") == (
+            "1000 True\n"
+        )
+    finally:
+        fresh.shutdown()
+
+
+@pytest.mark.docker
+def test_docker_a_dead_zygote_is_named_and_replaced(docker_box: DockerSandbox) -> None:
+    kernel = _kernel(docker_box)
+    zygote_pid = _out(kernel, "import os\nprint(os.getppid())").strip()
+    code = "import time\ntime.sleep(30)"
+    killed = docker_box.container.exec_run(
+        ["python", "-c", f"import os; os.kill({zygote_pid}, 9)"], user="0:0"
+    )
+    assert killed.exit_code == 0, killed.output
     with pytest.raises(KernelDied, match="kernel server ended"):
         kernel.execute(code, timeout=TIMEOUT)
     kernel.shutdown()
