@@ -237,14 +237,10 @@ class Chat:
         self._add(HumanMessage(f"{NOTE}{text}"))
 
     def undo(self) -> Write | None:
+        """Undo the newest write of this session and tell the model so."""
         write = self.tools.files.undo()
         if write is not None:
-            what = (
-                "removed it (the chat had created it)"
-                if write.before is None
-                else "restored its previous version"
-            )
-            self.note(f"The person undid your last write of {write.path}: praxis {what}.")
+            self._add(undo_note(write))
         return write
 
     def close(self) -> None:
@@ -253,7 +249,7 @@ class Chat:
     def _tool(self, request: Any) -> None:
         name = str(request["name"])
         args = dict(request.get("args") or {})
-        self.show(ChatEvent("tool", _summary(name, args), tool=name))
+        self.show(ChatEvent("tool", tool_summary(name, args), tool=name))
         result: ToolResult = self.tools.call(name, args)
         if result.diff:
             self.show(ChatEvent("diff", result.diff, tool=name))
@@ -290,7 +286,16 @@ class Chat:
         self.transcript.append(message)
 
 
-def _summary(name: str, args: Mapping[str, Any]) -> str:
+def undo_note(write: Write) -> HumanMessage:
+    """What the model is told when the person undoes one of its writes."""
+    if write.before is None:
+        what = "removed it (your write had created it)"
+    else:
+        what = "restored the version before your write"
+    return HumanMessage(f"{NOTE}The person undid your last write of {write.path}: praxis {what}.")
+
+
+def tool_summary(name: str, args: Mapping[str, Any]) -> str:
     if name == "write_file":
         return f"write_file {args.get('path', '?')} ({len(str(args.get('text', ''))):,} characters)"
     if name == "run_python":

@@ -1,0 +1,26 @@
+"""The chat's system prompt names exactly the keys the contract accepts."""
+
+from __future__ import annotations
+
+from praxis.chat.chat import KEY_HELP, prompt_keys, system_prompt
+from praxis.flows import contract
+from praxis.flows.model import PHASE_KINDS, REVIEW_MODES
+
+
+def test_the_prompt_lists_the_contracts_keys() -> None:
+    assert prompt_keys(system_prompt()) == {
+        "top level": tuple(contract.TOP_KEYS),
+        "a phase": tuple(contract.PHASE_KEYS),
+        "a phase's inputs": tuple(contract.INPUT_KEYS),
+    }
+
+
+def test_every_key_the_contract_knows_is_explained() -> None:
+    known = {*contract.TOP_KEYS, *contract.PHASE_KEYS, *contract.INPUT_KEYS}
+    assert sorted(k for k in known if k not in KEY_HELP) == []
+
+
+def test_the_prompt_names_the_phase_kinds_review_modes_and_tools() -> None:
+    text = system_prompt()
+    for word in (*PHASE_KINDS, *REVIEW_MODES, "Gate", "try_phase(phase)", "write_file(path, text)"):
+        assert word in text
