@@ -52,6 +52,7 @@ GOOD_FILES = (
     "docs/notes.md",
     "notebooks/chart.ipynb",
 )
+EMPTY_NOTEBOOK = '{"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": []}\n'
 SCRIPT_PHASE = "flow: f\nphases:\n  - id: clean\n    kind: script\n    script: clean.py\n"
 
 
@@ -61,7 +62,8 @@ def make(tmp_path: Path, text: str, files: tuple[str, ...] = ("clean.py",)) -> P
     (folder / "flow.yaml").write_text(textwrap.dedent(text))
     for name in files:
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
-        (folder / name).write_text("# a file of the flow\n")
+        text = EMPTY_NOTEBOOK if name.endswith(".ipynb") else "# a file of the flow\n"
+        (folder / name).write_text(text)
     return folder
 
 
@@ -150,7 +152,7 @@ def test_warnings_keep_the_flow(tmp_path: Path) -> None:
     assert report.lines() == [
         "flow.yaml: sandbox.backend: warning: 'local' runs phases on this machine without "
         "isolation",
-        "flow.yaml: phases[0].inputs.reference: warning: only agents read reference inputs; "
+        "flow.yaml: phases[a].inputs.reference: warning: only agents read reference inputs; "
         "this script phase ignores them (list them under working:)",
     ]
 
@@ -254,8 +256,8 @@ def test_unknown_keys_at_every_level(tmp_path: Path) -> None:
         """
     assert lines(make(tmp_path, text)) == [
         "flow.yaml: unknown key 'phase' (did you mean 'phases'?)",
-        "flow.yaml: phases[0]: unknown key 'limit' (did you mean 'limits'?)",
-        "flow.yaml: phases[0].inputs: unknown key 'workin' (did you mean 'working'?)",
+        "flow.yaml: phases[a]: unknown key 'limit' (did you mean 'limits'?)",
+        "flow.yaml: phases[a].inputs: unknown key 'workin' (did you mean 'working'?)",
     ]
 
 
@@ -272,10 +274,10 @@ def test_wrong_types(tmp_path: Path) -> None:
     text += "model: 4\n"
     assert lines(make(tmp_path, text)) == [
         "flow.yaml: model: expected a string, got integer 4 (quote it)",
-        "flow.yaml: phases[0].outputs: expected a list, got string 'clean.csv' "
+        "flow.yaml: phases[clean].outputs: expected a list, got string 'clean.csv' "
         "(write ['clean.csv'])",
-        "flow.yaml: phases[0].timeout: expected a positive number, got string 'ten'",
-        "flow.yaml: phases[0].description: expected a string, got a list",
+        "flow.yaml: phases[clean].timeout: expected a positive number, got string 'ten'",
+        "flow.yaml: phases[clean].description: expected a string, got a list",
     ]
 
 
@@ -304,9 +306,9 @@ def test_wrong_enums(tmp_path: Path) -> None:
     assert lines(make(tmp_path, text)) == [
         "flow.yaml: sandbox.backend: 'kubernetes' is not a backend (use one of: auto, docker, "
         "local, fake)",
-        "flow.yaml: phases[0].kind: 'shell' is not a phase kind (use one of: script, notebook, "
+        "flow.yaml: phases[a].kind: 'shell' is not a phase kind (use one of: script, notebook, "
         "agent)",
-        "flow.yaml: phases[0].review: 'maybe' is not a review (use one of: none, required)",
+        "flow.yaml: phases[a].review: 'maybe' is not a review (use one of: none, required)",
     ]
 
 
@@ -330,10 +332,10 @@ def test_missing_required_keys(tmp_path: Path) -> None:
     assert lines(make(tmp_path, text)) == [
         "flow.yaml: phases[0]: missing required key 'id'",
         "flow.yaml: phases[0]: missing required key 'kind'",
-        "flow.yaml: phases[1]: missing required key 'script' (the .py file a script phase runs)",
-        "flow.yaml: phases[2]: missing required key 'script' (the .ipynb file a notebook phase "
+        "flow.yaml: phases[s]: missing required key 'script' (the .py file a script phase runs)",
+        "flow.yaml: phases[n]: missing required key 'script' (the .ipynb file a notebook phase "
         "runs)",
-        "flow.yaml: phases[3]: missing required key 'prompt' (the prompt file of an agent)",
+        "flow.yaml: phases[a]: missing required key 'prompt' (the prompt file of an agent)",
     ]
 
 
@@ -348,7 +350,7 @@ def test_missing_phases_and_no_phases(tmp_path: Path) -> None:
 def test_script_suffix_must_fit_the_kind(tmp_path: Path) -> None:
     text = "flow: f\nphases: [{id: n, kind: notebook, script: clean.py}]\n"
     assert only(make(tmp_path, text)) == (
-        "flow.yaml: phases[0].script: 'clean.py' must end in .ipynb for a notebook phase"
+        "flow.yaml: phases[n].script: 'clean.py' must end in .ipynb for a notebook phase"
     )
 
 
@@ -364,9 +366,9 @@ def test_keys_that_do_not_fit_the_kind(tmp_path: Path) -> None:
           - {id: a, kind: agent, prompt: clean.py, script: clean.py}
         """
     assert lines(make(tmp_path, text)) == [
-        "flow.yaml: phases[0].prompt: only agent phases take 'prompt' (this is a script phase)",
-        "flow.yaml: phases[0].limits: only agent phases take 'limits' (this is a script phase)",
-        "flow.yaml: phases[1].script: agent phases take no 'script' (list prepared scripts "
+        "flow.yaml: phases[s].prompt: only agent phases take 'prompt' (this is a script phase)",
+        "flow.yaml: phases[s].limits: only agent phases take 'limits' (this is a script phase)",
+        "flow.yaml: phases[a].script: agent phases take no 'script' (list prepared scripts "
         "under scripts:)",
     ]
 
@@ -384,22 +386,109 @@ def test_limits_timeouts_and_sandbox_values(tmp_path: Path) -> None:
         """
     assert lines(make(tmp_path, text)) == [
         "flow.yaml: sandbox.timeout: must be a positive number, got -1",
-        "flow.yaml: phases[0].limits: unknown key 'tokens' (known: model_calls, run_python)",
-        "flow.yaml: phases[0].limits.model_calls: must be a positive number, got 0",
-        "flow.yaml: phases[0].limits.run_python: expected a positive whole number, got number 2.5",
-        "flow.yaml: phases[0].timeout: must be a positive number, got inf",
+        "flow.yaml: phases[a].limits: unknown key 'tokens' (known: model_calls, run_python)",
+        "flow.yaml: phases[a].limits.model_calls: must be a positive number, got 0",
+        "flow.yaml: phases[a].limits.run_python: expected a positive whole number, got number 2.5",
+        "flow.yaml: phases[a].timeout: must be a positive number, got inf",
     ]
 
 
-def test_sandbox_must_be_a_mapping_and_its_other_keys_are_opaque(tmp_path: Path) -> None:
+def test_sandbox_must_be_a_mapping_and_its_keys_are_the_backends(tmp_path: Path) -> None:
     text = SCRIPT_PHASE + "sandbox: docker\n"
     assert (
         only(make(tmp_path, text)) == "flow.yaml: sandbox: expected a mapping, got string 'docker'"
     )
-    text = SCRIPT_PHASE + "sandbox: {backend: docker, image: x, anything: [1]}\n"
+    text = SCRIPT_PHASE + "sandbox: {backend: docker, image: x, memroy: 1g}\n"
     (tmp_path / "flow" / "flow.yaml").write_text(text)
-    flow = contract.require(tmp_path / "flow")
-    assert flow.sandbox == {"backend": "docker", "timeout": 600, "image": "x", "anything": [1]}
+    assert only(tmp_path / "flow") == (
+        "flow.yaml: sandbox.memroy: unknown key for the docker backend (did you mean 'memory'?)"
+    )
+    text = SCRIPT_PHASE + "sandbox: {backend: local, memory: 1g}\n"
+    (tmp_path / "flow" / "flow.yaml").write_text(text)
+    flow, report = contract.load(tmp_path / "flow")
+    assert flow is not None and flow.sandbox["memory"] == "1g"
+    assert report.lines()[1] == (
+        "flow.yaml: sandbox.memory: warning: the local backend does not use 'memory' "
+        "(only docker does); it is ignored here"
+    )
+
+
+def test_limits_cannot_be_switched_off(tmp_path: Path) -> None:
+    from praxis.flows.sandbox_config import host_cpus, host_memory, size
+
+    ram, cores = size(host_memory()), host_cpus()
+    text = SCRIPT_PHASE + (
+        "    timeout: 0\n"
+        "sandbox: {memory: 0, cpus: 0, pids: -1, tmp_size: 1t, timeout: 1000000000}\n"
+    )
+    assert lines(make(tmp_path, text)) == [
+        f"flow.yaml: sandbox.memory: must be between 64m and {ram} (this machine's RAM), got 0",
+        "flow.yaml: sandbox.tmp_size: expected a size such as 256m, got string '1t'",
+        f"flow.yaml: sandbox.cpus: must be between 0.01 and {cores} (this machine's cores), got 0",
+        "flow.yaml: sandbox.pids: must be between 32 and 65536, got -1",
+        "flow.yaml: sandbox.timeout: must be at most 604800 seconds (7 days), got 1000000000",
+        "flow.yaml: phases[clean].timeout: must be a positive number, got 0",
+    ]
+    text = SCRIPT_PHASE + f"sandbox: {{memory: 100000g, cpus: {cores + 1}, tmp_size: 4m}}\n"
+    (tmp_path / "flow" / "flow.yaml").write_text(text)
+    assert lines(tmp_path / "flow") == [
+        f"flow.yaml: sandbox.memory: must be between 64m and {ram} (this machine's RAM), "
+        "got '100000g'",
+        f"flow.yaml: sandbox.tmp_size: must be between 16m and {ram} (this machine's RAM), "
+        "got '4m'",
+        f"flow.yaml: sandbox.cpus: must be between 0.01 and {cores} (this machine's cores), "
+        f"got {cores + 1}",
+    ]
+    text = SCRIPT_PHASE + "sandbox: {memory: 1.5g, cpus: 0.5, pids: 128, tmp_size: 64m}\n"
+    (tmp_path / "flow" / "flow.yaml").write_text(text)
+    assert lines(tmp_path / "flow") == []
+
+
+def test_packages_are_pep508_requirements(tmp_path: Path) -> None:
+    packages = "[scikit-learn==1.6.1, 'statsmodels>=0.14', 'x y', 3]"
+    text = SCRIPT_PHASE + f"sandbox: {{packages: {packages}}}\n"
+    folder = make(tmp_path, text)
+    (folder / "requirements.txt").write_text("# extra\npandas>=2  # fine\n--index-url http://x\n")
+    problems = lines(folder)
+    assert problems[0].startswith(
+        "flow.yaml: sandbox.packages[2]: 'x y' is not a package requirement ("
+    )
+    assert problems[1:] == [
+        "flow.yaml: sandbox.packages[3]: expected a string, got integer 3 (quote it)",
+        "flow.yaml: sandbox.packages: requirements.txt line 3: '--index-url http://x' is a pip "
+        "option; list package requirements only (name, version, extras)",
+    ]
+    (folder / "requirements.txt").write_text("pandas>=2\n")
+    (folder / "flow.yaml").write_text(SCRIPT_PHASE + "sandbox: {image: mine}\n")
+    assert lines(folder) == [
+        "flow.yaml: sandbox.image: a flow with packages runs on the image built for them; "
+        "remove image: (or the packages)"
+    ]
+
+
+def test_review_yes_says_which_values_work(tmp_path: Path) -> None:
+    text = SCRIPT_PHASE + "    review: yes\n"
+    assert only(make(tmp_path, text)) == (
+        "flow.yaml: phases[clean].review: true (yes/no) is not a review; write review: required "
+        "(a Gate after this phase) or review: none"
+    )
+
+
+def test_values_get_a_suggestion(tmp_path: Path) -> None:
+    text = SCRIPT_PHASE.replace("kind: script", "kind: scrpit")
+    assert only(make(tmp_path, text)) == (
+        "flow.yaml: phases[clean].kind: 'scrpit' is not a phase kind (did you mean 'script'? "
+        "use one of: script, notebook, agent)"
+    )
+
+
+def test_inputs_get_a_suggestion_from_the_flow_folder(tmp_path: Path) -> None:
+    text = SCRIPT_PHASE + "    inputs: {working: [data/sale.csv]}\n"
+    folder = make(tmp_path, text, files=("clean.py", "data/sales.csv"))
+    assert only(folder) == (
+        "flow.yaml: phases[clean].inputs.working[0]: 'data/sale.csv' is neither a file of the "
+        "flow nor an output of an earlier phase; did you mean 'data/sales.csv'?"
+    )
 
 
 def test_database_is_a_file_of_the_flow_or_a_url(tmp_path: Path) -> None:
@@ -426,7 +515,7 @@ def test_database_is_a_file_of_the_flow_or_a_url(tmp_path: Path) -> None:
 )
 def test_unsafe_names_are_refused(tmp_path: Path, name: str, problem: str) -> None:
     text = SCRIPT_PHASE + f"    outputs: [{name}]\n"
-    assert only(make(tmp_path, text)) == f"flow.yaml: phases[0].outputs[0]: {problem}"
+    assert only(make(tmp_path, text)) == f"flow.yaml: phases[clean].outputs[0]: {problem}"
 
 
 def test_definition_files_must_exist(tmp_path: Path) -> None:
@@ -436,9 +525,9 @@ def test_definition_files_must_exist(tmp_path: Path) -> None:
           - {id: a, kind: agent, prompt: p.md, scripts: [s.py], queries: [q.sql]}
         """
     assert lines(make(tmp_path, text)) == [
-        "flow.yaml: phases[0].prompt: 'p.md' does not exist in the flow folder",
-        "flow.yaml: phases[0].scripts[0]: 's.py' does not exist in the flow folder",
-        "flow.yaml: phases[0].queries[0]: 'q.sql' does not exist in the flow folder",
+        "flow.yaml: phases[a].prompt: 'p.md' does not exist in the flow folder",
+        "flow.yaml: phases[a].scripts[0]: 's.py' does not exist in the flow folder",
+        "flow.yaml: phases[a].queries[0]: 'q.sql' does not exist in the flow folder",
     ]
 
 
@@ -446,7 +535,9 @@ def test_symlink_leading_out_of_the_flow_is_refused(tmp_path: Path) -> None:
     folder = make(tmp_path, SCRIPT_PHASE.replace("clean.py", "link.py"), files=())
     (tmp_path / "elsewhere.py").write_text("print('outside')\n")
     (folder / "link.py").symlink_to(tmp_path / "elsewhere.py")
-    assert only(folder) == "flow.yaml: phases[0].script: 'link.py' leads outside the flow folder"
+    assert (
+        only(folder) == "flow.yaml: phases[clean].script: 'link.py' leads outside the flow folder"
+    )
 
 
 def test_symlink_inside_the_flow_is_fine(tmp_path: Path) -> None:
@@ -462,8 +553,8 @@ def test_definition_file_must_be_regular_and_not_huge(tmp_path: Path) -> None:
     with open(folder / "big.csv", "wb") as f:
         f.truncate(51 << 20)  # sparse
     assert lines(folder) == [
-        "flow.yaml: phases[0].inputs.working[0]: 'data' is not a regular file",
-        "flow.yaml: phases[0].inputs.working[1]: 'big.csv' is 51.0 MiB, over the 50 MiB limit",
+        "flow.yaml: phases[clean].inputs.working[0]: 'data' is not a regular file",
+        "flow.yaml: phases[clean].inputs.working[1]: 'big.csv' is 51.0 MiB, over the 50 MiB limit",
     ]
 
 
@@ -480,8 +571,8 @@ def test_input_that_is_neither_a_file_nor_an_earlier_output(tmp_path: Path) -> N
         "id: b, kind: script, script: clean.py, inputs: {working: [clean.cvs]}",
     )
     assert only(make(tmp_path, text)) == (
-        "flow.yaml: phases[1].inputs.working[0]: 'clean.cvs' is neither a file of the flow "
-        "nor an output of an earlier phase"
+        "flow.yaml: phases[b].inputs.working[0]: 'clean.cvs' is neither a file of the flow "
+        "nor an output of an earlier phase; did you mean 'clean.csv'?"
     )
 
 
@@ -491,7 +582,7 @@ def test_forward_reference(tmp_path: Path) -> None:
         "id: b, kind: script, script: clean.py, outputs: [notes.md]",
     )
     assert only(make(tmp_path, text)) == (
-        "flow.yaml: phases[0].inputs.reference[0]: 'notes.md' is a forward reference to an "
+        "flow.yaml: phases[a].inputs.reference[0]: 'notes.md' is a forward reference to an "
         "output of the later phase 'b'"
     )
 
@@ -501,7 +592,7 @@ def test_phase_reading_its_own_output_is_a_cycle(tmp_path: Path) -> None:
         "id: a, kind: script, script: clean.py, inputs: {working: [x.csv]}, outputs: [x.csv]"
     )
     assert only(make(tmp_path, text)) == (
-        "flow.yaml: phases[0].inputs.working[0]: 'x.csv' is an output of this same phase: "
+        "flow.yaml: phases[a].inputs.working[0]: 'x.csv' is an output of this same phase: "
         "a phase cannot read its own output (a cycle)"
     )
 
@@ -529,8 +620,8 @@ def test_duplicate_outputs(tmp_path: Path) -> None:
         "id: b, kind: script, script: clean.py, outputs: [x.csv]",
     )
     assert lines(make(tmp_path, text)) == [
-        "flow.yaml: phases[0].outputs[1]: 'x.csv' is listed twice",
-        "flow.yaml: phases[1].outputs[0]: 'x.csv' is already an output of phase 'a' "
+        "flow.yaml: phases[a].outputs[1]: 'x.csv' is listed twice",
+        "flow.yaml: phases[b].outputs[0]: 'x.csv' is already an output of phase 'a' "
         "(output names are unique across phases)",
     ]
 
@@ -541,15 +632,15 @@ def test_may_be_empty_names_a_tabular_output_of_the_same_phase(tmp_path: Path) -
         "id: b, kind: script, script: clean.py, outputs: [y.tsv], may_be_empty: [x.csv, r.md]",
     )
     assert lines(make(tmp_path, text)) == [
-        "flow.yaml: phases[1].may_be_empty[0]: 'x.csv' is not an output of this phase",
-        "flow.yaml: phases[1].may_be_empty[1]: 'r.md' is not an output of this phase",
+        "flow.yaml: phases[b].may_be_empty[0]: 'x.csv' is not an output of this phase",
+        "flow.yaml: phases[b].may_be_empty[1]: 'r.md' is not an output of this phase",
     ]
     text = phases_text(
         "id: a, kind: script, script: clean.py, outputs: [r.md], may_be_empty: [r.md]"
     )
     (tmp_path / "flow" / "flow.yaml").write_text(text)
     assert only(tmp_path / "flow") == (
-        "flow.yaml: phases[0].may_be_empty[0]: 'r.md' is not a .csv or .tsv (only tables may "
+        "flow.yaml: phases[a].may_be_empty[0]: 'r.md' is not a .csv or .tsv (only tables may "
         "be empty)"
     )
 
@@ -557,7 +648,7 @@ def test_may_be_empty_names_a_tabular_output_of_the_same_phase(tmp_path: Path) -
 def test_prepared_names_must_be_unique(tmp_path: Path) -> None:
     text = phases_text("id: a, kind: agent, prompt: p.md, scripts: [a/run.py, b/run.py]")
     assert only(make(tmp_path, text, files=("p.md", "a/run.py", "b/run.py"))) == (
-        "flow.yaml: phases[0].scripts[1]: another entry is also named 'run' (names are file "
+        "flow.yaml: phases[a].scripts[1]: another entry is also named 'run' (names are file "
         "stems and must be unique)"
     )
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from sandbox import Sandbox, open_sandbox
 
+from .. import packages
 from . import collect, contract
 from .context import Approver
 from .events import (
@@ -69,6 +70,7 @@ def default_sandbox(flow: Flow, run: RunHandle) -> Sandbox:
         config["backend"] = override
     if config.get("backend", "auto") in ("auto", "docker"):
         config.setdefault("labels", {})["praxis.flow"] = str(flow.root.resolve())
+    config = packages.sandbox_config(flow, config)  # the image that holds the flow's packages
     return open_sandbox(config, workspace=run.paths.workspace, name=run.id)
 
 

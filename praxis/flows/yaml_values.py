@@ -62,7 +62,9 @@ class ValueReader:
     def choice(self, value: Any, loc: str, choices: tuple[str, ...], what: str) -> str | None:
         s = self.string(value, loc)
         if s is not None and s not in choices:
-            self.error(loc, f"{show(s)} is not a {what} (use one of: {', '.join(choices)})")
+            close = difflib.get_close_matches(s, choices, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            self.error(loc, f"{show(s)} is not a {what} ({hint}use one of: {', '.join(choices)})")
             return None
         return s
 

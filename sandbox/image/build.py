@@ -10,6 +10,7 @@ can pull it, else a Debian base built with debootstrap (see ``debian.py``).
 from __future__ import annotations
 
 import argparse
+import fcntl
 import hashlib
 import os
 import shutil
@@ -17,7 +18,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -84,15 +86,35 @@ def ensure_image(progress: Progress = print, force: bool = False) -> str:
     try:
         if not force and image_exists(client, tag):
             return tag
-        steps = _Steps(progress)
-        steps(f"building {tag}")
-        wheels = download_wheels(wheelhouse_dir(), steps)
-        base = choose_base(client, steps)
-        build(client, tag, base, wheels, steps)
-        steps(f"built {tag}")
+        with build_lock(tag):  # a second builder of the same tag waits, then finds it
+            if not force and image_exists(client, tag):
+                return tag
+            _build_base_image(client, tag, progress)
     finally:
         client.close()
     return tag
+
+
+def _build_base_image(client: Any, tag: str, progress: Progress) -> None:
+    steps = _Steps(progress)
+    steps(f"building {tag}")
+    wheels = download_wheels(wheelhouse_dir(), steps)
+    base = choose_base(client, steps)
+    build(client, tag, base, wheels, steps)
+    steps(f"built {tag}")
+
+
+@contextmanager
+def build_lock(tag: str) -> Iterator[None]:
+    """An exclusive lock per image tag, so concurrent builders build it once."""
+    folder = wheelhouse_dir().parent / "locks"
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / f"{tag.replace(':', '-')}.lock", "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 class _Steps:
@@ -148,36 +170,46 @@ def choose_base(client: Any, progress: Progress) -> str:
 
 def build(client: Any, tag: str, base: str, wheels: Path, progress: Progress) -> None:
     """``docker build`` with a context of the Dockerfile, requirements and the wheelhouse."""
-    import docker.errors
-
     with tempfile.TemporaryDirectory(prefix="praxis-image-") as tmp:
         context = Path(tmp)
         shutil.copy2(DOCKERFILE, context / "Dockerfile")
         shutil.copy2(REQUIREMENTS, context / "requirements.txt")
         (context / "wheels").mkdir()
         for wheel in wheels.glob("*.whl"):
-            _link_or_copy(wheel, context / "wheels" / wheel.name)
-        progress(f"docker build {tag} from {base}")
-        try:
-            stream = client.api.build(
-                path=str(context),
-                tag=tag,
-                buildargs={"BASE": base},
-                rm=True,
-                forcerm=True,
-                decode=True,
-                labels={"praxis.image": tag},
-            )
-            for chunk in stream:
-                if "error" in chunk:
-                    raise SandboxUnavailable(
-                        f"docker build of {tag} failed: {chunk['error'].strip()}"
-                    )
-                line = str(chunk.get("stream", "")).strip()
-                if line.startswith("Step "):
-                    progress(line)
-        except docker.errors.DockerException as exc:
-            raise SandboxUnavailable(f"docker build of {tag} failed: {exc}") from exc
+            link_or_copy(wheel, context / "wheels" / wheel.name)
+        docker_build(client, tag, context, base, progress)
+
+
+def docker_build(
+    client: Any,
+    tag: str,
+    context: Path,
+    base: str,
+    progress: Progress,
+    labels: dict[str, str] | None = None,
+) -> None:
+    """Build ``context`` (its Dockerfile takes ``ARG BASE``) as ``tag``; drop the install stage."""
+    import docker.errors
+
+    progress(f"docker build {tag} from {base}")
+    try:
+        stream = client.api.build(
+            path=str(context),
+            tag=tag,
+            buildargs={"BASE": base},
+            rm=True,
+            forcerm=True,
+            decode=True,
+            labels={"praxis.image": tag, **(labels or {})},
+        )
+        for chunk in stream:
+            if "error" in chunk:
+                raise SandboxUnavailable(f"docker build of {tag} failed: {chunk['error'].strip()}")
+            line = str(chunk.get("stream", "")).strip()
+            if line.startswith("Step "):
+                progress(line)
+    except docker.errors.DockerException as exc:
+        raise SandboxUnavailable(f"docker build of {tag} failed: {exc}") from exc
     if not image_exists(client, tag):
         raise SandboxUnavailable(f"docker build finished without creating {tag}")
     _drop_install_stage(client)
@@ -193,7 +225,7 @@ def _drop_install_stage(client: Any) -> None:
         pass  # only disk space is at stake
 
 
-def _link_or_copy(src: Path, dest: Path) -> None:
+def link_or_copy(src: Path, dest: Path) -> None:
     try:
         os.link(src, dest)
     except OSError:

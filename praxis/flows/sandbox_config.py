@@ -1,0 +1,152 @@
+"""The ``sandbox:`` mapping of flow.yaml: which keys each backend takes, and limits that hold.
+
+A limit can be set but never switched off: each has a floor and a ceiling, and a value
+outside them (zero, negative, "unlimited", more than this machine has) is an error.
+
+| key        | backends      | allowed                                                     |
+|------------|---------------|-------------------------------------------------------------|
+| memory     | docker        | a size (``512m``, ``2g``): at least 64m, at most the host's RAM |
+| tmp_size   | docker        | a whole size (``256m``): at least 16m, at most the host's RAM |
+| cpus       | docker        | a number: at least 0.01, at most the host's cores           |
+| pids       | docker        | a whole number from 32 to 65536                             |
+| timeout    | every backend | seconds per phase: more than 0, at most 7 days (604800)     |
+
+Keys of another backend are a warning (the flow may move between machines); a key no
+backend knows is an error with the nearest known key suggested.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import os
+import re
+from typing import Any
+
+from .yaml_values import ValueReader, describe, show
+
+COMMON = ("backend", "timeout", "packages")
+TUNING = ("stream_limit", "display_limit", "grace", "start_timeout", "warm", "spares")
+DOCKER_ONLY = ("image", "memory", "cpus", "pids", "tmp_size", "labels")
+KEYS: dict[str, tuple[str, ...]] = {
+    "docker": COMMON + DOCKER_ONLY + TUNING,
+    "auto": COMMON + DOCKER_ONLY + TUNING,
+    "local": COMMON + TUNING,
+    "fake": COMMON,
+}
+ALL_KEYS = tuple(dict.fromkeys(k for keys in KEYS.values() for k in keys))
+
+MIN_MEMORY = 64 << 20
+MIN_TMP = 16 << 20
+MIN_CPUS = 0.01
+PIDS = (32, 65536)
+MAX_TIMEOUT = 7 * 24 * 3600
+_SIZE = re.compile(r"(\d+(?:\.\d+)?)([bkmg]?)", re.IGNORECASE)
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+
+
+def host_memory() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):  # pragma: no cover - every Linux has both
+        return 1 << 40
+
+
+def host_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def size(n: int) -> str:
+    """A byte count the way docker sizes are written: ``64m``, ``23.5g``."""
+    if n >= 1 << 30:
+        return f"{n / (1 << 30):.1f}".rstrip("0").rstrip(".") + "g"
+    return f"{n // (1 << 20)}m"
+
+
+def parse_size(value: Any, *, whole: bool = False) -> int | None:
+    """Bytes for ``512m``, ``1.5g`` or a plain integer; None when it is not a size."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if not isinstance(value, str):
+        return None
+    m = _SIZE.fullmatch(value.strip())
+    if m is None or (whole and "." in m.group(1)):
+        return None
+    return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+
+
+def check(raw: dict[str, Any], backend: str | None, reader: ValueReader) -> None:
+    """Report unknown keys and limits out of bounds in the ``sandbox:`` mapping ``raw``."""
+    known = KEYS.get(backend or "auto", ALL_KEYS)
+    for key in raw:
+        if key in known:
+            continue
+        if key in ALL_KEYS:
+            reader.warn(
+                f"sandbox.{key}",
+                f"the {backend} backend does not use {key!r} (only "
+                + ", ".join(b for b, keys in KEYS.items() if key in keys and b != "auto")
+                + " does); it is ignored here",
+            )
+            continue
+        close = difflib.get_close_matches(key, known, n=1)
+        hint = f"did you mean {close[0]!r}?" if close else "known: " + ", ".join(known)
+        reader.error(f"sandbox.{key}", f"unknown key for the {backend} backend ({hint})")
+    if "memory" in raw:
+        _size_limit(raw["memory"], "sandbox.memory", MIN_MEMORY, reader, whole=False)
+    if "tmp_size" in raw:
+        _size_limit(raw["tmp_size"], "sandbox.tmp_size", MIN_TMP, reader, whole=True)
+    if "cpus" in raw:
+        _cpus(raw["cpus"], reader)
+    if "pids" in raw:
+        _pids(raw["pids"], reader)
+    if "timeout" in raw:
+        timeout(raw["timeout"], "sandbox.timeout", reader)
+
+
+def timeout(value: Any, loc: str, reader: ValueReader) -> float | None:
+    """Seconds, more than 0 and at most 7 days."""
+    if reader.positive(value, loc) is None:
+        return None
+    if value > MAX_TIMEOUT:
+        reader.error(loc, f"must be at most {MAX_TIMEOUT} seconds (7 days), got {value}")
+        return None
+    return float(value)
+
+
+def _size_limit(value: Any, loc: str, floor: int, reader: ValueReader, *, whole: bool) -> None:
+    ceiling = host_memory()
+    n = parse_size(value, whole=whole)
+    example = "256m" if whole else "2g"
+    if n is None:
+        reader.error(loc, f"expected a size such as {example}, got {describe(value)}")
+    elif not floor <= n <= ceiling:
+        reader.error(
+            loc,
+            f"must be between {size(floor)} and {size(ceiling)} (this machine's RAM), "
+            f"got {show(value)}",
+        )
+
+
+def _cpus(value: Any, reader: ValueReader) -> None:
+    cores = host_cpus()
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        reader.error("sandbox.cpus", f"expected a number of cores, got {describe(value)}")
+    elif not (math.isfinite(value) and MIN_CPUS <= value <= cores):
+        reader.error(
+            "sandbox.cpus",
+            f"must be between {MIN_CPUS} and {cores} (this machine's cores), got {value}",
+        )
+
+
+def _pids(value: Any, reader: ValueReader) -> None:
+    low, high = PIDS
+    if isinstance(value, bool) or not isinstance(value, int):
+        reader.error("sandbox.pids", f"expected a whole number, got {describe(value)}")
+    elif not low <= value <= high:
+        reader.error("sandbox.pids", f"must be between {low} and {high}, got {value}")

@@ -1,0 +1,134 @@
+"""The packages a flow's sandbox needs beyond the base image (DESIGN.md §2).
+
+A flow names them in flow.yaml (``sandbox: {packages: [scikit-learn==1.6.1]}``), in a
+``requirements.txt`` beside flow.yaml, or both (the union is used). ``check`` validates
+them for ``praxis check``; ``sandbox_config`` gives the runner the config to open the
+sandbox with, the image tag of the flow's package layer in place of the list.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .flows.yaml_values import ValueReader, describe, show
+
+if TYPE_CHECKING:
+    from .flows.model import Flow
+
+REQUIREMENTS = "requirements.txt"
+MAX_REQUIREMENTS_BYTES = 64 << 10
+MAX_PACKAGES = 200
+DOCKER_BACKENDS = ("auto", "docker")
+
+
+def requirement_problem(text: str) -> str | None:
+    """Why ``text`` is not a PEP 508 requirement (``pandas>=2``, ``scikit-learn==1.6.1``)."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    if text.lstrip().startswith("-"):
+        return "is a pip option; list package requirements only (name, version, extras)"
+    try:
+        Requirement(text)
+    except InvalidRequirement as exc:
+        reason = str(exc).splitlines()[0]
+        return f"is not a package requirement ({reason})"
+    return None
+
+
+def read_requirements(path: Path) -> tuple[list[str], list[tuple[int, str]]]:
+    """The requirements in a requirements.txt, and its problems as (line number, message)."""
+    problems: list[tuple[int, str]] = []
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_REQUIREMENTS_BYTES + 1)
+    except OSError as exc:
+        return [], [(0, f"cannot be read ({exc.strerror})")]
+    if len(data) > MAX_REQUIREMENTS_BYTES:
+        return [], [(0, "is over the 64 KiB limit for a requirements file")]
+    found = []
+    for number, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
+        text = line.split(" #", 1)[0].strip()
+        if not text or text.startswith("#"):
+            continue
+        problem = requirement_problem(text)
+        if problem:
+            problems.append((number, f"{show(text)} {problem}"))
+        else:
+            found.append(text)
+    return found, problems
+
+
+def check(value: Any, root: Path, reader: ValueReader) -> None:
+    """Report problems in ``sandbox.packages`` and in the flow's requirements.txt."""
+    count = 0
+    if value is not None:
+        if not isinstance(value, list):
+            hint = f" (write [{show(value)}])" if isinstance(value, str) else ""
+            reader.error("sandbox.packages", f"expected a list, got {describe(value)}{hint}")
+        else:
+            for i, item in enumerate(value):
+                at = f"sandbox.packages[{i}]"
+                text = reader.string(item, at)
+                problem = requirement_problem(text) if text is not None else None
+                if problem:
+                    reader.error(at, f"{show(text)} {problem}")
+            count += len(value)
+    path = root / REQUIREMENTS
+    if path.is_file():
+        found, problems = read_requirements(path)
+        for number, message in problems:
+            where = f"line {number}: " if number else ""
+            reader.error("sandbox.packages", f"{REQUIREMENTS} {where}{message}")
+        count += len(found)
+    if count > MAX_PACKAGES:
+        reader.error(
+            "sandbox.packages", f"names {count} packages, over the limit of {MAX_PACKAGES}"
+        )
+
+
+def requirements_named(raw: dict[str, Any], root: Path) -> bool:
+    """Whether a ``sandbox:`` mapping or a requirements.txt beside flow.yaml names packages."""
+    return bool(raw.get("packages")) or (root / REQUIREMENTS).is_file()
+
+
+def requirements_of(flow: Flow) -> list[str]:
+    """Every requirement the flow names, flow.yaml's first, then requirements.txt's."""
+    listed = [str(p) for p in flow.sandbox.get("packages") or []]
+    path = flow.root / REQUIREMENTS
+    if path.is_file():
+        listed += read_requirements(path)[0]
+    return listed
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def sandbox_config(
+    flow: Flow, config: dict[str, Any], progress: Callable[[str], None] = _stderr
+) -> dict[str, Any]:
+    """``config`` for ``open_sandbox``: ``packages`` replaced by the image that holds them.
+
+    On the docker backend (or auto with a daemon) the flow's package layer is built when
+    missing, with progress lines; a package pip cannot fetch raises PackagesUnavailable
+    naming it, before any phase runs. Other backends run the host's Python: the list is
+    dropped (the local backend cannot install into the host).
+    """
+    out = {k: v for k, v in config.items() if k != "packages"}
+    wanted = requirements_of(flow)
+    if not wanted or out.get("backend", "auto") not in DOCKER_BACKENDS:
+        return out
+    if out.get("backend", "auto") == "auto":
+        from sandbox.container import docker_available
+
+        if docker_available() is not None:
+            return out  # auto falls back to local kernels, which say so themselves
+    from sandbox.image.layer import ensure_layer, layer_exists
+
+    if not layer_exists(wanted):
+        progress(f"building the sandbox image for {flow.name}'s packages: {', '.join(wanted)}")
+    out["image"] = ensure_layer(wanted, progress=progress)
+    return out
