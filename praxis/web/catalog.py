@@ -7,6 +7,7 @@ folder below the root holding a flow.yaml, a run id must look like one and exist
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import re
 from dataclasses import dataclass, field
@@ -22,6 +23,9 @@ from sandbox.errors import PathRefused
 from sandbox.paths import check_name
 
 SKIP_DIRS = {"runs", "node_modules", "__pycache__", "site-packages", "build", "dist", "venv"}
+TEST_DIRS = {"tests", "test"}
+IGNORE_FILE = ".praxisignore"
+MAX_IGNORE_LINES = 1000
 RUN_ID = re.compile(r"^[0-9A-Za-z][0-9A-Za-z_.-]{0,99}$")
 MAX_DEPTH = 6
 
@@ -46,19 +50,47 @@ class FlowRow:
     runs: list[RunRow] = field(default_factory=list)
 
 
+def ignored_patterns(root: Path) -> list[str]:
+    """Paths (glob patterns, relative to the root) that ``<root>/.praxisignore`` names."""
+    try:
+        lines = (root / IGNORE_FILE).read_text(encoding="utf-8").splitlines()[:MAX_IGNORE_LINES]
+    except (OSError, UnicodeError):
+        return []
+    patterns = []
+    for line in lines:
+        line = line.strip().strip("/")
+        if line and not line.startswith("#"):
+            patterns.append(line)
+    return patterns
+
+
+def skipped(rel: str, name: str, patterns: list[str]) -> bool:
+    """Whether the folder ``rel`` (relative to the root) is left out of the flow list."""
+    if name.startswith(".") or name in SKIP_DIRS or name in TEST_DIRS:
+        return True
+    return any(fnmatch.fnmatchcase(rel, p) for p in patterns)
+
+
 def find_flows(root: Path) -> list[str]:
-    """Folders below ``root`` holding a flow.yaml, relative to it, sorted."""
+    """Folders below ``root`` holding a flow.yaml, relative to it, sorted.
+
+    Not walked: hidden folders, ``runs/`` and tool folders (SKIP_DIRS), folders named
+    ``tests`` or ``test`` (their flow.yaml files are test material, often broken on
+    purpose), and what ``<root>/.praxisignore`` names.
+    """
     found: list[str] = []
     base = root.resolve()
+    patterns = ignored_patterns(base)
     for here, dirs, files in os.walk(base):
-        depth = len(Path(here).relative_to(base).parts)
+        rel = Path(here).relative_to(base)
         if "flow.yaml" in files:
-            found.append(Path(here).relative_to(base).as_posix())
+            found.append(rel.as_posix())
             dirs[:] = []
             continue
-        dirs[:] = [
-            d for d in dirs if not d.startswith(".") and d not in SKIP_DIRS and depth < MAX_DEPTH
-        ]
+        if len(rel.parts) >= MAX_DEPTH:
+            dirs[:] = []
+            continue
+        dirs[:] = sorted(d for d in dirs if not skipped((rel / d).as_posix(), d, patterns))
     return sorted(found)
 
 

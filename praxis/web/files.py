@@ -1,7 +1,8 @@
 """Serving a file of a run folder with a content type that cannot run in the reviewer's page.
 
 The path is confined to the run folder (no ``..``, no symlinks, regular files only). Images
-are served as images; every text-like file, HTML included, as ``text/plain`` so it is shown,
+(SVG included: the page shows it only through ``<img>``, where it runs no script) are served
+as images; every text-like file, HTML included, as ``text/plain`` so it is shown,
 never executed; anything else as a download. Each response also carries a CSP ``sandbox``.
 """
 
@@ -20,6 +21,7 @@ IMAGES = {
     ".jpeg": "image/jpeg",
     ".gif": "image/gif",
     ".webp": "image/webp",
+    ".svg": "image/svg+xml",  # shown only as <img> (no scripts); opened alone, CSP sandbox
 }
 TEXT = {
     ".csv",
@@ -36,7 +38,6 @@ TEXT = {
     ".log",
     ".html",
     ".htm",
-    ".svg",
     ".xml",
 }
 HEADERS = {

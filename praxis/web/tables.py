@@ -1,18 +1,19 @@
 """CSV/TSV artifacts as a reviewer reads and edits them: pages of rows, edits cell by cell.
 
-Cells stay strings end to end (the csv module, not pandas), so a save changes only the cells
-the reviewer changed: numbers keep their spelling, nothing is re-inferred.
+Rows are read through ``csvedit``'s sparse row index, so a page costs the same in a file of
+a hundred rows or of a million; a save rewrites only the rows whose cells changed.
+Cells stay strings end to end: numbers keep their spelling, nothing is re-inferred.
 """
 
 from __future__ import annotations
 
-import csv
-import io
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import csvedit
+
 PAGE_ROWS = 100
-MAX_EDIT_BYTES = 50 * 1024 * 1024
+MAX_PAGE_ROWS = 500
 
 
 class BadEdit(Exception):
@@ -22,60 +23,118 @@ class BadEdit(Exception):
 @dataclass
 class TablePage:
     header: list[str]
-    rows: list[tuple[int, list[str]]]  # (row index in the file, cells), data rows only
+    rows: list[tuple[int, list[str]]]  # (data row index in the file, cells)
     page: int  # 1-based
     pages: int
     total: int  # data rows
+    version: str  # the file version the row numbers refer to
+    problem: str | None = None  # why the file is offered as text only
+    dialect: str = ""  # e.g. "UTF-8, ';', CRLF", for the reader
 
-
-def delimiter_of(name: str) -> str:
-    return "\t" if name.lower().endswith(".tsv") else ","
+    @property
+    def start(self) -> int:
+        return (self.page - 1) * PAGE_ROWS
 
 
 def is_table(name: str) -> bool:
     return name.lower().endswith((".csv", ".tsv"))
 
 
-def read_rows(path: Path) -> tuple[list[list[str]], str]:
-    """All rows (header first) and the line ending the file uses."""
-    text = path.read_bytes().decode("utf-8", errors="replace")
-    newline = "\r\n" if "\r\n" in text[:65536] else "\n"
-    rows = list(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter_of(path.name)))
-    return rows, newline
+def describe(d: csvedit.Dialect) -> str:
+    delimiter = {",": "comma", ";": "semicolon", "\t": "tab"}.get(d.delimiter, repr(d.delimiter))
+    enc = "UTF-8 with BOM" if d.bom else ("UTF-8" if d.encoding == "utf-8" else "Latin-1")
+    ending = "CRLF" if d.newline == b"\r\n" else "LF"
+    return f"{enc}, {delimiter}-separated, {ending} line endings"
+
+
+def rows_of(idx: csvedit.Index, start: int, count: int) -> list[tuple[int, list[str]]]:
+    """Data rows [start, start + count) fitted to the header's width."""
+    width = len(csvedit.header(idx))
+    count = max(0, min(count, MAX_PAGE_ROWS))
+    found = csvedit.read_rows(idx, start + 1, count)
+    return [(start + i, _fit(r.fields, width)) for i, r in enumerate(found)]
 
 
 def page_of(path: Path, page: int, size: int = PAGE_ROWS) -> TablePage:
-    rows, _ = read_rows(path)
-    header, data = (rows[0], rows[1:]) if rows else ([], [])
-    pages = max(1, -(-len(data) // size))
+    idx = csvedit.index(path)
+    pages = max(1, -(-idx.data_rows // size))
     page = min(max(1, page), pages)
-    start = (page - 1) * size
-    width = len(header)
-    shown = [(start + i, _fit(r, width)) for i, r in enumerate(data[start : start + size])]
-    return TablePage(header=header, rows=shown, page=page, pages=pages, total=len(data))
+    return TablePage(
+        header=csvedit.header(idx),
+        rows=rows_of(idx, (page - 1) * size, size),
+        page=page,
+        pages=pages,
+        total=idx.data_rows,
+        version=idx.token,
+        problem=idx.problem,
+        dialect=describe(idx.dialect),
+    )
 
 
 def _fit(row: list[str], width: int) -> list[str]:
     return row + [""] * (width - len(row)) if len(row) < width else row
 
 
-def apply_cells(path: Path, cells: dict[tuple[int, int], str]) -> bytes:
-    """The file's bytes with data cell (row, column) set to each value; BadEdit if out of range."""
-    rows, newline = read_rows(path)
-    if not rows:
-        raise BadEdit(f"{path.name} is empty: edit it as text")
-    width = len(rows[0])
+def apply_cells(path: Path, cells: dict[tuple[int, int], str], version: str = "") -> bytes:
+    """The file's bytes with data cell (row, column) set to each value; only those rows move.
+
+    ``version`` is the file version the page showed; BadEdit when the file changed since,
+    when a cell is out of range, or when the file cannot be saved as a table losslessly.
+    """
+    try:
+        idx = csvedit.index(path)
+    except csvedit.NotATable as exc:
+        raise BadEdit(f"{exc.name} {exc.reason}: edit it as text") from None
+    if version and version != idx.token:
+        raise BadEdit(f"{path.name} changed since this page was shown: reload it, then edit")
+    if idx.problem:
+        raise BadEdit(f"{path.name} can only be edited as text: {idx.problem}")
+    width = len(csvedit.header(idx))
+    edits: dict[int, dict[int, str]] = {}
     for (row, col), value in cells.items():
-        if not 0 <= row < len(rows) - 1 or not 0 <= col < width:
+        if not 0 <= row < idx.data_rows or not 0 <= col < width:
             raise BadEdit(f"{path.name} has no cell at row {row + 1}, column {col + 1}")
-        line = rows[row + 1]
-        if len(line) < width:
-            line.extend([""] * (width - len(line)))
-        line[col] = value
-    buf = io.StringIO(newline="")
-    writer = csv.writer(buf, delimiter=delimiter_of(path.name), lineterminator=newline)
-    writer.writerows(rows)
-    return buf.getvalue().encode("utf-8")
+        edits.setdefault(row, {})[col] = value
+    try:
+        return csvedit.splice(idx, edits)
+    except csvedit.BadRow as exc:
+        raise BadEdit(str(exc)) from None
+    except UnicodeEncodeError as exc:
+        raise BadEdit(
+            f"{path.name} is {idx.dialect.encoding} text; {exc.object[exc.start : exc.end]!r} "
+            "cannot be written in it"
+        ) from None
+
+
+def check_text(path: Path, text: str) -> bytes:
+    """A whole-table text edit as bytes in the file's own encoding and line endings.
+
+    BadEdit, with the reason, when it does not parse as a table with the same columns.
+    """
+    try:
+        idx = csvedit.index(path)
+    except csvedit.NotATable:
+        return text.replace("\r\n", "\n").encode("utf-8")
+    try:
+        data = csvedit.encode_text(text, idx)
+        rows = csvedit.parse_all(data, idx.dialect)
+    except csvedit.BadRow as exc:
+        raise BadEdit(f"{path.name} as edited is not a table: {exc}") from None
+    head = csvedit.header(idx)
+    if not rows:
+        raise BadEdit(f"{path.name} as edited is empty: it needs at least its header row")
+    if rows[0].fields != head:
+        raise BadEdit(
+            f"{path.name} as edited has columns {rows[0].fields}, not {head}: "
+            "keep the header as it is"
+        )
+    for n, row in enumerate(rows[1:], start=1):
+        if row.fields and len(row.fields) != len(head):
+            raise BadEdit(
+                f"{path.name} as edited: row {n} has {len(row.fields)} fields, "
+                f"the header has {len(head)}"
+            )
+    return data
 
 
 def parse_cell_fields(items: list[tuple[str, str]]) -> dict[tuple[int, int], str]:

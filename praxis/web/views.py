@@ -5,8 +5,11 @@ Pure reads of a ``RunHandle``; the templates only lay these out.
 
 from __future__ import annotations
 
+import codecs
 import dataclasses
 import datetime as dt
+import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,12 +19,14 @@ from praxis.flows.handle import RunHandle
 from praxis.flows.layout import writable_names
 from praxis.flows.state import RunState
 
-from . import tables
+from . import csvedit, render, tables
 
 TEXT_SUFFIXES = (".md", ".txt", ".json", ".yaml", ".yml", ".sql", ".py", ".log", ".html", ".xml")
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp")
 MAX_TEXT_EDIT = 2 * 1024 * 1024
+MAX_FILES = 500
 CHART_WIDTH = 600
+LIVE_CHUNK = 256 * 1024
 
 
 @dataclass
@@ -44,13 +49,22 @@ class Artifact:
     size: int
     table: tables.TablePage | None = None
     text: str | None = None
+    problem: str | None = None  # why it is offered as text only, or not at all
+
+    @property
+    def markdown(self) -> bool:
+        return self.name.lower().endswith((".md", ".markdown"))
 
 
 @dataclass
 class EventRow:
     at: str
     kind: str
-    summary: str
+    details: list[tuple[str, str, str]]  # (field, shown, full value for a tooltip or "")
+
+    @property
+    def summary(self) -> str:
+        return ", ".join(f"{k}={v}" for k, v, _ in self.details)
 
 
 @dataclass
@@ -115,24 +129,31 @@ def event_rows(run: RunHandle) -> tuple[list[EventRow], str | None]:
 def _event_row(ev: Event) -> EventRow:
     data = dataclasses.asdict(ev)
     data.pop("at", None)
-    parts = []
-    for key, value in data.items():
-        text = str(value)
-        parts.append(f"{key}={text[:117] + '...' if len(text) > 120 else text}")
-    return EventRow(at=when(ev.at), kind=ev.kind, summary=", ".join(parts))
+    details = [(key, *render.short(value)) for key, value in data.items()]
+    return EventRow(at=when(ev.at), kind=ev.kind, details=details)
 
 
 def run_files(run: RunHandle) -> list[tuple[str, int]]:
-    """Regular files of output/, scratch/, records/, attempts/ (relative to the run folder)."""
-    found = []
+    """Regular files of output/, scratch/, records/, attempts/, edits/ (relative to the run
+    folder), at most ``MAX_FILES`` of them."""
+    found: list[tuple[str, int]] = []
     root = run.root
-    for top in ("output", "scratch", "records", "attempts"):
+    for top in ("output", "scratch", "records", "attempts", "edits"):
         base = root / top
         if not base.is_dir():
             continue
-        for path in sorted(base.rglob("*")):
-            if path.is_file() and not path.is_symlink() and not path.name.startswith("."):
+        for here, dirs, files in os.walk(base):
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            for name in sorted(files):
+                path = Path(here) / name
+                if name.startswith(".") or path.is_symlink() or not path.is_file():
+                    continue
+                if len(found) >= MAX_FILES:
+                    found.append((f"... more files below {top}/ not listed", -1))
+                    break
                 found.append((path.relative_to(root).as_posix(), path.stat().st_size))
+            if found and found[-1][1] == -1:
+                break
     found.append(("events.jsonl", run.paths.events.stat().st_size))
     found.append(("run.json", run.paths.state.stat().st_size))
     return found
@@ -145,12 +166,33 @@ def artifact(path: Path, page: int) -> Artifact:
     if not path.is_file():
         return Artifact(name, "missing", 0)
     if tables.is_table(name):
-        return Artifact(name, "table", size, table=tables.page_of(path, page))
-    if lower.endswith(IMAGE_SUFFIXES):
+        try:
+            table = tables.page_of(path, page)
+        except csvedit.NotATable as exc:
+            return _text_artifact(path, size, problem=f"{name} {exc.reason}")
+        art = Artifact(name, "table", size, table=table, problem=table.problem)
+        if size <= MAX_TEXT_EDIT:
+            art.text = _decoded(path, table)
+        return art
+    if lower.endswith(IMAGE_SUFFIXES) or lower.endswith(".svg"):
         return Artifact(name, "image", size)
-    if lower.endswith(TEXT_SUFFIXES) and size <= MAX_TEXT_EDIT:
-        return Artifact(name, "text", size, text=path.read_text(encoding="utf-8", errors="replace"))
+    if lower.endswith(TEXT_SUFFIXES):
+        return _text_artifact(path, size)
     return Artifact(name, "binary", size)
+
+
+def _text_artifact(path: Path, size: int, problem: str | None = None) -> Artifact:
+    if size > MAX_TEXT_EDIT:
+        why = f"{path.name} is {size} bytes: too large to edit in the page; edit it by hand"
+        return Artifact(path.name, "binary", size, problem=problem or why)
+    text = path.read_bytes().decode("utf-8", errors="replace")
+    return Artifact(path.name, "text", size, text=text, problem=problem)
+
+
+def _decoded(path: Path, table: tables.TablePage) -> str:
+    data = path.read_bytes()
+    enc = "latin-1" if "Latin-1" in table.dialect else "utf-8-sig"
+    return data.decode(enc, errors="replace")
 
 
 def run_view(run: RunHandle, pages: dict[str, int] | None = None) -> RunView:
@@ -170,12 +212,39 @@ def run_view(run: RunHandle, pages: dict[str, int] | None = None) -> RunView:
     return view
 
 
-def summary(state: RunState) -> dict[str, Any]:
-    """What the page polls to notice that the run moved on."""
-    running = next((p.id for p in state.phases if p.status == "running"), None)
+def summary(state: RunState, now: float | None = None) -> dict[str, Any]:
+    """What the page polls to notice that the run moved on, and to show a phase running."""
+    running = next((p for p in state.phases if p.status == "running"), None)
+    now = time.time() if now is None else now
     return {
         "revision": state.revision,
         "status": state.status,
         "waiting": state.waiting,
-        "running": running,
+        "gate": state.gate,
+        "running": running.id if running else None,
+        "elapsed": round(now - running.started, 1) if running and running.started else None,
+        "phases": {p.id: p.status for p in state.phases},
     }
+
+
+def read_live(path: Path, offset: int, limit: int = LIVE_CHUNK) -> tuple[str, int]:
+    """Text of the live log from byte ``offset`` (at most ``limit`` bytes), and the new offset.
+
+    A multi-byte character cut at the end is left for the next read. A log started afresh
+    (shorter than ``offset``) is read from its beginning.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return "", 0
+    try:
+        size = os.fstat(fd).st_size
+        if offset > size:
+            offset = 0
+        data = os.pread(fd, min(limit, size - offset), offset)
+    finally:
+        os.close(fd)
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    text = decoder.decode(data, final=False)
+    pending = len(decoder.getstate()[0])
+    return text, offset + len(data) - pending

@@ -1,53 +1,333 @@
-// praxis reviewer: mark edited cells, send only those, and follow the run while it moves.
+// praxis reviewer: keep unsaved edits safe, page big tables, follow the run without reloading.
+// Everything that came from a run (cells, printed output, names) is put in the page as text
+// (textContent, .value), never as HTML.
 (function () {
   "use strict";
-  let dirty = false;
-
-  document.querySelectorAll("table.grid input").forEach(function (input) {
-    input.addEventListener("input", function () {
-      input.classList.toggle("changed", input.value !== input.dataset.orig);
-      dirty = true;
-    });
-  });
-  document.querySelectorAll("textarea").forEach(function (area) {
-    area.addEventListener("input", function () { dirty = true; });
-  });
-  document.querySelectorAll("form.table-edit").forEach(function (form) {
-    form.addEventListener("submit", function () {
-      // Unchanged cells are not sent: a save changes only what the reviewer changed.
-      form.querySelectorAll("table.grid input").forEach(function (input) {
-        if (input.value === input.dataset.orig) { input.removeAttribute("name"); }
-      });
-      dirty = false;
-    });
-  });
-  document.querySelectorAll("form").forEach(function (form) {
-    form.addEventListener("submit", function () { dirty = false; });
-  });
-
   const run = document.getElementById("run");
-  if (!run) { return; }
-  const shown = Number(run.dataset.revision);
-  function follow() {
-    // Reload without the notice of the action that brought us here: it is old news now.
-    const url = new URL(window.location.href);
-    url.searchParams.delete("notice");
-    window.location.replace(url.toString());
+  const storeKey = run ? "praxis-drafts|" + run.dataset.key : null;
+  let submitting = false;
+  const textDirty = {};
+
+  // --- drafts: {name: {version, cells: {"row.col": value}, submitted}} in sessionStorage ---
+  function loadDrafts() {
+    if (!storeKey) { return {}; }
+    try { return JSON.parse(window.sessionStorage.getItem(storeKey) || "{}") || {}; }
+    catch (e) { return {}; }
   }
+  let drafts = loadDrafts();
+  function saveDrafts() {
+    if (!storeKey) { return; }
+    try { window.sessionStorage.setItem(storeKey, JSON.stringify(drafts)); } catch (e) { /* full */ }
+    refresh();
+  }
+  function cellCount(name) {
+    const d = drafts[name];
+    return d && d.cells ? Object.keys(d.cells).length : 0;
+  }
+  function hasDrafts() {
+    return Object.keys(drafts).some(function (n) { return cellCount(n) > 0; }) ||
+      Object.keys(textDirty).some(function (n) { return textDirty[n]; });
+  }
+  function refresh() {
+    document.querySelectorAll("form.table-edit").forEach(function (form) {
+      const n = cellCount(form.dataset.name);
+      const label = form.querySelector(".draft-count");
+      if (label) { label.textContent = n ? n + " unsaved cell" + (n > 1 ? "s" : "") : ""; }
+      const discard = form.querySelector(".discard");
+      if (discard) { discard.hidden = n === 0; }
+    });
+    const note = document.querySelector(".approve-drafts");
+    if (note) { note.hidden = !hasDrafts(); }
+    const moved = document.getElementById("moved-drafts");
+    if (moved) { moved.hidden = !hasDrafts(); }
+  }
+
+  // --- tables -------------------------------------------------------------------------------
+  const dropped = [];
+  document.querySelectorAll("form.table-edit").forEach(function (form) {
+    const name = form.dataset.name;
+    const d = drafts[name];
+    if (d && d.version !== form.dataset.version) {
+      if (!d.submitted && d.cells && Object.keys(d.cells).length) { dropped.push(name); }
+      delete drafts[name];
+    } else if (d) {
+      d.submitted = false;
+    }
+    applyDrafts(form);
+    form.addEventListener("input", function (ev) {
+      const el = ev.target;
+      if (!el.dataset || el.dataset.row === undefined) { return; }
+      const cellKey = el.dataset.row + "." + el.dataset.col;
+      let draft = drafts[name];
+      if (!draft) { draft = drafts[name] = { version: form.dataset.version, cells: {} }; }
+      if (el.value === el.dataset.orig) { delete draft.cells[cellKey]; }
+      else { draft.cells[cellKey] = el.value; }
+      el.classList.toggle("changed", el.value !== el.dataset.orig);
+      saveDrafts();
+    });
+    form.addEventListener("submit", function () {
+      // Only changed cells are sent, from every page of the table, not just the one shown.
+      form.querySelectorAll("table.grid [data-row]").forEach(function (el) { el.removeAttribute("name"); });
+      const draft = drafts[name];
+      Object.keys((draft && draft.cells) || {}).forEach(function (k) {
+        const input = document.createElement("input");
+        input.type = "hidden";
+        input.name = "cell." + k;
+        input.value = draft.cells[k];
+        form.appendChild(input);
+      });
+      if (draft) { draft.submitted = true; saveDrafts(); }
+      submitting = true;
+    });
+    const discard = form.querySelector(".discard");
+    if (discard) {
+      discard.addEventListener("click", function () {
+        delete drafts[name];
+        form.querySelectorAll("table.grid [data-row]").forEach(function (el) {
+          el.value = el.dataset.orig;
+          el.classList.remove("changed");
+        });
+        saveDrafts();
+      });
+    }
+    form.querySelectorAll(".pager a.prev, .pager a.next").forEach(function (link) {
+      link.addEventListener("click", function (ev) {
+        ev.preventDefault();
+        const size = Number(form.dataset.pageRows || 100);
+        const start = Number(form.dataset.start) + (link.classList.contains("next") ? size : -size);
+        loadRows(form, Math.max(0, start), size);
+      });
+    });
+  });
+  if (dropped.length) {
+    const p = document.createElement("p");
+    p.className = "warning";
+    p.textContent = "Unsaved edits of " + dropped.join(", ") +
+      " were made on an earlier version of the file and were dropped; the file changed since.";
+    const h1 = document.querySelector("h1");
+    if (h1) { h1.after(p); }
+  }
+  saveDrafts();
+
+  function applyDrafts(form) {
+    const draft = drafts[form.dataset.name];
+    if (!draft || !draft.cells) { return; }
+    form.querySelectorAll("table.grid [data-row]").forEach(function (el) {
+      const k = el.dataset.row + "." + el.dataset.col;
+      if (Object.prototype.hasOwnProperty.call(draft.cells, k)) {
+        el.value = draft.cells[k];
+        el.classList.add("changed");
+      }
+    });
+  }
+
+  function loadRows(form, start, size) {
+    const url = form.dataset.rowsUrl + "&start=" + start + "&n=" + size;
+    fetch(url, { credentials: "same-origin" })
+      .then(function (r) { return r.ok ? r.json() : null; })
+      .then(function (data) {
+        if (!data) { return; }
+        if (data.version !== form.dataset.version) {
+          showMoved(form.dataset.name + " changed on disk since this page was shown.");
+          return;
+        }
+        const heads = Array.from(form.querySelectorAll("table.grid thead th")).slice(1)
+          .map(function (th) { return th.textContent; });
+        const tbody = form.querySelector("table.grid tbody");
+        tbody.replaceChildren();
+        data.rows.forEach(function (pair) {
+          const idx = pair[0];
+          const tr = document.createElement("tr");
+          const num = document.createElement("td");
+          num.className = "muted rownum";
+          num.textContent = String(idx + 1);
+          tr.appendChild(num);
+          pair[1].forEach(function (cell, col) {
+            const td = document.createElement("td");
+            const multi = cell.indexOf("\n") >= 0;
+            const el = document.createElement(multi ? "textarea" : "input");
+            if (multi) { el.rows = Math.min(cell.split("\n").length, 6); }
+            else { el.size = Math.min(Math.max(cell.length + 2, 6), 40); }
+            el.name = "cell." + idx + "." + col;
+            el.value = cell;
+            el.dataset.row = String(idx);
+            el.dataset.col = String(col);
+            el.dataset.orig = cell;
+            el.setAttribute("aria-label", (heads[col] || "column " + (col + 1)) + " row " + (idx + 1));
+            td.appendChild(el);
+            tr.appendChild(td);
+          });
+          tbody.appendChild(tr);
+        });
+        form.dataset.start = String(start);
+        const label = form.querySelector(".page-label");
+        if (label) {
+          label.textContent = "rows " + (data.rows.length ? start + 1 : 0) + "–" + (start + data.rows.length);
+        }
+        const prev = form.querySelector(".pager a.prev");
+        const next = form.querySelector(".pager a.next");
+        if (prev) { prev.hidden = start <= 0; }
+        if (next) { next.hidden = start + size >= data.total; }
+        applyDrafts(form);
+      })
+      .catch(function () {});
+  }
+
+  // --- text edits ---------------------------------------------------------------------------
+  document.querySelectorAll("form.text-edit").forEach(function (form) {
+    const area = form.querySelector("textarea");
+    const name = form.dataset.name;
+    if (area.dataset.draft) { textDirty[name] = true; }
+    area.addEventListener("input", function () {
+      textDirty[name] = area.value !== area.defaultValue || Boolean(area.dataset.draft);
+      refresh();
+    });
+    form.addEventListener("submit", function () { submitting = true; });
+  });
+
+  // --- approve saves the drafts first, in the same request ---------------------------------
+  document.querySelectorAll("form.approve").forEach(function (form) {
+    form.addEventListener("submit", function () {
+      const out = {};
+      document.querySelectorAll("form.table-edit").forEach(function (t) {
+        const d = drafts[t.dataset.name];
+        if (d && d.cells && Object.keys(d.cells).length) {
+          out[t.dataset.name] = { cells: d.cells, version: d.version };
+          d.submitted = true;
+        }
+      });
+      document.querySelectorAll("form.text-edit").forEach(function (t) {
+        if (textDirty[t.dataset.name]) {
+          out[t.dataset.name] = { text: t.querySelector("textarea").value };
+        }
+      });
+      form.querySelector("input[name=drafts]").value = Object.keys(out).length ? JSON.stringify(out) : "";
+      saveDrafts();
+      submitting = true;
+    });
+  });
+
+  // --- other forms --------------------------------------------------------------------------
+  document.querySelectorAll("form[data-confirm]").forEach(function (form) {
+    form.addEventListener("submit", function (ev) {
+      if (!window.confirm(form.dataset.confirm)) { ev.preventDefault(); return; }
+      submitting = true;
+    });
+  });
+  document.querySelectorAll("form:not(.table-edit):not(.text-edit):not(.approve):not([data-confirm])")
+    .forEach(function (form) { form.addEventListener("submit", function () { submitting = true; }); });
+
+  window.addEventListener("beforeunload", function (ev) {
+    if (!submitting && hasDrafts()) {
+      ev.preventDefault();
+      ev.returnValue = "";
+    }
+  });
+  window.addEventListener("pageshow", function () { submitting = false; });
+
+  if (!run) { return; }
+
+  // --- following the run: a banner says what changed; the live panel shows output ---------
+  const shown = {
+    revision: Number(run.dataset.revision),
+    status: run.dataset.status,
+    waiting: run.dataset.waiting,
+    gate: run.dataset.gate,
+    phases: JSON.parse(run.dataset.phases || "{}"),
+  };
+  function showMoved(text) {
+    const banner = document.getElementById("moved");
+    document.getElementById("moved-text").textContent = text;
+    banner.hidden = false;
+    refresh();
+  }
+  function describe(st) {
+    const parts = [];
+    Object.keys(st.phases || {}).forEach(function (id) {
+      if (shown.phases[id] !== st.phases[id]) {
+        parts.push("phase " + id + " is " + st.phases[id] + (shown.phases[id] ? " (was " + shown.phases[id] + ")" : ""));
+      }
+    });
+    if (st.waiting === "gate" && (shown.waiting !== "gate" || st.gate !== shown.gate)) {
+      parts.push("it waits at the Gate after " + st.gate);
+    } else if (shown.waiting === "gate" && st.waiting !== "gate") {
+      parts.push("the Gate after " + shown.gate + " was decided");
+    }
+    if (st.status !== shown.status) { parts.push("the run is " + st.status + " (was " + shown.status + ")"); }
+    if (!parts.length) { parts.push("it was changed (an edit was saved or recorded)"); }
+    return "Since this page was shown (revision " + shown.revision + ", now " + st.revision + "): " +
+      parts.join("; ") + ".";
+  }
+
+  const live = {
+    url: run.dataset.liveUrl, phase: run.dataset.running || "", offset: 0,
+    elapsed: null, at: 0, timer: null,
+  };
+  const logEl = document.getElementById("live-log");
+  function tickElapsed() {
+    const el = document.getElementById("live-elapsed");
+    if (live.elapsed === null || !el) { return; }
+    const secs = live.elapsed + (Date.now() - live.at) / 1000;
+    el.textContent = "running for " + secs.toFixed(0) + " s";
+  }
+  function pollLive() {
+    if (!live.phase) { return; }
+    const phase = live.phase;
+    fetch(live.url + "&phase=" + encodeURIComponent(phase) + "&offset=" + live.offset, { credentials: "same-origin" })
+      .then(function (r) { return r.ok ? r.json() : null; })
+      .then(function (data) {
+        if (!data || phase !== live.phase) { return; }
+        if (data.offset < live.offset) { logEl.textContent = ""; }
+        if (data.text) {
+          const atBottom = logEl.scrollTop + logEl.clientHeight >= logEl.scrollHeight - 4;
+          logEl.append(document.createTextNode(data.text));
+          if (atBottom) { logEl.scrollTop = logEl.scrollHeight; }
+        }
+        live.offset = data.offset;
+        if (data.phase_status === "running") {
+          if (data.elapsed !== null) { live.elapsed = data.elapsed; live.at = Date.now(); }
+          live.timer = setTimeout(pollLive, 700);
+        } else {
+          live.elapsed = null;
+          document.getElementById("live-elapsed").textContent = "finished: " + data.phase_status;
+          live.phase = "";
+        }
+      })
+      .catch(function () { live.timer = setTimeout(pollLive, 2000); });
+  }
+  function startLive(phase, elapsed) {
+    const section = document.getElementById("live");
+    if (!section) { return; }
+    if (phase !== live.phase || !live.timer) {
+      if (phase !== live.phase) { logEl.textContent = ""; live.offset = 0; }
+      live.phase = phase;
+      document.getElementById("live-phase").textContent = phase;
+      section.hidden = false;
+      if (live.timer) { clearTimeout(live.timer); }
+      pollLive();
+    }
+    if (elapsed !== null && elapsed !== undefined) { live.elapsed = elapsed; live.at = Date.now(); }
+  }
+  setInterval(tickElapsed, 1000);
+  if (live.phase) { startLive(live.phase, null); }
+
   function poll() {
     fetch(run.dataset.stateUrl, { credentials: "same-origin" })
       .then(function (r) { return r.ok ? r.json() : null; })
-      .then(function (state) {
-        if (!state) { return; }
-        if (state.revision !== shown) {
-          if (dirty) { document.getElementById("moved").hidden = false; return; }
-          follow();
-          return;
+      .then(function (st) {
+        if (!st) { return; }
+        if (st.running) { startLive(st.running, st.elapsed); }
+        if (st.revision !== shown.revision) {
+          showMoved(describe(st));
+          const badge = document.getElementById("run-status");
+          badge.textContent = st.waiting === "gate" ? "waiting at the Gate after " + st.gate : st.status;
+          badge.className = "badge " + (st.waiting === "gate" ? "gate" : st.status);
+        } else if (st.pending && !document.querySelector(".approval")) {
+          showMoved("Code from a phase waits for your approval.");
         }
-        if (state.pending && !document.querySelector(".approval")) { follow(); }
       })
       .catch(function () {})
-      .finally(function () { setTimeout(poll, 2000); });
+      .finally(function () { setTimeout(poll, 1500); });
   }
-  setTimeout(poll, 2000);
+  setTimeout(poll, 1500);
 })();

@@ -1,0 +1,420 @@
+"""Lossless CSV/TSV editing: rows found by byte offsets, only edited rows re-encoded.
+
+A table file is read as it is: its encoding (UTF-8 with or without a BOM, else Latin-1),
+its delimiter (``,`` ``;`` or TAB, sniffed), each row's own line ending and each field's own
+quoting. Rows are located by a quote-aware scan over the bytes (a record ends at a newline
+outside quotes); a sparse index keeps every ``INDEX_EVERY``-th row's offset, built once per
+file version, so a page of rows is read without reading the rows before it.
+
+Saving splices: every byte outside the edited rows is copied as it was. An edited row is
+parsed and written back with the same field quoting and line ending; a row whose bytes would
+not come back unchanged when re-written (``a, "b"``, a stray quote) is refused, so such a
+file is edited as text only.
+"""
+
+from __future__ import annotations
+
+import codecs
+import csv
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+INDEX_EVERY = 1000
+SAMPLE_BYTES = 64 * 1024
+CHECK_WHOLE_BYTES = 4 * 1024 * 1024  # files up to this size are round-trip checked whole
+CHECK_ROWS = 1000  # larger files: the first rows are checked, and every row an edit touches
+MAX_TABLE_BYTES = 4 * 1024**3
+DELIMITERS = ",;\t"
+CACHE_SIZE = 16
+CHUNK = 1 << 20
+
+
+class NotATable(Exception):
+    """Raised when a file cannot be edited as a table here; ``reason`` says why, for a person."""
+
+    def __init__(self, name: str, reason: str) -> None:
+        super().__init__(f"{name}: {reason}")
+        self.name = name
+        self.reason = reason
+
+
+class BadRow(Exception):
+    """Raised when an edit names a row or column the file does not have, or a row that
+    cannot be re-written byte for byte."""
+
+
+@dataclass(frozen=True)
+class Dialect:
+    encoding: str  # "utf-8" or "latin-1"
+    bom: bytes  # b"\xef\xbb\xbf" or b""
+    delimiter: str
+    newline: bytes  # the first row's line ending (b"\n", b"\r\n"); b"\n" when none
+
+
+@dataclass(frozen=True)
+class Row:
+    """One parsed record: its fields, which were quoted, and its line ending."""
+
+    fields: list[str]
+    quoted: list[bool]
+    end: bytes  # b"\n", b"\r\n" or b"" (the last row of a file without a trailing newline)
+
+
+@dataclass
+class Index:
+    """Where rows start in one version of a file. Row 0 is the header."""
+
+    path: Path
+    version: tuple[int, int, int]  # (size, mtime_ns, inode)
+    dialect: Dialect
+    offsets: list[int]  # offsets[k] = start of row k * INDEX_EVERY
+    rows: int  # rows including the header
+    size: int
+    problem: str | None = None  # why the file is offered as text only
+
+    @property
+    def data_rows(self) -> int:
+        return max(0, self.rows - 1)
+
+    @property
+    def token(self) -> str:
+        size, mtime, ino = self.version
+        return f"{size}-{mtime}-{ino}"
+
+
+# --- one record ------------------------------------------------------------------------------
+
+
+def parse_record(raw: bytes, dialect: Dialect) -> Row:
+    """Parse one record's bytes (its line ending included). BadRow when it is malformed."""
+    end = b"\r\n" if raw.endswith(b"\r\n") else b"\n" if raw.endswith(b"\n") else b""
+    text = raw[: len(raw) - len(end)].decode(dialect.encoding)
+    d = dialect.delimiter
+    fields: list[str] = []
+    quoted: list[bool] = []
+    if text == "":
+        return Row(fields, quoted, end)
+    i, n = 0, len(text)
+    while True:
+        if i < n and text[i] == '"':
+            parts, j = [], i + 1
+            while True:
+                k = text.find('"', j)
+                if k < 0:
+                    raise BadRow("a quoted field is not closed")
+                parts.append(text[j:k])
+                if k + 1 < n and text[k + 1] == '"':
+                    parts.append('"')
+                    j = k + 2
+                    continue
+                j = k + 1
+                break
+            fields.append("".join(parts))
+            quoted.append(True)
+            if j == n:
+                break
+            if text[j] != d:
+                raise BadRow("text follows a closing quote")
+            i = j + 1
+        else:
+            k = text.find(d, i)
+            if k < 0:
+                fields.append(text[i:])
+                quoted.append(False)
+                break
+            fields.append(text[i:k])
+            quoted.append(False)
+            i = k + 1
+        if i == n:  # a delimiter ends the record: one more, empty field
+            fields.append("")
+            quoted.append(False)
+            break
+    return Row(fields, quoted, end)
+
+
+def write_record(row: Row, dialect: Dialect) -> bytes:
+    """The record's bytes: each field quoted if it was, or if it must be; its own ending."""
+    d = dialect.delimiter
+    out = []
+    for value, was_quoted in zip(row.fields, row.quoted, strict=True):
+        must = d in value or '"' in value or "\n" in value or "\r" in value
+        if len(row.fields) == 1 and value == "":
+            must = True  # an unquoted lone empty field would read back as a blank line
+        out.append('"' + value.replace('"', '""') + '"' if was_quoted or must else value)
+    return d.join(out).encode(dialect.encoding) + row.end
+
+
+def round_trips(raw: bytes, dialect: Dialect) -> bool:
+    try:
+        return write_record(parse_record(raw, dialect), dialect) == raw
+    except (BadRow, UnicodeError):
+        return False
+
+
+# --- a file ----------------------------------------------------------------------------------
+
+
+def _version(path: Path) -> tuple[int, int, int]:
+    st = os.stat(path, follow_symlinks=False)
+    return (st.st_size, st.st_mtime_ns, st.st_ino)
+
+
+def detect_encoding(fh: BinaryIO) -> tuple[str, bytes]:
+    """("utf-8", bom) when the whole file decodes as UTF-8, else ("latin-1", b"")."""
+    first = fh.read(3)
+    bom = codecs.BOM_UTF8 if first == codecs.BOM_UTF8 else b""
+    fh.seek(len(bom))
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    try:
+        for chunk in iter(lambda: fh.read(CHUNK), b""):
+            decoder.decode(chunk)
+        decoder.decode(b"", final=True)
+        return "utf-8", bom
+    except UnicodeDecodeError:
+        return "latin-1", b""  # every byte is one character: decoding and encoding give it back
+
+
+def detect_delimiter(sample: str, name: str) -> str:
+    default = "\t" if name.lower().endswith(".tsv") else ","
+    lines = sample.splitlines()[:50]
+    if not lines:
+        return default
+    try:
+        found = csv.Sniffer().sniff("\n".join(lines), delimiters=DELIMITERS).delimiter
+    except csv.Error:
+        found = ""
+    if found in DELIMITERS and found:
+        return found
+    counts = {d: lines[0].count(d) for d in DELIMITERS}
+    best = max(counts, key=lambda d: counts[d])
+    return best if counts[best] > counts.get(default, 0) else default
+
+
+def record_ends(buf: bytes, start: int, size: int) -> tuple[int, int]:
+    """(end of the record starting at ``start``, quotes it holds): the newline outside quotes."""
+    pos, quotes = start, 0
+    while True:
+        nl = buf.find(b"\n", pos, size)
+        end = size if nl < 0 else nl + 1
+        quotes += buf.count(b'"', pos, end)
+        if quotes % 2 == 0 or end >= size:
+            return end, quotes
+        pos = end
+
+
+def records(fh: BinaryIO, pos: int, size: int) -> Iterator[tuple[int, int, int]]:
+    """(start, end, quotes) of each record from offset ``pos``, reading a window at a time."""
+    fh.seek(pos)
+    buf, base = b"", pos
+    while pos < size:
+        rel = pos - base
+        end, quotes = record_ends(buf, rel, len(buf))
+        if end >= len(buf) and base + len(buf) < size:
+            more = fh.read(CHUNK)
+            if not more:
+                raise NotATable(Path(getattr(fh, "name", "?")).name, "shrank while being read")
+            buf, base = buf[rel:] + more, pos
+            continue
+        yield pos, base + end, quotes
+        pos = base + end
+
+
+def build_index(path: Path) -> Index:
+    version = _version(path)
+    size = version[0]
+    if size > MAX_TABLE_BYTES:
+        raise NotATable(path.name, f"is {size} bytes, more than this page edits as a table")
+    tsv = path.name.lower().endswith(".tsv")
+    if size == 0:
+        d = Dialect("utf-8", b"", "\t" if tsv else ",", b"\n")
+        return Index(path, version, d, [0], 0, 0, problem="the file is empty")
+    with open(path, "rb") as fh:
+        return _scan(path, version, fh, size)
+
+
+def _scan(path: Path, version: tuple[int, int, int], fh: BinaryIO, size: int) -> Index:
+    head = fh.read(SAMPLE_BYTES)
+    if b"\x00" in head:
+        raise NotATable(path.name, "holds NUL bytes: it is not a text table")
+    fh.seek(0)
+    encoding, bom = detect_encoding(fh)
+    sample = head[len(bom) :].decode(encoding, errors="replace")
+    delimiter = detect_delimiter(sample, path.name)
+    first = next(records(fh, len(bom), size))
+    fh.seek(first[1] - 2)
+    newline = b"\r\n" if fh.read(2) == b"\r\n" else b"\n"
+    dialect = Dialect(encoding, bom, delimiter, newline)
+    offsets: list[int] = []
+    rows, problem = 0, None
+    check_all = size <= CHECK_WHOLE_BYTES
+    last = len(bom)
+    for start, end, quotes in records(fh, len(bom), size):
+        if rows % INDEX_EVERY == 0:
+            offsets.append(start)
+        if quotes % 2 and problem is None:
+            problem = f"row {rows + 1} opens a quote that is never closed"
+        if problem is None and (check_all or rows < CHECK_ROWS):
+            here = fh.tell()
+            fh.seek(start)
+            raw = fh.read(end - start)
+            fh.seek(here)
+            if not round_trips(raw, dialect):
+                problem = _why(raw, dialect, rows)
+        rows += 1
+        last = end
+    if not offsets:
+        offsets.append(last)
+    return Index(path, version, dialect, offsets, rows, size, problem)
+
+
+def _why(raw: bytes, dialect: Dialect, row: int) -> str:
+    where = "the header" if row == 0 else f"row {row}"
+    try:
+        parse_record(raw, dialect)
+    except BadRow as exc:
+        return f"{where} is not plain CSV ({exc}); writing it back would change it"
+    return f"{where} is written in a way a table save would not keep byte for byte"
+
+
+_cache: OrderedDict[tuple[str, int, int, int], Index] = OrderedDict()
+_cache_lock = threading.Lock()
+
+
+def index(path: Path) -> Index:
+    """The row index of this version of ``path`` (cached by path, size, mtime, inode)."""
+    key = (str(path), *_version(path))
+    with _cache_lock:
+        found = _cache.get(key)
+        if found is not None:
+            _cache.move_to_end(key)
+            return found
+    built = build_index(path)
+    with _cache_lock:
+        _cache[key] = built
+        while len(_cache) > CACHE_SIZE:
+            _cache.popitem(last=False)
+    return built
+
+
+def spans(idx: Index, start: int, count: int) -> list[tuple[int, int]]:
+    """Byte spans of rows [start, start + count) (row 0 is the header), read from disk."""
+    if start < 0 or count <= 0 or start >= idx.rows or idx.size == 0:
+        return []
+    found: list[tuple[int, int]] = []
+    with open(idx.path, "rb") as fh:
+        if _version(idx.path) != idx.version:
+            raise NotATable(idx.path.name, "changed while it was being read: reload the page")
+        row = (start // INDEX_EVERY) * INDEX_EVERY
+        for a, b, _ in records(fh, idx.offsets[start // INDEX_EVERY], idx.size):
+            if row >= start:
+                found.append((a, b))
+            row += 1
+            if row >= start + count:
+                break
+    return found
+
+
+def read_rows(idx: Index, start: int, count: int) -> list[Row]:
+    """Parsed rows [start, start + count); a malformed row comes back as its raw text."""
+    result = []
+    with open(idx.path, "rb") as fh:
+        for a, b in spans(idx, start, count):
+            fh.seek(a)
+            raw = fh.read(b - a)
+            try:
+                result.append(parse_record(raw, idx.dialect))
+            except (BadRow, UnicodeError):
+                text = raw.decode(idx.dialect.encoding, errors="replace").rstrip("\r\n")
+                result.append(Row([text], [False], b""))
+    return result
+
+
+def header(idx: Index) -> list[str]:
+    rows = read_rows(idx, 0, 1)
+    return rows[0].fields if rows else []
+
+
+def splice(idx: Index, edits: dict[int, dict[int, str]]) -> bytes:
+    """The file's bytes with data row r's column c set to ``edits[r][c]``; nothing else moves.
+
+    Rows are data rows (0 is the first row after the header). An edited row keeps each
+    field's quoting and its line ending; a new value's line breaks follow the cell's own.
+    """
+    width = len(header(idx))
+    with open(idx.path, "rb") as fh:
+        data = fh.read()
+    if _version(idx.path) != idx.version:
+        raise NotATable(idx.path.name, "changed while it was being read: reload the page")
+    pieces, pos = [], 0
+    for r in sorted(edits):
+        if not 0 <= r < idx.data_rows:
+            raise BadRow(f"{idx.path.name} has no row {r + 1}")
+        ((a, b),) = spans(idx, r + 1, 1)
+        raw = data[a:b]
+        if not round_trips(raw, idx.dialect):
+            raise BadRow(
+                f"{idx.path.name} row {r + 1} would not be written back as it is: "
+                "edit the file as text"
+            )
+        row = parse_record(raw, idx.dialect)
+        fields, quoted = list(row.fields), list(row.quoted)
+        for c, value in edits[r].items():
+            if not 0 <= c < max(width, len(fields)):
+                raise BadRow(f"{idx.path.name} has no column {c + 1}")
+            while len(fields) <= c:
+                fields.append("")
+                quoted.append(False)
+            fields[c] = _line_breaks(value, fields[c])
+        new = write_record(Row(fields, quoted, row.end), idx.dialect)
+        try:
+            new.decode(idx.dialect.encoding)
+        except UnicodeError:  # pragma: no cover - encode already refused it
+            raise BadRow(f"row {r + 1} cannot be written in {idx.dialect.encoding}") from None
+        pieces += [data[pos:a], new]
+        pos = b
+    pieces.append(data[pos:])
+    return b"".join(pieces)
+
+
+def _line_breaks(value: str, old: str) -> str:
+    """A browser sends CRLF line breaks; the cell keeps the ones it had (LF unless CRLF)."""
+    value = value.replace("\r\n", "\n")
+    return value.replace("\n", "\r\n") if "\r\n" in old else value
+
+
+def encode_text(text: str, idx: Index) -> bytes:
+    """A whole-file text edit in the file's own encoding, BOM and line endings."""
+    text = text.replace("\r\n", "\n")
+    if idx.dialect.newline == b"\r\n":
+        text = text.replace("\n", "\r\n")
+    try:
+        return idx.dialect.bom + text.encode(idx.dialect.encoding)
+    except UnicodeEncodeError as exc:
+        raise BadRow(
+            f"{idx.path.name} is {idx.dialect.encoding}; {text[exc.start : exc.end]!r} "
+            "cannot be written in it"
+        ) from None
+
+
+def parse_all(data: bytes, dialect: Dialect) -> list[Row]:
+    """Every record of ``data`` (whole-file checks of a text edit). BadRow when malformed."""
+    body = data[len(dialect.bom) :] if data.startswith(dialect.bom) else data
+    rows: list[Row] = []
+    pos = 0
+    while pos < len(body):
+        end, quotes = record_ends(body, pos, len(body))
+        if quotes % 2:
+            raise BadRow(f"row {len(rows) + 1} opens a quote that is never closed")
+        try:
+            rows.append(parse_record(body[pos:end], dialect))
+        except BadRow as exc:
+            raise BadRow(f"row {len(rows) + 1}: {exc}") from None
+        except UnicodeError:
+            raise BadRow(f"row {len(rows) + 1} is not {dialect.encoding} text") from None
+        pos = end
+    return rows
