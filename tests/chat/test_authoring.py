@@ -108,3 +108,28 @@ phases:
     inputs: {working: [data/orders.csv]}
     outputs: [clean.csv]
 """
+
+
+def test_the_chat_cannot_touch_a_real_run_waiting_at_its_gate(
+    tools: Authoring, folder: Path
+) -> None:
+    from praxis import api
+
+    from .scenario import FLOW_OK
+
+    for path, text in SCRIPTS.items():
+        tools.call("write_file", {"path": path, "text": text})
+    tools.call("write_file", {"path": "flow.yaml", "text": FLOW_OK})
+    run = api.begin(folder)
+    waiting = api.advance(folder, run.id, sandbox=LOCAL)
+    assert waiting.waiting == "gate"
+
+    assert not any("approve" in name or "gate" in name for name in tools.handlers)
+    tried = tools.call("try_phase", {"phase": "summarise"})
+    assert "- phase summarise: done" in tried.text
+    refused = tools.call("write_file", {"path": f"runs/{run.id}/output/flagged.csv", "text": "x"})
+    assert refused.status == "refused"
+
+    after = api.status(folder, run.id)
+    assert (after.revision, after.status) == (waiting.revision, "paused")
+    assert [p.name for p in (folder / "runs").iterdir()] == [run.id]
