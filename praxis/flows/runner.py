@@ -11,7 +11,7 @@ import os
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -228,6 +228,8 @@ def _write_atomic(path: Path, data: bytes) -> None:
     """Replace ``path`` through a new temp file (O_EXCL: never a file or link planted there)."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:100]}.", suffix=".edit")
     try:
+        with suppress(FileNotFoundError):  # the edited file keeps its mode (mkstemp's is 0600)
+            os.fchmod(fd, os.stat(path, follow_symlinks=False).st_mode & 0o777)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
         os.replace(tmp, path)
