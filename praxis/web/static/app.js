@@ -63,6 +63,7 @@
       if (el.value === el.dataset.orig) { delete draft.cells[cellKey]; }
       else { draft.cells[cellKey] = el.value; }
       el.classList.toggle("changed", el.value !== el.dataset.orig);
+      if (el.tagName === "TEXTAREA") { el.rows = Math.min(el.value.split("\n").length, 12); }
       saveDrafts();
     });
     form.addEventListener("submit", function () {
