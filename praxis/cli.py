@@ -15,9 +15,9 @@ from pathlib import Path
 
 from sandbox import SandboxUnavailable
 
-from .console import Progress, format_event, table_preview, timeline
+from .console import LiveTail, Progress, escape, format_event, table_preview, timeline
 from .flows import contract, runner
-from .flows.events import EventLog, EventLogCorrupt
+from .flows.events import EventLog, EventLogCorrupt, PhaseStarted
 from .flows.handle import NoRun, RunHandle
 from .flows.layout import NotWritable, list_run_ids, run_paths
 from .flows.lock import Busy
@@ -90,19 +90,21 @@ def cmd_begin(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     run = runner.begin(args.flow)
     print(f"run {run.id} of {run.flow.name}", file=sys.stderr)
-    return _advance(args.flow, run.id)
+    return _advance(args.flow, run.id, quiet=args.quiet)
 
 
 def cmd_advance(args: argparse.Namespace) -> int:
-    return _advance(args.flow, args.run)
+    return _advance(args.flow, args.run, quiet=args.quiet)
 
 
-def _advance(flow_ref: str, run_id: str | None) -> int:
+def _advance(flow_ref: str, run_id: str | None, *, quiet: bool = False) -> int:
     flow = runner.load_flow(flow_ref)
     ids = [p.id for p in flow.phases]
     started = time.monotonic()
-    with Progress(len(ids), ids) as progress:
-        state = runner.advance(flow, run_id, on_event=progress, approver=_approver())
+    with Progress(len(ids), ids, quiet=quiet) as progress:
+        state = runner.advance(
+            flow, run_id, on_event=progress, progress=progress.message, approver=_approver()
+        )
     return _report(flow_ref, state, time.monotonic() - started)
 
 
@@ -221,18 +223,42 @@ def cmd_log(args: argparse.Namespace) -> int:
     if run_id is None:
         raise NoRun(flow, None)
     log = EventLog(run_paths(flow.root, run_id).events)
-    seen = 0
+    tail = LiveTail(run_paths(flow.root, run_id).root)  # what running phases print
+    seen, following = 0, False
     while True:
         events = log.read()
         for event in events[seen:]:
             print(format_event(event), flush=True)
+        started = [e.phase for e in events[seen:] if isinstance(e, PhaseStarted)]
         seen = len(events)
         if not args.follow:
             return EXIT["ok"]
         state = RunHandle.open(flow, run_id).state
+        running = [p.id for p in state.phases if p.status == "running"]
+        for line in tail.lines(running + (started if following else [])):
+            print(line, flush=True)
+        following = True
         if state.status != "running" and seen:
             return EXIT["ok"]
         time.sleep(0.5)
+
+
+def cmd_params(args: argparse.Namespace) -> int:
+    from .flows import notebook_params
+    from .flows.notebook_check import NotebookProblem
+
+    flow = runner.load_flow(args.flow)
+    if args.phase is not None and args.phase not in [p.id for p in flow.phases]:
+        raise Usage(f"{flow.name} has no phase {args.phase!r}")
+    try:
+        lines, warnings = notebook_params.report(flow, args.phase)
+    except (ValueError, NotebookProblem) as exc:
+        raise Usage(str(exc)) from None
+    for line in lines:
+        print(escape(line))
+    for line in warnings:
+        print(escape(line), file=sys.stderr)
+    return EXIT["ok"]
 
 
 def cmd_sandbox(args: argparse.Namespace) -> int:
@@ -296,7 +322,13 @@ def parser() -> argparse.ArgumentParser:
     rr.add_argument("--from", dest="from_phase", required=True, metavar="PHASE")
     add("cancel", cmd_cancel, "cancel a run", revision=True)
     lg = add("log", cmd_log, "the run's events")
-    lg.add_argument("--follow", action="store_true")
+    lg.add_argument("--follow", action="store_true", help="and what running phases print")
+    pm = add("params", cmd_params, "a notebook's parameters, their defaults and types", run=False)
+    pm.add_argument("--phase", metavar="ID", help="only this notebook phase")
+    for name in ("run", "advance"):
+        sub.choices[name].add_argument(
+            "--quiet", action="store_true", help="hide what phases print"
+        )
 
     ch = add("chat", cmd_chat, "write or change a flow with a model (FLOW may be new)", run=False)
     ch.add_argument("--message", metavar="TEXT", help="send one message, print the answer, exit")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 import threading
 import time
@@ -9,16 +10,24 @@ from pathlib import Path
 from typing import TextIO
 
 from .flows import events as ev
+from .flows.live import Output
 from .flows.state import RunState
+
+OUTPUT_INDENT = "    "  # a phase's printed output, under its phase line
+PARTIAL_LIMIT = 4096  # characters of an unfinished output line held back
 
 
 class Progress:
     """Prints one line per event that matters; on a terminal, a live elapsed-time line."""
 
-    def __init__(self, total: int, phases: list[str], out: TextIO | None = None) -> None:
+    def __init__(
+        self, total: int, phases: list[str], out: TextIO | None = None, *, quiet: bool = False
+    ) -> None:
         self.out = out or sys.stderr
         self.total = total
         self.phases = phases
+        self.quiet = quiet  # hide what phases print
+        self._partial = ""  # printed output not yet ended by a newline
         self.tty = self.out.isatty()
         self._current: str | None = None
         self._since = 0.0
@@ -29,6 +38,7 @@ class Progress:
     def __call__(self, event: ev.Event) -> None:
         with self._lock:
             self._clear()
+            self._flush_output()  # an unfinished output line goes before the event's line
             if isinstance(event, ev.PhaseStarted):
                 n = self.phases.index(event.phase) + 1 if event.phase in self.phases else "?"
                 again = f", attempt {event.attempt}" if event.attempt > 1 else ""
@@ -38,15 +48,38 @@ class Progress:
                 note = "" if event.isolated else "  (NOT isolated: local kernels)"
                 self._line(f"  sandbox: {event.backend}{note}")
             elif isinstance(event, ev.FilesCollected):
-                wrote = ", ".join(f"output/{n}" for n in event.outputs) or "no declared outputs"
+                wrote = ", ".join(f"output/{escape(n)}" for n in event.outputs)
+                wrote = wrote or "no declared outputs"
                 extra = f" (+{len(event.scratch)} in scratch/)" if event.scratch else ""
                 self._line(f"  wrote {wrote}{extra}")
             elif isinstance(event, ev.PhaseDone):
                 self._line(f"✓ {event.phase} done in {event.seconds:.1f} s")
                 self._current = None
             elif isinstance(event, ev.PhaseFailed):
-                self._line(f"✗ {event.phase} failed after {event.seconds:.1f} s: {event.error}")
+                error = escape(event.error)
+                self._line(f"✗ {event.phase} failed after {event.seconds:.1f} s: {error}")
                 self._current = None
+
+    def message(self, text: str) -> None:
+        """The run's ``progress``: a phase's printed output (``live.Output``) is shown as it
+        comes, indented under the phase line, escaped; other messages are not shown."""
+        if self.quiet or not isinstance(text, Output):
+            return
+        with self._lock:
+            lines = (self._partial + text).split("\n")
+            self._partial = lines.pop()
+            if len(self._partial) > PARTIAL_LIMIT:  # a long line without an end: show it now
+                lines.append(self._partial)
+                self._partial = ""
+            if lines:
+                self._clear()
+            for line in lines:
+                self._line(OUTPUT_INDENT + escape(line))
+
+    def _flush_output(self) -> None:
+        if self._partial:
+            self._line(OUTPUT_INDENT + escape(self._partial))
+            self._partial = ""
 
     def _line(self, text: str) -> None:
         print(text, file=self.out, flush=True)
@@ -84,10 +117,11 @@ def table_preview(path: Path, rows: int = 8) -> str:
     sep = "\t" if path.suffix.lower() == ".tsv" else ","
     try:
         frame = pd.read_csv(path, sep=sep, nrows=rows)
-        total = sum(1 for _ in path.open("rb")) - 1
+        with path.open("rb") as fh:
+            total = sum(1 for _ in fh) - 1
     except Exception as exc:  # a preview must never stop the CLI
-        return f"    (no preview: {exc})"
-    text = frame.to_string(index=False, max_colwidth=24)
+        return f"    (no preview: {escape(str(exc))})"
+    text = escape(frame.to_string(index=False, max_colwidth=24))
     more = f"\n    … {total - len(frame)} more rows" if total > len(frame) else ""
     return "\n".join("    " + line for line in text.splitlines()) + more
 
@@ -108,7 +142,7 @@ def timeline(state: RunState, width: int = 30) -> str:
             end = max(start + 1, int(((p.ended or time.time()) - t0) / total * width))
             bar = " " * start + "█" * (end - start)
         secs = f"{p.seconds:.1f} s" if p.seconds is not None else ""
-        note = p.error or (f"attempt {p.attempt}" if p.attempt > 1 else "")
+        note = escape(p.error or (f"attempt {p.attempt}" if p.attempt > 1 else ""))
         mark = MARKS.get(p.status, "?")
         rows.append(f"  {mark} {p.status:<8} {p.id:<18} {secs:>8}  {bar:<{width}}  {note}".rstrip())
     if state.waiting == "gate":
@@ -120,10 +154,63 @@ def format_event(event: ev.Event) -> str:
     """One human line for `praxis log`."""
     stamp = time.strftime("%H:%M:%S", time.localtime(event.at))
     fields = {k: v for k, v in event.__dict__.items() if k != "at"}
-    detail = " ".join(f"{k}={_short(v)}" for k, v in fields.items())
+    detail = " ".join(f"{k}={escape(_short(v))}" for k, v in fields.items())
     return f"{stamp} {event.kind:<16} {detail}"
 
 
 def _short(value: object) -> str:
     text = str(value)
     return text if len(text) <= 80 else text[:77] + "..."
+
+
+class LiveTail:
+    """`praxis log --follow`: the new text of the live logs of a run's running phases."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = run_dir
+        self.offsets: dict[str, int] = {}
+        self.partial: dict[str, str] = {}
+
+    def lines(self, running: list[str]) -> list[str]:
+        """Complete new lines of the phases running now (and of those followed so far)."""
+        from .flows.live import path
+
+        out: list[str] = []
+        for phase in [*self.offsets, *(p for p in running if p not in self.offsets)]:
+            file = path(self.run_dir, phase)
+            offset = self.offsets.get(phase, 0)
+            try:
+                size = file.stat().st_size
+                if size < offset:  # a new attempt started the log afresh
+                    offset, self.partial[phase] = 0, ""
+                with file.open("rb") as fh:
+                    fh.seek(offset)
+                    data = fh.read(min(size - offset, 1 << 20))
+            except OSError:
+                continue
+            self.offsets[phase] = offset + len(data)
+            text = self.partial.get(phase, "") + data.decode("utf-8", "replace")
+            *done, self.partial[phase] = text.split("\n")
+            if phase not in running and self.partial[phase]:  # the phase ended: show the rest
+                done.append(self.partial[phase])
+                self.partial[phase] = ""
+            out += [OUTPUT_INDENT + escape(line) for line in done]
+        return out
+
+
+def escape(text: str) -> str:
+    """``text`` safe for a terminal: C0/C1 control characters (but newline and tab) shown as
+    ``^X`` / ``\\xNN``."""
+    return _CONTROL.sub(_show_control, text)
+
+
+def _show_control(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if code < 0x20:
+        return "^" + chr(code + 0x40)
+    if code == 0x7F:
+        return "^?"
+    return f"\\x{code:02x}"
+
+
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")

@@ -186,7 +186,7 @@ class Toolbox:
 
     def _execute(self, code: str, label: str) -> tuple[str, str]:
         before = self.ctx.sandbox.listing()
-        result = self.ctx.kernel.execute(code, timeout=self.ctx.timeout)
+        result = self.ctx.kernel.execute(code, timeout=self.ctx.timeout, on_output=self.ctx.live)
         files = self._note_written(before)
         self.ctx.record.code(code, result, tool=label)
         self.ctx.emit(

@@ -4,7 +4,7 @@
 paths, references) in a Report. Each renders as one line: ``flow.yaml: phases[1].outputs[0]:
 ...`` for a value, ``flow.yaml:12: duplicate key 'outputs'`` when the YAML text is at fault.
 ``require`` raises FlowInvalid instead. Nothing is written; besides flow.yaml, the files the
-flow names are only stat'ed.
+flow names are only stat'ed, except a notebook phase's .ipynb, read by ``notebook_check``.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import packages
-from . import safe_yaml, sandbox_config
+from . import notebook_check, safe_yaml, sandbox_config
 from .model import DEFAULT_LIMITS, DEFAULT_SANDBOX, PHASE_KINDS, REVIEW_MODES, Flow, Phase
 from .yaml_values import ValueReader, describe, mib, show
 
@@ -265,6 +265,9 @@ class _Builder(ValueReader):
             return tuple(name for _, name in located)
 
         script = self.entry_file(raw, loc, "script")
+        if kind == "notebook" and script is not None:
+            if found := notebook_check.flow_problem(self.root, script):
+                self.error(f"{loc}.script", found)
         prompt = self.entry_file(raw, loc, "prompt")
         scripts, queries = files("scripts"), files("queries")
         self.unique_stems(scripts, f"{loc}.scripts")

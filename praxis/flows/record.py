@@ -92,6 +92,20 @@ class Record:
         self.nb.cells.append(new)
         return new  # type: ignore[no-any-return]
 
+    def adopt(self, metadata: dict[str, Any]) -> None:
+        """Keep a source notebook's metadata (kernelspec, language_info, its own keys).
+
+        ``metadata.praxis`` stays the run's.
+        """
+        for key, value in metadata.items():
+            if key != "praxis":
+                self.nb.metadata[key] = json.loads(json.dumps(value, default=str))
+
+    def checkpoint(self, path: Path) -> None:
+        """Save the record of a phase still running (status ``running``), atomically."""
+        self.metadata["status"] = "running"
+        self.save(path)
+
     def error(self, text: str) -> None:
         """A failure that did not come from the kernel (timeout, death, a failed check)."""
         self.markdown(f"**Phase failed:** {text}", failure=True)

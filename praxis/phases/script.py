@@ -1,9 +1,17 @@
-"""``kind: script``: the phase's .py file runs as one cell in a fresh kernel."""
+"""``kind: script``: the phase's .py file runs as one cell in a fresh kernel.
+
+Success is the kernel's word (its reply's status). ``sys.exit()`` / ``sys.exit(0)`` ends the
+script cleanly; another exit code fails the phase, naming it.
+"""
 
 from __future__ import annotations
 
+import re
+
 from praxis.flows.context import PhaseContext, PhaseError, PhaseOutcome
 from praxis.flows.events import CodeRan
+
+from .notebook import clean_exit, error_text
 
 
 def run(ctx: PhaseContext) -> PhaseOutcome:
@@ -11,13 +19,13 @@ def run(ctx: PhaseContext) -> PhaseOutcome:
     source = (ctx.flow.root / ctx.phase.script).read_text(encoding="utf-8")
     ctx.progress(f"running {ctx.phase.script}")
     cell = ctx.record.code(source, source_file=ctx.phase.script)  # recorded even if it hangs
-    result = ctx.kernel.execute(source, timeout=ctx.timeout)
+    result = ctx.kernel.execute(source, timeout=ctx.timeout, on_output=ctx.live)
     ctx.record.outputs(cell, result)
     ctx.emit(CodeRan(phase=ctx.phase.id, label="script", status=result.status, seconds=result.wall))
-    if not result.ok:
+    if not result.ok and not clean_exit(result):
         where = _line_of(result.traceback)
         raise PhaseError(
-            f"{ctx.phase.script}{where}: {result.ename}: {result.evalue}",
+            f"{ctx.phase.script}{where}: {error_text(result)}",
             detail="\n".join(result.traceback),
         )
     return PhaseOutcome(protected=set(ctx.phase.outputs))
@@ -25,8 +33,6 @@ def run(ctx: PhaseContext) -> PhaseOutcome:
 
 def _line_of(traceback: list[str]) -> str:
     """' line N' of the last frame in the executed cell, when the traceback shows it."""
-    import re
-
     plain = re.sub(r"\x1b\[[0-9;]*m", "", "\n".join(traceback))
     found = re.findall(r"(?:Cell In\[\d+\], line |line )(\d+)", plain)
     return f" line {found[-1]}" if found else ""

@@ -1,0 +1,149 @@
+"""`praxis params`: a notebook's parameters (its cell tagged ``parameters``), papermill style.
+
+Each top-level assignment in that cell is a parameter: ``threshold: float = 5.0  # note``
+gives name, type (the annotation, else the type of a literal default), default (as written)
+and help (the line's comment). Flow parameters (flow.yaml ``params:``) that the notebook does
+not declare are reported: the injected cell still sets them, but the notebook never says it
+reads them.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import tokenize
+from dataclasses import dataclass
+from typing import Any
+
+from . import notebook_check
+from .model import Flow, Phase
+
+TAG = "parameters"
+INJECTED_NAMES = ("inputs", "outputs", "run_id", "phase_id", "params", "note")
+
+
+@dataclass(frozen=True)
+class Parameter:
+    name: str
+    type: str
+    default: str
+    help: str = ""
+
+    def line(self) -> str:
+        text = f"  {self.name}: {self.type} (default {self.default})"
+        return f"{text}  {self.help}" if self.help else text
+
+
+@dataclass(frozen=True)
+class NotebookParameters:
+    """What one notebook phase declares; ``cell`` is None when no cell is tagged."""
+
+    phase: Phase
+    cell: int | None  # the code cell's number (1-based), as praxis names cells
+    parameters: tuple[Parameter, ...]
+    problem: str | None = None  # the cell could not be read as Python
+
+    @property
+    def names(self) -> set[str]:
+        return {p.name for p in self.parameters}
+
+
+def of_phase(flow: Flow, phase: Phase) -> NotebookParameters:
+    """The parameters of a notebook phase; NotebookProblem when the file cannot be run."""
+    nb = notebook_check.read(flow.root / str(phase.script))
+    number = 0
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        number += 1
+        tags = cell.get("metadata", {}).get("tags", [])
+        if isinstance(tags, list) and TAG in tags:
+            source = "".join(cell.source) if isinstance(cell.source, list) else cell.source
+            try:
+                found = tuple(parse(source))
+            except SyntaxError as exc:
+                return NotebookParameters(phase, number, (), f"cannot parse it: {exc.msg}")
+            return NotebookParameters(phase, number, found)
+    return NotebookParameters(phase, None, ())
+
+
+def parse(source: str) -> list[Parameter]:
+    """The top-level assignments of ``source`` as parameters, in order."""
+    tree = ast.parse(source)
+    comments = _comments(source)
+    found: list[Parameter] = []
+    for node in tree.body:
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names, value = [node.target.id], node.value
+            kind = ast.get_source_segment(source, node.annotation) or "?"
+        elif isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) for t in node.targets):
+            names, value = [t.id for t in node.targets if isinstance(t, ast.Name)], node.value
+            kind = _type_of(value)
+        else:
+            continue
+        default = ast.get_source_segment(source, value) if value is not None else None
+        default = " ".join(default.split()) if default and "\n" in default else default
+        note = comments.get(getattr(node, "end_lineno", node.lineno) or node.lineno, "")
+        for name in names:
+            found.append(Parameter(name, kind, default or "none", note))
+    return found
+
+
+def flow_params(flow: Flow) -> dict[str, Any]:
+    """flow.yaml ``params:`` (empty when the flow has none, or this version reads none)."""
+    params = getattr(flow, "params", None)
+    return dict(params) if isinstance(params, dict) else {}
+
+
+def report(flow: Flow, phase_id: str | None = None) -> tuple[list[str], list[str]]:
+    """(lines, warnings) for `praxis params`: every notebook phase, or the one named."""
+    phases = [flow.phase(phase_id)] if phase_id else [p for p in flow.phases]
+    notebooks = [p for p in phases if p.kind == "notebook"]
+    if phase_id and not notebooks:
+        raise ValueError(
+            f"phase {phase_id!r} is a {phases[0].kind} phase; only notebook phases have "
+            "a parameters cell"
+        )
+    if not notebooks:
+        return [f"{flow.name}: no notebook phases"], []
+    wanted = flow_params(flow)
+    lines: list[str] = []
+    warnings: list[str] = []
+    for phase in notebooks:
+        found = of_phase(flow, phase)
+        where = f"{phase.script} (phase {phase.id})"
+        if found.cell is None:
+            lines.append(f"{where}: no cell tagged 'parameters'; values are injected at the top")
+        elif found.problem:
+            lines.append(f"{where}: cell {found.cell} is tagged 'parameters' but {found.problem}")
+        else:
+            lines.append(f"{where}: parameters of cell {found.cell}")
+            lines += [p.line() for p in found.parameters] or ["  (none: the cell assigns nothing)"]
+        lines.append(f"  praxis also sets: {', '.join(INJECTED_NAMES)}")
+        for name in wanted:
+            if name not in found.names:
+                warnings.append(
+                    f"warning: flow parameter {name!r} is not a parameter of {where}; "
+                    f"add `{name} = {wanted[name]!r}` to its parameters cell"
+                )
+    return lines, warnings
+
+
+def _type_of(value: ast.expr | None) -> str:
+    try:
+        literal = ast.literal_eval(value) if value is not None else None
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return "?"
+    return "None" if literal is None else type(literal).__name__
+
+
+def _comments(source: str) -> dict[int, str]:
+    """Line number -> the text of a comment that ends that line."""
+    found: dict[int, str] = {}
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+            if tok.type == tokenize.COMMENT:
+                found[tok.start[0]] = tok.string.lstrip("#").strip()
+    except (tokenize.TokenError, SyntaxError):
+        pass
+    return found
