@@ -68,11 +68,12 @@ def main(
     if root.name == "flow.yaml" and root.is_file():
         root = root.parent
     if root.exists() and not root.is_dir():
-        return _fail(f"{flow} is not a folder", "praxis chat FOLDER (a new folder is created)")
+        return _fail(f"Usage: {flow} is not a folder", "praxis chat FOLDER (a new one is created)")
     try:
         model = resolve_chat_model(root)
     except ModelUnavailable as exc:
-        return _fail(str(exc), f"PRAXIS_MODEL=openai:gpt-4.1-mini praxis chat {flow}", 2)
+        hint = f"PRAXIS_MODEL=openai:gpt-4.1-mini praxis chat {flow}"
+        return _fail(f"ModelUnavailable: {exc}", hint, 2)
     try:
         chat = open_chat(
             root,
@@ -84,7 +85,7 @@ def main(
             show=printer(out),
         )
     except (TranscriptError, Refused) as exc:
-        return _fail(str(exc), f"praxis chat {flow}", 2)
+        return _fail(f"{type(exc).__name__}: {exc}", f"praxis chat {flow}", 2)
     try:
         if message is not None:
             chat.send(message)
@@ -94,6 +95,8 @@ def main(
         return repl(chat, flow, stdin or sys.stdin, out)
     except ChatError as exc:
         return _fail(f"ChatError: {exc}", f"praxis chat {flow} --resume", 1)
+    except (TranscriptError, Refused) as exc:
+        return _fail(f"{type(exc).__name__}: {exc}", f"praxis chat {flow}", 2)
     finally:
         chat.close()
 
@@ -169,6 +172,8 @@ def _readline(chat: Chat, inp: TextIO) -> Callable[[], None]:
     except ImportError:
         return lambda: None
     path = chat.tools.files.chat_dir() / "history"
+    if path.is_symlink():
+        return lambda: None
     try:
         readline.read_history_file(path)
     except OSError:
@@ -192,6 +197,6 @@ def _rel(path: Path) -> str:
 
 
 def _fail(message: str, hint: str, code: int = 2) -> int:
-    print(message if ":" in message.split(" ")[0] else f"praxis chat: {message}", file=sys.stderr)
+    print(message, file=sys.stderr)
     print(f"  next: {hint}", file=sys.stderr)
     return code

@@ -4,6 +4,7 @@ the conversation goes, so a chat that stops for any reason can be resumed where 
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 from pathlib import Path
@@ -74,5 +75,10 @@ class Transcript:
 
     def append(self, message: BaseMessage) -> None:
         line = json.dumps(message_to_dict(message), ensure_ascii=False)
-        with open(self.path, "a", encoding="utf-8") as out:
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+        try:
+            fd = os.open(self.path, flags, 0o600)
+        except OSError as exc:
+            raise TranscriptError(f"{self.path} cannot be written ({exc.strerror})") from None
+        with os.fdopen(fd, "a", encoding="utf-8") as out:
             out.write(line + "\n")

@@ -184,11 +184,10 @@ class WorkFiles:
             return []
         entries = []
         for meta in folder.glob("*.json"):
-            info = json.loads(meta.read_text(encoding="utf-8"))
+            info = json.loads(_plain_read(meta))
             number = int(info["number"])
-            before_path = folder / f"{number}.before"
-            before = before_path.read_bytes() if info["existed"] else None
-            after = (folder / f"{number}.after").read_bytes()
+            before = _plain_read(folder / f"{number}.before") if info["existed"] else None
+            after = _plain_read(folder / f"{number}.after")
             entries.append(Write(number, str(info["path"]), before, after))
         return sorted(entries, key=lambda w: w.number)
 
@@ -240,10 +239,10 @@ class WorkFiles:
         folder = self._undo_dir()
         assert folder is not None
         if write.before is not None:
-            (folder / f"{write.number}.before").write_bytes(write.before)
-        (folder / f"{write.number}.after").write_bytes(write.after)
+            _plain_write(folder / f"{write.number}.before", write.before)
+        _plain_write(folder / f"{write.number}.after", write.after)
         meta = {"number": write.number, "path": write.path, "existed": write.before is not None}
-        (folder / f"{write.number}.json").write_text(json.dumps(meta), encoding="utf-8")
+        _plain_write(folder / f"{write.number}.json", json.dumps(meta).encode("utf-8"))
 
     # -- descriptors --------------------------------------------------------------------
 
@@ -302,6 +301,29 @@ def _read_at(dfd: int, name: str, shown: str, limit: int) -> Any:
         return b"".join(chunks)
     finally:
         os.close(fd)
+
+
+def _plain_read(path: Path) -> bytes:
+    """A journal file's bytes; a link or a non-file there is refused."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        raise Refused(f"{path} cannot be read ({exc.strerror}); start a new chat") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise Refused(f"{path} is not a regular file; start a new chat")
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            return fh.read()
+    finally:
+        os.close(fd)
+
+
+def _plain_write(path: Path, data: bytes) -> None:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(path, flags, 0o600)
+    with os.fdopen(fd, "wb") as out:
+        out.write(data)
 
 
 def _replace_at(dfd: int, name: str, data: bytes) -> None:
