@@ -20,7 +20,7 @@ from praxis.flows.handle import RunHandle
 from praxis.flows.runner import load_flow
 
 from .conftest import GatedRun
-from .test_browser import ARGS, CHROMIUM, LiveServer, live, wait_for_run  # noqa: F401
+from .test_browser import ARGS, CHROMIUM, LiveServer, wait_for_run
 
 SHOTS = Path("/tmp/shots")
 
@@ -31,6 +31,12 @@ pytestmark = [
         reason="needs /usr/bin/chromium (apt-get install chromium)",
     ),
 ]
+
+
+@pytest.fixture
+def server(gated: GatedRun) -> Iterator[LiveServer]:
+    with LiveServer(gated) as live:
+        yield live
 
 
 @pytest.fixture
@@ -46,9 +52,9 @@ def browser() -> Iterator[Any]:
             b.close()
 
 
-def open_run(browser: Any, live: LiveServer, run_id: str) -> Any:
+def open_run(browser: Any, server: LiveServer, run_id: str) -> Any:
     page = browser.new_page(viewport={"width": 1280, "height": 900})
-    page.goto(live.url)
+    page.goto(server.url)
     page.get_by_role("link", name=run_id).click()
     return page
 
@@ -75,11 +81,11 @@ def records(data: bytes) -> list[bytes]:
 
 
 def test_approve_with_an_unsaved_cell_saves_it_first(
-    gated: GatedRun, live: LiveServer, browser: Any
+    gated: GatedRun, server: LiveServer, browser: Any
 ) -> None:
     from playwright.sync_api import expect
 
-    page = open_run(browser, live, gated.run_id)
+    page = open_run(browser, server, gated.run_id)
     row = page.locator("table.grid tr", has=page.locator('input[value="O0151"]'))
     row.get_by_label("action row", exact=False).fill("keep")
     expect(page.locator(".approve-drafts")).to_be_visible()
@@ -94,11 +100,11 @@ def test_approve_with_an_unsaved_cell_saves_it_first(
 
 
 def test_leaving_with_a_draft_warns_and_a_broken_text_edit_is_refused_with_the_draft_kept(
-    gated: GatedRun, live: LiveServer, browser: Any
+    gated: GatedRun, server: LiveServer, browser: Any
 ) -> None:
     from playwright.sync_api import expect
 
-    page = open_run(browser, live, gated.run_id)
+    page = open_run(browser, server, gated.run_id)
     before = review_path(gated).read_bytes()
     row = page.locator("table.grid tr", has=page.locator('input[value="O0151"]'))
     cell = row.get_by_label("action row", exact=False)
@@ -140,7 +146,7 @@ def test_leaving_with_a_draft_warns_and_a_broken_text_edit_is_refused_with_the_d
 
 
 def test_a_multiline_cell_edit_leaves_every_other_byte_unchanged(
-    gated: GatedRun, live: LiveServer, browser: Any
+    gated: GatedRun, server: LiveServer, browser: Any
 ) -> None:
     from playwright.sync_api import expect
 
@@ -152,7 +158,7 @@ def test_a_multiline_cell_edit_leaves_every_other_byte_unchanged(
     data = b"".join(rows)
     path.write_bytes(data)
     path.chmod(0o644)
-    page = open_run(browser, live, gated.run_id)
+    page = open_run(browser, server, gated.run_id)
     area = page.locator("table.grid tr", has=page.locator('input[value="O0151"]')).locator(
         "textarea"
     )
@@ -173,11 +179,11 @@ def test_a_multiline_cell_edit_leaves_every_other_byte_unchanged(
 
 
 def test_the_changes_view_shows_the_edited_cell(
-    gated: GatedRun, live: LiveServer, browser: Any
+    gated: GatedRun, server: LiveServer, browser: Any
 ) -> None:
     from playwright.sync_api import expect
 
-    page = open_run(browser, live, gated.run_id)
+    page = open_run(browser, server, gated.run_id)
     row = page.locator("table.grid tr", has=page.locator('input[value="O0151"]'))
     row.get_by_label("action row", exact=False).fill("keep")
     page.locator("form.table-edit").get_by_role("button", name="Save review.csv").click()
@@ -194,7 +200,9 @@ def test_the_changes_view_shows_the_edited_cell(
 # --- big tables ------------------------------------------------------------------------------
 
 
-def test_a_million_row_gate_file_is_paged(gated: GatedRun, live: LiveServer, browser: Any) -> None:
+def test_a_million_row_gate_file_is_paged(
+    gated: GatedRun, server: LiveServer, browser: Any
+) -> None:
     from playwright.sync_api import expect
 
     path = review_path(gated)
@@ -211,7 +219,7 @@ def test_a_million_row_gate_file_is_paged(gated: GatedRun, live: LiveServer, bro
     original = path.read_bytes()
     transferred: dict[str, int] = {}
 
-    page = open_run(browser, live, gated.run_id)
+    page = open_run(browser, server, gated.run_id)
 
     def on_response(response: Any) -> None:
         if "/run?" in response.url or "/rows?" in response.url:
@@ -316,9 +324,9 @@ def test_live_output_appears_while_the_phase_runs_then_the_report_is_rendered(
 ) -> None:
     from playwright.sync_api import expect
 
-    with LiveServer(ticker) as live:
+    with LiveServer(ticker) as server:
         page = browser.new_page(viewport={"width": 1280, "height": 900})
-        page.goto(live.url)
+        page.goto(server.url)
         page.get_by_role("link", name=ticker.run_id).click()
         page.get_by_role("button", name="Continue the run").click()
         log = page.locator("#live-log")
