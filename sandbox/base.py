@@ -22,6 +22,8 @@ class FileStat:
 
     size: int
     mtime_ns: int
+    ino: int = 0  # with ctime_ns: changes whenever the content can have (0: not known)
+    ctime_ns: int = 0
 
 
 @dataclass
@@ -98,6 +100,11 @@ class Sandbox(ABC):
     @abstractmethod
     def fetch(self, name: str, dest: Path) -> None:
         """Copy workspace file ``name`` to host path ``dest`` (regular files only)."""
+
+    @abstractmethod
+    def remove(self, name: str) -> None:
+        """Remove workspace file ``name`` (never following a link) and the folders it leaves
+        empty; a name that is not there is not an error."""
 
     @abstractmethod
     def kernel(self) -> Kernel:

@@ -35,7 +35,7 @@ from .errors import SandboxUnavailable
 from .forkserver import SOCKET, ForkedKernel, ForkServer, Zygote, connection_files, zygote_source
 from .output import DISPLAY_LIMIT, STREAM_LIMIT, start_code
 from .standby import SPARES, Standby, StandbyKernels
-from .workspace import FolderSandbox, Workspace
+from .workspace import FolderSandbox, Workspace, parse_size
 
 log = logging.getLogger("sandbox")
 
@@ -60,6 +60,7 @@ ENVIRONMENT = {
     "PYTHONDONTWRITEBYTECODE": "1",
 }
 LOG_OPTIONS = {"max-size": "1m", "max-file": "2"}
+DISK = "10g"  # the workspace's disk quota (a sparse image: only what is written takes space)
 
 
 def docker_available(timeout: float = 2.0) -> str | None:
@@ -101,6 +102,7 @@ class DockerSandbox(StandbyKernels, FolderSandbox):
         cpus: float = 1.0,
         pids: int = 256,
         tmp_size: str = "256m",
+        disk: str | int = DISK,
         timeout: float | None = None,  # the runner's per-phase timeout; not used here
         labels: dict[str, str] | None = None,
         stream_limit: int = STREAM_LIMIT,
@@ -113,8 +115,10 @@ class DockerSandbox(StandbyKernels, FolderSandbox):
     ) -> None:
         if options:
             log.debug("docker sandbox ignores options %s", ", ".join(sorted(options)))
-        # Inputs owned by the host user go in as hardlinks: the kernel's uid cannot write them.
-        self.workspace = Workspace(Path(workspace), kernel_uid=KERNEL_UID)
+        # Inputs and recorded files go in as read-only links: the kernel's uid cannot write them.
+        self.workspace = Workspace(
+            Path(workspace), kernel_uid=KERNEL_UID, disk=parse_size(disk) if disk else None
+        )
         self.name = name
         self.image = image
         self.memory = str(memory)
@@ -202,6 +206,7 @@ class DockerSandbox(StandbyKernels, FolderSandbox):
         container, self.container = self.container, None
         if container is not None:
             _remove(container)
+        self.workspace.close()
         self._remove_runtime()
         if self._client is not None:
             self._client.close()
@@ -215,6 +220,7 @@ class DockerSandbox(StandbyKernels, FolderSandbox):
             "memory": self.memory,
             "cpus": self.cpus,
             "pids": self.pids,
+            "disk": self.workspace.quota,
         }
 
     # -- the container ---------------------------------------------------------------------

@@ -1,142 +1,168 @@
-"""The workspace folder seen from the host: upload, listing and fetch as plain file operations.
+"""The workspace folder seen from the host: upload, listing, fetch and remove, by descriptor.
 
 Every backend keeps its workspace as a host folder (the docker backend bind-mounts it), so
-files move by hardlink or copy, never through the kernel.
+files move by hardlink or copy, never through the kernel, and always through ``Tree``
+(descriptor-relative, no-follow: ``sandbox/tree.py``).
 
-Ownership, decided once for every backend:
+What a kernel may do with a file the host placed, decided once for every backend:
 
-- ``open`` sets the workspace root to ``mode`` (0o777 for a container whose kernel runs as
-  another uid; ``None`` leaves it alone, right when the kernel runs as the host user), and
-  folders ``upload`` creates get the same mode. In a world-writable folder without the
-  sticky bit, either side can rename or unlink the other's files.
-- ``upload`` removes a same-named file first, then COPIES by default. Given ``kernel_uid``
-  (the uid kernels run as: the docker backend's 1000) it hardlinks instead when it can:
-  same filesystem, the source readable by all, not owned by ``kernel_uid`` and not
-  group/other-writable.
-  A link shares the source's inode, so a kernel that could write the source could change
-  it by rewriting the input *in place*; a kernel of another uid can replace an input
-  (unlink/rename in the 0o777 folder) but never write into it. Moving a 1 GB input then
-  costs nothing.
-- ``fetch`` always COPIES, into a temporary file beside ``dest`` and ``os.replace``: the copy
-  belongs to the host user, and a later kernel writing to the same workspace file in place
-  can never change a fetched file.
+- ``upload`` removes a same-named file first, then places a READ-ONLY file (0444): a phase
+  reads its inputs and writes new files. It COPIES by default. Given ``kernel_uid`` (the uid
+  kernels run as: the docker backend's 1000) it hardlinks instead when a kernel could never
+  write the source: not owned by ``kernel_uid``, read-only to everyone. A link shares the
+  source's inode, so this is what lets the host place a recorded file (a read-only object of
+  the run's content store) in the workspace without a copy, and without the kernel ever being
+  able to change the record through it.
+- ``fetch`` always COPIES from an open descriptor into a new host file: the copy belongs to
+  the host user, and a later kernel can never change a fetched file.
+
+A disk quota (``disk``: bytes) makes the folder a mount of its own: a sparse ext4 image beside
+it (``<folder>.img``) loop-mounted with nosuid,nodev. A phase that fills it gets ENOSPC in
+its own code, and the host is never filled. It needs root (mount); without it the folder is
+a plain folder, with a warning.
 """
 
 from __future__ import annotations
 
-import errno
+import logging
 import os
+import re
 import shutil
 import stat
-import uuid
+import subprocess
 from pathlib import Path
 
 from .base import FileStat, Sandbox
-from .errors import PathRefused
-from .paths import check_name, confined
+from .errors import PathRefused, SandboxUnavailable
+from .paths import check_name
+from .tree import Tree
+
+log = logging.getLogger("sandbox")
 
 WORLD = 0o777
+READ_ONLY = 0o444
+UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def parse_size(value: str | int) -> int:
+    """Bytes from 512, '64m', '10g' (powers of 1024); ValueError for anything else."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([bkmgt]?)i?b?\s*", str(value).lower())
+    if match is None:
+        raise ValueError(f"{value!r} is not a size like 512m or 10g")
+    return int(float(match.group(1)) * UNITS[match.group(2)])
 
 
 class Workspace:
     """A host folder holding one run's working files."""
 
     def __init__(
-        self, root: Path, *, mode: int | None = WORLD, kernel_uid: int | None = None
+        self,
+        root: Path,
+        *,
+        mode: int | None = WORLD,
+        kernel_uid: int | None = None,
+        disk: int | None = None,
     ) -> None:
         self.root = Path(root)
         self.mode = mode
         self.kernel_uid = kernel_uid
+        self.disk = disk  # bytes, or None: no quota
+        self.mounted = False  # a quota mount this object made (and unmounts at close)
+        self.tree = Tree(self.root, folder_mode=mode)
+
+    @property
+    def image(self) -> Path:
+        return self.root.with_name(self.root.name + ".img")
 
     def open(self) -> None:
-        """Create the folder (and its parents) if missing; set its mode. Idempotent."""
+        """Create the folder (and its parents) if missing, mount its quota; set its mode."""
         self.root.mkdir(parents=True, exist_ok=True)
+        if self.disk is not None:
+            # mounted already: by a runner that died before it unmounted; unmount it at close
+            self.mounted = os.path.ismount(self.root) or self._mount()
         if self.mode is not None and stat.S_IMODE(self.root.stat().st_mode) != self.mode:
             os.chmod(self.root, self.mode)
 
-    def upload(self, src: Path, name: str) -> None:
-        """Place ``src`` at ``name``, removing a same-named file first; create parent folders.
+    def close(self) -> None:
+        """Unmount a quota mount this object made (its image keeps the files). Idempotent."""
+        if self.mounted:
+            self.mounted = False
+            run = subprocess.run(["umount", str(self.root)], capture_output=True, check=False)
+            if run.returncode != 0:
+                subprocess.run(["umount", "-l", str(self.root)], capture_output=True)
 
-        The copy (or link) is readable by every user, so a kernel of another uid can read it.
-        """
+    @property
+    def quota(self) -> int | None:
+        """The disk quota in force, in bytes (None: none)."""
+        return self.disk if os.path.ismount(self.root) else None
+
+    def _mount(self) -> bool:
+        assert self.disk is not None
+        image = self.image
+        try:
+            if not image.exists():
+                with open(image, "xb") as fh:
+                    fh.truncate(self.disk)
+                _run(
+                    ["mkfs.ext4", "-q", "-F", "-m", "0", "-J", "size=4", "-E",
+                     "lazy_itable_init=1,lazy_journal_init=1,nodiscard", str(image)]
+                )  # fmt: skip
+            if any(self.root.iterdir()):
+                raise SandboxUnavailable(f"{self.root} is not empty; cannot mount its quota")
+            _run(["mount", "-o", "loop,nosuid,nodev", str(image), str(self.root)])
+        except (OSError, SandboxUnavailable) as exc:
+            log.warning(
+                "no disk quota for %s (%s): the workspace is a plain folder", self.root, exc
+            )
+            return False
+        shutil.rmtree(self.root / "lost+found", ignore_errors=True)
+        return True
+
+    # -- files -----------------------------------------------------------------------------
+
+    def upload(self, src: Path, name: str) -> None:
+        """Place ``src`` at ``name`` read-only, removing a same-named file first."""
         check_name(name)
         src = Path(src)
-        if not src.is_file():
-            raise PathRefused(str(src), "is not a regular file on the host (nothing to upload)")
-        dest = self.root / name
-        self._make_parents(name)
         try:
-            st = os.lstat(dest)
-        except FileNotFoundError:
-            pass
-        else:
-            if stat.S_ISDIR(st.st_mode):
-                raise PathRefused(name, "is a folder in the workspace; remove it or rename")
-            os.unlink(dest)  # never follows a symlink; drops the old inode's link
-        if self._may_link(src.stat()):
+            st = os.stat(src, follow_symlinks=False)
+        except OSError:
+            st = None
+        if st is None or not stat.S_ISREG(st.st_mode):
+            raise PathRefused(str(src), "is not a regular file on the host (nothing to upload)")
+        if self._may_link(st):
             try:
-                os.link(src, dest)
+                self.tree.link_in(src, name)
                 return
-            except OSError as exc:
-                if exc.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP):
-                    raise
-        _copy_atomic(src, dest, mode=0o644)
+            except OSError as exc:  # another filesystem (EXDEV), a full link count, ...
+                log.debug("cannot link %s (%s); copying", src, exc)
+        self.tree.copy_in(src, name, mode=READ_ONLY)
 
     def _may_link(self, st: os.stat_result) -> bool:
-        """True when a kernel of ``kernel_uid`` could not write through a link to ``st``."""
+        """True when a kernel of ``kernel_uid`` could never write through a link to ``st``."""
         if self.kernel_uid is None or st.st_uid == self.kernel_uid:
             return False
-        readable = st.st_mode & stat.S_IROTH  # a link keeps the source's mode
-        return bool(readable) and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+        return stat.S_IMODE(st.st_mode) & 0o777 == READ_ONLY
 
     def listing(self) -> dict[str, FileStat]:
-        """Relative posix path -> FileStat of every regular file (symlinks, FIFOs skipped)."""
-        found: dict[str, FileStat] = {}
-        stack = [(self.root, "")]
-        while stack:
-            folder, prefix = stack.pop()
-            try:
-                entries = os.scandir(folder)
-            except (FileNotFoundError, NotADirectoryError, PermissionError):
-                continue
-            with entries:
-                for entry in entries:
-                    rel = prefix + entry.name
-                    if entry.is_dir(follow_symlinks=False):
-                        stack.append((Path(entry.path), rel + "/"))
-                    elif entry.is_file(follow_symlinks=False):
-                        try:
-                            st = entry.stat(follow_symlinks=False)
-                        except FileNotFoundError:  # removed while we looked
-                            continue
-                        found[rel] = FileStat(size=st.st_size, mtime_ns=st.st_mtime_ns)
-        return found
+        """Relative posix path -> FileStat of every regular file (links, FIFOs skipped)."""
+        return {
+            name: FileStat(size=e.size, mtime_ns=e.mtime_ns, ino=e.ino, ctime_ns=e.ctime_ns)
+            for name, e in self.tree.listing().items()
+        }
 
-    def fetch(self, name: str, dest: Path) -> None:
+    def fetch(self, name: str, dest: Path, *, max_bytes: int | None = None) -> None:
         """Copy workspace file ``name`` to ``dest`` (regular files inside the workspace only)."""
-        path = confined(self.root, name)
-        dest = Path(dest)
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        _copy_atomic(path, dest)
+        self.tree.copy_out(name, Path(dest), max_bytes=max_bytes)
 
-    def _make_parents(self, name: str) -> None:
-        """Create the folders above ``name`` one by one, refusing any that is not a folder."""
-        folder = self.root
-        for part in name.split("/")[:-1]:
-            folder = folder / part
-            try:
-                st = os.lstat(folder)
-            except FileNotFoundError:
-                folder.mkdir()
-                if self.mode is not None:
-                    os.chmod(folder, self.mode)
-                continue
-            if not stat.S_ISDIR(st.st_mode):
-                raise PathRefused(name, f"{folder.relative_to(self.root)} is not a folder")
+    def remove(self, name: str) -> None:
+        self.tree.remove(name)
 
 
 class FolderSandbox(Sandbox):
-    """A sandbox whose workspace is a host folder: files move by plain file operations."""
+    """A sandbox whose workspace is a host folder: files move by descriptor operations."""
 
     workspace: Workspace
 
@@ -149,15 +175,14 @@ class FolderSandbox(Sandbox):
     def fetch(self, name: str, dest: Path) -> None:
         self.workspace.fetch(name, dest)
 
+    def remove(self, name: str) -> None:
+        self.workspace.remove(name)
 
-def _copy_atomic(src: Path, dest: Path, mode: int | None = None) -> None:
-    """Copy ``src`` to ``dest`` through a temporary file in ``dest``'s folder and os.replace."""
-    tmp = dest.with_name(f".{dest.name[:200]}.{uuid.uuid4().hex[:8]}.tmp")
+
+def _run(cmd: list[str]) -> None:
     try:
-        shutil.copyfile(src, tmp)
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, dest)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+        done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    except OSError as exc:
+        raise SandboxUnavailable(f"{cmd[0]}: {exc.strerror}") from exc
+    if done.returncode != 0:
+        raise SandboxUnavailable(f"{cmd[0]} failed: {done.stderr.strip()[:200]}")

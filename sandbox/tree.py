@@ -1,0 +1,271 @@
+"""A folder the host works in by descriptor: the one place that touches a workspace.
+
+Code in the sandbox can write the workspace, so nothing in it is trusted: every operation
+starts from a descriptor of the workspace root and walks down one component at a time with
+``O_NOFOLLOW | O_DIRECTORY`` opens, lists with ``scandir`` on a descriptor, opens files with
+``O_NOFOLLOW | O_NONBLOCK`` and checks ``fstat`` of what it opened (regular file, and for a
+folder the same inode that was listed), copies from the open descriptor, and creates files
+with ``O_CREAT | O_EXCL``. A symlink planted anywhere (even swapped in mid-operation, as with
+renameat2 RENAME_EXCHANGE) makes the operation fail instead of leading out of the folder, as
+CPython's ``shutil.rmtree`` does with ``_rmtree_safe_fd``. The runner also stops every
+sandbox process before it calls any of these (``Sandbox.quiesce``): both guards hold.
+
+Sizes are bounded: a listing stops at ``max_files`` entries, a copy at ``max_bytes``.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import stat
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import OutputTooLarge, PathRefused
+from .paths import check_name
+
+DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+MAX_FILES = 100_000  # entries one listing reads at the most
+CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A regular file as a listing saw it. ``identity`` changes whenever its content can have."""
+
+    size: int
+    mtime_ns: int
+    ctime_ns: int
+    ino: int
+    mode: int
+    uid: int
+
+    @property
+    def identity(self) -> tuple[int, int, int, int]:
+        return (self.ino, self.size, self.mtime_ns, self.ctime_ns)
+
+
+def _entry(st: os.stat_result) -> Entry:
+    return Entry(
+        size=st.st_size,
+        mtime_ns=st.st_mtime_ns,
+        ctime_ns=st.st_ctime_ns,
+        ino=st.st_ino,
+        mode=stat.S_IMODE(st.st_mode),
+        uid=st.st_uid,
+    )
+
+
+def _refused(name: str, exc: OSError) -> PathRefused:
+    if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+        return PathRefused(name, "is or passes through a symbolic link or a non-folder")
+    if exc.errno == errno.ENOENT:
+        return PathRefused(name, "does not exist")
+    return PathRefused(name, f"cannot be opened ({exc.strerror})")
+
+
+class Tree:
+    """Operations on the folder ``root`` (a host path the sandbox cannot replace)."""
+
+    def __init__(self, root: Path, *, folder_mode: int | None = None) -> None:
+        self.root = Path(root)
+        self.folder_mode = folder_mode  # mode of folders the host creates (None: umask)
+
+    @contextmanager
+    def _root(self) -> Iterator[int]:
+        fd = os.open(self.root, DIR_FLAGS)  # the root itself is the host's, never a link
+        try:
+            yield fd
+        finally:
+            os.close(fd)
+
+    @contextmanager
+    def _parent(self, name: str, *, create: bool = False) -> Iterator[tuple[int, str]]:
+        """A descriptor of ``name``'s folder (made when ``create``) and its last component."""
+        check_name(name)
+        parts = name.split("/")
+        fd = os.open(self.root, DIR_FLAGS)
+        try:
+            for part in parts[:-1]:
+                try:
+                    nxt = os.open(part, DIR_FLAGS, dir_fd=fd)
+                except FileNotFoundError:
+                    if not create:
+                        raise
+                    os.mkdir(part, 0o700, dir_fd=fd)
+                    nxt = os.open(part, DIR_FLAGS, dir_fd=fd)
+                    if self.folder_mode is not None:
+                        os.fchmod(nxt, self.folder_mode)
+                os.close(fd)
+                fd = nxt
+        except OSError as exc:
+            os.close(fd)
+            raise _refused(name, exc) from exc
+        try:
+            yield fd, parts[-1]
+        finally:
+            os.close(fd)
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def listing(self, max_files: int = MAX_FILES) -> dict[str, Entry]:
+        """Every regular file below the root: relative posix path -> Entry. Links, FIFOs,
+        devices and sockets are not listed; folders are entered by descriptor only."""
+        found: dict[str, Entry] = {}
+        seen = 0
+        with self._root() as root:
+            stack: list[tuple[int, str]] = [(os.dup(root), "")]
+        try:
+            while stack:
+                fd, prefix = stack.pop()
+                try:
+                    with os.scandir(fd) as entries:
+                        for entry in entries:
+                            seen += 1
+                            if seen > max_files:
+                                raise OutputTooLarge("the workspace", seen, max_files)
+                            self._visit(fd, entry, prefix, found, stack)
+                finally:
+                    os.close(fd)
+        finally:
+            for fd, _ in stack:
+                os.close(fd)
+        return found
+
+    @staticmethod
+    def _visit(
+        fd: int,
+        entry: os.DirEntry[str],
+        prefix: str,
+        found: dict[str, Entry],
+        stack: list[tuple[int, str]],
+    ) -> None:
+        try:
+            st = entry.stat(follow_symlinks=False)
+        except FileNotFoundError:
+            return
+        rel = prefix + entry.name
+        if stat.S_ISREG(st.st_mode):
+            found[rel] = _entry(st)
+        elif stat.S_ISDIR(st.st_mode):
+            try:
+                sub = os.open(entry.name, DIR_FLAGS, dir_fd=fd)
+            except OSError:  # replaced since it was listed: not followed
+                return
+            if (os.fstat(sub).st_ino, os.fstat(sub).st_dev) != (st.st_ino, st.st_dev):
+                os.close(sub)
+                return
+            stack.append((sub, rel + "/"))
+
+    @contextmanager
+    def open(self, name: str) -> Iterator[int]:
+        """A read descriptor of regular file ``name``; PathRefused for anything else."""
+        with self._parent(name) as (parent, last):
+            try:
+                fd = os.open(last, READ_FLAGS, dir_fd=parent)
+            except OSError as exc:
+                raise _refused(name, exc) from exc
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise PathRefused(name, "is not a regular file")
+            yield fd
+        finally:
+            os.close(fd)
+
+    def copy_out(self, name: str, dest: Path, *, max_bytes: int | None = None) -> str:
+        """Copy regular file ``name`` to host path ``dest`` (replaced atomically); its sha256."""
+        with self.open(name) as fd:
+            return copy_fd_to(fd, Path(dest), max_bytes=max_bytes, what=name)
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def copy_in(self, src: Path, name: str, *, mode: int = 0o644) -> None:
+        """Place a copy of host file ``src`` at ``name``, replacing a same-named file."""
+        src_fd = os.open(src, READ_FLAGS)
+        try:
+            if not stat.S_ISREG(os.fstat(src_fd).st_mode):
+                raise PathRefused(str(src), "is not a regular file on the host")
+            with self._parent(name, create=True) as (parent, last):
+                self._unlink(parent, last, name)
+                tmp = f".{uuid.uuid4().hex[:12]}.upload"
+                out = os.open(tmp, CREATE_FLAGS, mode, dir_fd=parent)
+                try:
+                    with os.fdopen(out, "wb", closefd=False) as fh:
+                        _copy(src_fd, fh, None, name, None)
+                    os.fchmod(out, mode)
+                    os.rename(tmp, last, src_dir_fd=parent, dst_dir_fd=parent)
+                except BaseException:
+                    os.unlink(tmp, dir_fd=parent)
+                    raise
+                finally:
+                    os.close(out)
+        finally:
+            os.close(src_fd)
+
+    def link_in(self, src: Path, name: str) -> None:
+        """Place a hard link to host file ``src`` at ``name``, replacing a same-named file."""
+        with self._parent(name, create=True) as (parent, last):
+            self._unlink(parent, last, name)
+            os.link(src, last, dst_dir_fd=parent, follow_symlinks=False)
+
+    def remove(self, name: str) -> None:
+        """Remove file ``name`` (a link or a file, never followed), then the folders above
+        it that it leaves empty. A name that is not there is not an error."""
+        try:
+            with self._parent(name) as (parent, last):
+                self._unlink(parent, last, name)
+        except PathRefused:
+            return
+        parts = name.split("/")[:-1]
+        while parts:
+            try:
+                with self._parent("/".join(parts)) as (parent, last):
+                    os.rmdir(last, dir_fd=parent)  # only when empty; never follows a link
+            except (PathRefused, OSError):
+                return
+            parts.pop()
+
+    @staticmethod
+    def _unlink(parent: int, last: str, name: str) -> None:
+        try:
+            st = os.stat(last, dir_fd=parent, follow_symlinks=False)
+        except FileNotFoundError:
+            return
+        if stat.S_ISDIR(st.st_mode):
+            raise PathRefused(name, "is a folder in the workspace; remove it or rename")
+        os.unlink(last, dir_fd=parent)
+
+
+def copy_fd_to(fd: int, dest: Path, *, max_bytes: int | None = None, what: str = "") -> str:
+    """Copy open file ``fd`` to ``dest`` through a new temp file and os.replace; its sha256."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(f".{dest.name[:100]}.{uuid.uuid4().hex[:8]}.tmp")
+    digest = hashlib.sha256()
+    try:
+        with open(tmp, "xb") as out:
+            _copy(fd, out, max_bytes, what, digest)
+        os.replace(tmp, dest)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return digest.hexdigest()
+
+
+def _copy(src: int, out: object, max_bytes: int | None, what: str, digest: object) -> None:
+    copied = 0
+    while True:
+        chunk = os.read(src, CHUNK)
+        if not chunk:
+            return
+        copied += len(chunk)
+        if max_bytes is not None and copied > max_bytes:
+            raise OutputTooLarge(what or "a file", copied, max_bytes)
+        if digest is not None:
+            digest.update(chunk)  # type: ignore[attr-defined]
+        out.write(chunk)  # type: ignore[attr-defined]
