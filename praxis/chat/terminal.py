@@ -33,6 +33,8 @@ def printer(out: TextIO) -> Callable[[ChatEvent], None]:
             out.write(f"  -> {event.text}\n")
         elif event.kind == "diff":
             out.write(_indent(event.text, "     ") + "\n")
+        elif event.kind == "result" and event.tool in ("check", "try_phase"):
+            out.write(_indent(event.text, "     ") + "\n")
         elif event.kind == "result" and event.tool != "write_file":
             lines = event.text.splitlines()
             shown = lines[:RESULT_LINES] + (

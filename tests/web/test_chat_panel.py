@@ -86,3 +86,11 @@ def test_a_post_without_the_csrf_token_changes_nothing(
 def test_an_unknown_flow_is_not_found(chat_client: tuple[TestClient, Guard, list]) -> None:
     client, _, _ = chat_client
     assert client.get("/chat?flow=../etc").status_code == 404
+
+
+def test_the_flows_page_links_each_flow_to_its_chat(
+    chat_client: tuple[TestClient, Guard, list], gated: GatedRun
+) -> None:
+    client, _, _ = chat_client
+    page = client.get("/")
+    assert 'href="/chat?flow=flows%2Fsales-report">chat about this flow</a>' in page.text
