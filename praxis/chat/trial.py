@@ -102,13 +102,14 @@ def describe_outcome(run: RunHandle, passed: list[str]) -> str:
 
 
 def preview(path: Path) -> str:
+    """The first lines of an output, with `...` when there is more."""
     with open(path, "rb") as fh:
-        head = fh.read(PREVIEW_CHARS * 2).decode("utf-8", errors="replace")
-    shown = head.splitlines()[:PREVIEW_LINES]
-    text = "\n".join(shown)[:PREVIEW_CHARS]
-    total = path.stat().st_size
-    more = " ..." if len(text.encode()) < total else ""
-    return text + more
+        data = fh.read(PREVIEW_CHARS * 2)
+    lines = data.decode("utf-8", errors="replace").splitlines()
+    joined = "\n".join(lines[:PREVIEW_LINES])
+    more = len(data) < path.stat().st_size or len(lines) > PREVIEW_LINES
+    more = more or len(joined) > PREVIEW_CHARS
+    return joined[:PREVIEW_CHARS] + ("\n..." if more else "")
 
 
 def failing_line(run: RunHandle, phase: str) -> str | None:
