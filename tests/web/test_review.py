@@ -1,0 +1,216 @@
+"""The reviewer's tools without a browser: drafts with Approve, lossless text saves, paging,
+live output, rendered files, Changes, events, the flow list's skip rule."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from praxis.flows import live, runner
+from praxis.flows.handle import RunHandle
+from praxis.flows.runner import load_flow
+from praxis.web import catalog, changes, render, views
+
+from .conftest import Served, copy_example
+from .test_pages import form, state_of
+
+
+def out(served: Served, name: str) -> Path:
+    return served.gated.flow / "runs" / served.gated.run_id / "output" / name
+
+
+def handle(served: Served) -> RunHandle:
+    return RunHandle.open(load_flow(served.gated.flow), served.gated.run_id)
+
+
+def o0151_row(served: Served) -> int:
+    lines = out(served, "review.csv").read_text().splitlines()[1:]
+    return next(i for i, line in enumerate(lines) if line.startswith("O0151,"))
+
+
+def test_approve_saves_the_drafts_it_carries_then_approves(served: Served) -> None:
+    served.login()
+    row = o0151_row(served)
+    drafts = {"review.csv": {"cells": {f"{row}.6": "keep"}, "version": ""}}
+    r = served.client.post("/approve", data=form(served, drafts=json.dumps(drafts)))
+    assert r.status_code == 200, r.text
+    assert "Your unsaved edits were saved, then the Gate was approved" in r.text
+    served.advancer.wait(120)
+    assert state_of(served).status == "done"
+    assert (
+        "O0151,North,doohickey,32,-1760.0,negative amount,keep"
+        in out(served, "review.csv").read_text()
+    )
+
+
+def test_approve_with_a_draft_that_fails_its_check_changes_nothing(served: Served) -> None:
+    served.login()
+    before, revision = out(served, "review.csv").read_bytes(), state_of(served).revision
+    drafts = {"review.csv": {"text": "order_id,action\nO0151,keep\n"}}
+    r = served.client.post("/approve", data=form(served, drafts=json.dumps(drafts)))
+    assert r.status_code == 409
+    assert "keep the header as it is" in r.text
+    assert "O0151,keep" in r.text  # the draft is back in the text box
+    assert out(served, "review.csv").read_bytes() == before
+    assert state_of(served).revision == revision and state_of(served).waiting == "gate"
+
+
+def test_a_text_save_keeps_the_files_encoding_and_line_endings(served: Served) -> None:
+    served.login()
+    path = out(served, "review.csv")
+    lines = path.read_bytes().split(b"\n")
+    lines[1] = lines[1].replace(b"drop", b"Caf\xe9")
+    path.write_bytes(b"\r\n".join(lines))
+    text = path.read_bytes().decode("latin-1").replace("\r\n", "\n").replace("Café", "Caf\u00e9!")
+    r = served.client.post("/save", data=form(served, name="review.csv", text=text))
+    assert r.status_code == 200, r.text
+    data = path.read_bytes()
+    assert b"Caf\xe9!" in data and b"\r\n" in data and b"\n" not in data.replace(b"\r\n", b"")
+    refused = served.client.post(
+        "/save", data=form(served, name="review.csv", text=text.replace("Café!", "日本"))
+    )
+    assert refused.status_code == 409 and "latin-1" in refused.text
+
+
+def test_a_file_that_would_not_round_trip_is_offered_as_text_only(served: Served) -> None:
+    served.login()
+    path = out(served, "review.csv")
+    path.write_bytes(path.read_bytes().replace(b",drop\n", b', "drop"\n', 1))
+    page = served.client.get(served.run_url()).text
+    assert "Offered as text only" in page and "byte for byte" in page
+    r = served.client.post(
+        "/save", data=form(served, name="review.csv", version="", **{"cell.1.6": "keep"})
+    )
+    assert r.status_code == 409 and "can only be edited as text" in r.text
+
+
+def test_rows_are_served_by_offset(served: Served) -> None:
+    served.login()
+    path = out(served, "review.csv")
+    head = path.read_text().splitlines()[0]
+    path.write_text(head + "\n" + "".join(f"O{i},N,w,1,{i},r,drop\n" for i in range(2345)))
+    q = f"flow={served.gated.ref}&run={served.gated.run_id}&name=review.csv"
+    data = served.client.get(f"/rows?{q}&start=2300&n=100").json()
+    assert data["total"] == 2345
+    assert [r[0] for r in data["rows"]] == list(range(2300, 2345))
+    assert data["rows"][0][1][:2] == ["O2300", "N"]
+    assert served.client.get(f"/rows?{q.replace('review.csv', '../run.json')}").status_code == 404
+
+
+def test_live_output_is_read_from_an_offset(served: Served) -> None:
+    served.login()
+    log = live.path(handle(served).root, "flag")
+    log.parent.mkdir(exist_ok=True)
+    log.unlink(missing_ok=True)  # the fixture's run left the flag phase's own log here
+    q = f"/run/live?flow={served.gated.ref}&run={served.gated.run_id}&phase=flag"
+    with log.open("ab") as fh:
+        fh.write("<script>x</script> tick 1\né".encode()[:-1])  # a character cut in half
+    first = served.client.get(q + "&offset=0").json()
+    assert first["text"] == "<script>x</script> tick 1\n"
+    with log.open("ab") as fh:
+        fh.write("é".encode()[-1:] + b"tick 2\n")
+    second = served.client.get(q + f"&offset={first['offset']}").json()
+    assert second["text"] == "étick 2\n"
+    assert served.client.get(q.replace("phase=flag", "phase=nope")).status_code == 404
+    page = served.client.get(served.run_url()).text
+    assert "<script>x</script>" not in page  # the log reaches the page only as text, by script
+
+
+def test_files_are_viewed_rendered(served: Served) -> None:
+    served.login()
+    run = handle(served)
+    (run.paths.output / "notes.md").write_text(
+        "# Notes\n\n<img src=x onerror=alert(1)>\n\n![c](c.svg) [x](javascript:alert(1))\n"
+    )
+    (run.paths.output / "c.svg").write_text('<svg xmlns="http://www.w3.org/2000/svg"/>')
+    base = f"/view?flow={served.gated.ref}&run={served.gated.run_id}&path="
+    md = served.client.get(base + "output/notes.md").text
+    assert "<h1>Notes</h1>" in md and "&lt;img src=x onerror=alert(1)&gt;" in md
+    assert 'src="/file?flow=' in md and "path=output%2Fc.svg" in md
+    assert 'href="javascript' not in md  # not a link: shown as the text it is
+    nb = served.client.get(base + "records/flag.ipynb").text
+    assert 'class="cell code' in nb and "flagged for review" in nb and "\\n" not in nb
+    svg = served.client.get(
+        f"/file?flow={served.gated.ref}&run={served.gated.run_id}&path=output/c.svg"
+    )
+    assert svg.headers["content-type"] == "image/svg+xml"
+    assert "sandbox" in svg.headers["content-security-policy"]
+    table = served.client.get(base + "output/review.csv").text
+    assert "O0151" in table and "<input" not in table.split("<main>")[1]
+
+
+def test_events_round_seconds_and_shorten_hashes(served: Served) -> None:
+    served.login()
+    page = served.client.get(served.run_url()).text
+    events = page.split("<h2>Events</h2>")[1]
+    digest = next(iter(state_of(served).phase("flag").hashes.values()))
+    assert f"review.csv: {digest}" in events  # in full on hover
+    assert digest[:12] + "…" in events
+    assert not any(len(part) > 10 for part in _numbers(events))
+    assert render.short(1.23456789) == ("1.23", "1.23456789")
+
+
+def _numbers(html: str) -> list[str]:
+    import re
+
+    return re.findall(r">\d+\.\d+<", html)
+
+
+def test_cancel_is_offered_only_when_it_applies(served: Served) -> None:
+    served.login()
+    page = served.client.get(served.run_url()).text
+    assert 'action="/cancel"' in page and "data-confirm=" in page
+    r = served.client.post("/cancel", data=form(served))
+    assert r.status_code == 200 and state_of(served).status == "cancelled"
+    assert 'action="/cancel"' not in r.text
+
+
+def test_changes_show_the_edit_and_what_a_rerun_changed(served: Served) -> None:
+    served.login()
+    row = o0151_row(served)
+    served.client.post("/save", data=form(served, name="review.csv", **{f"cell.{row}.6": "keep"}))
+    run = handle(served)
+    kept = changes.edits_dir(run, "flag", 1) / "review.csv"
+    assert kept.is_file() and os.stat(kept).st_mode & 0o222 == 0
+    assert b",drop\n" in kept.read_bytes() and b"keep" not in kept.read_bytes()
+    page = served.client.get(f"/changes?flow={served.gated.ref}&run={served.gated.run_id}").text
+    assert "1 row changed" in page and "<td>action</td>" in page
+    r = served.client.post("/reject", data=form(served, reopen="flag", note="again"))
+    assert r.status_code == 200
+    served.advancer.wait(120)
+    found = changes.run_changes(handle(served))
+    (rerun,) = [d for d in found.reruns if d.name == "review.csv"]
+    assert rerun.table is not None and rerun.table.counts["changed"] == 1
+    assert rerun.table.changed[0].cells == [("action", "keep", "drop")]
+
+
+def test_the_flow_list_skips_tests_hidden_and_ignored_folders(tmp_path: Path) -> None:
+    copy_example(tmp_path)
+    for broken in ("tests/flows/bad", ".hidden/flow", "scratch/old", "more/tests/x"):
+        (tmp_path / broken).mkdir(parents=True)
+        (tmp_path / broken / "flow.yaml").write_text("phases: [\n")
+    (tmp_path / ".praxisignore").write_text("# old experiments\nscratch/*\n")
+    assert catalog.find_flows(tmp_path) == ["flows/sales-report"]
+    (tmp_path / ".praxisignore").unlink()
+    rows = catalog.flow_rows(tmp_path)
+    assert [(r.ref, r.problem is not None) for r in rows] == [
+        ("flows/sales-report", False),
+        ("scratch/old", True),
+    ]
+
+
+def test_live_reads_stay_bounded(tmp_path: Path) -> None:
+    log = tmp_path / "p.log"
+    log.write_bytes(b"x" * (views.LIVE_CHUNK * 2 + 5))
+    text, offset = views.read_live(log, 0)
+    assert len(text) == views.LIVE_CHUNK and offset == views.LIVE_CHUNK
+    text, offset = views.read_live(log, 10**9)  # a log started afresh is read from its start
+    assert offset == views.LIVE_CHUNK
+
+
+def test_runner_edit_keeps_the_mode(served: Served) -> None:
+    path = out(served, "review.csv")
+    path.chmod(0o640)
+    runner.edit(served.gated.flow, "review.csv", path.read_bytes(), served.gated.run_id)
+    assert path.stat().st_mode & 0o777 == 0o640
