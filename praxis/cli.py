@@ -1,14 +1,18 @@
 """The `praxis` command (DESIGN.md §7).
 
 Exit codes: 0 done or waiting at a Gate; 1 a phase failed; 2 bad usage or bad flow
-definition; 3 busy (lock held); 4 refused; 5 sandbox unavailable. Errors print one line
-(`TypeName: message`) and the next command to try; a traceback only for real bugs.
+definition; 3 busy (lock held); 4 refused; 5 sandbox unavailable (or a package of the flow
+that pip cannot fetch); 6 `praxis serve`'s port is in use. Errors print one line
+(`TypeName: message`) and the next command to try; a traceback only for real bugs. Text that
+came from a phase (errors, file names, table cells, events) is printed escaped.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import json
+import socket
 import sys
 import time
 from pathlib import Path
@@ -23,8 +27,10 @@ from .flows.layout import NotWritable, list_run_ids, run_paths
 from .flows.lock import Busy
 from .flows.state import IllegalTransition, RunState, StateCorrupt
 from .flows.status import flow_arg, status_of
+from .terminal import NotAFlow, command, find_flow, quiet_pipes
 
-EXIT = {"ok": 0, "failed": 1, "usage": 2, "busy": 3, "refused": 4, "unavailable": 5}
+EXIT = {"ok": 0, "failed": 1, "usage": 2, "busy": 3, "refused": 4, "unavailable": 5, "port": 6}
+NOT_SEARCHED = ("chat", "serve", "sandbox")  # FLOW may be new (chat), or is not a flow
 
 
 class Usage(Exception):
@@ -32,15 +38,24 @@ class Usage(Exception):
 
 
 def main(argv: list[str] | None = None) -> int:
+    with quiet_pipes():  # a closed stdout/stderr drops output; it never fails a run
+        return _main(argv)
+
+
+def _main(argv: list[str] | None) -> int:
     args = parser().parse_args(argv)
     try:
+        if args.command not in NOT_SEARCHED and getattr(args, "flow", None):
+            args.flow = find_flow(args.flow)
         return int(args.func(args))
+    except NotAFlow as exc:
+        return _fail(exc, EXIT["usage"], "praxis check FLOW")
     except contract.FlowInvalid as exc:
         for problem in exc.report.errors:
-            print(problem, file=sys.stderr)
+            print(escape(str(problem)), file=sys.stderr)
         print(
             f"FlowInvalid: {len(exc.report.errors)} problem(s); fix flow.yaml, then: "
-            f"praxis check {args.flow}",
+            + command(f"praxis check {args.flow}"),
             file=sys.stderr,
         )
         return EXIT["usage"]
@@ -53,8 +68,12 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(exc, EXIT["busy"], f"praxis status {args.flow}")
     except (runner.Refused, NotWritable, IllegalTransition, StateCorrupt, EventLogCorrupt) as exc:
         return _fail(exc, EXIT["refused"], f"praxis status {args.flow}")
+    except PortBusy as exc:
+        return _fail(exc, EXIT["port"], f"praxis serve --port {exc.port + 1}")
     except SandboxUnavailable as exc:
         hint = "start Docker (dockerd), or set `sandbox: {backend: local}` in flow.yaml"
+        if type(exc).__name__ == "PackagesUnavailable":
+            hint = f"fix sandbox.packages, then: praxis sandbox build {args.flow}"
         return _fail(exc, EXIT["unavailable"], hint)
     except KeyboardInterrupt:
         print("\nstopped: the phase that was running is recorded as failed", file=sys.stderr)
@@ -62,9 +81,28 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _fail(exc: Exception, code: int, hint: str) -> int:
-    print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
-    print(f"  next: {hint}", file=sys.stderr)
+    print(f"{type(exc).__name__}: {escape(str(exc))}", file=sys.stderr)
+    print(f"  next: {command(hint)}", file=sys.stderr)
     return code
+
+
+class PortBusy(Exception):
+    """Raised by `praxis serve` when its port is taken, before any URL is printed."""
+
+    def __init__(self, host: str, port: int) -> None:
+        super().__init__(f"port {port} on {host} is in use by another program")
+        self.port = port
+
+
+def _check_port(host: str, port: int) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise PortBusy(host, port) from None
+            raise Usage(f"cannot serve on {host}:{port} ({exc.strerror})") from None
 
 
 # --- commands --------------------------------------------------------------------------
@@ -122,28 +160,29 @@ def _report(flow_ref: str, state: RunState, seconds: float) -> int:
     st = status_of(run)
     done = sum(1 for p in state.phases if p.status == "done")
     print(
-        f"run {state.run}: {st.message} ({done}/{len(state.phases)} phases done, {seconds:.1f} s)"
+        f"run {state.run}: {escape(st.message)} "
+        f"({done}/{len(state.phases)} phases done, {seconds:.1f} s)"
     )
     if state.waiting == "gate":
         print("review (you may edit these files):")
         for path in st.review:
-            print(f"  {path}")
+            print(f"  {escape(path)}")
             if path.endswith((".csv", ".tsv")) and Path(path).is_file():
                 print(table_preview(Path(path)))
         print("then approve:")
-        print(f"  {st.next[0]}")
+        print(f"  {command(st.next[0])}")
         print("or reopen a phase with a note for it:")
-        print(f"  {st.next[1]}")
+        print(f"  {command(st.next[1])}")
         return EXIT["ok"]
     if state.status == "failed":
-        print(f"PhaseFailed: {state.error}", file=sys.stderr)
+        print(f"PhaseFailed: {escape(state.error or '')}", file=sys.stderr)
         print(f"  record: {_rel(run.paths.record(state.phases[state.cursor].id))}", file=sys.stderr)
-        print(f"  next: {st.next[0]}", file=sys.stderr)
+        print(f"  next: {command(st.next[0])}", file=sys.stderr)
         return EXIT["failed"]
     if state.status == "done":
         print(f"outputs in {_rel(run.paths.output)}/")
     for cmd in st.next[:1]:
-        print(f"next: {cmd}")
+        print(f"next: {command(cmd)}")
     return EXIT["ok"]
 
 
@@ -161,12 +200,12 @@ def cmd_status(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(st.to_dict(), indent=1))
         return EXIT["ok"]
-    print(f"{flow.name} run {st.run}: {st.status} (revision {st.revision}) - {st.message}")
+    print(f"{flow.name} run {st.run}: {st.status} (revision {st.revision}) - {escape(st.message)}")
     print(timeline(run.state))
     for path in st.review:
-        print(f"  review: {path}")
+        print(f"  review: {escape(path)}")
     for cmd in st.next:
-        print(f"next: {cmd}")
+        print(f"next: {command(cmd)}")
     return EXIT["ok"]
 
 
@@ -178,7 +217,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
             extra = f" at Gate after {state.gate}" if state.waiting == "gate" else ""
             print(f"{run_id}  {state.status}{extra}")
         except StateCorrupt as exc:
-            print(f"{run_id}  unreadable: {exc.reason}")
+            print(f"{run_id}  unreadable: {escape(exc.reason)}")
     return EXIT["ok"]
 
 
@@ -203,7 +242,10 @@ def cmd_rerun(args: argparse.Namespace) -> int:
         f"run {state.run} will re-run from {args.from_phase}"
         + (f"; stale: {', '.join(stale)}" if stale else "")
     )
-    print(f"next: praxis advance {flow_arg(runner.load_flow(args.flow))} --run {state.run}")
+    print(
+        "next: "
+        + command(f"praxis advance {flow_arg(runner.load_flow(args.flow))} --run {state.run}")
+    )
     return EXIT["ok"]
 
 
@@ -264,7 +306,8 @@ def cmd_params(args: argparse.Namespace) -> int:
 def cmd_sandbox(args: argparse.Namespace) -> int:
     from .sandbox_cli import run_sandbox_command
 
-    return run_sandbox_command(args.action, args.label)
+    flow = find_flow(args.flow) if args.flow else None
+    return run_sandbox_command(args.action, args.label, flow=flow)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -272,6 +315,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         from .web.app import serve
     except ImportError as exc:
         raise Usage(f"the web UI is not available ({exc})") from None
+    _check_port("127.0.0.1", args.port)
     return int(serve(Path(args.root), port=args.port) or 0)
 
 
@@ -280,9 +324,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
         from .chat.terminal import main as chat_main
     except ImportError as exc:
         raise Usage(f"the flow chat is not available ({exc})") from None
-    return chat_main(
-        args.flow, message=args.message, resume=args.resume, max_calls=args.max_calls
-    )
+    return chat_main(args.flow, message=args.message, resume=args.resume, max_calls=args.max_calls)
 
 
 # --- parser ----------------------------------------------------------------------------
@@ -290,11 +332,18 @@ def cmd_chat(args: argparse.Namespace) -> int:
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="praxis", description="Run data flows in sandboxed kernels.")
+    p.add_argument("--version", action="version", version=f"praxis {_version()}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def add(name: str, func, help: str, *, run: bool = True, revision: bool = False):  # type: ignore[no-untyped-def]
         c = sub.add_parser(name, help=help)
-        c.add_argument("flow", metavar="FLOW", help="a flow folder (or its flow.yaml)")
+        c.add_argument(
+            "flow",
+            metavar="FLOW",
+            nargs="?",
+            default=".",
+            help="a flow folder or its flow.yaml (default: the flow holding the current folder)",
+        )
         if run:
             c.add_argument("--run", help="a run id (default: the newest run)")
         if revision:
@@ -340,18 +389,30 @@ def parser() -> argparse.ArgumentParser:
     sb = sub.add_parser("sandbox", help="build the sandbox image, show status, prune containers")
     sb.add_argument("action", choices=["build", "status", "prune"])
     sb.add_argument(
+        "flow", metavar="FLOW", nargs="?", help="build: also the image with this flow's packages"
+    )
+    sb.add_argument(
         "--label",
         action="append",
         default=[],
         metavar="KEY=VALUE",
         help="prune: only containers carrying this label (repeatable)",
     )
-    sb.set_defaults(func=cmd_sandbox, flow=".")
+    sb.set_defaults(func=cmd_sandbox)
     sv = sub.add_parser("serve", help="the reviewer web UI over every flow below DIR")
     sv.add_argument("--root", default=".", metavar="DIR")
     sv.add_argument("--port", type=int, default=8765)
     sv.set_defaults(func=cmd_serve, flow=".")
     return p
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("praxis")
+    except PackageNotFoundError:
+        return "(not installed)"
 
 
 if __name__ == "__main__":

@@ -11,16 +11,37 @@ from .flows.layout import lock_path
 from .flows.lock import is_held
 
 
-def run_sandbox_command(action: str, labels: list[str] | None = None) -> int:
+def run_sandbox_command(
+    action: str, labels: list[str] | None = None, *, flow: str | None = None
+) -> int:
     if action == "build":
-        from sandbox.image.build import ensure_image
-
-        tag = ensure_image(progress=lambda line: print(line, file=sys.stderr, flush=True))
-        print(tag)
-        return 0
+        return _build(flow)
     if action == "status":
         return _status()
     return _prune(labels or [])
+
+
+def _build(flow_ref: str | None) -> int:
+    """The sandbox image; with a FLOW, also the image with the flow's packages (its tag)."""
+    from sandbox.image.build import ensure_image
+
+    def progress(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    if flow_ref is None:
+        print(ensure_image(progress=progress))
+        return 0
+    from sandbox.image.layer import ensure_layer
+
+    from .flows import contract
+    from .packages import requirements_of
+
+    flow = contract.require(Path(flow_ref))
+    wanted = requirements_of(flow)
+    if not wanted:
+        print(f"{flow.name} names no packages; it runs on the sandbox image", file=sys.stderr)
+    print(ensure_layer(wanted, progress=progress))
+    return 0
 
 
 def _status() -> int:

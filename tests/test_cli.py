@@ -15,6 +15,10 @@ from praxis.flows import state as st
 from .flows.helpers import three_phase_flow, write_flow
 
 
+# praxis installed: its console script is on PATH (see test_cli_edges for when it is not)
+INSTALLED = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+
+
 def praxis(
     *args: str, cwd: Path | None = None, env: dict | None = None
 ) -> subprocess.CompletedProcess:
@@ -23,7 +27,7 @@ def praxis(
         capture_output=True,
         text=True,
         cwd=cwd,
-        env={**os.environ, **(env or {})},
+        env={**os.environ, "PATH": INSTALLED, **(env or {})},
         timeout=120,
     )
 

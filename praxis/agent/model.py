@@ -6,8 +6,11 @@ environment wins), in one of two forms:
 - ``provider:model`` (``openai:gpt-4.1-mini``, ``anthropic:claude-sonnet-4-5``,
   ``ollama:llama3.1``): built by ``langchain.chat_models.init_chat_model``, which needs the
   ``langchain`` package and the provider's package (``langchain-openai``, ...).
-- ``package.module:Class``: any langchain-core chat model class, instantiated with no
-  arguments (the module part has a dot; that is how the two forms are told apart).
+- ``module:Class`` (``mymodels:MyChat``, ``package.module:Class``): any langchain-core chat
+  model class in a module Python can import, instantiated with no arguments.
+
+``provider:model`` is taken only for a known provider (``PROVIDERS``); any other prefix is a
+module to import, and the error for one that does not import shows both forms.
 
 A test or an embedding program passes a model object directly as ``ctx.extra["model"]``.
 """
@@ -32,6 +35,17 @@ PROVIDER_PACKAGES = {
     "groq": "langchain-groq",
     "bedrock": "langchain-aws",
 }
+# the providers langchain's init_chat_model knows
+PROVIDERS = (
+    *PROVIDER_PACKAGES,
+    *("azure_ai", "google_vertexai", "google_anthropic_vertex", "bedrock_converse", "cohere"),
+    *("fireworks", "together", "huggingface", "deepseek", "ibm", "nvidia", "xai", "perplexity"),
+)
+FORMS = (
+    "use provider:model (e.g. openai:gpt-4.1-mini; providers: "
+    + ", ".join(sorted(PROVIDERS))
+    + ") or module:Class (e.g. mymodels:MyChat, a module Python can import)"
+)
 
 
 class ModelUnavailable(PhaseError):
@@ -57,18 +71,22 @@ def resolve_model(spec: str | None, *, env: Mapping[str, str] | None = None) -> 
         )
     left, sep, right = chosen.partition(":")
     if not sep or not left or not right:
-        raise ModelUnavailable(
-            f"model {chosen!r} is not 'provider:model' nor 'package.module:Class' "
-            f"(e.g. openai:gpt-4.1-mini); fix flow.yaml 'model' or {ENV}"
-        )
-    if "." in left:
-        return _from_class(chosen, left, right)
-    return _from_provider(chosen, left, right)
+        raise ModelUnavailable(f"model {chosen!r} has no ':'; {FORMS}; fix flow.yaml or {ENV}")
+    if left in PROVIDERS:
+        return _from_provider(chosen, left, right)
+    return _from_class(chosen, left, right)
 
 
 def _from_class(spec: str, module_name: str, class_name: str) -> Any:
     try:
         module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and module_name.split(".")[0] == exc.name.split(".")[0]:
+            raise ModelUnavailable(
+                f"model {spec!r}: {module_name!r} is neither a known provider nor a module "
+                f"Python can import; {FORMS}"
+            ) from exc
+        raise ModelUnavailable(f"model {spec!r}: importing {module_name} failed: {exc}") from exc
     except ImportError as exc:
         raise ModelUnavailable(
             f"model {spec!r}: cannot import {module_name} ({exc}); install it or fix the spec"

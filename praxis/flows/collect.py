@@ -7,6 +7,7 @@ and record move to attempts/<phase>/<n>/, so nothing a run wrote is ever overwri
 from __future__ import annotations
 
 import csv
+import difflib
 import hashlib
 import os
 import shutil
@@ -88,22 +89,40 @@ def _replace_with(dest: Path, write: object) -> None:
         tmp.unlink(missing_ok=True)
 
 
-def check_outputs(paths: RunPaths, phase: Phase) -> None:
-    """Every declared output exists; no declared .csv/.tsv outside may_be_empty is header-only."""
+def check_outputs(paths: RunPaths, phase: Phase, scratch: list[str] | None = None) -> None:
+    """Every declared output exists; no declared .csv/.tsv outside may_be_empty is header-only.
+
+    ``scratch`` (default: the files in the phase's scratch folder) names the near miss of a
+    missing output, the file the phase wrote instead (``b_typo.csv`` for ``b.csv``).
+    """
     for name in phase.outputs:
         try:
             path = confined(paths.output, name)
         except PathRefused as exc:
             if exc.reason == "does not exist":
-                raise PhaseError(f"output {name} was not written") from None
+                near = _near_miss(name, paths, phase, scratch)
+                raise PhaseError(f"output {name} was not written{near}") from None
             raise PhaseError(f"output {exc}") from None
         delimiter = TABULAR.get(Path(name).suffix.lower())
         if delimiter and name not in phase.may_be_empty:
             rows = _count_rows(path, delimiter, limit=2)
+            allow = f"list it under may_be_empty: in flow.yaml if {phase.id} may write no rows"
             if rows == 0:
-                raise PhaseError(f"output {name} is empty")
+                raise PhaseError(f"output {name} is empty ({allow})")
             if rows == 1:
-                raise PhaseError(f"output {name} has a header and no rows")
+                raise PhaseError(f"output {name} has a header and no rows ({allow})")
+
+
+def _near_miss(name: str, paths: RunPaths, phase: Phase, scratch: list[str] | None) -> str:
+    if scratch is None:
+        folder = paths.scratch_of(phase.id)
+        try:
+            with os.scandir(folder) as entries:
+                scratch = [e.name for _, e in zip(range(1000), entries, strict=False)]
+        except OSError:
+            scratch = []
+    close = difflib.get_close_matches(name, scratch, n=1, cutoff=0.5)
+    return f"; it wrote {close[0]!r} (now in scratch/{phase.id}/): a typo?" if close else ""
 
 
 def _count_rows(path: Path, delimiter: str, *, limit: int) -> int:

@@ -31,11 +31,30 @@ def test_provider_without_langchain_names_the_install(monkeypatch: pytest.Monkey
     ("spec", "message"),
     [
         (None, "no chat model for the agent phase"),
-        ("gpt-4", "is not 'provider:model'"),
-        ("no_such_pkg.mod:Model", "cannot import no_such_pkg.mod"),
+        ("gpt-4", "has no ':'; use provider:model .* or module:Class"),
+        ("no_such_pkg.mod:Model", "'no_such_pkg.mod' is neither a known provider nor a module"),
         ("praxis.agent.scripted:Nope", "has no Nope"),
     ],
 )
 def test_bad_specs_say_what_to_fix(spec: str | None, message: str) -> None:
     with pytest.raises(ModelUnavailable, match=message):
         resolve_model(spec, env={})
+
+
+def test_a_top_level_module_class_is_loaded(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "mymodels.py").write_text(
+        "from praxis.agent.scripted import ScriptedChatModel\n"
+        "class MyChat(ScriptedChatModel):\n    pass\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    model = resolve_model("mymodels:MyChat", env={})
+    assert type(model).__name__ == "MyChat" and isinstance(model, ScriptedChatModel)
+
+
+def test_an_unknown_prefix_lists_both_forms() -> None:
+    with pytest.raises(ModelUnavailable) as caught:
+        resolve_model("openia:gpt-4.1-mini", env={})
+    message = str(caught.value)
+    assert "'openia' is neither a known provider nor a module Python can import" in message
+    assert "provider:model (e.g. openai:gpt-4.1-mini; providers: " in message
+    assert "module:Class (e.g. mymodels:MyChat" in message

@@ -1,0 +1,133 @@
+"""What the CLI needs from the terminal it runs in: a closed pipe that ends quietly, the
+name to print commands with, and FLOW found the way git finds a repository.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TextIO
+
+DEFINITION = "flow.yaml"
+
+
+class NotAFlow(Exception):
+    """Raised for a FLOW argument that is neither a flow folder nor its flow.yaml."""
+
+
+# -- a closed pipe ---------------------------------------------------------------------------
+
+
+class DroppingStream:
+    """A text stream that drops its output once the reader went away (EPIPE), so
+    ``praxis status | head -1`` ends quietly and a run writing to a closed pipe goes on."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self.closed_pipe = False
+
+    def write(self, text: str) -> int:
+        if not self.closed_pipe:
+            try:
+                return self._stream.write(text)
+            except BrokenPipeError:
+                self._drop()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.closed_pipe:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._drop()
+
+    def _drop(self) -> None:
+        """From now on, nothing reaches the pipe, not even the interpreter's last flush."""
+        self.closed_pipe = True
+        try:
+            fd = self._stream.fileno()
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, fd)
+            os.close(devnull)
+        except (OSError, ValueError, AttributeError):
+            pass  # not a file (a test's capture): dropping the text is enough
+
+    def isatty(self) -> bool:
+        return not self.closed_pipe and self._stream.isatty()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+@contextmanager
+def quiet_pipes() -> Iterator[None]:
+    """stdout and stderr that drop output to a closed pipe instead of raising."""
+    saved = sys.stdout, sys.stderr
+    sys.stdout = DroppingStream(saved[0])  # type: ignore[assignment]
+    sys.stderr = DroppingStream(saved[1])  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = saved
+
+
+# -- the program's name ----------------------------------------------------------------------
+
+
+def program(argv0: str | None = None, on_path: str | None = None) -> str:
+    """How to invoke this praxis from the current folder: ``praxis`` when that name on PATH is
+    this program, else the path it was invoked by (``.venv/bin/praxis``)."""
+    argv0 = sys.argv[0] if argv0 is None else argv0
+    on_path = shutil.which("praxis") if on_path is None else on_path
+    me = Path(argv0)
+    if me.name == "praxis" and me.is_file():
+        if on_path and Path(on_path).resolve() == me.resolve():
+            return "praxis"
+        return shlex.quote(_shown(me))
+    if on_path or me.name != "__main__.py":
+        return "praxis"
+    return f"{shlex.quote(_shown(Path(sys.executable)))} -m praxis"  # python -m praxis
+
+
+def command(text: str) -> str:
+    """A printed ``praxis ...`` command, with the name this praxis is reachable by."""
+    name = program()
+    if name != "praxis" and text.startswith("praxis "):
+        return name + text[len("praxis") :]
+    return text
+
+
+def _shown(path: Path) -> str:
+    absolute = Path(os.path.abspath(path))
+    try:
+        rel = absolute.relative_to(Path.cwd())
+    except ValueError:
+        return str(absolute)
+    return str(rel) if rel.parts and rel.parts[0] != ".." else str(absolute)
+
+
+# -- FLOW -------------------------------------------------------------------------------------
+
+
+def find_flow(arg: str) -> str:
+    """The flow FLOW names: a folder holding flow.yaml, the flow.yaml itself, or (like git)
+    the nearest folder above FLOW that holds one. A path to another file is refused."""
+    path = Path(arg)
+    if path.is_file() or (path.exists() and not path.is_dir()):
+        if path.name == DEFINITION:
+            return arg
+        raise NotAFlow(
+            f"{arg} is not a flow: FLOW is a flow's folder (the one holding flow.yaml) "
+            "or its flow.yaml"
+        )
+    if not path.is_dir() or (path / DEFINITION).is_file():
+        return arg  # a missing path is reported by the contract
+    for parent in path.resolve().parents:
+        if (parent / DEFINITION).is_file():
+            return _shown(parent) if parent != Path.cwd() else "."
+    return arg

@@ -1,0 +1,258 @@
+"""The `praxis` command's edges: printed commands that work as printed, closed pipes, FLOW
+found from inside a flow, --version, a busy port, and phase text escaped on the terminal."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from praxis import terminal
+from praxis.cli import main
+from praxis.flows import state as st
+
+from .flows.helpers import three_phase_flow, write_flow
+from .labels import TEST_LABELS
+
+CONTROL = ("\x1b", "\x07", "\r")
+# an exception message and a CSV cell that try to retitle the terminal, set the clipboard
+# (OSC 52) and overwrite the line with a fake success mark
+HOSTILE = "\\x1b]0;pwned\\x07 \\x1b]52;c;cHduZWQ=\\x07 \\r✓ done"
+
+
+def newest_run(flow: Path) -> Path:
+    return sorted((flow / "runs").iterdir())[-1]
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+# -- printed commands work as printed ---------------------------------------------------------
+
+
+def test_next_commands_use_the_invoked_path_when_praxis_is_not_on_path(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    script = tmp_path / "venv" / "bin" / "praxis"
+    script.parent.mkdir(parents=True)
+    script.write_text("#!/bin/sh\n")
+    script.chmod(0o755)
+    monkeypatch.setattr(sys, "argv", [str(script), "run"])
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    flow = three_phase_flow(tmp_path)
+    code, out, _err = run_cli(capsys, "run", str(flow))
+    assert code == 0
+    assert f"  {script} approve {flow} --run " in out
+    monkeypatch.setenv("PATH", str(script.parent))  # now `praxis` on PATH is this program
+    code, out, _err = run_cli(capsys, "status", str(flow))
+    assert f"next: praxis approve {flow} --run " in out
+
+
+def test_python_dash_m_without_praxis_on_path_prints_python_dash_m() -> None:
+    main_py = str(Path(terminal.__file__).with_name("__main__.py"))
+    assert terminal.program(main_py, on_path="").endswith(" -m praxis")
+    assert terminal.program(main_py, on_path="/usr/bin/praxis") == "praxis"
+
+
+# -- a closed pipe ----------------------------------------------------------------------------
+
+
+def _closed_stdout(args: list[str], cwd: Path, *, stderr_too: bool = False) -> tuple[int, str]:
+    """Run praxis with its stdout (and stderr) a pipe whose reader is gone before it writes."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "praxis", *args],
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT if stderr_too else subprocess.PIPE,
+        env={**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"},
+    )
+    assert proc.stdout is not None
+    proc.stdout.close()  # like `| head -0`: every write the program makes meets EPIPE
+    err = ""
+    if proc.stderr is not None:
+        with proc.stderr:
+            err = proc.stderr.read().decode()
+    return proc.wait(timeout=120), err
+
+
+def test_status_and_runs_into_a_closed_pipe_end_quietly(tmp_path: Path) -> None:
+    flow = three_phase_flow(tmp_path)
+    assert main(["run", str(flow)]) == 0
+    for command in ("status", "runs", "log"):
+        code, err = _closed_stdout([command, str(flow)], tmp_path)
+        assert (code, err) == (0, ""), command
+
+
+def test_a_run_writing_into_a_closed_pipe_goes_on(tmp_path: Path) -> None:
+    flow = write_flow(
+        tmp_path / "f",
+        """
+        sandbox: {backend: fake}
+        phases:
+          - {id: a, kind: script, script: s.py, outputs: [x.txt]}
+          - {id: b, kind: script, script: s2.py, inputs: {working: [x.txt]}, outputs: [y.txt]}
+        """,
+        {
+            "s.py": "for i in range(500): print('line', i)\nopen('x.txt', 'w').write('1')\n",
+            "s2.py": "print('more')\nopen('y.txt', 'w').write('2')\n",
+        },
+    )
+    code, _ = _closed_stdout(["run", str(flow)], tmp_path, stderr_too=True)
+    state = st.load(newest_run(flow) / "run.json")
+    assert state.status == "done", state.error
+    assert [p.status for p in state.phases] == ["done", "done"]
+    assert code == 0
+
+
+# -- FLOW ------------------------------------------------------------------------------------
+
+
+def test_flow_defaults_to_the_flow_holding_the_current_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    flow = three_phase_flow(tmp_path)
+    monkeypatch.chdir(flow / "scripts")
+    code, out, err = run_cli(capsys, "check")
+    assert (code, out.strip()) == (0, "demo: ok, 3 phase(s)"), err
+    code, out, _ = run_cli(capsys, "run")
+    assert code == 0 and "waiting at the Gate after review" in out
+    assert len(list((flow / "runs").iterdir())) == 1
+
+
+def test_a_file_that_is_not_flow_yaml_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    flow = three_phase_flow(tmp_path)
+    code, _, err = run_cli(capsys, "run", str(flow / "scripts" / "load.py"))
+    assert code == 2
+    assert err.splitlines()[0] == (
+        f"NotAFlow: {flow / 'scripts' / 'load.py'} is not a flow: FLOW is a flow's folder "
+        "(the one holding flow.yaml) or its flow.yaml"
+    )
+    assert not (flow / "runs").exists()
+    assert main(["check", str(flow / "flow.yaml")]) == 0
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0
+    assert capsys.readouterr().out.startswith("praxis ")
+
+
+# -- serve on a busy port --------------------------------------------------------------------
+
+
+def test_serve_on_a_busy_port_is_one_line_and_exit_6(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        code, out, err = run_cli(capsys, "serve", "--root", str(tmp_path), "--port", str(port))
+    assert code == 6
+    assert out == ""
+    assert err.splitlines() == [
+        f"PortBusy: port {port} on 127.0.0.1 is in use by another program",
+        f"  next: praxis serve --port {port + 1}",
+    ]
+
+
+# -- phase text on the terminal --------------------------------------------------------------
+
+HOSTILE_FLOW = """
+    flow: hostile
+    sandbox: {sandbox}
+    phases:
+      - {{id: write, kind: script, script: write.py, outputs: [t.csv], review: required}}
+      - {{id: boom, kind: script, script: boom.py, inputs: {{working: [t.csv]}}}}
+"""
+HOSTILE_FILES = {
+    "write.py": f"""
+        print("{HOSTILE}")
+        with open("t.csv", "w") as fh:
+            fh.write("id,note\\n1,{HOSTILE}\\n")
+        with open("sc\\x1b[2Jratch.txt", "w") as fh:
+            fh.write("x")
+    """,
+    "boom.py": f'raise RuntimeError("{HOSTILE}")\n',
+}
+
+
+def _assert_no_control(text: str) -> None:
+    for byte in CONTROL:
+        assert byte not in text, repr(text)
+
+
+def _hostile_session(flow: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_cli(capsys, "run", str(flow))
+    assert code == 0 and "waiting at the Gate after write" in out, err
+    assert "^[]0;pwned^G" in out  # the Gate's table preview shows the cell, escaped
+    _assert_no_control(out + err)
+    code, out, err = run_cli(capsys, "status", str(flow), "--json")
+    revision = str(__import__("json").loads(out)["revision"])
+    code, out, err = run_cli(capsys, "approve", str(flow), "--expect-revision", revision)
+    assert code == 1
+    assert "PhaseFailed: boom: " in err and "^[]52;c;" in err
+    _assert_no_control(out + err)
+    for command in ("status", "log", "runs"):
+        code, out, err = run_cli(capsys, command, str(flow))
+        assert code == 0, err
+        _assert_no_control(out + err)
+    assert "^[]0;pwned" in run_cli(capsys, "status", str(flow))[1]
+
+
+def test_phase_text_is_escaped_on_the_terminal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    flow = write_flow(tmp_path / "f", HOSTILE_FLOW.format(sandbox="{backend: fake}"), HOSTILE_FILES)
+    _hostile_session(flow, capsys)
+
+
+@pytest.mark.docker
+def test_phase_text_is_escaped_on_the_terminal_in_docker(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], docker_image: str
+) -> None:
+    labels = ", ".join(f'"{k}": "{v}"' for k, v in TEST_LABELS.items())
+    sandbox = f"{{backend: docker, image: '{docker_image}', labels: {{{labels}}}, timeout: 120}}"
+    flow = write_flow(tmp_path / "f", HOSTILE_FLOW.format(sandbox=sandbox), HOSTILE_FILES)
+    _hostile_session(flow, capsys)
+
+
+# -- what a failed output check says ----------------------------------------------------------
+
+
+def test_a_missing_output_names_the_near_miss_and_header_only_names_may_be_empty(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    flow = write_flow(
+        tmp_path / "f",
+        """
+        sandbox: {backend: fake}
+        phases:
+          - {id: a, kind: script, script: s.py, outputs: [b.csv]}
+        """,
+        {"s.py": "open('b_typo.csv', 'w').write('id\\n1\\n')\n"},
+    )
+    code, _, err = run_cli(capsys, "run", str(flow))
+    assert code == 1
+    assert (
+        "PhaseFailed: a: output b.csv was not written; it wrote 'b_typo.csv' "
+        "(now in scratch/a/): a typo?"
+    ) in err
+    (flow / "s.py").write_text("open('b.csv', 'w').write('id\\n')\n")
+    assert main(["rerun", str(flow), "--from", "a"]) == 0
+    code, _, err = run_cli(capsys, "advance", str(flow))
+    assert code == 1
+    assert (
+        "output b.csv has a header and no rows (list it under may_be_empty: in flow.yaml "
+        "if a may write no rows)"
+    ) in err
