@@ -100,3 +100,15 @@ def test_no_model_is_a_usage_error_naming_the_fix(tmp_path: Path, monkeypatch, c
     assert main(["chat", str(tmp_path / "x"), "--message", "hi"]) == 2
     err = capsys.readouterr().err
     assert "PRAXIS_MODEL=openai:gpt-4.1-mini" in err
+
+
+def test_the_cli_imports_the_chat_only_when_it_runs() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, praxis.cli; praxis.cli.parser(); "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'langchain_core', 'pandas'}))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
