@@ -2,7 +2,9 @@
 
 Executors append cells as code runs (``code`` with the sandbox's ExecResult outputs,
 ``markdown`` for model messages and notes, ``copy`` for a notebook's own cells); the runner
-saves it to ``records/<phase>.ipynb`` with the run's metadata, also when the phase failed.
+saves it to ``records/<phase>.ipynb`` with the run's metadata, also when the phase failed. An
+executor may ``checkpoint`` it while the phase runs (status ``running``): every save is atomic,
+so a reader never sees half a record.
 
 The notebook's ``metadata.praxis`` holds flow, run, phase, kind, attempt, status, backend,
 isolated, ``started``/``ended`` (epoch seconds) and, added on save, ``started_at``/``ended_at``
