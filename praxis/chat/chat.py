@@ -243,6 +243,14 @@ class Chat:
             self._add(undo_note(write))
         return write
 
+    def interrupted(self) -> None:
+        """After Ctrl-C in a turn: answer the tool calls left open, so the chat can go on."""
+        fixed = answered(self.messages)
+        for message in fixed[len(self.messages) :]:
+            self.transcript.append(message)
+        self.messages = fixed
+        self._add(HumanMessage(f"{NOTE}The person stopped your last answer before it finished."))
+
     def close(self) -> None:
         self.tools.close()
 

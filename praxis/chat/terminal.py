@@ -90,7 +90,12 @@ def main(
         return _fail(f"{type(exc).__name__}: {exc}", f"praxis chat {flow}", 2)
     try:
         if message is not None:
-            chat.send(message)
+            try:
+                chat.send(message)
+            except KeyboardInterrupt:
+                chat.interrupted()
+                out.write("\npraxis: stopped; the transcript keeps what happened\n")
+                return 130
             out.write(f"praxis: transcript {_rel(chat.transcript.path)}; go on with: "
                       f"praxis chat {flow} --resume\n")  # fmt: skip
             return 0
@@ -119,7 +124,11 @@ def repl(chat: Chat, flow: str, inp: TextIO, out: TextIO) -> int:
             if text.startswith("/"):
                 command(chat, text, out)
             else:
-                chat.send(text)
+                try:
+                    chat.send(text)
+                except KeyboardInterrupt:
+                    chat.interrupted()
+                    out.write("\npraxis: stopped this answer; write another message or /quit\n")
     finally:
         history()
 

@@ -22,6 +22,7 @@ from typing import Any
 from praxis.flows import contract, runner
 from praxis.flows.context import Approver
 from praxis.flows.handle import RunHandle
+from praxis.flows.lock import Busy
 from praxis.flows.model import DEFAULT_SANDBOX, Flow
 from sandbox import Kernel, Sandbox, open_sandbox
 
@@ -54,6 +55,19 @@ def try_phases(
     ids = [p.id for p in flow.phases]
     if phase_id is not None and phase_id not in ids:
         return f"refused: no phase {phase_id!r}; phases: {', '.join(ids)}"
+    try:
+        return _try_copy(folder, ids, phase_id, sandbox, approver)
+    except (contract.FlowInvalid, runner.Refused, Busy) as exc:
+        return f"cannot run: {type(exc).__name__}: {exc}"
+
+
+def _try_copy(
+    folder: Path,
+    ids: list[str],
+    phase_id: str | None,
+    sandbox: Mapping[str, Any] | None,
+    approver: Approver | None,
+) -> str:
     with tempfile.TemporaryDirectory(prefix="praxis-try-") as tmp:
         copy = Path(tmp) / folder.name
         shutil.copytree(folder, copy, symlinks=True, ignore=shutil.ignore_patterns(*IGNORED))

@@ -112,3 +112,24 @@ def test_the_cli_imports_the_chat_only_when_it_runs() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_ctrl_c_in_a_turn_stops_it_and_the_chat_goes_on(tmp_path: Path) -> None:
+    folder = start(tmp_path / "orders")
+
+    from praxis.agent.scripted import ScriptedChatModel
+    from praxis.chat import open_chat
+
+    def interrupt(messages):  # type: ignore[no-untyped-def]
+        raise KeyboardInterrupt
+
+    model = ScriptedChatModel(replies=[{"tool_calls": [call("list_files")]}, interrupt])
+    chat = open_chat(folder, model=model)
+    with pytest.raises(KeyboardInterrupt):
+        chat.send("look")
+    chat.interrupted()
+    chat.model = ScriptedChatModel(replies=[{"text": "Stopped; go on?"}])
+    assert chat.send("go on").answer == "Stopped; go on?"
+    chat.close()
+    resumed = open_chat(folder, model=model, resume=True)
+    assert len(resumed.messages) == len(chat.messages)
