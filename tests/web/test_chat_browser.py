@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from pathlib import Path
 
-import pytest
 import uvicorn
 
 from praxis.agent.scripted import ScriptedChatModel
