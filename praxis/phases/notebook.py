@@ -77,6 +77,7 @@ def run(ctx: PhaseContext) -> PhaseOutcome:
         if exited:
             _keep_rest(ctx, steps[index + 1 :])
             break
+    _checkpoint(ctx)  # the last cell's outputs, before the runner collects files
     return PhaseOutcome(protected=set(ctx.phase.outputs))
 
 
