@@ -73,6 +73,8 @@ def test_sales_report_in_docker_gate_edit_approve(tmp_path: Path, docker_image: 
     assert st.load(run_dir / "run.json").status == "done"
     report = (run_dir / "output" / "report.md").read_text()
     assert "Orders left out after review: 2." in report  # the edited file was read
+    assert "![Revenue by week](revenue_by_week.png)" in report  # a chart, drawn in the sandbox
+    assert (run_dir / "output" / "revenue_by_week.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 @pytest.mark.docker
