@@ -55,7 +55,14 @@ def test_sales_report_through_the_gate(tmp_path: Path) -> None:
     assert list(by_region.columns)[:2] == ["region", "orders"]
     outs = praxis.outputs(flow)
     assert list(outs) == [
-        *("clean.csv", "review.csv", "by_region.csv", "by_week.csv", "report.md"),
+        *(
+            "clean.csv",
+            "review.csv",
+            "by_region.csv",
+            "by_week.csv",
+            "report.md",
+            "revenue_by_week.png",
+        ),
     ]
     assert "# Sales report" in outs["report.md"].read_text()
     with pytest.raises(ValueError, match="read_table reads"):

@@ -256,3 +256,37 @@ def test_a_missing_output_names_the_near_miss_and_header_only_names_may_be_empty
         "output b.csv has a header and no rows (list it under may_be_empty: in flow.yaml "
         "if a may write no rows)"
     ) in err
+
+
+# -- praxis check ----------------------------------------------------------------------------
+
+
+def test_check_names_phases_by_id_and_suggests(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    flow = write_flow(
+        tmp_path / "f",
+        """
+        sandbox: {backend: docker, memroy: 1g, pids: 0, packages: ['scikit learn']}
+        phases:
+          - {id: clean, kind: script, script: s.py, outputs: [clean.csv], review: yes}
+          - {id: flag, kind: script, script: s.py, inputs: {working: [clean.cvs]}}
+        """,
+        {"s.py": ""},
+    )
+    code, out, _ = run_cli(capsys, "check", str(flow))
+    assert code == 2
+    problems = out.splitlines()
+    assert problems[:2] == [
+        "flow.yaml: sandbox.memroy: unknown key for the docker backend (did you mean 'memory'?)",
+        "flow.yaml: sandbox.pids: must be between 32 and 65536, got 0",
+    ]
+    assert problems[2].startswith(
+        "flow.yaml: sandbox.packages[0]: 'scikit learn' is not a package requirement ("
+    )
+    assert problems[3:] == [
+        "flow.yaml: phases[clean].review: true (yes/no) is not a review; write review: required "
+        "(a Gate after this phase) or review: none",
+        "flow.yaml: phases[flag].inputs.working[0]: 'clean.cvs' is neither a file of the flow "
+        "nor an output of an earlier phase; did you mean 'clean.csv'?",
+    ]
