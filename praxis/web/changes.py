@@ -154,7 +154,8 @@ def diff_files(name: str, old: Path, new: Path, before: str, after: str) -> File
     return result
 
 
-def _rows(path: Path) -> tuple[list[str], list[bytes], list[list[str]], csvedit.Dialect]:
+def _rows(path: Path) -> tuple[list[str], list[bytes], csvedit.Dialect]:
+    """The header's fields, every data row's raw bytes (no line ending), the dialect."""
     idx = csvedit.build_index(path)
     data = path.read_bytes()[len(idx.dialect.bom) :]
     raws, pos = [], 0
@@ -162,31 +163,46 @@ def _rows(path: Path) -> tuple[list[str], list[bytes], list[list[str]], csvedit.
         end, _ = csvedit.record_ends(data, pos, len(data))
         raws.append(data[pos:end].rstrip(b"\r\n"))
         pos = end
-    parsed = []
-    for raw in raws:
-        try:
-            parsed.append(csvedit.parse_record(raw, idx.dialect).fields)
-        except csvedit.BadRow:
-            parsed.append([raw.decode(idx.dialect.encoding, errors="replace")])
-    head = parsed[0] if parsed else []
-    return head, raws[1:], parsed[1:], idx.dialect
+    head = _fields(raws[0], idx.dialect) if raws else []
+    return head, raws[1:], idx.dialect
+
+
+def _fields(raw: bytes, dialect: csvedit.Dialect) -> list[str]:
+    try:
+        return csvedit.parse_record(raw, dialect).fields
+    except (csvedit.BadRow, UnicodeError):
+        return [raw.decode(dialect.encoding, errors="replace")]
 
 
 def diff_tables(old: Path, new: Path) -> TableDiff:
-    head_a, raw_a, rows_a, _ = _rows(old)
-    head_b, raw_b, rows_b, _ = _rows(new)
+    head_a, raw_a, da = _rows(old)
+    head_b, raw_b, db = _rows(new)
     diff = TableDiff(head_a, head_b)
-    matcher = difflib.SequenceMatcher(None, raw_a, raw_b, autojunk=False)
+
+    def changed(i: int, j: int) -> None:
+        _changed(diff, head_b, _fields(raw_a[i], da), _fields(raw_b[j], db), j)
+
+    # the common head and tail are equal rows; only the middle is aligned (an edit in place
+    # of a million-row file aligns one row)
+    lo, hi = 0, 0
+    while lo < min(len(raw_a), len(raw_b)) and raw_a[lo] == raw_b[lo]:
+        lo += 1
+    while hi < min(len(raw_a), len(raw_b)) - lo and raw_a[-1 - hi] == raw_b[-1 - hi]:
+        hi += 1
+    matcher = difflib.SequenceMatcher(
+        None, raw_a[lo : len(raw_a) - hi], raw_b[lo : len(raw_b) - hi], autojunk=False
+    )
     for op, a1, a2, b1, b2 in matcher.get_opcodes():
         if op == "equal":
             continue
+        a1, a2, b1, b2 = a1 + lo, a2 + lo, b1 + lo, b2 + lo
         paired = min(a2 - a1, b2 - b1) if op == "replace" else 0
         for k in range(paired):
-            _changed(diff, head_b, rows_a[a1 + k], rows_b[b1 + k], b1 + k)
+            changed(a1 + k, b1 + k)
         for i in range(a1 + paired, a2):
-            _count(diff, "removed", diff.removed, (i + 1, rows_a[i]))
+            _count(diff, "removed", diff.removed, (i + 1, _fields(raw_a[i], da)))
         for j in range(b1 + paired, b2):
-            _count(diff, "added", diff.added, (j + 1, rows_b[j]))
+            _count(diff, "added", diff.added, (j + 1, _fields(raw_b[j], db)))
     return diff
 
 

@@ -214,3 +214,17 @@ def test_runner_edit_keeps_the_mode(served: Served) -> None:
     path.chmod(0o640)
     runner.edit(served.gated.flow, "review.csv", path.read_bytes(), served.gated.run_id)
     assert path.stat().st_mode & 0o777 == 0o640
+
+
+def test_table_diffs_align_added_and_removed_rows(tmp_path: Path) -> None:
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    a.write_text("id,v\n1,a\n2,b\n3,c\n4,d\n")
+    b.write_text("id,v\n1,a\n2,B\n4,d\n5,e\n")
+    d = changes.diff_tables(a, b)
+    assert d.counts == {"changed": 1, "added": 1, "removed": 1}
+    assert [(c.row, c.cells) for c in d.changed] == [(2, [("v", "b", "B")])]
+    assert d.removed == [(3, ["3", "c"])] and d.added == [(4, ["5", "e"])]
+    b.write_text("id,v\n1,a\n2,b\n3,c\n4,x\n")
+    d = changes.diff_tables(a, b)
+    assert d.counts == {"changed": 1, "added": 0, "removed": 0}
+    assert d.changed[0].cells == [("v", "d", "x")]
