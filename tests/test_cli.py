@@ -14,7 +14,6 @@ from praxis.flows import state as st
 
 from .flows.helpers import three_phase_flow, write_flow
 
-
 # praxis installed: its console script is on PATH (see test_cli_edges for when it is not)
 INSTALLED = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
 
