@@ -126,7 +126,7 @@ def test_edit_a_cell_at_the_gate_save_approve_and_the_next_phase_reads_it(
             page.get_by_role("button", name="Approve and continue").click()
             expect(page.get_by_role("status")).to_contain_text("Approved.")
             wait_for_run(gated, "done")
-            # the page follows the run by itself: it polls, and the badge and a banner say what changed
+            # the page follows the run by itself: it polls; the badge and a banner say what changed
             expect(page.locator("#run-status")).to_have_text("done", timeout=30_000)
             page.screenshot(path=str(SHOTS / "run.png"), full_page=True)
         finally:

@@ -1,0 +1,97 @@
+"""The reviewer's page over a big Gate file: ``python -m benchmarks.web_table [ROWS]``.
+
+Runs flows/sales-report to its Gate (local kernels) in a temporary folder, replaces the
+writable review.csv with ROWS rows (default 1,000,000), then through the real app:
+opens the run page (first page: builds the row index), opens it again (index cached),
+fetches rows from the middle by offset, and saves one cell. Prints bytes and seconds of
+each step. Not a test: nothing here asserts on time.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from starlette.testclient import TestClient
+
+from praxis.flows import runner
+from praxis.web.app import create_app
+from praxis.web.background import Advancer
+from praxis.web.security import Guard
+from sandbox import open_sandbox
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def write_rows(path: Path, rows: int) -> None:
+    header = path.read_bytes().split(b"\n", 1)[0] + b"\n"
+    with path.open("wb") as fh:
+        fh.write(header)
+        for start in range(0, rows, 10_000):
+            fh.write(
+                b"".join(
+                    b"O%07d,North,widget,%d,%d.5,negative amount,drop\n" % (i, i % 50, i)
+                    for i in range(start, min(start + 10_000, rows))
+                )
+            )
+
+
+def main(rows: int) -> None:
+    import shutil
+
+    with tempfile.TemporaryDirectory() as tmp:
+        flow = Path(tmp) / "flows" / "sales-report"
+        shutil.copytree(
+            REPO / "flows" / "sales-report", flow, ignore=shutil.ignore_patterns("runs")
+        )
+        run = runner.begin(flow)
+        runner.advance(
+            flow,
+            run.id,
+            sandbox=lambda f, r: open_sandbox(
+                {"backend": "local"}, workspace=r.paths.workspace, name=r.id
+            ),
+        )
+        review = flow / "runs" / run.id / "output" / "review.csv"
+        write_rows(review, rows)
+        print(f"review.csv: {rows} rows, {review.stat().st_size} bytes")
+        guard = Guard()
+        app = create_app(Path(tmp), guard=guard, advancer=Advancer())
+        with TestClient(app, base_url="http://127.0.0.1:8765") as client:
+            client.get(f"/?token={guard.token}")
+            q = f"flow=flows/sales-report&run={run.id}"
+
+            def step(label: str, method: str, url: str, **kw: object) -> str:
+                t0 = time.perf_counter()
+                r = client.request(method, url, **kw)  # type: ignore[arg-type]
+                took = time.perf_counter() - t0
+                print(f"{label:<44} {r.status_code} {len(r.content):>10} B {took:8.3f} s")
+                return r.text
+
+            page = step("run page (builds the row index)", "GET", f"/run?{q}")
+            step("run page again (index cached)", "GET", f"/run?{q}")
+            step(
+                "rows 500000..500100 by offset",
+                "GET",
+                f"/rows?{q}&name=review.csv&start={rows // 2}&n=100",
+            )
+            csrf = page.split('name="csrf" value="', 1)[1].split('"', 1)[0]
+            revision = page.split('name="revision" value="', 1)[1].split('"', 1)[0]
+            version = page.split('name="version" value="', 1)[1].split('"', 1)[0]
+            form = {
+                "csrf": csrf,
+                "flow": "flows/sales-report",
+                "run": run.id,
+                "revision": revision,
+                "name": "review.csv",
+                "version": version,
+                f"cell.{rows // 2}.6": "keep",
+            }
+            step("save one cell (splice one row, write)", "POST", "/save", data=form)
+            step("run page after the save (new index)", "GET", f"/run?{q}")
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000)
