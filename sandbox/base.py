@@ -115,7 +115,9 @@ class Sandbox(ABC):
         """Stop every process that code in this sandbox started (its kernels included) and
         return once none runs. The runner calls it after a phase's code ends and before it
         touches the workspace or asks for the next kernel: nothing of a phase survives it.
-        Backends without processes of their own (the fake) have nothing to stop."""
+        Where the backend can, every workspace file is then read-only to later code (docker:
+        root's, 0444). Backends without processes of their own (the fake) have nothing to
+        stop."""
 
     @abstractmethod
     def close(self) -> None:

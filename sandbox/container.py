@@ -333,6 +333,7 @@ class DockerSandbox(StandbyKernels, FolderSandbox):
         except SandboxUnavailable:
             # the kernel server is gone: kill the kernel uid's processes with a docker exec
             self._exec_wait(["python", "-c", "import os; os.kill(-1, 9)"], user=UID)
+        self.workspace.seal()  # what the phase wrote is read-only to every later phase
 
     def _exec(self, cmd: list[str], *, user: str = UID) -> str:
         """Start ``cmd`` in the container as ``user``, detached; the exec's id."""

@@ -160,6 +160,12 @@ class Workspace:
     def remove(self, name: str) -> None:
         self.tree.remove(name)
 
+    def seal(self) -> None:
+        """Every file read-only, the host's: what a phase wrote, the next can only read.
+        (Changing the owner needs root; otherwise files are only made 0444.)"""
+        owner = (os.geteuid(), os.getegid()) if os.geteuid() == 0 else None
+        self.tree.seal(owner)
+
 
 class FolderSandbox(Sandbox):
     """A sandbox whose workspace is a host folder: files move by descriptor operations."""

@@ -1,10 +1,10 @@
 """Everything the model sees: the system rules and the phase's task message.
 
 The task message holds, in order: the task (the phase's prompt file), the reviewer's note
-when a Gate reopened the phase, the declared outputs, the working inputs (tabular ones as
-pandas profiles), the reference inputs (clipped at 20,000 characters with a marker), the
-prepared scripts and queries by name, and the limits. Files are read on the host: a flow
-file from the flow folder, an earlier phase's output from the run's ``output/`` folder.
+when a Gate reopened the phase, the run parameters, the declared outputs, the working inputs
+(tabular ones as pandas profiles), the reference inputs (clipped at 20,000 characters with a
+marker), the prepared scripts and queries by name, and the limits. Files are read on the
+host: a flow file from the flow folder, an earlier phase's output from the run's ``output/``.
 """
 
 from __future__ import annotations
@@ -53,6 +53,7 @@ def task_message(ctx: PhaseContext) -> str:
     sections = [
         _task(ctx),
         _note(ctx),
+        _params(ctx),
         _outputs(ctx),
         _working(ctx),
         _reference(ctx),
@@ -94,6 +95,16 @@ def _note(ctx: PhaseContext) -> str:
     return (
         "# Reviewer's note\n\nA reviewer reopened this phase with this note; address it:\n\n"
         + ctx.note.strip()
+    )
+
+
+def _params(ctx: PhaseContext) -> str:
+    if not ctx.params:
+        return ""
+    lines = [f"- {name} = {value!r}" for name, value in sorted(ctx.params.items())]
+    return (
+        "# Run parameters\n\nThis run's parameters (also the variable `params` in the "
+        "kernel):\n" + "\n".join(lines)
     )
 
 

@@ -13,50 +13,68 @@ import os
 import shutil
 from pathlib import Path
 
-from sandbox import FileStat, PathRefused, Sandbox
+from sandbox import PathRefused
 from sandbox.paths import check_name, confined
 
 from .context import PhaseError
 from .layout import RunPaths
 from .model import Phase
+from .snapshot import Manifest, Store
 
 TABULAR = {".csv": ",", ".tsv": "\t"}
 
 
-def new_files(before: dict[str, FileStat], after: dict[str, FileStat]) -> list[str]:
-    """Names that appeared or changed (size or mtime) between two listings, sorted."""
-    return sorted(n for n, st in after.items() if before.get(n) != st)
-
-
-def collect(
-    sandbox: Sandbox,
-    before: dict[str, FileStat],
-    staging: Path,
+def route(
     paths: RunPaths,
     phase: Phase,
-) -> tuple[list[str], list[str]]:
-    """Move this phase's new files into the run folder; returns (outputs, scratch) names.
+    pre: Manifest,
+    post: Manifest,
+    store: Store,
+    staging: Path,
+) -> dict[str, str]:
+    """File what the phase wrote: declared outputs into output/, the rest into scratch/<phase>/;
+    returns {output name: sha256}.
 
-    Staged files (an executor's ``write_output``) are placed first, then the sandbox's new
-    files, so a file from the sandbox wins over a staged one of the same name.
+    Staged files (an executor's ``write_output``) are placed first, then the workspace's new
+    or changed files (``post`` against ``pre``, both already in the store), so a file from the
+    sandbox wins over a staged one of the same name. A recorded file is a hard link to its
+    read-only object, except an output a reviewer may edit at a Gate (the phase is gated):
+    that one is a copy of its own, so no edit can reach the store.
     """
     declared = set(phase.outputs)
-    outputs: set[str] = set()
-    scratch: set[str] = set()
+    outputs: dict[str, str] = {}
     for name in _staged(staging):
-        dest = _dest(paths, phase, name, declared)
-        src = confined(staging, name)
-        _replace_with(dest, lambda tmp, s=src: shutil.copyfile(s, tmp))
-        (outputs if name in declared else scratch).add(name)
-    for name in new_files(before, sandbox.listing()):
+        sha, _size = store.add_file(confined(staging, name))
+        _file(paths, phase, name, store.path(sha), declared)
+        if name in declared:
+            outputs[name] = sha
+    for name, item in sorted(post.items()):
+        if name in pre and pre[name].sha256 == item.sha256:
+            continue
         try:
             check_name(name)
         except PathRefused as exc:
             raise PhaseError(f"refused to collect {exc}") from exc
-        dest = _dest(paths, phase, name, declared)
-        _replace_with(dest, lambda tmp, n=name: sandbox.fetch(n, tmp))
-        (outputs if name in declared else scratch).add(name)
-    return sorted(outputs), sorted(scratch)
+        _file(paths, phase, name, store.path(item.sha256), declared)
+        if name in declared:
+            outputs[name] = item.sha256
+    return outputs
+
+
+def _file(paths: RunPaths, phase: Phase, name: str, obj: Path, declared: set[str]) -> None:
+    dest = _dest(paths, phase, name, declared)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(f".{dest.name[:100]}.collect")
+    tmp.unlink(missing_ok=True)
+    try:
+        if name in declared and phase.gated:
+            shutil.copyfile(obj, tmp)  # writable at the Gate: never the store's inode
+            os.chmod(tmp, 0o644)
+        else:
+            os.link(obj, tmp)
+        os.replace(tmp, dest)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def _staged(staging: Path) -> list[str]:
@@ -75,18 +93,6 @@ def _dest(paths: RunPaths, phase: Phase, name: str, declared: set[str]) -> Path:
     if not dest.resolve().is_relative_to(base.resolve()):
         raise PhaseError(f"refused to collect {name!r}: it leads outside {base}")
     return dest
-
-
-def _replace_with(dest: Path, write: object) -> None:
-    """Write through a temp file in the destination folder, then os.replace."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_name(f".{dest.name}.collect")
-    tmp.unlink(missing_ok=True)
-    try:
-        write(tmp)  # type: ignore[operator]
-        os.replace(tmp, dest)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def check_outputs(paths: RunPaths, phase: Phase, scratch: list[str] | None = None) -> None:

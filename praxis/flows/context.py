@@ -45,6 +45,7 @@ class PhaseContext:
     record: Record  # the phase's record notebook, filled as code runs
     staging: Path  # host folder: files an executor writes itself (write_output) go here
     note: str | None = None  # the reviewer's note when a Gate reopened this phase
+    params: dict[str, Any] = field(default_factory=dict)  # the run's parameters
     approver: Approver | None = None
     progress: Callable[[str], None] = lambda message: None
     # (stream, text) as the phase's code prints it: the runner writes runs/<run>/live/<phase>.log

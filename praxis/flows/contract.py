@@ -27,7 +27,8 @@ MAX_DEFINITION_BYTES = 1 << 20  # flow.yaml itself, refused before parsing
 FLOW_NAME = re.compile(r"[a-z0-9][a-z0-9-]*")
 PHASE_ID = re.compile(r"[a-z0-9_-]+")
 BACKENDS = ("auto", "docker", "local", "fake")
-TOP_KEYS = ("flow", "description", "sandbox", "model", "database", "phases")
+PARAM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+TOP_KEYS = ("flow", "description", "sandbox", "model", "database", "params", "phases")
 PHASE_KEYS = (
     *("id", "kind", "script", "prompt", "scripts", "queries", "inputs", "outputs"),
     *("may_be_empty", "review", "limits", "timeout", "description"),
@@ -182,6 +183,7 @@ class _Builder(ValueReader):
         sandbox = self.sandbox(top.get("sandbox", {}))
         model = self.string(top["model"], "model") if "model" in top else None
         database = self.database(top["database"]) if "database" in top else None
+        params = self.params(top.get("params", {}))
         if "phases" not in top:
             self.error("", "missing required key 'phases' (the list of phases)")
         phases = self.phases(top["phases"]) if "phases" in top else ()
@@ -189,7 +191,7 @@ class _Builder(ValueReader):
             return None
         return Flow(
             name=name, root=self.root, phases=phases, description=description or "",
-            sandbox=sandbox, model=model, database=database,
+            sandbox=sandbox, model=model, database=database, params=params,
         )  # fmt: skip
 
     # -- the parts of a flow ------------------------------------------------------------------
@@ -222,6 +224,20 @@ class _Builder(ValueReader):
                        "remove image: (or the packages)")  # fmt: skip
         config.update(raw)
         return config
+
+    def params(self, value: Any) -> dict[str, Any]:
+        """Run parameters: names to scalar defaults (their types type `-p name=value`)."""
+        raw = self.mapping(value, "params", None)
+        found: dict[str, Any] = {}
+        for key, default in (raw or {}).items():
+            loc = f"params.{key}"
+            if not isinstance(key, str) or not PARAM_NAME.fullmatch(key):
+                self.error(loc, f"is not a parameter name ({PARAM_NAME.pattern})")
+            elif default is not None and not isinstance(default, str | int | float | bool):
+                self.error(loc, f"must be a string, number or true/false, not {describe(default)}")
+            else:
+                found[key] = default
+        return found
 
     def database(self, value: Any) -> str | None:
         s = self.string(value, "database")

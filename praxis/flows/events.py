@@ -141,6 +141,16 @@ class PhaseFailed(Event):
 
 @event
 @dataclass(frozen=True, kw_only=True)
+class PhaseReused(Event):
+    """A stale phase whose inputs and definition were unchanged: its last done attempt stands."""
+
+    kind: ClassVar[str] = "phase_reused"
+    phase: str
+    attempt: int
+
+
+@event
+@dataclass(frozen=True, kw_only=True)
 class PhasesStale(Event):
     kind: ClassVar[str] = "phases_stale"
     phases: list[str]

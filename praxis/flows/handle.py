@@ -13,7 +13,7 @@ from typing import Any
 
 from . import state as st
 from .events import Event, EventLog, RunStateChanged
-from .layout import RunPaths, list_run_ids, run_paths
+from .layout import RunPaths, new_run_id, newest, newest_seq, run_paths, set_newest
 from .model import Flow
 
 Clock = Callable[[], float]
@@ -41,21 +41,47 @@ class RunHandle:
     @classmethod
     def open(cls, flow: Flow, run_id: str | None, clock: Clock = time.time) -> RunHandle:
         if run_id is None:
-            ids = list_run_ids(flow.root)
-            if not ids:
+            run_id = newest(flow.root)
+            if run_id is None:
                 raise NoRun(flow, None)
-            run_id = ids[-1]
         paths = run_paths(flow.root, run_id)
         if not paths.root.is_dir():
             raise NoRun(flow, run_id)
         return cls(flow, paths, st.load(paths.state), clock)
 
     @classmethod
-    def create(cls, flow: Flow, run_id: str, clock: Clock = time.time) -> RunHandle:
-        paths = run_paths(flow.root, run_id)
+    def create(
+        cls,
+        flow: Flow,
+        clock: Clock = time.time,
+        *,
+        params: dict[str, Any] | None = None,
+        definition: dict[str, Any] | None = None,
+    ) -> RunHandle:
+        """A new run folder, created exclusively (never an existing run's), and its run.json.
+        The caller holds the Flow's lock: ``seq`` orders runs by creation, not by the clock."""
+        now = clock()
+        seq = newest_seq(flow.root) + 1
+        while True:
+            paths = run_paths(flow.root, new_run_id(now))
+            paths.root.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                paths.root.mkdir()
+                break
+            except FileExistsError:
+                continue  # the same second and the same random suffix: another id
         paths.make()
-        state = st.new_run(run_id, flow.name, [p.id for p in flow.phases], now=clock())
+        state = st.new_run(
+            paths.id,
+            flow.name,
+            [p.id for p in flow.phases],
+            now=now,
+            params=params,
+            definition=definition,
+            seq=seq,
+        )
         st.save(state, paths.state)
+        set_newest(flow.root, paths.id)
         return cls(flow, paths, state, clock)
 
     def change(self, event: str, *, phase: str | None = None, **kw: Any) -> st.RunState:

@@ -9,12 +9,15 @@
                      records/<phase>.ipynb
                      attempts/<phase>/<n>/{output,scratch,record.ipynb}
                      workspace/      the sandbox's workspace (bind-mounted)
+                     objects/<sha256>            content store, read-only
+                     snapshots/<phase>/<n>.json  the workspace before attempt n (.post.json: after)
                      cancel          present when a cancel was requested during a phase
 ```
 """
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import time
@@ -24,6 +27,7 @@ from pathlib import Path
 from sandbox.errors import PathRefused
 from sandbox.paths import confined
 
+from .atomic import write_atomic
 from .model import Flow
 from .state import RunState
 
@@ -43,6 +47,9 @@ def new_run_id(now: float | None = None) -> str:
     return f"{stamp}-{secrets.token_hex(2)}"
 
 
+NEWEST = ".newest"
+
+
 def runs_dir(flow_root: Path) -> Path:
     return flow_root / "runs"
 
@@ -58,6 +65,39 @@ def list_run_ids(flow_root: Path) -> list[str]:
     except FileNotFoundError:
         return []
     return sorted(n for n in names if not n.startswith("."))
+
+
+def newest(flow_root: Path) -> str | None:
+    """The run created last (``runs/.newest``, written at begin), else the last id by name."""
+    try:
+        name = (runs_dir(flow_root) / NEWEST).read_text(encoding="utf-8").strip()
+    except OSError:
+        name = ""
+    if (
+        name
+        and not name.startswith(".")
+        and "/" not in name
+        and (runs_dir(flow_root) / name).is_dir()
+    ):
+        return name
+    ids = list_run_ids(flow_root)
+    return ids[-1] if ids else None
+
+
+def newest_seq(flow_root: Path) -> int:
+    """The creation number of the newest run (0 when there is none)."""
+    name = newest(flow_root)
+    if name is None:
+        return 0
+    try:
+        seq = json.loads((runs_dir(flow_root) / name / "run.json").read_bytes()).get("seq", 0)
+    except (OSError, ValueError, AttributeError):
+        return len(list_run_ids(flow_root))
+    return seq if isinstance(seq, int) else 0
+
+
+def set_newest(flow_root: Path, run_id: str) -> None:
+    write_atomic(runs_dir(flow_root) / NEWEST, f"{run_id}\n".encode())
 
 
 @dataclass(frozen=True)
@@ -95,6 +135,19 @@ class RunPaths:
     @property
     def workspace(self) -> Path:
         return self.root / "workspace"
+
+    @property
+    def objects(self) -> Path:
+        return self.root / "objects"
+
+    @property
+    def snapshots(self) -> Path:
+        return self.root / "snapshots"
+
+    def snapshot(self, phase: str, attempt: int, which: str = "pre") -> Path:
+        """snapshots/<phase>/<n>.json (before attempt n) or <n>.post.json (as it left it)."""
+        suffix = ".post.json" if which == "post" else ".json"
+        return self.snapshots / phase / f"{attempt}{suffix}"
 
     @property
     def staging(self) -> Path:

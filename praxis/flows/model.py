@@ -43,6 +43,7 @@ class Flow:
     sandbox: dict[str, Any] = field(default_factory=lambda: dict(DEFAULT_SANDBOX))
     model: str | None = None
     database: str | None = None  # agent extracts: a SQLite file of the flow, or a SQLAlchemy URL
+    params: dict[str, Any] = field(default_factory=dict)  # run parameters and their defaults
 
     def phase(self, phase_id: str) -> Phase:
         for p in self.phases:

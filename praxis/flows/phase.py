@@ -6,22 +6,25 @@ before the exception leaves: a half-done phase never writes a confident artifact
 
 from __future__ import annotations
 
+import json
+import logging
 import os
 import shutil
 import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from sandbox import Kernel, Sandbox, SandboxError
+from sandbox import Kernel, Sandbox
 from sandbox.paths import confined
 
-from . import collect, live
+from . import collect, definition, live, snapshot
 from .context import Approver, PhaseContext, PhaseError, PhaseOutcome
 from .events import (
     FilesCollected,
     InputsUploaded,
     PhaseDone,
     PhaseFailed,
+    PhaseReused,
     PhasesStale,
     PhaseStarted,
 )
@@ -31,6 +34,8 @@ from .record import Record
 from .state import STOPPED
 
 Progress = Callable[[str], None]
+log = logging.getLogger("praxis")
+MAX_ERROR = 4000  # characters of an error message kept in run.json, events and the record
 
 
 def run_phase(
@@ -41,27 +46,38 @@ def run_phase(
     approver: Approver | None = None,
     progress: Progress = lambda message: None,
     extra: dict | None = None,
+    workspace: snapshot.Workspace | None = None,
+    reuse: bool = True,
 ) -> bool:
-    """Run ``phase``; True when it is done, False when it failed (and is recorded so)."""
+    """Run ``phase``; True when it is done (or reused), False when it failed (and is recorded
+    so). ``workspace`` is what the sandbox's workspace holds (kept across phases)."""
+    ws = workspace or snapshot.Workspace(sandbox, snapshot.Store(run.paths.objects))
+    base = base_state(run, phase)
+    if reuse and reusable(run, phase) and try_reuse(run, phase, sandbox, ws, base):
+        return True
     previous = run.state.phase(phase.id).attempt
     record = Record()
     started = run.clock()
-    mark_running(run, phase, previous)
+    mark_running(run, phase, previous, sandbox)
     attempt = run.state.phase(phase.id).attempt
     record.metadata.update(_metadata(run, phase, attempt, started))
     kernel: Kernel | None = None
     try:
-        gather(run, phase, sandbox)
-        before = sandbox.listing()
+        pre = prepare(run, phase, sandbox, ws, base)
         kernel = sandbox.kernel()
         outcome = execute(run, phase, sandbox, kernel, record, approver, progress, extra)
-        outputs, scratch = collect.collect(sandbox, before, run.paths.staging, run.paths, phase)
-        run.emit(FilesCollected(phase=phase.id, outputs=outputs, scratch=scratch))
+        kernel.shutdown()
+        sandbox.quiesce()  # nothing of the phase runs while the host reads what it wrote
+        post = ws.snapshot()
+        outputs = collect.route(run.paths, phase, pre, post, ws.store, run.paths.staging)
+        scratch = _scratch(pre, post, outputs)
+        run.emit(FilesCollected(phase=phase.id, outputs=sorted(outputs), scratch=scratch))
         collect.check_outputs(run.paths, phase)
-        finish(run, phase, started, record, outcome)
+        snapshot.save_manifest(run.paths.snapshot(phase.id, attempt, "post"), post)
+        finish(run, phase, started, record, outcome, outputs)
         return True
-    except (PhaseError, SandboxError, OSError) as exc:
-        fail(run, phase, started, record, _message(exc))
+    except Exception as exc:  # any error of the phase's, of its files or of the sandbox
+        fail(run, phase, started, record, _message(exc, sandbox))
         return False
     except BaseException:
         fail(run, phase, started, record, STOPPED)
@@ -69,22 +85,121 @@ def run_phase(
     finally:
         if kernel is not None:
             kernel.shutdown()
+        _quiet(sandbox.quiesce)
         shutil.rmtree(run.paths.staging, ignore_errors=True)
 
 
-def mark_running(run: RunHandle, phase: Phase, previous: int) -> None:
+def _scratch(pre: snapshot.Manifest, post: snapshot.Manifest, outputs: dict[str, str]) -> list[str]:
+    return sorted(
+        n for n, item in post.items() if n not in outputs and (n not in pre or pre[n] != item)
+    )
+
+
+def _quiet(call: Callable[[], None]) -> None:
+    try:
+        call()
+    except Exception:
+        log.warning("could not stop the sandbox's processes", exc_info=True)
+
+
+def base_state(run: RunHandle, phase: Phase) -> snapshot.Manifest | None:
+    """The workspace a phase starts from: as the phase before it left it (empty for the
+    first). None when that was not recorded (a run from before snapshots)."""
+    index = run.flow.index(phase.id)
+    if index == 0:
+        return {}
+    before = run.state.phase(run.flow.phases[index - 1].id)
+    return snapshot.load_manifest(run.paths.snapshot(before.id, before.attempt, "post"))
+
+
+def mark_running(run: RunHandle, phase: Phase, previous: int, sandbox: Sandbox) -> None:
     """Step 1: keep the previous attempt's files, mark the phase (and the run) running."""
     if previous:
         collect.archive_attempt(run.paths, phase, previous)
-    run.change("start", phase=phase.id, pid=os.getpid())
+    info = sandbox.describe()
+    run.change(
+        "start",
+        phase=phase.id,
+        pid=os.getpid(),
+        backend=str(info.get("backend")),
+        isolated=bool(info.get("isolated")),
+    )
     run.emit(PhaseStarted(phase=phase.id, attempt=run.state.phase(phase.id).attempt))
 
 
-def gather(run: RunHandle, phase: Phase, sandbox: Sandbox) -> list[str]:
+def prepare(
+    run: RunHandle,
+    phase: Phase,
+    sandbox: Sandbox,
+    ws: snapshot.Workspace,
+    base: snapshot.Manifest | None,
+) -> snapshot.Manifest:
+    """Steps 2-3: the workspace as the phase before left it, this phase's inputs uploaded;
+    recorded as the attempt's pre-state (manifest and digests)."""
+    pre = settle(run, phase, sandbox, ws, base)
+    attempt = run.state.phase(phase.id).attempt
+    digests = {"pre": snapshot.digest(pre), "definition": definition.digest(run, phase)}
+    snapshot.save_manifest(run.paths.snapshot(phase.id, attempt), pre, **digests)
+    run.change("snapshot", phase=phase.id, digests=digests)
+    return pre
+
+
+def settle(
+    run: RunHandle,
+    phase: Phase,
+    sandbox: Sandbox,
+    ws: snapshot.Workspace,
+    base: snapshot.Manifest | None,
+) -> snapshot.Manifest:
+    """Stop every sandbox process, restore ``base``, upload the inputs; the manifest."""
+    sandbox.quiesce()
+    if base is not None:
+        ws.restore(base)
+    gather(run, phase, ws)
+    return ws.snapshot()
+
+
+def reusable(run: RunHandle, phase: Phase) -> bool:
+    p = run.state.phase(phase.id)
+    return p.status == "stale" and phase.kind != "agent" and bool(p.digests)
+
+
+def try_reuse(
+    run: RunHandle,
+    phase: Phase,
+    sandbox: Sandbox,
+    ws: snapshot.Workspace,
+    base: snapshot.Manifest | None,
+) -> bool:
+    """Early cutoff: a stale phase whose inputs and definition are what its last done attempt
+    had is not run; its outputs, scratch and record stay, the workspace is as it left it."""
+    p = run.state.phase(phase.id)
+    post = snapshot.load_manifest(run.paths.snapshot(phase.id, p.attempt, "post"))
+    try:
+        pre = settle(run, phase, sandbox, ws, base)
+        same = (
+            post is not None
+            and snapshot.digest(pre) == p.digests.get("pre")
+            and definition.digest(run, phase) == p.digests.get("definition")
+            and collect.hash_outputs(run.paths, phase) == p.hashes
+        )
+        if not same or post is None:
+            return False
+        ws.restore(post)
+    except Exception:  # whatever failed here fails the phase for real when it runs
+        log.debug("phase %s cannot be reused", phase.id, exc_info=True)
+        return False
+    run.change("reuse", phase=phase.id)
+    run.emit(PhaseReused(phase=phase.id, attempt=p.attempt))
+    return True
+
+
+def gather(run: RunHandle, phase: Phase, ws: snapshot.Workspace) -> list[str]:
     """Step 2: upload every working input (replacing what the workspace holds)."""
     t0 = run.clock()
     for name in phase.working:
-        sandbox.upload(source_of(run, name), name)
+        sha, size = ws.store.add_file(source_of(run, name))
+        ws.place(name, sha, size)
     run.emit(InputsUploaded(phase=phase.id, files=list(phase.working), seconds=run.clock() - t0))
     return list(phase.working)
 
@@ -123,14 +238,31 @@ def execute(
         record=record,
         staging=run.paths.staging,
         note=run.state.phase(phase.id).note,
+        params=dict(run.state.params),
         approver=approver,
         progress=progress,
         live=live.writer(run.root, phase.id, progress),
         waiting=lambda what: _set_waiting(run, phase, what),
         extra=dict(extra or {}),
     )
+    inject(ctx)
     with _CancelWatch(run.paths.cancel_request, kernel):
         return executor(phase.kind)(ctx)
+
+
+def inject(ctx: PhaseContext) -> None:
+    """Variables ``params`` and ``note`` in the kernel before any of the phase's code runs;
+    the record's metadata shows them."""
+    ctx.record.metadata["params"] = dict(ctx.params)
+    ctx.record.metadata["note"] = ctx.note
+    literal = json.dumps(json.dumps({"params": ctx.params, "note": ctx.note}))
+    code = (
+        f"import json as _j\n_v = _j.loads({literal})\n"
+        "params, note = _v['params'], _v['note']\ndel _j, _v\n"
+    )
+    result = ctx.kernel.execute(code, timeout=ctx.timeout)
+    if not result.ok:
+        raise PhaseError(f"could not set params and note in the kernel: {result.evalue}")
 
 
 def _set_waiting(run: RunHandle, phase: Phase, what: str | None) -> None:
@@ -138,10 +270,14 @@ def _set_waiting(run: RunHandle, phase: Phase, what: str | None) -> None:
 
 
 def finish(
-    run: RunHandle, phase: Phase, started: float, record: Record, outcome: PhaseOutcome
+    run: RunHandle,
+    phase: Phase,
+    started: float,
+    record: Record,
+    outcome: PhaseOutcome,
+    hashes: dict[str, str],
 ) -> None:
     """Step 7: record hashes, mark later done phases stale, write the record and run.json."""
-    hashes = collect.hash_outputs(run.paths, phase)
     stale_before = {p.id for p in run.state.phases if p.status == "stale"}
     _save_record(run, phase, record, "done")
     run.change("finish", phase=phase.id, hashes=hashes)
@@ -194,12 +330,19 @@ def _metadata(run: RunHandle, phase: Phase, attempt: int, started: float) -> dic
     }
 
 
-def _message(exc: BaseException) -> str:
+def _message(exc: Exception, sandbox: Sandbox) -> str:
+    """The error's own words (with its type where they do not say it), bounded; a full disk
+    names the workspace's quota."""
     text = str(exc) or type(exc).__name__
-    if isinstance(exc, SandboxError) and type(exc).__name__ not in text:
-        return f"{type(exc).__name__}: {text}" if type(exc).__name__ != "ExecTimeout" else text
-    if isinstance(exc, OSError) and not isinstance(exc, SandboxError):
-        return f"{type(exc).__name__}: {text}"
+    name = type(exc).__name__
+    if not isinstance(exc, PhaseError) and name != "ExecTimeout" and name not in text:
+        text = f"{name}: {text}"
+    if "No space left on device" in text:
+        quota = sandbox.describe().get("disk")
+        if quota:
+            text += f" (the workspace's disk quota is {quota >> 20} MiB: sandbox.disk)"
+    if len(text) > MAX_ERROR:
+        text = text[:MAX_ERROR] + f" … [{len(text) - MAX_ERROR} characters cut]"
     return text
 
 

@@ -18,7 +18,7 @@ from typing import Any
 from sandbox import Sandbox, open_sandbox
 
 from .. import packages
-from . import collect, contract
+from . import collect, contract, definition, snapshot
 from .context import Approver
 from .events import (
     ArtifactEdited,
@@ -34,9 +34,10 @@ from .events import (
     SandboxOpened,
 )
 from .handle import Clock, RunHandle
-from .layout import lock_path, new_run_id, writable, writable_names
+from .layout import lock_path, writable, writable_names
 from .lock import Busy, FlowLock
 from .model import Flow
+from .params import resolve as resolve_params
 from .phase import run_phase
 from .state import IllegalTransition, RunState
 
@@ -55,12 +56,41 @@ def load_flow(flow: Flow | str | Path) -> Flow:
     return flow if isinstance(flow, Flow) else contract.require(Path(flow))
 
 
-def begin(flow_ref: Flow | str | Path, *, clock: Clock = time.time) -> RunHandle:
-    """A new run, paused at its first phase."""
+def begin(
+    flow_ref: Flow | str | Path,
+    *,
+    params: dict[str, str] | None = None,
+    clock: Clock = time.time,
+) -> RunHandle:
+    """A new run, paused at its first phase. Takes the Flow's lock: a busy flow gets Busy
+    and no run is created."""
     flow = load_flow(flow_ref)
-    run = RunHandle.create(flow, new_run_id(clock()), clock)
+    with FlowLock(lock_path(flow.root)):
+        return _begin(flow, params, clock)
+
+
+def _begin(flow: Flow, params: dict[str, str] | None, clock: Clock) -> RunHandle:
+    typed = resolve_params(flow.params, params or {})
+    run = RunHandle.create(flow, clock, params=typed, definition=definition.of_flow(flow))
     run.emit(RunBegun(run=run.id, flow=flow.name, phases=[p.id for p in flow.phases]))
     return run
+
+
+def run(
+    flow_ref: Flow | str | Path,
+    *,
+    params: dict[str, str] | None = None,
+    clock: Clock = time.time,
+    on_begun: Callable[[RunHandle], None] | None = None,
+    **options: Any,
+) -> RunState:
+    """Begin a run and advance it, under one hold of the Flow's lock."""
+    flow = load_flow(flow_ref)
+    with FlowLock(lock_path(flow.root)):
+        handle = _begin(flow, params, clock)
+        if on_begun is not None:
+            on_begun(handle)
+        return _advance(flow, handle.id, clock=clock, **options)
 
 
 def default_sandbox(flow: Flow, run: RunHandle) -> Sandbox:
@@ -78,30 +108,78 @@ def advance(
     flow_ref: Flow | str | Path,
     run_id: str | None = None,
     *,
+    clock: Clock = time.time,
+    **options: Any,
+) -> RunState:
+    """Run phases until a Gate, a failure, the end, or a cancel. Returns the state reached.
+
+    Options: ``sandbox`` (a factory), ``approver``, ``progress``, ``on_event``, ``extra``,
+    ``reuse`` (False: run stale phases even when nothing they depend on changed).
+    """
+    flow = load_flow(flow_ref)
+    with FlowLock(lock_path(flow.root)):
+        return _advance(flow, run_id, clock=clock, **options)
+
+
+def _advance(
+    flow: Flow,
+    run_id: str | None,
+    *,
     sandbox: SandboxFactory = default_sandbox,
     approver: Approver | None = None,
     progress: Callable[[str], None] = lambda message: None,
     on_event: Callable[[Event], None] | None = None,
     clock: Clock = time.time,
     extra: dict[str, Any] | None = None,
+    reuse: bool = True,
 ) -> RunState:
-    """Run phases until a Gate, a failure, the end, or a cancel. Returns the state reached."""
-    flow = load_flow(flow_ref)
-    with FlowLock(lock_path(flow.root)):
-        run = RunHandle.open(flow, run_id, clock)
-        if on_event is not None:
-            run.listeners.append(on_event)
-        recover(run)
-        if not _runnable(run.state):
-            return run.state
-        box = sandbox(flow, run)
+    run = RunHandle.open(flow, run_id, clock)
+    if on_event is not None:
+        run.listeners.append(on_event)
+    recover(run)
+    if not _runnable(run.state):
+        return run.state
+    check_definition(run)
+    box = sandbox(flow, run)
+    try:
         box.open()  # SandboxUnavailable leaves run.json as it was: nothing ran
         try:
             _note_sandbox(run, box)
-            _loop(run, box, approver, progress, extra)
+            ws = snapshot.Workspace(box, snapshot.Store(run.paths.objects), known=_known(run))
+            _loop(run, box, ws, approver, progress, extra, reuse)
         finally:
             box.close()
-        return run.state
+    except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP: a cancel, recorded before it leaves
+        recover(run)
+        if run.state.status in ("paused", "failed", "running"):
+            _do_cancel(run)
+        raise
+    except Exception:
+        recover(run)  # an unexpected error never leaves the run `running`
+        raise
+    return run.state
+
+
+def check_definition(run: RunHandle) -> None:
+    """Refuse to go on when flow.yaml's phases are not those the run began with."""
+    began = run.state.definition.get("phases")
+    now = [p.id for p in run.flow.phases]
+    if began is not None and began != now:
+        raise Refused(
+            f"flow.yaml changed since run {run.id} began: its phases were "
+            f"{', '.join(began)}, now {', '.join(now)}; restore flow.yaml, or cancel this run "
+            "and start a new one",
+            revision=run.state.revision,
+        )
+
+
+def _known(run: RunHandle) -> snapshot.Manifest:
+    """What the workspace held when this run last stopped: as the last done phase left it."""
+    index = run.state.cursor - 1
+    if index < 0:
+        return {}
+    last = run.state.phases[index]
+    return snapshot.load_manifest(run.paths.snapshot(last.id, last.attempt, "post")) or {}
 
 
 def _runnable(state: RunState) -> bool:
@@ -109,19 +187,20 @@ def _runnable(state: RunState) -> bool:
 
 
 def _note_sandbox(run: RunHandle, box: Sandbox) -> None:
+    """The sandbox this advance runs its phases in (each attempt records its own backend)."""
     info = box.describe()
     backend, isolated = str(info.get("backend")), bool(info.get("isolated"))
-    if (run.state.backend, run.state.isolated) != (backend, isolated):
-        run.change("sandbox", backend=backend, isolated=isolated)
     run.emit(SandboxOpened(backend=backend, isolated=isolated, detail=info))
 
 
 def _loop(
     run: RunHandle,
     box: Sandbox,
+    ws: snapshot.Workspace,
     approver: Approver | None,
     progress: Callable[[str], None],
     extra: dict[str, Any] | None,
+    reuse: bool,
 ) -> None:
     while True:
         if run.paths.cancel_request.exists():
@@ -132,7 +211,16 @@ def _loop(
             run.change("end")
             return
         phase = run.flow.phase(nxt.id)
-        ok = run_phase(run, phase, box, approver=approver, progress=progress, extra=extra)
+        ok = run_phase(
+            run,
+            phase,
+            box,
+            approver=approver,
+            progress=progress,
+            extra=extra,
+            workspace=ws,
+            reuse=reuse,
+        )
         if run.paths.cancel_request.exists():
             _do_cancel(run)
             return

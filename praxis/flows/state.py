@@ -38,6 +38,8 @@ RUN_MOVES: dict[tuple[str, str], str] = {
     ("cancelled", "rerun"): "paused",
     ("running", "recover"): "failed",
     ("paused", "recover"): "failed",
+    ("paused", "reuse"): "running",
+    ("running", "reuse"): "running",
 }
 
 # (phase status, event) -> new phase status
@@ -48,6 +50,7 @@ PHASE_MOVES: dict[tuple[str, str], str] = {
     ("running", "fail"): "failed",
     ("running", "recover"): "failed",
     ("done", "stale"): "stale",
+    ("stale", "reuse"): "done",
     ("pending", "reset"): "pending",
     ("running", "reset"): "pending",
     ("done", "reset"): "pending",
@@ -90,6 +93,10 @@ class PhaseState:
     waiting: str | None = None  # "approval" while an in-memory approval is pending
     note: str | None = None  # a reviewer's reopen note for the next attempt
     pid: int | None = None
+    digests: dict[str, str] = field(default_factory=dict)  # "pre", "definition" of the attempt
+    reused: bool = False  # the last done attempt stands for a re-run that changed nothing
+    backend: str | None = None  # where the attempt ran
+    isolated: bool | None = None
 
     @property
     def seconds(self) -> float | None:
@@ -114,6 +121,9 @@ class RunState:
     isolated: bool | None = None
     error: str | None = None
     schema: int = SCHEMA
+    params: dict[str, Any] = field(default_factory=dict)  # run parameters, fixed at begin
+    definition: dict[str, Any] = field(default_factory=dict)  # flow.yaml's digest and phases
+    seq: int = 0  # creation order among the flow's runs
 
     def phase(self, phase_id: str) -> PhaseState:
         for p in self.phases:
@@ -138,13 +148,25 @@ class RunState:
         return cls(phases=phases, **data)
 
 
-def new_run(run_id: str, flow: str, phase_ids: list[str], *, now: float) -> RunState:
+def new_run(
+    run_id: str,
+    flow: str,
+    phase_ids: list[str],
+    *,
+    now: float,
+    params: dict[str, Any] | None = None,
+    definition: dict[str, Any] | None = None,
+    seq: int = 0,
+) -> RunState:
     return RunState(
         run=run_id,
         flow=flow,
         phases=[PhaseState(id=p) for p in phase_ids],
         created=now,
         updated=now,
+        params=dict(params or {}),
+        definition=dict(definition or {}),
+        seq=seq,
     )
 
 
@@ -169,15 +191,43 @@ def apply(
     return new
 
 
-def _start_phase(s: RunState, phase: str | None, now: float, pid: int | None = None) -> None:
+def _start_phase(
+    s: RunState,
+    phase: str | None,
+    now: float,
+    pid: int | None = None,
+    backend: str | None = None,
+    isolated: bool | None = None,
+) -> None:
     p = s.phase(str(phase))
     if s.status != "running":
         s.status = _move(RUN_MOVES, "run", s.status, "start")
     p.status = _move(PHASE_MOVES, "phase", p.status, "start")
     p.attempt += 1
     p.started, p.ended, p.error, p.waiting, p.pid = now, None, None, None, pid
-    p.hashes = {}
+    p.hashes, p.digests, p.reused = {}, {}, False
+    if backend is not None:
+        p.backend, p.isolated = backend, isolated
+        ran = [q for q in s.phases if q.backend is not None]
+        s.backend = "+".join(sorted({str(q.backend) for q in ran}))
+        s.isolated = all(bool(q.isolated) for q in ran)
     s.cursor = s.index(p.id)
+    s.error = None
+
+
+def _snapshot(s: RunState, phase: str | None, now: float, digests: dict[str, str]) -> None:
+    p = s.phase(str(phase))
+    if p.status != "running":
+        raise IllegalTransition("phase", p.status, "snapshot")
+    p.digests = dict(digests)
+
+
+def _reuse(s: RunState, phase: str | None, now: float) -> None:
+    p = s.phase(str(phase))
+    s.status = _move(RUN_MOVES, "run", s.status, "reuse")
+    p.status = _move(PHASE_MOVES, "phase", p.status, "reuse")
+    p.reused, p.note = True, None
+    s.cursor = s.index(p.id) + 1
     s.error = None
 
 
@@ -263,7 +313,7 @@ def _cancel(s: RunState, phase: str | None, now: float) -> None:
     for p in s.phases:
         if p.status == "running":
             p.status = _move(PHASE_MOVES, "phase", p.status, "fail")
-            p.ended, p.error, p.pid = now, "cancelled", None
+            p.ended, p.error, p.pid = now, STOPPED, None
 
 
 def _set_waiting(s: RunState, phase: str | None, now: float, what: str | None = None) -> None:
@@ -297,6 +347,8 @@ _HANDLERS: dict[str, Any] = {
     "waiting": _set_waiting,
     "edit": _edit,
     "sandbox": _sandbox,
+    "snapshot": _snapshot,
+    "reuse": _reuse,
 }
 
 
@@ -376,6 +428,9 @@ _RUN_TYPES: dict[str, tuple[type, ...]] = {
     "isolated": (bool, type(None)),
     "error": (str, type(None)),
     "schema": (int,),
+    "params": (dict,),
+    "definition": (dict,),
+    "seq": (int,),
 }
 _PHASE_TYPES: dict[str, tuple[type, ...]] = {
     "id": (str,),
@@ -388,6 +443,10 @@ _PHASE_TYPES: dict[str, tuple[type, ...]] = {
     "waiting": (str, type(None)),
     "note": (str, type(None)),
     "pid": (int, type(None)),
+    "digests": (dict,),
+    "reused": (bool,),
+    "backend": (str, type(None)),
+    "isolated": (bool, type(None)),
 }
 
 

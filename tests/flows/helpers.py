@@ -34,7 +34,13 @@ class Fakes:
 
     @property
     def executed(self) -> list[str]:
-        return [code for box in self.made for code in box.executed]
+        """The phases' own code (not the cell that sets ``params`` and ``note`` first)."""
+        return [
+            code
+            for box in self.made
+            for code in box.executed
+            if not code.startswith("import json as _j\n")
+        ]
 
 
 THREE_PHASES = """

@@ -196,11 +196,26 @@ def test_rerun_marks_later_phases_stale_and_keeps_the_attempt(tmp_path) -> None:
     assert (kept / "record.ipynb").is_file()
     assert "rerun_requested" in kinds(run) and "phases_stale" in kinds(run)
     fakes = Fakes()
-    state = runner.advance(flow, run.id, sandbox=fakes)
+    state = runner.advance(flow, run.id, sandbox=fakes, reuse=False)
     assert state.waiting == "gate"  # load and review ran again, the Gate holds again
     assert [p.attempt for p in state.phases] == [2, 2, 1]
     assert run.paths.attempt("review", 1).is_dir()
     assert len(fakes.executed) == 2
+
+
+def test_a_rerun_whose_output_is_unchanged_reuses_the_later_phases(tmp_path) -> None:
+    flow = three_phase_flow(tmp_path)
+    run = runner.begin(flow)
+    state = runner.advance(flow, run.id, sandbox=Fakes())
+    runner.approve(flow, run.id, expect_revision=state.revision)
+    runner.advance(flow, run.id, sandbox=Fakes())
+    runner.rerun(flow, "load", run.id)
+    fakes = Fakes()
+    state = runner.advance(flow, run.id, sandbox=fakes)
+    assert state.waiting == "gate"  # review was reused; its Gate still asks the reviewer
+    assert [p.attempt for p in state.phases] == [2, 1, 1]
+    assert state.phase("review").reused and state.phase("review").status == "done"
+    assert len(fakes.executed) == 1 and "phase_reused" in kinds(run)
 
 
 def test_reject_reopens_with_the_note(tmp_path) -> None:

@@ -118,7 +118,7 @@ def test_cancel_from_paused_and_running() -> None:
     assert (s.status, s.phase("a").status, s.phase("a").error) == (
         "cancelled",
         "failed",
-        "cancelled",
+        st.STOPPED,
     )
     with pytest.raises(st.IllegalTransition):
         st.apply(s, "cancel", now=3)

@@ -1,0 +1,50 @@
+"""A phase's definition as one sha256: what, besides its inputs, decides what it computes.
+
+Its flow.yaml entry, the files it runs or reads as instructions (script or notebook, prompt,
+prepared scripts and queries, reference inputs that are flow files) and the run's parameters.
+Equal digests and equal pre-states mean a deterministic phase would compute the same again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from typing import Any
+
+from .handle import RunHandle
+from .model import Flow, Phase
+
+
+def files_of(flow: Flow, phase: Phase) -> list[str]:
+    """The flow files a phase's code comes from (not its working inputs: those are state)."""
+    names = [n for n in (phase.script, phase.prompt) if n]
+    names += list(phase.scripts) + list(phase.queries)
+    names += [n for n in phase.reference if flow.producer(n) is None]
+    return names
+
+
+def of_flow(flow: Flow) -> dict[str, Any]:
+    """What a run records of its flow at begin: flow.yaml's sha256 and the phase ids."""
+    try:
+        text = flow.definition.read_bytes()
+    except OSError:
+        text = b""
+    return {"sha256": hashlib.sha256(text).hexdigest(), "phases": [p.id for p in flow.phases]}
+
+
+def digest(run: RunHandle, phase: Phase) -> str:
+    return digest_of(run.flow, phase, run.state.params)
+
+
+def digest_of(flow: Flow, phase: Phase, params: dict[str, Any]) -> str:
+    files = {}
+    for name in files_of(flow, phase):
+        try:
+            files[name] = hashlib.sha256((flow.root / name).read_bytes()).hexdigest()
+        except OSError:
+            files[name] = "missing"
+    entry = dataclasses.asdict(phase)
+    data = {"entry": entry, "files": files, "params": params}
+    text = json.dumps(data, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()

@@ -1,0 +1,232 @@
+"""The workspace as versioned state (DESIGN.md §5): content-addressed files and manifests.
+
+``objects/<sha256>`` holds every file a manifest names, read-only, written once. A manifest
+maps each workspace path to its content (sha256, size) and to the identity the file had in the
+workspace (inode, mtime, ctime: these change whenever the content can have), so a file whose
+identity is unchanged is not read again. ``snapshots/<phase>/<n>.json`` is the workspace as
+it was before attempt n of a phase; ``<n>.post.json`` as the phase left it (after collection).
+
+``Workspace`` keeps what the sandbox's workspace holds now, moves files between it and the
+store only through the sandbox's own operations (upload, listing, fetch, remove), and so works
+on every backend. Nothing in the store shares an inode with a file a kernel can write: the
+store copies what it takes in, and files go out as copies (the sandbox decides: a link only
+where no kernel can write it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+import uuid
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from sandbox import FileStat, OutputTooLarge, PathRefused, Sandbox
+from sandbox.tree import READ_FLAGS, copy_fd_to
+
+from .atomic import write_atomic
+
+MAX_FILES = 10_000  # new files one phase may leave in the workspace
+MAX_BYTES = 16 << 30  # bytes one phase may leave (the disk quota is usually lower)
+
+
+@dataclass(frozen=True)
+class Item:
+    """One file of a manifest: its content, and its identity where it was seen."""
+
+    sha256: str
+    size: int
+    ino: int = 0
+    mtime_ns: int = 0
+    ctime_ns: int = 0
+
+    def same_file(self, st: FileStat) -> bool:
+        """True when ``st`` is this very file, unchanged (identity known and equal)."""
+        return bool(self.ino) and (self.ino, self.size, self.mtime_ns, self.ctime_ns) == (
+            st.ino,
+            st.size,
+            st.mtime_ns,
+            st.ctime_ns,
+        )
+
+    def seen_as(self, st: FileStat) -> Item:
+        return Item(self.sha256, self.size, st.ino, st.mtime_ns, st.ctime_ns)
+
+
+Manifest = dict[str, Item]
+
+
+def digest(manifest: Manifest) -> str:
+    """The content of a workspace, as one sha256 (paths and contents; not identities)."""
+    h = hashlib.sha256()
+    for name in sorted(manifest):
+        h.update(f"{name}\0{manifest[name].sha256}\n".encode("utf-8", "surrogateescape"))
+    return h.hexdigest()
+
+
+def save_manifest(path: Path, manifest: Manifest, **extra: Any) -> None:
+    data = {
+        "digest": digest(manifest),
+        **extra,
+        "files": {name: asdict(item) for name, item in sorted(manifest.items())},
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, json.dumps(data, indent=1).encode() + b"\n")
+
+
+def load_manifest(path: Path) -> Manifest | None:
+    """The manifest at ``path``; None when there is none (a run older than snapshots)."""
+    try:
+        data = json.loads(path.read_bytes())
+        return {name: Item(**item) for name, item in data["files"].items()}
+    except FileNotFoundError:
+        return None
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"{path}: not a manifest ({exc})") from None
+
+
+class Store:
+    """``objects/``: files by sha256, read-only, each written once."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._seen: dict[tuple[Any, ...], str] = {}  # host file identity -> sha256
+
+    def path(self, sha: str) -> Path:
+        return self.root / sha
+
+    def has(self, sha: str) -> bool:
+        return self.path(sha).is_file()
+
+    def add_file(self, src: Path) -> tuple[str, int]:
+        """Take a copy of host file ``src`` (never following a link); (sha256, size). Content
+        the store has already is read once, not copied."""
+        fd = os.open(src, READ_FLAGS)
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise PathRefused(str(src), "is not a regular file")
+            key = (str(src), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+            sha = self._seen.get(key)
+            if sha is None:
+                sha = _hash_fd(fd)
+            if not self.has(sha):
+                os.lseek(fd, 0, os.SEEK_SET)
+                tmp = self._incoming()
+                sha = self._keep(tmp, copy_fd_to(fd, tmp))
+            self._seen[key] = sha
+            return sha, st.st_size
+        finally:
+            os.close(fd)
+
+    def add_from(self, sandbox: Sandbox, name: str) -> tuple[str, int]:
+        """Take workspace file ``name`` (through the sandbox's fetch); (sha256, size)."""
+        tmp = self._incoming()
+        try:
+            sandbox.fetch(name, tmp)
+            sha, size = _hash(tmp)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        return self._keep(tmp, sha), size
+
+    def _incoming(self) -> Path:
+        folder = self.root / ".incoming"
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder / uuid.uuid4().hex
+
+    def _keep(self, tmp: Path, sha: str) -> str:
+        final = self.path(sha)
+        if final.is_file():
+            tmp.unlink(missing_ok=True)
+        else:
+            os.chmod(tmp, 0o444)
+            os.replace(tmp, final)
+        return sha
+
+
+def _hash_fd(fd: int) -> str:
+    h = hashlib.sha256()
+    while chunk := os.read(fd, 1 << 20):
+        h.update(chunk)
+    return h.hexdigest()
+
+
+def _hash(path: Path) -> tuple[str, int]:
+    h = hashlib.sha256()
+    size = 0
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            h.update(chunk)
+            size += len(chunk)
+    return h.hexdigest(), size
+
+
+class Workspace:
+    """What a sandbox's workspace holds now, kept in step with the store.
+
+    ``known`` is the last manifest this object made or restored: a file whose identity is
+    unchanged since is not fetched again.
+    """
+
+    def __init__(self, sandbox: Sandbox, store: Store, known: Manifest | None = None) -> None:
+        self.sandbox = sandbox
+        self.store = store
+        self.known: Manifest = dict(known or {})
+        self.placed: Manifest = {}  # placed since the last listing: content known, identity not
+
+    def snapshot(self, *, max_new: int = MAX_FILES, max_bytes: int = MAX_BYTES) -> Manifest:
+        """The workspace now: every file's content in the store. Files not seen before (new
+        or changed) are fetched into the store: at most ``max_new`` of them, ``max_bytes`` in
+        all, else OutputTooLarge. Call it only while no sandbox process runs."""
+        listing = self.sandbox.listing()
+        unknown = sorted(n for n, st in listing.items() if self._item(n, st) is None)
+        if len(unknown) > max_new:
+            raise OutputTooLarge(f"{len(unknown)} new files", len(unknown), max_new)
+        total = sum(listing[n].size for n in unknown)
+        if total > max_bytes:
+            raise OutputTooLarge("the new files", total, max_bytes)
+        manifest: Manifest = {}
+        for name, st in listing.items():
+            item = self._item(name, st)
+            if item is None:
+                sha, size = self.store.add_from(self.sandbox, name)
+                item = Item(sha, size)
+            manifest[name] = item.seen_as(st)
+        self.known, self.placed = manifest, {}
+        return manifest
+
+    def _item(self, name: str, st: FileStat) -> Item | None:
+        """What ``name`` holds, if known without reading it."""
+        if name in self.placed:  # put there by this object since the last listing
+            return self.placed[name]
+        item = self.known.get(name)
+        return item if item is not None and item.same_file(st) else None
+
+    def place(self, name: str, sha: str, size: int) -> None:
+        """Put the stored content ``sha`` at workspace path ``name`` (read-only there)."""
+        self.sandbox.upload(self.store.path(sha), name)
+        self.placed[name] = Item(sha, size)
+
+    def restore(self, target: Manifest) -> list[str]:
+        """Make the workspace hold exactly ``target``; the names removed or replaced."""
+        changed = []
+        listing = self.sandbox.listing()
+        for name, st in listing.items():
+            item, current = target.get(name), self._item(name, st)
+            if item is None:
+                self.sandbox.remove(name)
+                self.known.pop(name, None)
+                self.placed.pop(name, None)
+                changed.append(name)
+            elif current is None or current.sha256 != item.sha256:
+                self.place(name, item.sha256, item.size)
+                changed.append(name)
+        for name, item in target.items():
+            if name not in listing:
+                self.place(name, item.sha256, item.size)
+                changed.append(name)
+        return sorted(changed)
