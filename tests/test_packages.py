@@ -106,6 +106,8 @@ def test_a_flow_with_packages_runs_on_its_layer_and_a_second_flow_reuses_it(
         assert main(["run", str(second)]) == 0
         assert "building" not in capsys.readouterr().err  # no second build
         assert client.images.get(tag).id == built
+        assert main(["sandbox", "build", str(second)]) == 0  # names the flow's image
+        assert capsys.readouterr().out == f"{tag}\n"
     finally:
         client.close()
     assert _image_of(first) == _image_of(second) == tag
