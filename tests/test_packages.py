@@ -68,6 +68,15 @@ def test_pip_errors_name_the_package() -> None:
     error = layer._pip_failed(stderr, ("no-such-pkg",))
     assert error.package == "no-such-pkg"
     assert str(error).startswith("pip cannot fetch the package 'no-such-pkg' for the sandbox")
+    stderr = (
+        "ERROR: Cannot install numpy==1.26.4 because these package versions have conflicting "
+        "dependencies.\nERROR: ResolutionImpossible: for help visit https://pip.pypa.io\n"
+    )
+    error = layer._pip_failed(stderr, ("numpy==1.26.4",))
+    assert error.package is None
+    assert str(error).startswith(
+        "the packages numpy==1.26.4 conflict with each other or with the sandbox image's own pins"
+    )
 
 
 def _sklearn_flow(tmp_path: Path, name: str) -> Path:

@@ -146,6 +146,12 @@ def _pip_failed(stderr: str, requirements: tuple[str, ...]) -> PackagesUnavailab
             "x86_64, CPython 3.11 on the host's index); fix sandbox.packages in flow.yaml or "
             "the host's pip settings"
         )
+    elif any("conflicting dependencies" in e for e in errors):
+        message = (
+            f"the packages {', '.join(requirements)} conflict with each other or with the "
+            "sandbox image's own pins (sandbox/image/requirements.txt: pandas, numpy, ...), "
+            "which a flow cannot change; fix sandbox.packages in flow.yaml"
+        )
     else:
         detail = " | ".join(errors[:2]) or stderr.strip()[-300:]
         message = f"pip cannot fetch the packages {', '.join(requirements)}: {detail}"
