@@ -111,7 +111,7 @@ def _check_port(host: str, port: int) -> None:
 def cmd_check(args: argparse.Namespace) -> int:
     flow, report = contract.load(Path(args.flow))
     for problem in report.problems:
-        print(problem)
+        print(escape(str(problem)))  # flow.yaml is hostile input too
     if not report.ok:
         return EXIT["usage"]
     assert flow is not None
