@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from praxis.flows.model import Flow
+
 from . import tables
 
 
@@ -29,8 +31,12 @@ def cell_save(path: Path, cells: dict[tuple[int, int], str], version: str) -> by
     return tables.apply_cells(path, cells, version)
 
 
-def check_save(path: Path, data: bytes) -> None:
-    """Declared checks on the bytes about to be written (none are declared for the web yet)."""
+def check_save(flow: Flow, phase: str, name: str, data: bytes) -> None:
+    """flow.yaml's checks for output ``name`` of ``phase`` on the bytes about to be written.
+
+    Raise ``tables.BadEdit`` with the failed check's message to refuse the save; the page
+    shows it and keeps the reviewer's draft. No checks are declared for outputs yet.
+    """
 
 
 def _crlf(path: Path) -> bool:

@@ -271,6 +271,7 @@ def tiny_png() -> bytes:
 
 TICK = """\
 import base64, time
+print("<img src=x onerror=window.pwned=2> & <b>not bold</b>", flush=True)
 for i in range(12):
     print(f"tick {{i}}", flush=True)
     time.sleep(0.5)
@@ -334,12 +335,16 @@ def test_live_output_appears_while_the_phase_runs_then_the_report_is_rendered(
         shown = log.inner_text()
         # seen while the phase still ran: not all of its output existed yet
         assert "tick 11" not in shown
+        assert "<img src=x onerror=window.pwned=2> & <b>not bold</b>" in shown  # as text
+        assert log.locator("img, b").count() == 0
         expect(page.locator("#live-elapsed")).to_contain_text("running for")
         page.screenshot(path=str(SHOTS / "run-live.png"), full_page=False)
         expect(log).to_contain_text("tick 11", timeout=60_000)
         expect(page.locator("#moved")).to_contain_text(
             "waits at the Gate after tick", timeout=30_000
         )
+        expect(page.locator("#live-title")).to_have_text("Output of phase")
+        assert page.evaluate("window.pwned") is None
         page.screenshot(path=str(SHOTS / "run-banner.png"), full_page=False)
         page.locator("#moved-reload").click()
 

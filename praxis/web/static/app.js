@@ -290,6 +290,7 @@
           live.timer = setTimeout(pollLive, 700);
         } else {
           live.elapsed = null;
+          document.getElementById("live-title").textContent = "Output of phase";
           document.getElementById("live-elapsed").textContent = "finished: " + data.phase_status;
           live.phase = "";
         }
@@ -303,6 +304,7 @@
       if (phase !== live.phase) { logEl.textContent = ""; live.offset = 0; }
       live.phase = phase;
       document.getElementById("live-phase").textContent = phase;
+      document.getElementById("live-title").textContent = "Running";
       section.hidden = false;
       if (live.timer) { clearTimeout(live.timer); }
       pollLive();
