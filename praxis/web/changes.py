@@ -1,9 +1,9 @@
 """What changed in a run's outputs: the reviewer's edits, and each re-run against the last.
 
-The phase's version of a file is the one it wrote: before the first edit of a file at a
-Gate this server keeps its bytes under ``runs/<run>/edits/<phase>/<attempt>/<name>``
-(read-only), when they are still the bytes the phase recorded (``phase_done`` hashes), or
-the content store ``objects/<sha256>`` holds them. Tables are compared cell by cell (rows
+The phase's version of a file is the one it wrote, found by the sha256 its ``phase_done``
+event recorded: in the run's content store ``objects/<sha256>``, or, for a run without
+one, in the copy this server keeps before the first edit at a Gate
+(``runs/<run>/edits/<phase>/<attempt>/<name>``, read-only). Tables are compared cell by cell (rows
 changed, added, removed), other text as a unified diff. Both are bounded: a diff of files
 larger than ``MAX_DIFF_BYTES`` or with more than ``MAX_SHOWN`` entries says so.
 """
@@ -96,7 +96,10 @@ def keep_original(run: RunHandle, name: str) -> None:
     src = run.paths.out(name)
     if dest.exists() or not src.is_file() or src.is_symlink():
         return
-    if sha256_of(src) != phase_hash(run, gate, attempt, name):
+    recorded = phase_hash(run, gate, attempt, name)
+    if recorded and (run.root / "objects" / recorded).is_file():
+        return  # the run's content store keeps the phase's version already
+    if sha256_of(src) != recorded:
         return  # already changed (by hand, or through another tool): not the phase's version
     dest.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=".keep.")

@@ -171,8 +171,8 @@ def test_changes_show_the_edit_and_what_a_rerun_changed(served: Served) -> None:
     row = o0151_row(served)
     served.client.post("/save", data=form(served, name="review.csv", **{f"cell.{row}.6": "keep"}))
     run = handle(served)
-    kept = changes.edits_dir(run, "flag", 1) / "review.csv"
-    assert kept.is_file() and os.stat(kept).st_mode & 0o222 == 0
+    kept = changes.phase_version(run, "flag", 1, "review.csv")
+    assert kept is not None and os.stat(kept).st_mode & 0o222 == 0
     assert b",drop\n" in kept.read_bytes() and b"keep" not in kept.read_bytes()
     page = served.client.get(f"/changes?flow={served.gated.ref}&run={served.gated.run_id}").text
     assert "1 row changed" in page and "<td>action</td>" in page
@@ -228,3 +228,26 @@ def test_table_diffs_align_added_and_removed_rows(tmp_path: Path) -> None:
     d = changes.diff_tables(a, b)
     assert d.counts == {"changed": 1, "added": 0, "removed": 0}
     assert d.changed[0].cells == [("v", "d", "x")]
+
+
+def test_an_edit_from_the_command_line_shows_in_changes_too(served: Served) -> None:
+    path = out(served, "review.csv")
+    runner.edit(
+        served.gated.flow, "review.csv", path.read_bytes().replace(b",drop\n", b",keep\n", 1)
+    )
+    (d,) = changes.run_changes(handle(served)).edits
+    assert d.table is not None and d.table.changed[0].cells == [("action", "drop", "keep")]
+
+
+def test_without_a_content_store_the_page_keeps_the_phase_version(served: Served) -> None:
+    import shutil
+
+    served.login()
+    run = handle(served)
+    shutil.rmtree(run.root / "objects", ignore_errors=True)
+    row = o0151_row(served)
+    served.client.post("/save", data=form(served, name="review.csv", **{f"cell.{row}.6": "keep"}))
+    kept = changes.edits_dir(run, "flag", 1) / "review.csv"
+    assert kept.is_file() and os.stat(kept).st_mode & 0o222 == 0
+    (d,) = changes.run_changes(handle(served)).edits
+    assert d.table is not None and d.table.changed[0].cells == [("action", "drop", "keep")]
