@@ -138,8 +138,13 @@ def test_leaving_with_a_draft_warns_and_a_broken_text_edit_is_refused_with_the_d
             "action row", exact=False
         )
     ).to_have_value("keep")
+    revision = RunHandle.open(load_flow(gated.flow), gated.run_id).state.revision
+    page.get_by_role("button", name="Cancel the run").click()  # asks first; we say no
+    page.wait_for_timeout(300)
+    assert dialogs == ["beforeunload", "confirm"]
+    state = RunHandle.open(load_flow(gated.flow), gated.run_id).state
+    assert state.waiting == "gate" and state.revision == revision
     page.remove_listener("dialog", on_dialog)
-    page.on("dialog", lambda d: d.accept())
 
 
 # --- lossless --------------------------------------------------------------------------------
