@@ -373,3 +373,21 @@ def test_live_output_appears_while_the_phase_runs_then_the_report_is_rendered(
         expect(page.locator(".notebook pre.out").first).to_contain_text("tick 0")
         page.screenshot(path=str(SHOTS / "view-record.png"), full_page=False)
         page.close()
+
+
+def test_a_reject_from_the_command_line_shows_a_banner_and_the_page_stays(
+    gated: GatedRun, server: LiveServer, browser: Any
+) -> None:
+    from playwright.sync_api import expect
+
+    page = open_run(browser, server, gated.run_id)
+    row = page.locator("table.grid tr", has=page.locator('input[value="O0151"]'))
+    row.get_by_label("action row", exact=False).fill("keep")
+    page.evaluate("window.sameDocument = true")
+    runner.reject(gated.flow, "flag", "look again", gated.run_id)
+    banner = page.locator("#moved")
+    expect(banner).to_contain_text("the Gate after flag was decided", timeout=15_000)
+    expect(page.locator("#moved-drafts")).to_be_visible()
+    assert page.evaluate("window.sameDocument") is True  # no reload behind the reviewer's back
+    expect(row.get_by_label("action row", exact=False)).to_have_value("keep")
+    page.screenshot(path=str(SHOTS / "run-cli-reject-banner.png"), full_page=False)

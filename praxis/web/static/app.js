@@ -54,6 +54,15 @@
       d.submitted = false;
     }
     applyDrafts(form);
+    // values typed before this script ran, or restored by the browser, are drafts too
+    form.querySelectorAll("table.grid [data-row]").forEach(function (el) {
+      if (el.value !== el.dataset.orig) {
+        let draft = drafts[name];
+        if (!draft) { draft = drafts[name] = { version: form.dataset.version, cells: {} }; }
+        draft.cells[el.dataset.row + "." + el.dataset.col] = el.value;
+        el.classList.add("changed");
+      }
+    });
     form.addEventListener("input", function (ev) {
       const el = ev.target;
       if (!el.dataset || el.dataset.row === undefined) { return; }
@@ -178,13 +187,14 @@
   document.querySelectorAll("form.text-edit").forEach(function (form) {
     const area = form.querySelector("textarea");
     const name = form.dataset.name;
-    if (area.dataset.draft) { textDirty[name] = true; }
+    if (area.dataset.draft || area.value !== area.defaultValue) { textDirty[name] = true; }
     area.addEventListener("input", function () {
       textDirty[name] = area.value !== area.defaultValue || Boolean(area.dataset.draft);
       refresh();
     });
     form.addEventListener("submit", function () { submitting = true; });
   });
+  refresh();
 
   // --- approve saves the drafts first, in the same request ---------------------------------
   document.querySelectorAll("form.approve").forEach(function (form) {
