@@ -2,7 +2,8 @@
 
 Exit codes: 0 done or waiting at a Gate; 1 a phase failed; 2 bad usage or bad flow
 definition; 3 busy (lock held); 4 refused; 5 sandbox unavailable (or a package of the flow
-that pip cannot fetch); 6 `praxis serve`'s port is in use. Errors print one line
+that pip cannot fetch); 6 `praxis serve`'s port is in use; 7 the run was cancelled (`praxis
+cancel`, SIGTERM or SIGHUP); 130 Ctrl-C (the run is recorded as cancelled). Errors print one line
 (`TypeName: message`) and the next command to try; a traceback only for real bugs. Text that
 came from a phase (errors, file names, table cells, events) is printed escaped.
 """
@@ -15,6 +16,7 @@ import json
 import socket
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from sandbox import SandboxUnavailable
@@ -25,11 +27,28 @@ from .flows.events import EventLog, EventLogCorrupt, PhaseStarted
 from .flows.handle import NoRun, RunHandle
 from .flows.layout import NotWritable, list_run_ids, run_paths
 from .flows.lock import Busy
+from .flows.params import BadParam, parse_pairs
 from .flows.state import IllegalTransition, RunState, StateCorrupt
 from .flows.status import flow_arg, status_of
-from .terminal import NotAFlow, command, find_flow, quiet_pipes
+from .terminal import (
+    NotAFlow,
+    cancel_on_signals,
+    command,
+    find_flow,
+    quiet_pipes,
+    received_signal,
+)
 
-EXIT = {"ok": 0, "failed": 1, "usage": 2, "busy": 3, "refused": 4, "unavailable": 5, "port": 6}
+EXIT = {
+    "ok": 0,
+    "failed": 1,
+    "usage": 2,
+    "busy": 3,
+    "refused": 4,
+    "unavailable": 5,
+    "port": 6,
+    "cancelled": 7,
+}
 NOT_SEARCHED = ("chat", "serve", "sandbox")  # FLOW may be new (chat), or is not a flow
 
 
@@ -76,8 +95,9 @@ def _main(argv: list[str] | None) -> int:
             hint = f"fix sandbox.packages, then: praxis sandbox build {args.flow}"
         return _fail(exc, EXIT["unavailable"], hint)
     except KeyboardInterrupt:
-        print("\nstopped: the phase that was running is recorded as failed", file=sys.stderr)
-        return 130
+        how = received_signal()
+        print(f"\ncancelled ({how}): the run is recorded as cancelled", file=sys.stderr)
+        return 130 if how == "Ctrl-C" else EXIT["cancelled"]
 
 
 def _fail(exc: Exception, code: int, hint: str) -> int:
@@ -120,29 +140,58 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_begin(args: argparse.Namespace) -> int:
-    run = runner.begin(args.flow)
+    run = runner.begin(args.flow, params=_params(args))
     print(run.id)
     return EXIT["ok"]
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    run = runner.begin(args.flow)
-    print(f"run {run.id} of {run.flow.name}", file=sys.stderr)
-    return _advance(args.flow, run.id, quiet=args.quiet)
+    def begun(run: RunHandle) -> None:
+        print(f"run {run.id} of {run.flow.name}", file=sys.stderr)
+
+    params = _params(args)
+    return _advance(args.flow, None, quiet=args.quiet, new_run=(params, begun))
 
 
 def cmd_advance(args: argparse.Namespace) -> int:
-    return _advance(args.flow, args.run, quiet=args.quiet)
+    return _advance(args.flow, args.run, quiet=args.quiet, reuse=not args.no_reuse)
 
 
-def _advance(flow_ref: str, run_id: str | None, *, quiet: bool = False) -> int:
+def _params(args: argparse.Namespace) -> dict[str, str]:
+    try:
+        return parse_pairs(getattr(args, "param", None))
+    except BadParam as exc:
+        raise Usage(str(exc)) from None
+
+
+def _advance(
+    flow_ref: str,
+    run_id: str | None,
+    *,
+    quiet: bool = False,
+    reuse: bool = True,
+    new_run: tuple[dict[str, str], Callable[[RunHandle], None]] | None = None,
+) -> int:
+    """Advance a run (or begin one and advance it, under one hold of the lock), showing
+    progress. SIGTERM and SIGHUP stop it like Ctrl-C: the run is recorded as cancelled."""
     flow = runner.load_flow(flow_ref)
     ids = [p.id for p in flow.phases]
     started = time.monotonic()
-    with Progress(len(ids), ids, quiet=quiet) as progress:
-        state = runner.advance(
-            flow, run_id, on_event=progress, progress=progress.message, approver=_approver()
-        )
+    with Progress(len(ids), ids, quiet=quiet) as progress, cancel_on_signals():
+        options = {
+            "on_event": progress,
+            "progress": progress.message,
+            "approver": _approver(),
+            "reuse": reuse,
+        }
+        try:
+            if new_run is not None:
+                params, begun = new_run
+                state = runner.run(flow, params=params, on_begun=begun, **options)
+            else:
+                state = runner.advance(flow, run_id, **options)
+        except BadParam as exc:
+            raise Usage(str(exc)) from None
     return _report(flow_ref, state, time.monotonic() - started)
 
 
@@ -183,7 +232,7 @@ def _report(flow_ref: str, state: RunState, seconds: float) -> int:
         print(f"outputs in {_rel(run.paths.output)}/")
     for cmd in st.next[:1]:
         print(f"next: {command(cmd)}")
-    return EXIT["ok"]
+    return EXIT["cancelled"] if state.status == "cancelled" else EXIT["ok"]
 
 
 def _rel(path: Path) -> str:
@@ -211,6 +260,12 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def cmd_runs(args: argparse.Namespace) -> int:
     flow = runner.load_flow(args.flow)
+    if args.delete or args.keep is not None:
+        if args.keep is not None and args.keep < 0:
+            raise Usage("--keep takes a number of runs, 0 or more")
+        for run_id in runner.delete_runs(flow, args.delete, keep=args.keep):
+            print(f"deleted run {run_id}")
+        return EXIT["ok"]
     for run_id in reversed(list_run_ids(flow.root)):
         try:
             state = RunHandle.open(flow, run_id).state
@@ -236,7 +291,17 @@ def cmd_reject(args: argparse.Namespace) -> int:
 
 
 def cmd_rerun(args: argparse.Namespace) -> int:
-    state = runner.rerun(args.flow, args.from_phase, args.run, expect_revision=args.expect_revision)
+    try:
+        state = runner.rerun(
+            args.flow,
+            args.from_phase,
+            args.run,
+            expect_revision=args.expect_revision,
+            params=_params(args),
+            reuse=not args.no_reuse,
+        )
+    except BadParam as exc:
+        raise Usage(str(exc)) from None
     stale = [p.id for p in state.phases if p.status == "stale"]
     print(
         f"run {state.run} will re-run from {args.from_phase}"
@@ -362,13 +427,16 @@ def parser() -> argparse.ArgumentParser:
     add("advance", cmd_advance, "run until a Gate, a failure, the end")
     st = add("status", cmd_status, "state and the exact next command")
     st.add_argument("--json", action="store_true")
-    add("runs", cmd_runs, "list runs, newest first", run=False)
+    rn = add("runs", cmd_runs, "list runs, newest first (or delete some)", run=False)
+    rn.add_argument("--delete", action="append", default=[], metavar="ID", help="delete a run")
+    rn.add_argument("--keep", type=int, metavar="N", help="delete all but the newest N runs")
     add("approve", cmd_approve, "approve the Gate and continue", revision=True)
     rj = add("reject", cmd_reject, "reopen a phase with a note, and continue", revision=True)
     rj.add_argument("--reopen", required=True, metavar="PHASE")
     rj.add_argument("--note", required=True, metavar="TEXT")
     rr = add("rerun", cmd_rerun, "re-run from a phase (later phases become stale)", revision=True)
     rr.add_argument("--from", dest="from_phase", required=True, metavar="PHASE")
+    rr.add_argument("--no-reuse", action="store_true", help="run every later phase again")
     add("cancel", cmd_cancel, "cancel a run", revision=True)
     lg = add("log", cmd_log, "the run's events")
     lg.add_argument("--follow", action="store_true", help="and what running phases print")
@@ -377,6 +445,18 @@ def parser() -> argparse.ArgumentParser:
     for name in ("run", "advance"):
         sub.choices[name].add_argument(
             "--quiet", action="store_true", help="hide what phases print"
+        )
+    sub.choices["advance"].add_argument(
+        "--no-reuse", action="store_true", help="run stale phases even if nothing changed"
+    )
+    for name in ("run", "begin", "rerun"):
+        sub.choices[name].add_argument(
+            "-p",
+            "--param",
+            action="append",
+            default=[],
+            metavar="NAME=VALUE",
+            help="a run parameter (flow.yaml params:), typed by its default",
         )
 
     ch = add("chat", cmd_chat, "write or change a flow with a model (FLOW may be new)", run=False)

@@ -11,7 +11,7 @@ from typing import TextIO
 
 from .flows import events as ev
 from .flows.live import Output
-from .flows.state import RunState
+from .flows.state import STOPPED, RunState
 
 OUTPUT_INDENT = "    "  # a phase's printed output, under its phase line
 PARTIAL_LIMIT = 4096  # characters of an unfinished output line held back
@@ -55,10 +55,19 @@ class Progress:
             elif isinstance(event, ev.PhaseDone):
                 self._line(f"✓ {event.phase} done in {event.seconds:.1f} s")
                 self._current = None
+            elif isinstance(event, ev.PhaseFailed) and event.error == STOPPED:
+                self._line(f"■ {event.phase} cancelled after {event.seconds:.1f} s")
+                self._current = None
             elif isinstance(event, ev.PhaseFailed):
                 error = escape(event.error)
                 self._line(f"✗ {event.phase} failed after {event.seconds:.1f} s: {error}")
                 self._current = None
+            elif isinstance(event, ev.PhaseReused):
+                self._line(
+                    f"↺ {event.phase} reused (attempt {event.attempt}: nothing it reads changed)"
+                )
+            elif isinstance(event, ev.RunCancelled):
+                self._line("■ run cancelled")
 
     def message(self, text: str) -> None:
         """The run's ``progress``: a phase's printed output (``live.Output``) is shown as it

@@ -7,7 +7,9 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
+import signal
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -131,3 +133,33 @@ def find_flow(arg: str) -> str:
         if (parent / DEFINITION).is_file():
             return _shown(parent) if parent != Path.cwd() else "."
     return arg
+
+
+# -- signals that cancel a run ---------------------------------------------------------------
+
+_received: list[str] = []
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    _received.append(signal.Signals(signum).name)
+    raise KeyboardInterrupt
+
+
+@contextmanager
+def cancel_on_signals() -> Iterator[None]:
+    """While a run advances, SIGTERM and SIGHUP stop it as Ctrl-C does (KeyboardInterrupt):
+    the runner records a cancel and removes the sandbox on its way out."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    saved = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+
+
+def received_signal() -> str:
+    """What stopped the run: 'SIGTERM', 'SIGHUP', or 'Ctrl-C'."""
+    return _received[-1] if _received else "Ctrl-C"

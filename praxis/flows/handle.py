@@ -13,7 +13,7 @@ from typing import Any
 
 from . import state as st
 from .events import Event, EventLog, RunStateChanged
-from .layout import RunPaths, new_run_id, newest, newest_seq, run_paths, set_newest
+from .layout import RunPaths, new_run_id, newest, newest_seq, run_paths
 from .model import Flow
 
 Clock = Callable[[], float]
@@ -63,7 +63,7 @@ class RunHandle:
         now = clock()
         seq = newest_seq(flow.root) + 1
         while True:
-            paths = run_paths(flow.root, new_run_id(now))
+            paths = run_paths(flow.root, new_run_id(now, after=newest(flow.root)))
             paths.root.parent.mkdir(parents=True, exist_ok=True)
             try:
                 paths.root.mkdir()
@@ -81,7 +81,6 @@ class RunHandle:
             seq=seq,
         )
         st.save(state, paths.state)
-        set_newest(flow.root, paths.id)
         return cls(flow, paths, state, clock)
 
     def change(self, event: str, *, phase: str | None = None, **kw: Any) -> st.RunState:

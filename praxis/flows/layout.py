@@ -17,9 +17,12 @@
 
 from __future__ import annotations
 
+import calendar
 import json
 import os
 import secrets
+import shutil
+import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +30,6 @@ from pathlib import Path
 from sandbox.errors import PathRefused
 from sandbox.paths import confined
 
-from .atomic import write_atomic
 from .model import Flow
 from .state import RunState
 
@@ -41,13 +43,30 @@ class NotWritable(Exception):
         self.reason = reason
 
 
-def new_run_id(now: float | None = None) -> str:
-    """Sorts by time: 20261130-052501-3fa9."""
-    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(now if now is not None else time.time()))
-    return f"{stamp}-{secrets.token_hex(2)}"
+def new_run_id(now: float | None = None, after: str | None = None) -> str:
+    """An id that sorts after ``after`` (the newest run's): 20261130-052501-3fa9. Ids sort by
+    creation, so a clock that went back (or two runs in one second) never reorders runs."""
+    when = now if now is not None else time.time()
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(when))
+    candidate = f"{stamp}-{secrets.token_hex(2)}"
+    if after is None or candidate > after:
+        return candidate
+    last_stamp, _, last_suffix = after.rpartition("-")
+    try:
+        bumped = int(last_suffix, 16) + 1 + secrets.randbelow(255)
+    except ValueError:
+        bumped = 0x10000
+    if bumped <= 0xFFFF and last_stamp:
+        return f"{last_stamp}-{bumped:04x}"
+    later = time.strftime("%Y%m%d-%H%M%S", time.gmtime(max(when, _epoch(last_stamp)) + 1))
+    return f"{later}-{secrets.token_hex(2)}"
 
 
-NEWEST = ".newest"
+def _epoch(stamp: str) -> float:
+    try:
+        return calendar.timegm(time.strptime(stamp, "%Y%m%d-%H%M%S"))
+    except ValueError:
+        return time.time()
 
 
 def runs_dir(flow_root: Path) -> Path:
@@ -61,27 +80,29 @@ def lock_path(flow_root: Path) -> Path:
 def list_run_ids(flow_root: Path) -> list[str]:
     """Run ids, oldest first (ids sort by time)."""
     try:
-        names = [e.name for e in os.scandir(runs_dir(flow_root)) if e.is_dir()]
+        with os.scandir(runs_dir(flow_root)) as entries:
+            names = [e.name for e in entries if e.is_dir(follow_symlinks=False)]
     except FileNotFoundError:
         return []
     return sorted(n for n in names if not n.startswith("."))
 
 
 def newest(flow_root: Path) -> str | None:
-    """The run created last (``runs/.newest``, written at begin), else the last id by name."""
-    try:
-        name = (runs_dir(flow_root) / NEWEST).read_text(encoding="utf-8").strip()
-    except OSError:
-        name = ""
-    if (
-        name
-        and not name.startswith(".")
-        and "/" not in name
-        and (runs_dir(flow_root) / name).is_dir()
-    ):
-        return name
+    """The run created last (ids sort by creation)."""
     ids = list_run_ids(flow_root)
     return ids[-1] if ids else None
+
+
+def list_by_creation(flow_root: Path) -> list[str]:
+    """Run ids, oldest first: ids sort by creation (``new_run_id``)."""
+    return list_run_ids(flow_root)
+
+
+def remove_run(paths: RunPaths) -> None:
+    """Delete a run folder (unmounting a workspace quota mount a dead runner left)."""
+    if os.path.ismount(paths.workspace):
+        subprocess.run(["umount", "-l", str(paths.workspace)], capture_output=True, check=False)
+    shutil.rmtree(paths.root)
 
 
 def newest_seq(flow_root: Path) -> int:
@@ -94,10 +115,6 @@ def newest_seq(flow_root: Path) -> int:
     except (OSError, ValueError, AttributeError):
         return len(list_run_ids(flow_root))
     return seq if isinstance(seq, int) else 0
-
-
-def set_newest(flow_root: Path, run_id: str) -> None:
-    write_atomic(runs_dir(flow_root) / NEWEST, f"{run_id}\n".encode())
 
 
 @dataclass(frozen=True)

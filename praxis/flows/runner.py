@@ -34,7 +34,14 @@ from .events import (
     SandboxOpened,
 )
 from .handle import Clock, RunHandle
-from .layout import lock_path, writable, writable_names
+from .layout import (
+    list_by_creation,
+    lock_path,
+    remove_run,
+    run_paths,
+    writable,
+    writable_names,
+)
 from .lock import Busy, FlowLock
 from .model import Flow
 from .params import resolve as resolve_params
@@ -355,19 +362,42 @@ def rerun(
     run_id: str | None = None,
     *,
     expect_revision: int | None = None,
+    params: dict[str, str] | None = None,
+    reuse: bool = True,
     clock: Clock = time.time,
 ) -> RunState:
-    """Go back to ``from_phase``: later done phases become stale, the attempt is kept."""
+    """Go back to ``from_phase``: later done phases become stale (pending without ``reuse``:
+    they run again whatever changed), the attempt is kept. ``params`` change the run's."""
     with _opened(flow_ref, run_id, expect_revision, clock) as run:
         recover(run)
+        check_definition(run)
         _known_phase(run.flow, from_phase)
+        if params:
+            base = {**run.flow.params, **run.state.params}
+            _change(run, "params", params=resolve_params(base, params))
         stale = _stale_after(run, from_phase)
-        _change(run, "rerun", phase=from_phase)
+        _change(run, "rerun", phase=from_phase, reuse=reuse)
         kept = _archive(run, from_phase)
         run.emit(RerunRequested(phase=from_phase, kept=kept))
         if stale:
             run.emit(PhasesStale(phases=stale, because=f"re-run from {from_phase}"))
         return run.state
+
+
+def delete_runs(flow: Flow, ids: list[str], *, keep: int | None = None) -> list[str]:
+    """Delete runs ``ids`` (and, with ``keep``, all but the newest ``keep``), under the
+    Flow's lock: a run being advanced is never deleted (Busy). The ids deleted."""
+    with FlowLock(lock_path(flow.root)):
+        known = list_by_creation(flow.root)
+        for run_id in ids:
+            if run_id not in known:
+                raise Refused(f"{flow.name} has no run {run_id!r} (see: praxis runs)")
+        doomed = list(ids)
+        if keep is not None:
+            doomed += [r for r in known[: max(0, len(known) - keep)] if r not in doomed]
+        for run_id in doomed:
+            remove_run(run_paths(flow.root, run_id))
+        return doomed
 
 
 def cancel(

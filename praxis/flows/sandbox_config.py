@@ -9,6 +9,7 @@ outside them (zero, negative, "unlimited", more than this machine has) is an err
 | tmp_size   | docker        | a whole size (``256m``): at least 16m, at most the host's RAM |
 | cpus       | docker        | a number: at least 0.01, at most the host's cores           |
 | pids       | docker        | a whole number from 32 to 65536                             |
+| disk       | docker        | the workspace's disk quota (``10g``): at least 16m, at most 16t |
 | timeout    | every backend | seconds per phase: more than 0, at most 7 days (604800)     |
 
 Keys of another backend are a warning (the flow may move between machines); a key no
@@ -27,7 +28,7 @@ from .yaml_values import ValueReader, describe, show
 
 COMMON = ("backend", "timeout", "packages")
 TUNING = ("stream_limit", "display_limit", "grace", "start_timeout", "warm", "spares")
-DOCKER_ONLY = ("image", "memory", "cpus", "pids", "tmp_size", "labels")
+DOCKER_ONLY = ("image", "memory", "cpus", "pids", "tmp_size", "disk", "labels")
 KEYS: dict[str, tuple[str, ...]] = {
     "docker": COMMON + DOCKER_ONLY + TUNING,
     "auto": COMMON + DOCKER_ONLY + TUNING,
@@ -41,8 +42,9 @@ MIN_TMP = 16 << 20
 MIN_CPUS = 0.01
 PIDS = (32, 65536)
 MAX_TIMEOUT = 7 * 24 * 3600
-_SIZE = re.compile(r"(\d+(?:\.\d+)?)([bkmg]?)", re.IGNORECASE)
-_UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+MAX_DISK = 16 << 40
+_SIZE = re.compile(r"(\d+(?:\.\d+)?)([bkmgt]?)", re.IGNORECASE)
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
 
 def host_memory() -> int:
@@ -101,6 +103,8 @@ def check(raw: dict[str, Any], backend: str | None, reader: ValueReader) -> None
         _size_limit(raw["memory"], "sandbox.memory", MIN_MEMORY, reader, whole=False)
     if "tmp_size" in raw:
         _size_limit(raw["tmp_size"], "sandbox.tmp_size", MIN_TMP, reader, whole=True)
+    if "disk" in raw:
+        _disk(raw["disk"], reader)
     if "cpus" in raw:
         _cpus(raw["cpus"], reader)
     if "pids" in raw:
@@ -131,6 +135,14 @@ def _size_limit(value: Any, loc: str, floor: int, reader: ValueReader, *, whole:
             f"must be between {size(floor)} and {size(ceiling)} (this machine's RAM), "
             f"got {show(value)}",
         )
+
+
+def _disk(value: Any, reader: ValueReader) -> None:
+    n = parse_size(value, whole=True) if isinstance(value, str) else None
+    if n is None:
+        reader.error("sandbox.disk", f"expected a size such as 10g, got {describe(value)}")
+    elif not MIN_TMP <= n <= MAX_DISK:
+        reader.error("sandbox.disk", f"must be between 16m and 16t, got {show(value)}")
 
 
 def _cpus(value: Any, reader: ValueReader) -> None:

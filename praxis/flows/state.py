@@ -281,9 +281,15 @@ def _approve(s: RunState, phase: str | None, now: float) -> None:
 
 
 def _reopen(
-    s: RunState, phase: str | None, now: float, note: str | None = None, event: str = "rerun"
+    s: RunState,
+    phase: str | None,
+    now: float,
+    note: str | None = None,
+    event: str = "rerun",
+    reuse: bool = True,
 ) -> None:
-    """Go back to ``phase``: it becomes pending (with the note), later done phases stale."""
+    """Go back to ``phase``: it becomes pending (with the note), later done phases stale
+    (pending without ``reuse``: a pending phase is never reused)."""
     s.status = _move(RUN_MOVES, "run", s.status, event)
     target = s.phase(str(phase))
     index = s.index(target.id)
@@ -293,7 +299,9 @@ def _reopen(
     target.note, target.error, target.waiting, target.pid = note, None, None, None
     for later in s.phases[index + 1 :]:
         if later.status == "done":
-            later.status = _move(PHASE_MOVES, "phase", later.status, "stale")
+            later.status = _move(PHASE_MOVES, "phase", later.status, "stale" if reuse else "reset")
+        elif later.status == "stale" and not reuse:
+            later.status = _move(PHASE_MOVES, "phase", later.status, "reset")
         elif later.status in ("failed", "running"):
             later.status = _move(PHASE_MOVES, "phase", later.status, "reset")
     s.cursor, s.waiting, s.gate, s.error = index, None, None, None
@@ -333,6 +341,12 @@ def _sandbox(s: RunState, phase: str | None, now: float, backend: str, isolated:
     s.backend, s.isolated = backend, isolated
 
 
+def _params(s: RunState, phase: str | None, now: float, params: dict[str, Any]) -> None:
+    if s.status == "running":
+        raise IllegalTransition("run", s.status, "change the parameters of")
+    s.params = dict(params)
+
+
 _HANDLERS: dict[str, Any] = {
     "start": _start_phase,
     "finish": _finish_phase,
@@ -349,6 +363,7 @@ _HANDLERS: dict[str, Any] = {
     "sandbox": _sandbox,
     "snapshot": _snapshot,
     "reuse": _reuse,
+    "params": _params,
 }
 
 

@@ -1,4 +1,5 @@
-"""What a person needs to know about a run, and the exact next command. Reads only."""
+"""What a person needs to know about a run, and the exact next command. Reads only (it asks
+whether the Flow's lock is held; it never takes it)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import definition
 from .handle import RunHandle
 from .layout import lock_path, writable_names
 from .lock import is_held
@@ -28,6 +30,8 @@ class Status:
     message: str = ""
     holder: int | None = None
     backend: str | None = None
+    changed: list[str] = field(default_factory=list)  # phases whose definition changed since
+    params: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -68,9 +72,29 @@ def status_of(run: RunHandle) -> Status:
                 row["note"] = lost
     st.review = [_rel(run.paths.out(n)) for n in writable_names(flow, state)]
     st.next = next_commands(flow, state, run.id, held, running is not None)
+    st.params = dict(state.params)
+    st.changed = changed_phases(run)
     if not st.message:
         st.message = _message(state, held)
+    if st.changed and state.status != "running":
+        st.message += (
+            f"; changed since they ran: {', '.join(st.changed)} (re-run from {st.changed[0]})"
+        )
+        st.next.append(f"praxis rerun {flow_arg(flow)} --run {run.id} --from {st.changed[0]}")
     return st
+
+
+def changed_phases(run: RunHandle) -> list[str]:
+    """Done phases whose definition (flow.yaml entry, code files, params) is not what ran."""
+    if run.state.definition.get("phases") != [p.id for p in run.flow.phases]:
+        return []  # another flow.yaml altogether: advance says so
+    changed = []
+    for p in run.state.phases:
+        recorded = p.digests.get("definition")
+        if p.status in ("done", "stale") and recorded:
+            if definition.digest_of(run.flow, run.flow.phase(p.id), run.state.params) != recorded:
+                changed.append(p.id)
+    return changed
 
 
 def _phase_row(p: Any, state: RunState) -> dict[str, Any]:
@@ -81,6 +105,8 @@ def _phase_row(p: Any, state: RunState) -> dict[str, Any]:
         "seconds": None if p.seconds is None else round(p.seconds, 3),
         "error": p.error,
         "outputs": sorted(p.hashes),
+        "reused": p.reused,
+        "backend": p.backend,
     }
 
 
