@@ -8,7 +8,6 @@ a change when the run has moved on, and the page says so in plain words.
 
 from __future__ import annotations
 
-import json
 import secrets
 import socket
 import sys
@@ -27,18 +26,17 @@ from starlette.templating import Jinja2Templates
 
 import praxis.agent.events  # noqa: F401  (registers agent event kinds for the events list)
 from praxis.agent.approvals import ApprovalRefused
-from praxis.flows import live, runner
-from praxis.flows.handle import RunHandle
-from praxis.flows.layout import NotWritable, writable
+from praxis.flows import runner
+from praxis.flows.layout import NotWritable
 from praxis.flows.lock import Busy
 from praxis.flows.state import StateCorrupt
 from sandbox.errors import PathRefused
-from sandbox.paths import confined
 
-from . import catalog, changes, csvedit, notebook, render, tables, validate, views
+from . import catalog, drafts, notebook, render, tables, views
 from .background import Advancer
 from .chat_routes import ChatPanel
 from .files import file_response
+from .reading import Reader
 from .security import Guard, GuardMiddleware
 
 HERE = Path(__file__).parent
@@ -55,9 +53,6 @@ NOTICES = {
     "answered": "Answer sent to the phase.",
 }
 MAX_FORM_FIELDS = 100_000
-MAX_DRAFTS_BYTES = 8 * 1024 * 1024
-MAX_VIEW_BYTES = 2 * 1024 * 1024
-MAX_NOTEBOOK_BYTES = 64 * 1024 * 1024
 
 
 class Refusal(Exception):
@@ -83,15 +78,16 @@ def create_app(
     templates.env.globals["page_rows"] = tables.PAGE_ROWS
     ui = UI(root, guard, advancer or Advancer(), templates)
     chat = ChatPanel(ui)
+    reader = Reader(ui)
     routes = [
         *chat.routes(),
         Route("/", ui.index),
         Route("/run", ui.run_page),
         Route("/run/state", ui.run_state),
-        Route("/run/live", ui.live),
-        Route("/rows", ui.rows),
-        Route("/changes", ui.changes),
-        Route("/view", ui.view),
+        Route("/run/live", reader.live),
+        Route("/rows", reader.rows),
+        Route("/changes", reader.changes),
+        Route("/view", reader.view),
         Route("/record", ui.record),
         Route("/file", ui.file),
         Route("/save", ui.save, methods=["POST"]),
@@ -182,99 +178,6 @@ class UI:
         data["pending"] = len(self.advancer.pending(run.flow.root, run.id))
         return JSONResponse(data)
 
-    def live(self, request: Request) -> Response:
-        """The live output of a phase from byte ``offset`` on: {text, offset, status, elapsed}."""
-        q = request.query_params
-        try:
-            run = catalog.open_run(self.root, q.get("flow", ""), q.get("run", ""))
-            phase = self.phase_of(run, q.get("phase", ""))
-        except catalog.NotFound as exc:
-            return JSONResponse({"error": str(exc)}, status_code=404)
-        offset = int(q["offset"]) if q.get("offset", "").isdigit() else 0
-        text, offset = views.read_live(live.path(run.root, phase), offset)
-        data = views.summary(run.state)
-        p = run.state.phase(phase)
-        data.update(text=text, offset=offset, phase=phase, phase_status=p.status)
-        return JSONResponse(data)
-
-    def rows(self, request: Request) -> Response:
-        """Data rows [start, start + n) of a table output, read by byte offset."""
-        q = request.query_params
-        try:
-            run = catalog.open_run(self.root, q.get("flow", ""), q.get("run", ""))
-            name = q.get("name", "")
-            path = confined(run.paths.output, name)
-            if not tables.is_table(name):
-                raise catalog.NotFound(f"{name} is not a table")
-            idx = csvedit.index(path)
-        except (catalog.NotFound, PathRefused, csvedit.NotATable) as exc:
-            return JSONResponse({"error": str(exc)}, status_code=404)
-        start = int(q["start"]) if q.get("start", "").isdigit() else 0
-        count = int(q["n"]) if q.get("n", "").isdigit() else tables.PAGE_ROWS
-        rows = tables.rows_of(idx, start, count)
-        return JSONResponse(
-            {"start": start, "rows": rows, "total": idx.data_rows, "version": idx.token}
-        )
-
-    def changes(self, request: Request) -> Response:
-        q = request.query_params
-        try:
-            run = catalog.open_run(self.root, q.get("flow", ""), q.get("run", ""))
-        except catalog.NotFound as exc:
-            return self.render(request, "error.html", 404, message=str(exc))
-        return self.render(
-            request,
-            "changes.html",
-            ref=q.get("flow", ""),
-            run=run,
-            changes=changes.run_changes(run),
-        )
-
-    def view(self, request: Request) -> Response:
-        """A file of the run the way a person reads it: markdown, notebook, image, table."""
-        q = request.query_params
-        ref, name = q.get("flow", ""), q.get("path", "")
-        try:
-            run = catalog.open_run(self.root, ref, q.get("run", ""))
-            path = confined(run.root, name)
-        except catalog.NotFound as exc:
-            return self.render(request, "error.html", 404, message=str(exc))
-        except PathRefused as exc:
-            return self.render(request, "error.html", 404, message=f"{name!r}: {exc.reason}")
-        ctx: dict[str, Any] = {"ref": ref, "run": run, "path": name, "size": path.stat().st_size}
-        kind, lower = "download", name.lower()
-        folder = name.rsplit("/", 1)[0] if "/" in name else ""
-        if lower.endswith(".ipynb") and ctx["size"] <= MAX_NOTEBOOK_BYTES:
-            try:
-                ctx["nb"], kind = notebook.load(path), "notebook"
-            except (ValueError, UnicodeError, AttributeError, TypeError):
-                kind = "text"
-        elif lower.endswith((".md", ".markdown")) and ctx["size"] <= MAX_VIEW_BYTES:
-            text = path.read_bytes().decode("utf-8", errors="replace")
-            ctx["html"] = render.markdown(text, flow=ref, run=run.id, folder=folder)
-            kind = "markdown"
-        elif lower.endswith(views.IMAGE_SUFFIXES + (".svg",)):
-            kind = "image"
-        elif tables.is_table(name):
-            try:
-                page = int(q["page"]) if q.get("page", "").isdigit() else 1
-                ctx["table"], kind = tables.page_of(path, page), "table"
-            except csvedit.NotATable:
-                kind = "text"
-        elif lower.endswith(views.TEXT_SUFFIXES + (".jsonl", ".csv", ".tsv", ".ipynb")):
-            kind = "text"
-        if kind == "text":
-            with open(path, "rb") as fh:
-                data = fh.read(MAX_VIEW_BYTES + 1)
-            ctx["text"] = data[:MAX_VIEW_BYTES].decode("utf-8", errors="replace")
-            ctx["clipped"] = len(data) > MAX_VIEW_BYTES
-        return self.render(request, "view.html", kind=kind, **ctx)
-
-    def phase_of(self, run: RunHandle, phase: str) -> str:
-        if phase not in [p.id for p in run.state.phases]:
-            raise catalog.NotFound(f"{run.flow.name} has no phase {phase!r}")
-        return phase
-
     def record(self, request: Request) -> Response:
         q = request.query_params
         try:
@@ -318,30 +221,32 @@ class UI:
     async def act(self, request: Request, action: Any) -> Response:
         """Run ``action(form, ref, run_id, expect)`` -> notice; refusals re-render the page."""
         ref = run_id = ""
-        drafts: dict[str, str] = {}
+        texts: dict[str, str] = {}
         expect = None
         try:
             form, ref, run_id, expect = await self.form(request)
             if "text" in form:
-                drafts = {str(form.get("name", "")): str(form["text"])}
-            for name, draft in parse_drafts(form).items():
+                texts = {str(form.get("name", "")): str(form["text"])}
+            for name, draft in drafts.parse(form).items():
                 if "text" in draft:
-                    drafts[name] = str(draft["text"])
+                    texts[name] = str(draft["text"])
             await run_in_threadpool(catalog.open_run, self.root, ref, run_id)
             notice = await run_in_threadpool(action, form, ref, run_id, expect)
         except Refusal as exc:
-            return await self.refused(request, ref, run_id, str(exc), exc.status, drafts)
+            return await self.refused(request, ref, run_id, str(exc), exc.status, texts)
         except catalog.NotFound as exc:
             return self.render(request, "error.html", 404, message=str(exc))
         except runner.Refused as exc:
-            return await self.refused(request, ref, run_id, plain_refusal(exc, expect), 409, drafts)
+            return await self.refused(request, ref, run_id, plain_refusal(exc, expect), 409, texts)
         except Busy as exc:
             msg = f"Not done: another process is working on this flow now ({exc}). Try again soon."
-            return await self.refused(request, ref, run_id, msg, 409, drafts)
+            return await self.refused(request, ref, run_id, msg, 409, texts)
+        except drafts.Unreadable as exc:
+            return await self.refused(request, ref, run_id, f"Not done: {exc}", 400, texts)
         except (NotWritable, tables.BadEdit, ApprovalRefused, StateCorrupt) as exc:
-            return await self.refused(request, ref, run_id, f"Not done: {exc}", 409, drafts)
+            return await self.refused(request, ref, run_id, f"Not done: {exc}", 409, texts)
         except PathRefused as exc:
-            return await self.refused(request, ref, run_id, f"Not done: {exc.reason}", 409, drafts)
+            return await self.refused(request, ref, run_id, f"Not done: {exc.reason}", 409, texts)
         query = urlencode({"flow": ref, "run": run_id, "notice": notice})
         return RedirectResponse(f"/run?{query}", status_code=303)
 
@@ -378,48 +283,20 @@ class UI:
                 if not cells:
                     raise Refusal("Nothing saved: no cell of this table was changed.")
                 draft = {"cells": cells, "version": str(form.get("version", ""))}
-            self.save_drafts(run, {name: draft}, expect)
+            drafts.save(run, {name: draft}, expect)
             return "saved"
 
         return await self.act(request, do)
 
-    def save_drafts(
-        self, run: RunHandle, drafts: dict[str, dict[str, Any]], expect: int | None
-    ) -> int | None:
-        """Check every draft, then write them one by one; the revision after the last write.
-
-        A draft is {"text": str} or {"cells": {(row, col): value}, "version": str}. Nothing
-        is written unless every draft passes its checks (``validate``).
-        """
-        if expect is not None and expect != run.state.revision:
-            raise runner.Refused("stale", revision=run.state.revision)
-        planned = []
-        for name, draft in drafts.items():
-            path = writable(run.flow, run.state, run.paths, name)
-            if "text" in draft and draft.get("cells"):
-                raise Refusal(f"Not saved: {name} has both cell edits and a text edit; keep one")
-            if "text" in draft:
-                data = validate.text_save(path, str(draft["text"]))
-            else:
-                data = validate.cell_save(path, draft["cells"], str(draft.get("version", "")))
-            validate.check_save(run.flow, str(run.state.gate), name, data)
-            planned.append((name, data))
-        for name, data in planned:
-            changes.keep_original(run, name)
-            state = runner.edit(run.flow, name, data, run.id, expect_revision=expect, by="web")
-            expect = state.revision if expect is not None else None
-            run = RunHandle.open(run.flow, run.id)
-        return expect
-
     async def approve(self, request: Request) -> Response:
         def do(form: Any, ref: str, run_id: str, expect: int | None) -> str:
-            drafts = parse_drafts(form)
-            if drafts:
+            unsaved = drafts.parse(form)
+            if unsaved:
                 run = catalog.open_run(self.root, ref, run_id)
-                expect = self.save_drafts(run, drafts, expect)
+                expect = drafts.save(run, unsaved, expect)
             runner.approve(self.flow_of(ref), run_id, expect_revision=expect)
             self.continue_run(ref, run_id)
-            return "saved-approved" if drafts else "approved"
+            return "saved-approved" if unsaved else "approved"
 
         return await self.act(request, do)
 
@@ -468,33 +345,6 @@ class UI:
             return "answered"
 
         return await self.act(request, do)
-
-
-def parse_drafts(form: Any) -> dict[str, dict[str, Any]]:
-    """The unsaved edits the page sends with Approve: ``drafts`` as JSON
-    {name: {"text": str} | {"cells": {"row.col": str}, "version": str}}."""
-    raw = str(form.get("drafts", "") or "")
-    if not raw:
-        return {}
-    if len(raw) > MAX_DRAFTS_BYTES:
-        raise Refusal("Not done: the unsaved edits are too large to send at once; save them first")
-    try:
-        data = json.loads(raw)
-    except ValueError:
-        raise Refusal("Not done: the page sent unreadable edits; reload it") from None
-    if not isinstance(data, dict):
-        raise Refusal("Not done: the page sent unreadable edits; reload it")
-    drafts: dict[str, dict[str, Any]] = {}
-    for name, draft in data.items():
-        if not isinstance(draft, dict):
-            continue
-        if isinstance(draft.get("text"), str):
-            drafts[str(name)] = {"text": draft["text"]}
-        elif isinstance(draft.get("cells"), dict) and draft["cells"]:
-            items = [(f"cell.{k}", str(v)) for k, v in draft["cells"].items()]
-            cells = tables.parse_cell_fields(items)
-            drafts[str(name)] = {"cells": cells, "version": str(draft.get("version", ""))}
-    return drafts
 
 
 def plain_refusal(exc: runner.Refused, expect: int | None) -> str:

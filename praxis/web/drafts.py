@@ -1,0 +1,80 @@
+"""Unsaved edits from the Gate page, saved together: one table's cells, or a file's text.
+
+The page sends them with *Save* (one file) or with *Approve* (every file with a draft, as
+JSON in ``drafts``). ``save`` checks all of them first (``validate``) and writes none unless
+all pass, then writes each through ``runner.edit`` bound to the revision the page showed,
+each write moving the revision on by one.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from praxis.flows import runner
+from praxis.flows.handle import RunHandle
+from praxis.flows.layout import writable
+
+from . import changes, tables, validate
+
+MAX_DRAFTS_BYTES = 8 * 1024 * 1024
+
+Drafts = dict[str, dict[str, Any]]
+
+
+class Unreadable(Exception):
+    """Raised when the page sent drafts that are not what it writes (too large, not JSON)."""
+
+
+def parse(form: Any) -> Drafts:
+    """The unsaved edits the page sends with Approve: ``drafts`` as JSON
+    {name: {"text": str} | {"cells": {"row.col": str}, "version": str}}."""
+    raw = str(form.get("drafts", "") or "")
+    if not raw:
+        return {}
+    if len(raw) > MAX_DRAFTS_BYTES:
+        raise Unreadable("the unsaved edits are too large to send at once; save them first")
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        raise Unreadable("the page sent unreadable edits; reload it") from None
+    if not isinstance(data, dict):
+        raise Unreadable("the page sent unreadable edits; reload it")
+    drafts: Drafts = {}
+    for name, draft in data.items():
+        if not isinstance(draft, dict):
+            continue
+        if isinstance(draft.get("text"), str):
+            drafts[str(name)] = {"text": draft["text"]}
+        elif isinstance(draft.get("cells"), dict) and draft["cells"]:
+            items = [(f"cell.{k}", str(v)) for k, v in draft["cells"].items()]
+            cells = tables.parse_cell_fields(items)
+            drafts[str(name)] = {"cells": cells, "version": str(draft.get("version", ""))}
+    return drafts
+
+
+def save(run: RunHandle, drafts: Drafts, expect: int | None) -> int | None:
+    """Check every draft, then write them one by one; the revision after the last write.
+
+    A draft is {"text": str} or {"cells": {(row, col): value}, "version": str}. Nothing
+    is written unless every draft passes its checks (``validate``).
+    """
+    if expect is not None and expect != run.state.revision:
+        raise runner.Refused("stale", revision=run.state.revision)
+    planned = []
+    for name, draft in drafts.items():
+        path = writable(run.flow, run.state, run.paths, name)
+        if "text" in draft and draft.get("cells"):
+            raise tables.BadEdit(f"{name} has both cell edits and a text edit: keep one")
+        if "text" in draft:
+            data = validate.text_save(path, str(draft["text"]))
+        else:
+            data = validate.cell_save(path, draft["cells"], str(draft.get("version", "")))
+        validate.check_save(run.flow, str(run.state.gate), name, data)
+        planned.append((name, data))
+    for name, data in planned:
+        changes.keep_original(run, name)
+        state = runner.edit(run.flow, name, data, run.id, expect_revision=expect, by="web")
+        expect = state.revision if expect is not None else None
+        run = RunHandle.open(run.flow, run.id)
+    return expect

@@ -1,0 +1,127 @@
+"""Pages that read a run without changing it: a file shown the way a person reads it, table
+rows by byte offset, a phase's live output, and the Changes view.
+
+Plain ``def`` handlers: Starlette runs them in its thread pool, so reading a big file or
+hashing never holds up the event loop.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from praxis.flows import live
+from praxis.flows.handle import RunHandle
+from sandbox.errors import PathRefused
+from sandbox.paths import confined
+
+from . import catalog, changes, csvedit, notebook, render, tables, views
+
+MAX_VIEW_BYTES = 2 * 1024 * 1024
+MAX_NOTEBOOK_BYTES = 64 * 1024 * 1024
+
+
+class Reader:
+    """The read-only pages; ``ui`` (app.UI) gives the root and renders templates."""
+
+    def __init__(self, ui: Any) -> None:
+        self.ui = ui
+
+    def open(self, request: Request) -> RunHandle:
+        q = request.query_params
+        return catalog.open_run(self.ui.root, q.get("flow", ""), q.get("run", ""))
+
+    def live(self, request: Request) -> Response:
+        """The live output of a phase from byte ``offset`` on: {text, offset, status, elapsed}."""
+        q = request.query_params
+        try:
+            run = self.open(request)
+            phase = self.phase_of(run, q.get("phase", ""))
+        except catalog.NotFound as exc:
+            return JSONResponse({"error": str(exc)}, status_code=404)
+        offset = int(q["offset"]) if q.get("offset", "").isdigit() else 0
+        text, offset = views.read_live(live.path(run.root, phase), offset)
+        data = views.summary(run.state)
+        p = run.state.phase(phase)
+        data.update(text=text, offset=offset, phase=phase, phase_status=p.status)
+        return JSONResponse(data)
+
+    def rows(self, request: Request) -> Response:
+        """Data rows [start, start + n) of a table output, read by byte offset."""
+        q = request.query_params
+        try:
+            run = self.open(request)
+            name = q.get("name", "")
+            path = confined(run.paths.output, name)
+            if not tables.is_table(name):
+                raise catalog.NotFound(f"{name} is not a table")
+            idx = csvedit.index(path)
+        except (catalog.NotFound, PathRefused, csvedit.NotATable) as exc:
+            return JSONResponse({"error": str(exc)}, status_code=404)
+        start = int(q["start"]) if q.get("start", "").isdigit() else 0
+        count = int(q["n"]) if q.get("n", "").isdigit() else tables.PAGE_ROWS
+        rows = tables.rows_of(idx, start, count)
+        return JSONResponse(
+            {"start": start, "rows": rows, "total": idx.data_rows, "version": idx.token}
+        )
+
+    def changes(self, request: Request) -> Response:
+        q = request.query_params
+        try:
+            run = self.open(request)
+        except catalog.NotFound as exc:
+            return self.ui.render(request, "error.html", 404, message=str(exc))
+        return self.ui.render(
+            request,
+            "changes.html",
+            ref=q.get("flow", ""),
+            run=run,
+            changes=changes.run_changes(run),
+        )
+
+    def view(self, request: Request) -> Response:
+        """A file of the run the way a person reads it: markdown, notebook, image, table."""
+        q = request.query_params
+        ref, name = q.get("flow", ""), q.get("path", "")
+        try:
+            run = self.open(request)
+            path = confined(run.root, name)
+        except catalog.NotFound as exc:
+            return self.ui.render(request, "error.html", 404, message=str(exc))
+        except PathRefused as exc:
+            return self.ui.render(request, "error.html", 404, message=f"{name!r}: {exc.reason}")
+        ctx: dict[str, Any] = {"ref": ref, "run": run, "path": name, "size": path.stat().st_size}
+        kind, lower = "download", name.lower()
+        folder = name.rsplit("/", 1)[0] if "/" in name else ""
+        if lower.endswith(".ipynb") and ctx["size"] <= MAX_NOTEBOOK_BYTES:
+            try:
+                ctx["nb"], kind = notebook.load(path), "notebook"
+            except (ValueError, UnicodeError, AttributeError, TypeError):
+                kind = "text"
+        elif lower.endswith((".md", ".markdown")) and ctx["size"] <= MAX_VIEW_BYTES:
+            text = path.read_bytes().decode("utf-8", errors="replace")
+            ctx["html"] = render.markdown(text, flow=ref, run=run.id, folder=folder)
+            kind = "markdown"
+        elif lower.endswith(views.IMAGE_SUFFIXES + (".svg",)):
+            kind = "image"
+        elif tables.is_table(name):
+            try:
+                page = int(q["page"]) if q.get("page", "").isdigit() else 1
+                ctx["table"], kind = tables.page_of(path, page), "table"
+            except csvedit.NotATable:
+                kind = "text"
+        elif lower.endswith(views.TEXT_SUFFIXES + (".jsonl", ".csv", ".tsv", ".ipynb")):
+            kind = "text"
+        if kind == "text":
+            with open(path, "rb") as fh:
+                data = fh.read(MAX_VIEW_BYTES + 1)
+            ctx["text"] = data[:MAX_VIEW_BYTES].decode("utf-8", errors="replace")
+            ctx["clipped"] = len(data) > MAX_VIEW_BYTES
+        return self.ui.render(request, "view.html", kind=kind, **ctx)
+
+    def phase_of(self, run: RunHandle, phase: str) -> str:
+        if phase not in [p.id for p in run.state.phases]:
+            raise catalog.NotFound(f"{run.flow.name} has no phase {phase!r}")
+        return phase
