@@ -499,7 +499,7 @@ def swap_forever(pairs):
 """
 
 SWAP = r"""
-import os, subprocess, sys, threading, time
+import os, shutil, subprocess, sys, threading, time
 I = __I__
 DIR, FILE = __DIR__, __FILE__
 SWAPPER = __SWAPPER__
@@ -507,6 +507,14 @@ def make(path, text="a,b\n1,2\n"):
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     with open(path, "w") as fh:
         fh.write(text)
+mine = [f"o{I}", f"ol{I}", f"p{I}", f"pl{I}", f"f{I}.csv", f"fl{I}", f"g{I}.txt", f"gl{I}"]
+left = [n for n in mine if os.path.lexists(n)]  # a re-run starts from before the first try
+kinds = {n: "link" if os.path.islink(n) else "dir" if os.path.isdir(n) else "file" for n in left}
+for name in left:
+    if os.path.isdir(name) and not os.path.islink(name):
+        shutil.rmtree(name)
+    else:
+        os.unlink(name)
 make(f"o{I}/r.csv"); make(f"o{I}/sub/r2.csv"); make(f"p{I}/r.csv")
 make(f"f{I}.csv"); make(f"g{I}.txt", "plain\n")
 links = {f"ol{I}": DIR, f"o{I}/subl": DIR, f"pl{I}": "/proc/self", f"fl{I}": FILE,
@@ -529,7 +537,7 @@ subprocess.Popen([sys.executable, "-c", code, ready, *(f"{a}:{b}" for a, b in pa
 while not os.path.exists(ready):
     time.sleep(0.005)
 with open(f"s{I}.txt", "w") as fh:
-    fh.write("swapped")
+    fh.write(f"swapped; found {sorted(kinds.items())}")
 """
 
 
@@ -598,9 +606,14 @@ def test_item21_swapping_folders_for_links_never_brings_a_host_file_into_the_run
         files[f"swap{i}.py"] = _fill(SWAP, I=i, DIR=str(folder), FILE=str(canary), SWAPPER=SWAPPER)
         phases.append(_phase(f"swap{i}", f"swap{i}.py", [f"s{i}.txt"], working=["in/x.csv"]))
     flow = _flow(tmp_path / "flow", docker_image, phases, files)
-    res = praxis("run", str(flow), env={"PRAXIS_CANARY_SECRET": secret}, timeout=600)
+    env = {"PRAXIS_CANARY_SECRET": secret}
+    res = praxis("run", str(flow), env=env, timeout=600)
     run = _the_run(flow, res)
     try:
+        if res.returncode == 0:  # a re-run restores a workspace full of planted links
+            again = praxis("rerun", str(flow), "--from", f"swap{ROUNDS - 2}", env=env)
+            assert again.returncode == 0, again.stderr
+            res = praxis("advance", str(flow), env=env, timeout=600)
         assert _leaks(flow / "runs", [secret, canary_text]) == []
         assert _fingerprint(folder) == before  # nothing outside the run changed
         assert canary.read_text() == canary_text
@@ -610,7 +623,9 @@ def test_item21_swapping_folders_for_links_never_brings_a_host_file_into_the_run
             res.stderr[-3000:],
             [(p.id, p.status, p.error) for p in state.phases if p.status != "done"],
         )
-        assert event_kinds(run).count("phase_done") == ROUNDS
+        assert event_kinds(run).count("phase_done") == ROUNDS + 2
+        for i in range(ROUNDS):  # restore brought back no link or folder of the first try
+            assert (run / "output" / f"s{i}.txt").read_text() == "swapped; found []", i
         assert _containers(run.name) == []
     finally:
         _remove_containers(run.name)
@@ -770,7 +785,7 @@ def test_item22_a_10_mb_exception_is_capped_with_a_marker(
         assert code == 1, err[-3000:]
         error = _error(run, "boom")
         assert error.startswith("boom.py line 5: ValueError: zzz"), error[:300]
-        assert len(error) < 1 << 20 and re.search(r"truncated|dropped", error), len(error)
+        assert len(error) < 1 << 20 and re.search(r"truncated|dropped|cut", error), len(error)
         assert err_bytes < 1 << 20, f"praxis printed {err_bytes} bytes of error"
         assert (run / "records" / "boom.ipynb").stat().st_size < 4 << 20
         assert _bytes_under(run) < 16 << 20
@@ -875,7 +890,7 @@ def test_item23_a_runner_killed_by_a_signal_leaves_no_container(
             _no_traceback((out, err))
             state = state_of(run)
             assert state.status == "cancelled", (state.status, out[-2000:], err[-2000:])
-            assert STOPPED not in str(state.phase("work").error)
+            assert state.phase("work").status in ("cancelled", "failed"), state.phase("work")
             assert _containers(run.name) == []
             return
         res = praxis("advance", str(flow))  # removes the orphan before anything else
