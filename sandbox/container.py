@@ -17,6 +17,7 @@ Kernels run with umask 022; the host (root) reads what they write by descriptor.
 
 from __future__ import annotations
 
+import glob
 import logging
 import os
 import re
@@ -60,6 +61,7 @@ ENVIRONMENT = {
     "PYTHONDONTWRITEBYTECODE": "1",
 }
 LOG_OPTIONS = {"max-size": "1m", "max-file": "2"}
+RUNTIME_PREFIX = "praxis-rt-"  # host runtime folders: praxis-rt-<name>-<random>
 DISK = "10g"  # the workspace's disk quota (a sparse image: only what is written takes space)
 
 
@@ -81,9 +83,12 @@ def docker_available(timeout: float = 2.0) -> str | None:
     return None
 
 
+def _safe(name: str) -> str:
+    return re.sub(r"[^a-zA-Z0-9_.-]+", "-", name).strip("-.")[:40] or "run"
+
+
 def _container_name(run: str) -> str:
-    safe = re.sub(r"[^a-zA-Z0-9_.-]+", "-", run).strip("-.")[:40] or "run"
-    return f"praxis-{safe}-{uuid.uuid4().hex[:6]}"
+    return f"praxis-{_safe(run)}-{uuid.uuid4().hex[:6]}"
 
 
 class DockerSandbox(StandbyKernels, FolderSandbox):
@@ -163,8 +168,9 @@ class DockerSandbox(StandbyKernels, FolderSandbox):
                 ) from None
             raise SandboxUnavailable(f"cannot inspect image {self.image}: {exc}") from exc
         self._client = client
+        self._remove_leftovers()
         self.workspace.open()
-        self._private = Path(tempfile.mkdtemp(prefix="praxis-rt-"))
+        self._private = Path(tempfile.mkdtemp(prefix=f"{RUNTIME_PREFIX}{_safe(self.name)}-"))
         self._runtime = self._private / "rt"
         self._runtime.mkdir(mode=0o700)  # the kernel server's (root): phase code cannot enter
         try:
@@ -248,6 +254,30 @@ class DockerSandbox(StandbyKernels, FolderSandbox):
                 Mount(RUNTIME, str(self._runtime), type="bind"),
             ],
         }
+
+    def _remove_leftovers(self) -> None:
+        """Remove what a runner of this sandbox's name left when it died (SIGKILL): its
+        container (with every process in it) and its runtime folders. Before anything runs."""
+        import docker.errors
+
+        try:
+            found = self._client.api.containers(
+                all=True, filters={"label": f"{RUN_LABEL}={self.name}"}
+            )
+        except docker.errors.DockerException as exc:
+            raise SandboxUnavailable(f"cannot list containers: {exc}") from exc
+        for row in found:
+            log.warning("removing a container left by a runner that died: %s", row["Names"])
+            try:
+                self._client.api.remove_container(row["Id"], force=True)
+            except docker.errors.NotFound:
+                pass
+            except docker.errors.DockerException as exc:
+                raise SandboxUnavailable(f"cannot remove a leftover container: {exc}") from exc
+        prefix = f"{RUNTIME_PREFIX}{_safe(self.name)}-"
+        for folder in Path(tempfile.gettempdir()).glob(f"{glob.escape(prefix)}*"):
+            if folder.is_dir() and not folder.is_symlink():
+                shutil.rmtree(folder, ignore_errors=True)
 
     def _remove_runtime(self) -> None:
         if self._private is not None:

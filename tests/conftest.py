@@ -110,3 +110,58 @@ def _reap_test_containers() -> Iterator[None]:
     yield
     if docker_reason() is None:
         _remove_test_containers()
+
+
+# -- workspace quota mounts ---------------------------------------------------------------
+# A docker workspace with a disk quota is a loop mount under the run folder. A test that kills
+# its runner (SIGKILL) leaves the mount behind; pytest's removal of old tmp folders would then
+# delete inside it and fail on the mount point. Unmount what is ours (this session's folders,
+# and those of sessions whose process is gone) before tmp folders are made and after the run.
+
+
+def _mounts_below(root: Path) -> list[Path]:
+    try:
+        lines = Path("/proc/self/mounts").read_text().splitlines()
+    except OSError:
+        return []
+    points = [Path(line.split()[1].replace("\\040", " ")) for line in lines if line.split()]
+    return [p for p in points if p.is_relative_to(root)]
+
+
+def _session_alive(numbered: Path) -> bool:
+    """Whether the pytest session that made ``numbered`` (pytest-N) still runs."""
+    try:
+        pid = int((numbered / ".lock").read_text().strip())
+    except (OSError, ValueError):
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _unmount(points: list[Path]) -> None:
+    for point in sorted(points, key=lambda p: len(p.parts), reverse=True):
+        subprocess.run(["umount", "-l", str(point)], capture_output=True, check=False)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    import tempfile
+
+    for base in Path(tempfile.gettempdir()).glob("pytest-of-*"):
+        dead = []
+        for point in _mounts_below(base):
+            top = base / point.relative_to(base).parts[0]
+            if top.name.startswith("garbage-") or not _session_alive(top):
+                dead.append(point)
+        _unmount(dead)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    factory = getattr(session.config, "_tmp_path_factory", None)
+    base = getattr(factory, "_basetemp", None)
+    if base is not None:
+        _unmount(_mounts_below(Path(base)))

@@ -77,7 +77,8 @@ def run_phase(
         finish(run, phase, started, record, outcome, outputs)
         return True
     except Exception as exc:  # any error of the phase's, of its files or of the sandbox
-        fail(run, phase, started, record, _message(exc, sandbox))
+        cancelled = run.paths.cancel_request.exists()  # the interrupt came from `praxis cancel`
+        fail(run, phase, started, record, STOPPED if cancelled else _message(exc, sandbox))
         return False
     except BaseException:
         fail(run, phase, started, record, STOPPED)

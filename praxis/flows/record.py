@@ -15,8 +15,6 @@ added, so whatever a kernel sent, the saved record validates.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -26,7 +24,12 @@ from nbformat import NotebookNode, v4
 
 from sandbox import ExecResult
 
+from .atomic import write_atomic
+
 JSON_MIME_SUFFIX = "json"  # application/json, application/vnd.*+json keep dicts as they are
+
+
+MAX_RECORD = 32 << 20  # bytes of one record notebook
 
 
 class Record:
@@ -113,18 +116,26 @@ class Record:
         self.markdown(f"**Phase failed:** {text}", failure=True)
 
     def save(self, path: Path) -> None:
+        """Validate and write atomically; a record over MAX_RECORD bytes loses the outputs
+        of its largest cells first, each replaced by a marker saying so."""
         self._stamp()
         nbformat.validate(self.nb)
+        text = json.dumps(self.nb, ensure_ascii=False, indent=1) + "\n"
+        if len(text) > MAX_RECORD:
+            self._shrink(len(text))
+            text = json.dumps(self.nb, ensure_ascii=False, indent=1) + "\n"
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(self.nb, fh, ensure_ascii=False, indent=1)
-                fh.write("\n")
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_atomic(path, text.encode("utf-8"))
+
+    def _shrink(self, size: int) -> None:
+        cells = [c for c in self.nb.cells if c.cell_type == "code" and c.get("outputs")]
+        cells.sort(key=lambda c: len(json.dumps(c.outputs, ensure_ascii=False)), reverse=True)
+        for cell in cells:
+            if size <= MAX_RECORD:
+                return
+            size -= len(json.dumps(cell.outputs, ensure_ascii=False))
+            note = f"[outputs dropped: the record of a phase keeps at most {MAX_RECORD} bytes]\n"
+            cell.outputs = [nbformat.v4.new_output("stream", name="stderr", text=note)]
 
     def _stamp(self) -> None:
         """Readable times next to the epoch seconds the runner sets."""

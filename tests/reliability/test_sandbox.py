@@ -35,7 +35,9 @@ WAIT_FOR_RELEASE = """
     open("started", "w").write("1")
     while not os.path.exists("release"):
         time.sleep(0.05)
-    open("held.txt", "w").write("released")
+    status = dict(line.split(":", 1) for line in open("/proc/self/status") if ":" in line)
+    ids = f"{os.getuid()} {status['CapEff'].strip()} {status['NoNewPrivs'].strip()}"
+    open("held.txt", "w").write("released " + ids)
 """
 
 
@@ -95,14 +97,16 @@ def test_item01_the_container_of_a_running_phase_is_hardened(
     assert host["Memory"] == host["MemorySwap"] == 512 * 1024**2
     assert host["NanoCpus"] == 10**9
     assert host["Init"] is True and host["Privileged"] is False
-    assert config["User"] not in ("", "0", "root") and not config["User"].startswith("0:")
+    # the kernel server is root with only the capabilities to start kernels as uid 1000 and
+    # to kill that uid's processes; phase code runs as uid 1000 with no capability at all
+    assert config["User"] == "0:0" and sorted(host["CapAdd"]) == ["KILL", "SETGID", "SETUID"]
     assert host["LogConfig"]["Config"].get("max-size")
     assert config["Labels"][SESSION_LABEL] == SESSION
     mounts = {m["Destination"]: m["Source"] for m in attrs["Mounts"]}
     assert set(mounts) == {"/workspace", "/rt"}
     assert mounts["/workspace"] == str((run / "workspace").resolve())
     assert _containers(run.name) == []  # removed when the run stopped
-    assert (run / "output" / "held.txt").read_text() == "released"
+    assert (run / "output" / "held.txt").read_text() == "released 1000 0000000000000000 1"
 
 
 BOMB = """
