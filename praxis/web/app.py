@@ -86,6 +86,7 @@ def create_app(
         Route("/run/state", ui.run_state),
         Route("/run/live", reader.live),
         Route("/rows", reader.rows),
+        Route("/text", reader.text),
         Route("/changes", reader.changes),
         Route("/view", reader.view),
         Route("/record", ui.record),

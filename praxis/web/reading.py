@@ -62,10 +62,28 @@ class Reader:
             return JSONResponse({"error": str(exc)}, status_code=404)
         start = int(q["start"]) if q.get("start", "").isdigit() else 0
         count = int(q["n"]) if q.get("n", "").isdigit() else tables.PAGE_ROWS
-        rows = tables.rows_of(idx, start, count)
+        rows, clipped = tables.rows_of(idx, start, count)
         return JSONResponse(
-            {"start": start, "rows": rows, "total": idx.data_rows, "version": idx.token}
+            {
+                "start": start,
+                "rows": rows,
+                "clipped": clipped,
+                "total": idx.data_rows,
+                "version": idx.token,
+            }
         )
+
+    def text(self, request: Request) -> Response:
+        """The text of an output as its edit box shows it (up to views.MAX_TEXT_EDIT bytes)."""
+        q = request.query_params
+        try:
+            run = self.open(request)
+            path = confined(run.paths.output, q.get("name", ""))
+        except (catalog.NotFound, PathRefused) as exc:
+            return JSONResponse({"error": str(exc)}, status_code=404)
+        if path.stat().st_size > views.MAX_TEXT_EDIT:
+            return JSONResponse({"error": "too large to edit in the page"}, status_code=413)
+        return JSONResponse({"text": views.decoded_text(path)})
 
     def changes(self, request: Request) -> Response:
         q = request.query_params

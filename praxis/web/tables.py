@@ -7,13 +7,14 @@ Cells stay strings end to end: numbers keep their spelling, nothing is re-inferr
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import csvedit
 
 PAGE_ROWS = 100
 MAX_PAGE_ROWS = 500
+MAX_CELL = 10_000  # characters of one cell a page shows; a longer cell is edited as text
 
 
 class BadEdit(Exception):
@@ -29,7 +30,8 @@ class TablePage:
     total: int  # data rows
     version: str  # the file version the row numbers refer to
     problem: str | None = None  # why the file is offered as text only
-    dialect: str = ""  # e.g. "UTF-8, ';', CRLF", for the reader
+    dialect: str = ""  # e.g. "UTF-8, comma-separated, LF line endings", for the reader
+    clipped: set[tuple[int, int]] = field(default_factory=set)  # (row, column) cut short
 
     @property
     def start(self) -> int:
@@ -47,21 +49,35 @@ def describe(d: csvedit.Dialect) -> str:
     return f"{enc}, {delimiter}-separated, {ending} line endings"
 
 
-def rows_of(idx: csvedit.Index, start: int, count: int) -> list[tuple[int, list[str]]]:
-    """Data rows [start, start + count) fitted to the header's width."""
+def rows_of(
+    idx: csvedit.Index, start: int, count: int
+) -> tuple[list[tuple[int, list[str]]], list[tuple[int, int]]]:
+    """Data rows [start, start + count) fitted to the header's width, and the (row, column)
+    of each cell clipped at ``MAX_CELL`` characters (shown, not editable in the grid)."""
     width = len(csvedit.header(idx))
     count = max(0, min(count, MAX_PAGE_ROWS))
     found = csvedit.read_rows(idx, start + 1, count)
-    return [(start + i, _fit(r.fields, width)) for i, r in enumerate(found)]
+    rows, clipped = [], []
+    for i, r in enumerate(found):
+        cells = _fit(r.fields, width)
+        for c, value in enumerate(cells):
+            if len(value) > MAX_CELL:
+                more = len(value) - MAX_CELL
+                cells[c] = value[:MAX_CELL] + f" [... {more} more characters]"
+                clipped.append((start + i, c))
+        rows.append((start + i, cells))
+    return rows, clipped
 
 
 def page_of(path: Path, page: int, size: int = PAGE_ROWS) -> TablePage:
     idx = csvedit.index(path)
     pages = max(1, -(-idx.data_rows // size))
     page = min(max(1, page), pages)
+    rows, clipped = rows_of(idx, (page - 1) * size, size)
     return TablePage(
         header=csvedit.header(idx),
-        rows=rows_of(idx, (page - 1) * size, size),
+        rows=rows,
+        clipped=set(clipped),
         page=page,
         pages=pages,
         total=idx.data_rows,

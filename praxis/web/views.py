@@ -24,6 +24,7 @@ from . import csvedit, render, tables
 TEXT_SUFFIXES = (".md", ".txt", ".json", ".yaml", ".yml", ".sql", ".py", ".log", ".html", ".xml")
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp")
 MAX_TEXT_EDIT = 2 * 1024 * 1024
+MAX_INLINE_TEXT = 256 * 1024  # larger text to edit is fetched when its box is opened
 MAX_FILES = 500
 CHART_WIDTH = 600
 LIVE_CHUNK = 256 * 1024
@@ -50,6 +51,7 @@ class Artifact:
     table: tables.TablePage | None = None
     text: str | None = None
     problem: str | None = None  # why it is offered as text only, or not at all
+    lazy: bool = False  # the text box is filled when opened (/text), not in the page
 
     @property
     def markdown(self) -> bool:
@@ -171,8 +173,10 @@ def artifact(path: Path, page: int) -> Artifact:
         except csvedit.NotATable as exc:
             return _text_artifact(path, size, problem=f"{name} {exc.reason}")
         art = Artifact(name, "table", size, table=table, problem=table.problem)
-        if size <= MAX_TEXT_EDIT:
-            art.text = _decoded(path, table)
+        if size <= MAX_INLINE_TEXT:
+            art.text = decoded_text(path)
+        elif size <= MAX_TEXT_EDIT:
+            art.text, art.lazy = "", True
         return art
     if lower.endswith(IMAGE_SUFFIXES) or lower.endswith(".svg"):
         return Artifact(name, "image", size)
@@ -185,14 +189,22 @@ def _text_artifact(path: Path, size: int, problem: str | None = None) -> Artifac
     if size > MAX_TEXT_EDIT:
         why = f"{path.name} is {size} bytes: too large to edit in the page; edit it by hand"
         return Artifact(path.name, "binary", size, problem=problem or why)
-    text = path.read_bytes().decode("utf-8", errors="replace")
-    return Artifact(path.name, "text", size, text=text, problem=problem)
+    if size > MAX_INLINE_TEXT:
+        return Artifact(path.name, "text", size, text="", problem=problem, lazy=True)
+    return Artifact(path.name, "text", size, text=decoded_text(path), problem=problem)
 
 
-def _decoded(path: Path, table: tables.TablePage) -> str:
+def decoded_text(path: Path) -> str:
+    """A file's text as a text box shows it: a table in its own encoding (no BOM), else UTF-8."""
     data = path.read_bytes()
-    enc = "latin-1" if "Latin-1" in table.dialect else "utf-8-sig"
-    return data.decode(enc, errors="replace")
+    encoding = "utf-8-sig"
+    if tables.is_table(path.name):
+        try:
+            if csvedit.index(path).dialect.encoding == "latin-1":
+                encoding = "latin-1"
+        except csvedit.NotATable:
+            pass
+    return data.decode(encoding, errors="replace")
 
 
 def run_view(run: RunHandle, pages: dict[str, int] | None = None) -> RunView:

@@ -391,3 +391,26 @@ def test_a_reject_from_the_command_line_shows_a_banner_and_the_page_stays(
     assert page.evaluate("window.sameDocument") is True  # no reload behind the reviewer's back
     expect(row.get_by_label("action row", exact=False)).to_have_value("keep")
     page.screenshot(path=str(SHOTS / "run-cli-reject-banner.png"), full_page=False)
+
+
+def test_a_large_text_box_loads_when_opened_and_saves(
+    gated: GatedRun, server: LiveServer, browser: Any
+) -> None:
+    from playwright.sync_api import expect
+
+    path = review_path(gated)
+    head, rest = path.read_bytes().split(b"\n", 1)
+    path.write_bytes(head + b"\n" + rest * 2000)  # about 500 KB: not in the page
+    page = open_run(browser, server, gated.run_id)
+    area = page.locator("form.text-edit textarea")
+    expect(area).to_have_value("")
+    page.get_by_text("Edit review.csv as text").click()
+    expect(area).not_to_have_attribute("readonly", "")
+    assert area.input_value().encode() == path.read_bytes()
+    area.press("Control+End")
+    area.type("O9999,North,widget,1,1.0,typed,keep\n")
+    page.locator("form.text-edit").get_by_role("button", name="Save review.csv").click()
+    expect(page.get_by_role("status")).to_contain_text("Saved.")
+    assert (
+        path.read_bytes() == head + b"\n" + rest * 2000 + b"O9999,North,widget,1,1.0,typed,keep\n"
+    )

@@ -251,3 +251,31 @@ def test_without_a_content_store_the_page_keeps_the_phase_version(served: Served
     assert kept.is_file() and os.stat(kept).st_mode & 0o222 == 0
     (d,) = changes.run_changes(handle(served)).edits
     assert d.table is not None and d.table.changed[0].cells == [("action", "drop", "keep")]
+
+
+def test_a_huge_cell_is_shown_clipped_and_not_editable_in_the_grid(served: Served) -> None:
+    served.login()
+    path = out(served, "review.csv")
+    lines = path.read_text().splitlines(keepends=True)
+    lines[1] = lines[1].replace(",drop\n", ',"' + "x" * 300_000 + '"\n')
+    path.write_text("".join(lines))
+    page = served.client.get(served.run_url()).text
+    assert len(page) < 200_000
+    assert "[... 290000 more characters]" in page
+    assert 'name="cell.0.6"' not in page and 'name="cell.1.6"' in page
+    q = f"flow={served.gated.ref}&run={served.gated.run_id}&name=review.csv"
+    data = served.client.get(f"/rows?{q}&start=0&n=2").json()
+    assert data["clipped"] == [[0, 6]] and len(data["rows"][0][1][6]) < 10_100
+
+
+def test_a_large_text_box_is_filled_on_demand(served: Served) -> None:
+    served.login()
+    path = out(served, "review.csv")
+    head, rest = path.read_bytes().split(b"\n", 1)
+    path.write_bytes(head + b"\n" + rest * 2000)  # about 500 KB
+    page = served.client.get(served.run_url()).text
+    assert len(page) < 200_000 and 'data-src="/text?' in page  # one page of rows, no text
+    q = f"flow={served.gated.ref}&run={served.gated.run_id}&name=review.csv"
+    text = served.client.get(f"/text?{q}").json()["text"]
+    assert text.encode() == path.read_bytes()
+    assert served.client.get(f"/text?{q.replace('review.csv', '../run.json')}").status_code == 404

@@ -143,6 +143,7 @@
         }
         const heads = Array.from(form.querySelectorAll("table.grid thead th")).slice(1)
           .map(function (th) { return th.textContent; });
+        const clipped = new Set((data.clipped || []).map(function (p) { return p[0] + "." + p[1]; }));
         const tbody = form.querySelector("table.grid tbody");
         tbody.replaceChildren();
         data.rows.forEach(function (pair) {
@@ -154,6 +155,14 @@
           tr.appendChild(num);
           pair[1].forEach(function (cell, col) {
             const td = document.createElement("td");
+            if (clipped.has(idx + "." + col)) {
+              const span = document.createElement("span");
+              span.className = "cell";
+              span.textContent = cell;
+              td.appendChild(span);
+              tr.appendChild(td);
+              return;
+            }
             const multi = cell.indexOf("\n") >= 0;
             const el = document.createElement(multi ? "textarea" : "input");
             if (multi) { el.rows = Math.min(cell.split("\n").length, 6); }
@@ -184,6 +193,26 @@
   }
 
   // --- text edits ---------------------------------------------------------------------------
+  function fill(area) {
+    if (!area.dataset.src || area.dataset.loading) { return; }
+    area.dataset.loading = "1";
+    fetch(area.dataset.src, { credentials: "same-origin" })
+      .then(function (r) { return r.ok ? r.json() : null; })
+      .then(function (data) {
+        if (!data || typeof data.text !== "string") { area.placeholder = "could not load the text"; return; }
+        area.defaultValue = data.text;
+        area.value = data.text;
+        area.readOnly = false;
+        delete area.dataset.src;
+      })
+      .catch(function () { area.placeholder = "could not load the text"; })
+      .finally(function () { delete area.dataset.loading; });
+  }
+  document.querySelectorAll("textarea[data-src]").forEach(function (area) {
+    const box = area.closest("details");
+    if (!box || box.open) { fill(area); }
+    else { box.addEventListener("toggle", function () { if (box.open) { fill(area); } }); }
+  });
   document.querySelectorAll("form.text-edit").forEach(function (form) {
     const area = form.querySelector("textarea");
     const name = form.dataset.name;
@@ -192,7 +221,10 @@
       textDirty[name] = area.value !== area.defaultValue || Boolean(area.dataset.draft);
       refresh();
     });
-    form.addEventListener("submit", function () { submitting = true; });
+    form.addEventListener("submit", function (ev) {
+      if (area.dataset.src) { ev.preventDefault(); return; }  // its text has not loaded yet
+      submitting = true;
+    });
   });
   refresh();
 
