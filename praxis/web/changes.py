@@ -261,7 +261,8 @@ def run_changes(run: RunHandle) -> Changes:
                 kept = phase_version(run, p.id, attempt, name)
                 label = f"{p.id} attempt {attempt}"
                 if kept is not None:
-                    d = diff_files(name, kept, now, f"{name} as {label} wrote it", f"{name} now")
+                    after = f"{name} now" if current else f"{name} as reviewed after {label}"
+                    d = diff_files(name, kept, now, f"{name} as {label} wrote it", after)
                     if not d.same:
                         out.edits.append(d)
                 elif recorded and sha256_of(now) != recorded:
