@@ -23,6 +23,10 @@ CORPUS: dict[str, bytes] = {
     "mixed_quoting.csv": b'id,name,n\n1,"Ana",7\n"2",Bo,"8"\n3,Cy,9\n',
     "crlf_multiline.csv": b'id,text\r\n1,"one\r\ntwo"\r\n2,three\r\n3,four\r\n',
     "ragged.csv": b"a,b,c\n1,2\n3,4,5\n6\n",
+    "bom_crlf_semicolon.csv": b'\xef\xbb\xbfid;name\r\n1;"a;b"\r\n2;c\r\n3;d\r\n',
+    "latin1_semicolon_no_newline.csv": b'id;nom\n1;\xe9t\xe9\n2;hiver\n3;"po\xe8me\nlong"',
+    "quoted_empty.csv": b'a,b,c\n"",x,""\n"",y,""\n,z,\n',
+    "blank_line.csv": b"a,b\n1,x\n\n2,y\n3,z\n",
 }
 
 

@@ -7,12 +7,15 @@ import json
 import os
 from pathlib import Path
 
+import pytest
+
 from praxis.flows import live, runner
 from praxis.flows.handle import RunHandle
 from praxis.flows.runner import load_flow
-from praxis.web import catalog, changes, render, views
+from praxis.web import catalog, changes, csvedit, render, views
 
 from .conftest import Served, copy_example
+from .test_csvedit import CORPUS, rows_of
 from .test_pages import form, state_of
 
 
@@ -279,3 +282,20 @@ def test_a_large_text_box_is_filled_on_demand(served: Served) -> None:
     text = served.client.get(f"/text?{q}").json()["text"]
     assert text.encode() == path.read_bytes()
     assert served.client.get(f"/text?{q.replace('review.csv', '../run.json')}").status_code == 404
+
+
+@pytest.mark.parametrize("name", sorted(CORPUS))
+def test_the_corpus_saved_through_the_page_keeps_every_other_byte_and_the_mode(
+    served: Served, name: str
+) -> None:
+    served.login()
+    path = out(served, "review.csv")
+    path.write_bytes(CORPUS[name])
+    path.chmod(0o644)
+    r = served.client.post("/save", data=form(served, name="review.csv", **{"cell.1.1": "new"}))
+    assert r.status_code == 200, r.text
+    idx = csvedit.index(path)
+    before, after = rows_of(CORPUS[name], idx.dialect), rows_of(path.read_bytes(), idx.dialect)
+    assert [i for i, (a, b) in enumerate(zip(before, after, strict=True)) if a != b] == [2]
+    assert path.read_bytes()[:3] == CORPUS[name][:3]
+    assert path.stat().st_mode & 0o777 == 0o644
