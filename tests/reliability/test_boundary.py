@@ -892,6 +892,7 @@ def test_item23_a_runner_killed_by_a_signal_leaves_no_container(
             assert state.status == "cancelled", (state.status, out[-2000:], err[-2000:])
             assert state.phase("work").status in ("cancelled", "failed"), state.phase("work")
             assert _containers(run.name) == []
+            assert not os.path.ismount(run / "workspace")  # its disk image let go too
             return
         res = praxis("advance", str(flow))  # removes the orphan before anything else
         _no_traceback(res)
@@ -903,11 +904,14 @@ def test_item23_a_runner_killed_by_a_signal_leaves_no_container(
         assert res.returncode == 0, (res.stdout[-2000:], res.stderr[-2000:])
         assert (run / "output" / "out.txt").read_text() == "new"
         assert _containers(run.name) == []
+        assert not os.path.ismount(run / "workspace")
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.communicate(timeout=60)
         _remove_containers(run.name)
+        if os.path.ismount(run / "workspace"):  # a mount left behind breaks tmp clean-up
+            subprocess.run(["umount", "-l", str(run / "workspace")], check=False)
 
 
 # -- item 26: a phase error of any type fails the phase with its own message -----------------
