@@ -1,6 +1,6 @@
 """praxis: run data Flows of scripts, notebooks and agent turns in sandboxed Jupyter kernels.
 
-The Python API mirrors the CLI (docs/api.md)::
+The Python API mirrors the CLI (README: "Python API")::
 
     import praxis
 
@@ -14,27 +14,26 @@ The Python API mirrors the CLI (docs/api.md)::
 
 from __future__ import annotations
 
-from .api import (
-    NoOutput,
-    advance,
-    approve,
-    begin,
-    cancel,
-    check,
-    edit,
-    events,
-    load,
-    outputs,
-    read_table,
-    reject,
-    rerun,
-    status,
-)
-from .flows.contract import FlowInvalid
-from .flows.handle import NoRun
-from .flows.layout import NotWritable
-from .flows.lock import Busy
-from .flows.runner import Refused
+_HOME = {
+    "Busy": ".flows.lock",
+    "FlowInvalid": ".flows.contract",
+    "NoRun": ".flows.handle",
+    "NotWritable": ".flows.layout",
+    "Refused": ".flows.runner",
+}
+
+
+def __getattr__(name: str) -> object:
+    """Names load on first use: `import praxis` (and the CLI) stays fast."""
+    import importlib
+
+    if name not in __all__:
+        raise AttributeError(f"module 'praxis' has no attribute {name!r}")
+    module = importlib.import_module(_HOME.get(name, ".api"), __name__)
+    value = getattr(module, name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "Busy",

@@ -11,13 +11,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sandbox import Kernel, Sandbox
 
 from .events import Event
 from .model import Flow, Phase
-from .record import Record
+
+if TYPE_CHECKING:  # a Record needs nbformat: imported only where phases run
+    from .record import Record
 
 # An approver answers "may this code run?"; None means nobody can be asked (the answer is no).
 Approver = Callable[[str, str], bool]  # (phase id, code) -> yes/no

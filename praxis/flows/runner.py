@@ -17,7 +17,6 @@ from typing import Any
 
 from sandbox import Sandbox, open_sandbox
 
-from .. import packages
 from . import collect, contract, definition, snapshot
 from .context import Approver
 from .events import (
@@ -45,7 +44,6 @@ from .layout import (
 from .lock import Busy, FlowLock
 from .model import Flow
 from .params import resolve as resolve_params
-from .phase import run_phase
 from .state import IllegalTransition, RunState
 
 SandboxFactory = Callable[[Flow, RunHandle], Sandbox]
@@ -107,6 +105,8 @@ def default_sandbox(flow: Flow, run: RunHandle) -> Sandbox:
         config["backend"] = override
     if config.get("backend", "auto") in ("auto", "docker"):
         config.setdefault("labels", {})["praxis.flow"] = str(flow.root.resolve())
+    from .. import packages
+
     config = packages.sandbox_config(flow, config)  # the image that holds the flow's packages
     return open_sandbox(config, workspace=run.paths.workspace, name=run.id)
 
@@ -209,6 +209,8 @@ def _loop(
     extra: dict[str, Any] | None,
     reuse: bool,
 ) -> None:
+    from .phase import run_phase  # the executors' imports (nbformat, ...) only when phases run
+
     while True:
         if run.paths.cancel_request.exists():
             _do_cancel(run)

@@ -1,0 +1,47 @@
+"""The quick commands import only what they need: never pandas, langchain, the web stack,
+docker, nbformat or zmq. Asserted on ``sys.modules`` in a fresh interpreter, not on time."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from praxis.flows import runner
+
+FLOWS = Path(__file__).resolve().parent.parent / "flows"
+HEAVY = ("pandas", "langchain_core", "starlette", "docker", "nbformat", "jupyter_client", "zmq")
+PROBE = """
+import contextlib, io, json, sys
+from praxis.cli import main
+with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+    try:
+        code = main(sys.argv[1:])
+    except SystemExit as exc:
+        code = exc.code
+print(json.dumps({"code": code, "modules": sorted(m.split(".")[0] for m in sys.modules)}))
+"""
+
+
+@pytest.fixture(scope="module")
+def flow(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("imports") / "sales-report"
+    shutil.copytree(FLOWS / "sales-report", root, ignore=shutil.ignore_patterns("runs"))
+    runner.begin(root)  # a run for status and runs to show
+    return root
+
+
+@pytest.mark.parametrize("command", [["--help"], ["status"], ["runs"], ["check"]])
+def test_quick_commands_import_no_heavy_module(flow: Path, command: list[str]) -> None:
+    args = command if command == ["--help"] else [*command, str(flow)]
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, *args], capture_output=True, text=True, timeout=120
+    )
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["code"] == 0, done.stderr
+    loaded = [m for m in HEAVY if m in report["modules"]]
+    assert loaded == [], f"praxis {' '.join(command)} imported {loaded}"
