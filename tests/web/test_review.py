@@ -299,3 +299,14 @@ def test_the_corpus_saved_through_the_page_keeps_every_other_byte_and_the_mode(
     assert [i for i, (a, b) in enumerate(zip(before, after, strict=True)) if a != b] == [2]
     assert path.read_bytes()[:3] == CORPUS[name][:3]
     assert path.stat().st_mode & 0o777 == 0o644
+
+
+def test_a_broken_table_can_be_mended_as_text(served: Served) -> None:
+    served.login()
+    path = out(served, "review.csv")
+    good = path.read_bytes()
+    path.write_bytes(good.replace(b"order_id,", b'"order_id,', 1))  # a quote never closed
+    assert "Offered as text only" in served.client.get(served.run_url()).text
+    r = served.client.post("/save", data=form(served, name="review.csv", text=good.decode()))
+    assert r.status_code == 200, r.text
+    assert path.read_bytes() == good
