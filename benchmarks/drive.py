@@ -49,6 +49,12 @@ class TimedSandbox(Sandbox):
     def fetch(self, name: str, dest: Path) -> None:
         self._timed("fetch", self.inner.fetch, name, dest)
 
+    def remove(self, name: str) -> None:
+        self._timed("remove", self.inner.remove, name)
+
+    def quiesce(self) -> None:
+        self._timed("quiesce", self.inner.quiesce)
+
     def kernel(self) -> Kernel:
         return self._timed("kernel", self.inner.kernel)  # type: ignore[no-any-return]
 

@@ -141,6 +141,21 @@ class PhaseFailed(Event):
 
 @event
 @dataclass(frozen=True, kw_only=True)
+class WorkspaceRecorded(Event):
+    """The workspace recorded before (``pre``) or after (``post``) a phase attempt."""
+
+    kind: ClassVar[str] = "workspace_recorded"
+    phase: str
+    attempt: int
+    which: str  # "pre" | "post"
+    files: int
+    stored: int  # files read into the store this time (new or changed)
+    stored_bytes: int
+    seconds: float
+
+
+@event
+@dataclass(frozen=True, kw_only=True)
 class PhaseReused(Event):
     """A stale phase whose inputs and definition were unchanged: its last done attempt stands."""
 
@@ -171,7 +186,12 @@ class ArtifactEdited(Event):
     kind: ClassVar[str] = "artifact_edited"
     name: str
     sha256: str
-    by: str = "reviewer"
+    by: str = "reviewer"  # reviewer (web UI, API), hand (found changed on disk)
+    old: str = ""  # the sha256 before the edit
+    phase: str = ""
+    attempt: int = 0
+    revision: int = 0
+    diff: str = ""  # a one-line summary; the diff is in edits/<phase>/<attempt>.json
 
 
 @event
@@ -180,6 +200,7 @@ class GateApproved(Event):
     kind: ClassVar[str] = "gate_approved"
     phase: str
     revision: int
+    actor: str = "person"
 
 
 @event
@@ -190,6 +211,7 @@ class GateRejected(Event):
     reopen: str
     note: str
     revision: int
+    actor: str = "person"
 
 
 @event

@@ -17,7 +17,7 @@ from pathlib import Path
 from sandbox import Kernel, Sandbox
 from sandbox.paths import confined
 
-from . import collect, definition, live, snapshot
+from . import checks, collect, definition, live, snapshot
 from .context import Approver, PhaseContext, PhaseError, PhaseOutcome
 from .events import (
     FilesCollected,
@@ -27,6 +27,7 @@ from .events import (
     PhaseReused,
     PhasesStale,
     PhaseStarted,
+    WorkspaceRecorded,
 )
 from .handle import RunHandle
 from .model import Phase
@@ -68,11 +69,14 @@ def run_phase(
         outcome = execute(run, phase, sandbox, kernel, record, approver, progress, extra)
         kernel.shutdown()
         sandbox.quiesce()  # nothing of the phase runs while the host reads what it wrote
+        t0 = run.clock()
         post = ws.snapshot()
+        _recorded(run, phase, attempt, "post", post, ws, t0)
         outputs = collect.route(run.paths, phase, pre, post, ws.store, run.paths.staging)
         scratch = _scratch(pre, post, outputs)
         run.emit(FilesCollected(phase=phase.id, outputs=sorted(outputs), scratch=scratch))
         collect.check_outputs(run.paths, phase)
+        checks.after_phase(run, phase, sandbox)  # flow.yaml checks: of the declared tables
         snapshot.save_manifest(run.paths.snapshot(phase.id, attempt, "post"), post)
         finish(run, phase, started, record, outcome, outputs)
         return True
@@ -137,8 +141,10 @@ def prepare(
 ) -> snapshot.Manifest:
     """Steps 2-3: the workspace as the phase before left it, this phase's inputs uploaded;
     recorded as the attempt's pre-state (manifest and digests)."""
+    t0 = run.clock()
     pre = settle(run, phase, sandbox, ws, base)
     attempt = run.state.phase(phase.id).attempt
+    _recorded(run, phase, attempt, "pre", pre, ws, t0)
     digests = {"pre": snapshot.digest(pre), "definition": definition.digest(run, phase)}
     snapshot.save_manifest(run.paths.snapshot(phase.id, attempt), pre, **digests)
     run.change("snapshot", phase=phase.id, digests=digests)
@@ -158,6 +164,29 @@ def settle(
         ws.restore(base)
     gather(run, phase, ws)
     return ws.snapshot()
+
+
+def _recorded(
+    run: RunHandle,
+    phase: Phase,
+    attempt: int,
+    which: str,
+    manifest: snapshot.Manifest,
+    ws: snapshot.Workspace,
+    t0: float,
+) -> None:
+    files, size = ws.stored
+    run.emit(
+        WorkspaceRecorded(
+            phase=phase.id,
+            attempt=attempt,
+            which=which,
+            files=len(manifest),
+            stored=files,
+            stored_bytes=size,
+            seconds=run.clock() - t0,
+        )
+    )
 
 
 def reusable(run: RunHandle, phase: Phase) -> bool:

@@ -177,6 +177,7 @@ class Workspace:
         self.store = store
         self.known: Manifest = dict(known or {})
         self.placed: Manifest = {}  # placed since the last listing: content known, identity not
+        self.stored = (0, 0)  # files and bytes the last snapshot read into the store
 
     def snapshot(self, *, max_new: int = MAX_FILES, max_bytes: int = MAX_BYTES) -> Manifest:
         """The workspace now: every file's content in the store. Files not seen before (new
@@ -197,6 +198,7 @@ class Workspace:
                 item = Item(sha, size)
             manifest[name] = item.seen_as(st)
         self.known, self.placed = manifest, {}
+        self.stored = (len(unknown), total)
         return manifest
 
     def _item(self, name: str, st: FileStat) -> Item | None:
