@@ -8,7 +8,7 @@ The Python API mirrors the CLI (README: "Python API")::
     praxis.advance("flows/sales-report", run.id)       # stops at the Gate
     review = praxis.read_table("flows/sales-report", "review.csv")
     praxis.edit("flows/sales-report", "review.csv", review.to_csv(index=False))
-    praxis.approve("flows/sales-report")
+    praxis.approve("flows/sales-report", gate="flag")
     praxis.advance("flows/sales-report")
 """
 
@@ -20,6 +20,7 @@ _HOME = {
     "NoRun": ".flows.handle",
     "NotWritable": ".flows.layout",
     "Refused": ".flows.runner",
+    "Unbound": ".flows.runner",
 }
 
 
@@ -42,6 +43,8 @@ __all__ = [
     "NoRun",
     "NotWritable",
     "Refused",
+    "Unbound",
+    "accept",
     "advance",
     "approve",
     "begin",
@@ -50,6 +53,7 @@ __all__ = [
     "edit",
     "events",
     "load",
+    "manage",
     "outputs",
     "read_table",
     "reject",

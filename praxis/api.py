@@ -2,8 +2,8 @@
 
 Thin wrappers over ``praxis.flows``: ``flow`` is always a Flow, a flow folder or its
 flow.yaml; ``run`` a run id, the newest run when None. Errors are those of the runner
-(``Refused``, ``Busy``, ``NotWritable``, ``FlowInvalid``, ``SandboxUnavailable``, ``NoRun``)
-plus ``NoOutput`` here.
+(``Refused``, ``Busy``, ``NotWritable``, ``FlowInvalid``, ``SandboxUnavailable``, ``NoRun``,
+``Unbound``) plus ``NoOutput`` here.
 """
 
 from __future__ import annotations
@@ -91,10 +91,17 @@ def status(flow: FlowRef, run: str | None = None) -> Status:
 
 
 def approve(
-    flow: FlowRef, run: str | None = None, *, expect_revision: int | None = None
+    flow: FlowRef,
+    run: str | None = None,
+    *,
+    expect_revision: int | None = None,
+    gate: str | None = None,
+    actor: str | None = None,
 ) -> RunState:
-    """Approve the Gate the run waits at (then ``advance`` continues it)."""
-    return runner.approve(_ref(flow), run, expect_revision=expect_revision)
+    """Approve the Gate the run waits at (then ``advance`` continues it). Bound to what you
+    saw: ``expect_revision`` or ``gate`` (the phase the Gate follows) is required
+    (``Unbound`` otherwise). ``actor``: "person" (default, or $PRAXIS_ACTOR) or "agent"."""
+    return runner.approve(_ref(flow), run, expect_revision=expect_revision, gate=gate, actor=actor)
 
 
 def reject(
@@ -104,9 +111,29 @@ def reject(
     run: str | None = None,
     *,
     expect_revision: int | None = None,
+    gate: str | None = None,
+    actor: str | None = None,
 ) -> RunState:
-    """Reject at the Gate: phase ``reopen`` runs again, with ``note`` for an agent's prompt."""
-    return runner.reject(_ref(flow), reopen, note, run, expect_revision=expect_revision)
+    """Reject at the Gate: phase ``reopen`` runs again, with ``note`` for an agent's prompt.
+    Bound like ``approve``."""
+    return runner.reject(
+        _ref(flow), reopen, note, run, expect_revision=expect_revision, gate=gate, actor=actor
+    )
+
+
+def manage(
+    flow: FlowRef, run: str | None = None, *, grant: bool = True, actor: str | None = None
+) -> RunState:
+    """A person lets an agent decide the run's delegatable Gates (``grant=False``: takes it
+    back)."""
+    return runner.manage(_ref(flow), run, grant=grant, actor=actor)
+
+
+def accept(
+    flow: FlowRef, name: str, run: str | None = None, *, actor: str | None = None
+) -> RunState:
+    """A person accepts output ``name``, changed outside praxis, as its phase's."""
+    return runner.accept(_ref(flow), name, run, actor=actor)
 
 
 def rerun(
@@ -131,10 +158,12 @@ def edit(
     run: str | None = None,
     *,
     expect_revision: int | None = None,
+    actor: str | None = None,
 ) -> RunState:
-    """Replace writable output ``name`` at a Gate (str is written as UTF-8)."""
+    """Replace writable output ``name`` at a Gate (str is written as UTF-8); the edit is
+    recorded with its diff."""
     raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
-    return runner.edit(_ref(flow), name, raw, run, expect_revision=expect_revision)
+    return runner.edit(_ref(flow), name, raw, run, expect_revision=expect_revision, actor=actor)
 
 
 def outputs(flow: FlowRef, run: str | None = None) -> dict[str, Path]:

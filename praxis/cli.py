@@ -1,11 +1,13 @@
 """The `praxis` command (DESIGN.md §7).
 
 Exit codes: 0 done or waiting at a Gate; 1 a phase failed; 2 bad usage or bad flow
-definition; 3 busy (lock held); 4 refused; 5 sandbox unavailable (or a package of the flow
-that pip cannot fetch); 6 `praxis serve`'s port is in use; 7 the run was cancelled (`praxis
-cancel`, SIGTERM or SIGHUP); 130 Ctrl-C (the run is recorded as cancelled). Errors print one line
-(`TypeName: message`) and the next command to try; a traceback only for real bugs. Text that
-came from a phase (errors, file names, table cells, events) is printed escaped.
+definition (also an approve or reject bound to neither --expect-revision nor --gate); 3 busy
+(lock held); 4 refused (a stale revision, a decision the actor may not take, a failing check);
+5 sandbox unavailable (or a package of the flow that pip cannot fetch); 6 `praxis serve`'s
+port is in use; 7 the run was cancelled (`praxis cancel`, SIGTERM or SIGHUP); 130 Ctrl-C (the
+run is recorded as cancelled). Errors print one line (`TypeName: message`) and the next
+command to try; a traceback only for real bugs. Text that came from a phase (errors, file
+names, table cells, events) is printed escaped.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from sandbox import SandboxUnavailable
 
 from .console import LiveTail, Progress, escape, format_event, table_preview, timeline
 from .flows import contract, runner
+from .flows.decisions import BadActor
 from .flows.events import EventLog, EventLogCorrupt, PhaseStarted
 from .flows.handle import NoRun, RunHandle
 from .flows.layout import NotWritable, list_run_ids, run_paths
@@ -83,6 +86,10 @@ def _main(argv: list[str] | None) -> int:
         return _fail(exc, EXIT["usage"], hint)
     except Usage as exc:
         return _fail(exc, EXIT["usage"], "praxis --help")
+    except runner.Unbound as exc:
+        return _fail(exc, EXIT["usage"], exc.command)
+    except BadActor as exc:
+        return _fail(exc, EXIT["usage"], "use --as person or --as agent")
     except Busy as exc:
         return _fail(exc, EXIT["busy"], f"praxis status {args.flow}")
     except (runner.Refused, NotWritable, IllegalTransition, StateCorrupt, EventLogCorrupt) as exc:
@@ -150,7 +157,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"run {run.id} of {run.flow.name}", file=sys.stderr)
 
     params = _params(args)
-    return _advance(args.flow, None, quiet=args.quiet, new_run=(params, begun))
+    return _advance(
+        args.flow, None, quiet=args.quiet, new_run=(params, begun), managed=args.managed
+    )
 
 
 def cmd_advance(args: argparse.Namespace) -> int:
@@ -171,6 +180,7 @@ def _advance(
     quiet: bool = False,
     reuse: bool = True,
     new_run: tuple[dict[str, str], Callable[[RunHandle], None]] | None = None,
+    managed: bool = False,
 ) -> int:
     """Advance a run (or begin one and advance it, under one hold of the lock), showing
     progress. SIGTERM and SIGHUP stop it like Ctrl-C: the run is recorded as cancelled."""
@@ -187,7 +197,7 @@ def _advance(
         try:
             if new_run is not None:
                 params, begun = new_run
-                state = runner.run(flow, params=params, on_begun=begun, **options)
+                state = runner.run(flow, params=params, on_begun=begun, managed=managed, **options)
             else:
                 state = runner.advance(flow, run_id, **options)
         except BadParam as exc:
@@ -244,6 +254,10 @@ def _rel(path: Path) -> str:
 
 def cmd_status(args: argparse.Namespace) -> int:
     flow = runner.load_flow(args.flow)
+    try:  # hand edits are recorded first, when no other process holds the run
+        runner.reconcile_run(flow, args.run)
+    except Busy:
+        pass
     run = RunHandle.open(flow, args.run)
     st = status_of(run)
     if args.json:
@@ -253,9 +267,57 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(timeline(run.state))
     for path in st.review:
         print(f"  review: {escape(path)}")
+    for line in route_lines(st.route) + receipt_lines(st.receipt, st.managed):
+        print(line)
     for cmd in st.next:
         print(f"next: {command(cmd)}")
     return EXIT["ok"]
+
+
+WHO = {"anyone": "anyone (a person or an agent)", "agent": "an agent may", "person": "a person"}
+
+
+def route_lines(route: dict) -> list[str]:  # type: ignore[type-arg]
+    """The route in words: the step, who takes it and why, what to read, the commands."""
+    lines = [f"route: {route['step']} ({route['reason']}): {route['why']}; {WHO[route['who']]}"]
+    gate = route.get("gate")
+    if gate:
+        kind = "delegatable" if gate["delegatable"] else "not delegatable"
+        lines.append(f"  Gate after {gate['phase']}: {kind}, managed: {gate['managed']}")
+    for item in route.get("read", []):
+        lines.append(f"  read: {escape(item['path'])} (sha256 {item['sha256'][:12]})")
+    for problem in route.get("problems", []):
+        lines.append(f"  problem: {escape(problem)}")
+    for argv in route.get("commands", []):
+        lines.append(f"  do: {command(' '.join(_quote(a) for a in argv))}")
+    return lines
+
+
+def receipt_lines(receipt: dict, managed: bool) -> list[str]:  # type: ignore[type-arg]
+    """The receipt in words: one line per phase, its decisions and edits."""
+    ok = "ok" if receipt["ok"] else "not ok"
+    mode = ", managed" if managed else ""
+    lines = [f"receipt: {ok}, {receipt['done']}/{receipt['total']} phases done{mode}"]
+    for item in receipt["ledger"]:
+        seconds = "" if item["seconds"] is None else f", {item['seconds']:.1f} s"
+        reused = ", reused" if item["reused"] else ""
+        lines.append(
+            f"  {item['phase']}: {item['status']}, {item['attempts']} attempt(s){reused}{seconds}"
+        )
+        for d in item["decisions"]:
+            extra = f", reopened {d['reopen']}" if d["decision"] == "rejected" else ""
+            lines.append(f"    {d['decision']} by {d['actor']} at revision {d['revision']}{extra}")
+        for e in item["edits"]:
+            lines.append(f"    {escape(e['name'])} edited by {e['by']}: {escape(e['diff'])}")
+    for name in receipt.get("changed_outside", []):
+        lines.append(f"  changed outside praxis: {escape(name)}")
+    return lines
+
+
+def _quote(arg: str) -> str:
+    import shlex
+
+    return shlex.quote(arg)
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
@@ -277,14 +339,45 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 
 def cmd_approve(args: argparse.Namespace) -> int:
-    state = runner.approve(args.flow, args.run, expect_revision=args.expect_revision)
+    state = runner.approve(
+        args.flow, args.run, expect_revision=args.expect_revision, gate=args.gate, actor=args.actor
+    )
     print(f"approved the Gate (revision {state.revision}); continuing", file=sys.stderr)
     return _advance(args.flow, state.run)
 
 
+def cmd_manage(args: argparse.Namespace) -> int:
+    state = runner.manage(
+        args.flow,
+        args.run,
+        grant=not args.off,
+        actor=args.actor,
+        expect_revision=args.expect_revision,
+    )
+    if state.managed:
+        print(f"run {state.run} is managed: an agent may decide its delegatable Gates")
+    else:
+        print(f"run {state.run} is not managed: a person decides every Gate")
+    return EXIT["ok"]
+
+
+def cmd_accept(args: argparse.Namespace) -> int:
+    state = runner.accept(
+        args.flow, args.output, args.run, actor=args.actor, expect_revision=args.expect_revision
+    )
+    print(f"run {state.run}: {args.output} accepted as it is (revision {state.revision})")
+    return EXIT["ok"]
+
+
 def cmd_reject(args: argparse.Namespace) -> int:
     state = runner.reject(
-        args.flow, args.reopen, args.note, args.run, expect_revision=args.expect_revision
+        args.flow,
+        args.reopen,
+        args.note,
+        args.run,
+        expect_revision=args.expect_revision,
+        gate=args.gate,
+        actor=args.actor,
     )
     print(f"reopened {args.reopen} (revision {state.revision}); continuing", file=sys.stderr)
     return _advance(args.flow, state.run)
@@ -430,10 +523,23 @@ def parser() -> argparse.ArgumentParser:
     rn = add("runs", cmd_runs, "list runs, newest first (or delete some)", run=False)
     rn.add_argument("--delete", action="append", default=[], metavar="ID", help="delete a run")
     rn.add_argument("--keep", type=int, metavar="N", help="delete all but the newest N runs")
-    add("approve", cmd_approve, "approve the Gate and continue", revision=True)
+    ap = add("approve", cmd_approve, "approve the Gate and continue", revision=True)
     rj = add("reject", cmd_reject, "reopen a phase with a note, and continue", revision=True)
     rj.add_argument("--reopen", required=True, metavar="PHASE")
     rj.add_argument("--note", required=True, metavar="TEXT")
+    for c in (ap, rj):
+        c.add_argument("--gate", metavar="PHASE", help="the Gate you decide (the phase it follows)")
+    mg = add("manage", cmd_manage, "let an agent decide the run's delegatable Gates", revision=True)
+    mg.add_argument("--off", action="store_true", help="take managed mode back")
+    ac = add("accept", cmd_accept, "accept an output changed outside praxis", revision=True)
+    ac.add_argument("--output", required=True, metavar="NAME")
+    for c in (ap, rj, mg, ac):
+        c.add_argument(
+            "--as",
+            dest="actor",
+            choices=["person", "agent"],
+            help="who decides (default: $PRAXIS_ACTOR, else person)",
+        )
     rr = add("rerun", cmd_rerun, "re-run from a phase (later phases become stale)", revision=True)
     rr.add_argument("--from", dest="from_phase", required=True, metavar="PHASE")
     rr.add_argument("--no-reuse", action="store_true", help="run every later phase again")
@@ -446,6 +552,9 @@ def parser() -> argparse.ArgumentParser:
         sub.choices[name].add_argument(
             "--quiet", action="store_true", help="hide what phases print"
         )
+    sub.choices["run"].add_argument(
+        "--managed", action="store_true", help="let an agent decide the delegatable Gates"
+    )
     sub.choices["advance"].add_argument(
         "--no-reuse", action="store_true", help="run stale phases even if nothing changed"
     )

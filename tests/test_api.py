@@ -108,7 +108,7 @@ def test_reject_reopens_a_phase_with_the_note(tmp_path: Path) -> None:
     (flow / "use.py").write_text("open('u.csv', 'w').write(open('t.csv').read())\n")
     praxis.begin(flow)
     assert praxis.advance(flow).waiting == "gate"
-    state = praxis.reject(flow, "make", "use two rows")
+    state = praxis.reject(flow, "make", "use two rows", gate="make")
     assert state.status == "paused" and state.waiting is None
     assert state.phase("make").note == "use two rows"
     assert praxis.advance(flow).waiting == "gate"

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import packages
+from . import checks as table_checks
 from . import notebook_check, safe_yaml, sandbox_config
 from .model import DEFAULT_LIMITS, DEFAULT_SANDBOX, PHASE_KINDS, REVIEW_MODES, Flow, Phase
 from .yaml_values import ValueReader, describe, mib, show
@@ -31,7 +32,7 @@ PARAM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 TOP_KEYS = ("flow", "description", "sandbox", "model", "database", "params", "phases")
 PHASE_KEYS = (
     *("id", "kind", "script", "prompt", "scripts", "queries", "inputs", "outputs"),
-    *("may_be_empty", "review", "limits", "timeout", "description"),
+    *("may_be_empty", "review", "limits", "timeout", "description", "checks"),
 )
 INPUT_KEYS = ("working", "reference")
 AGENT_ONLY = ("prompt", "scripts", "queries", "limits")
@@ -292,7 +293,8 @@ class _Builder(ValueReader):
         draft.outputs = self.names(raw.get("outputs", []), f"{loc}.outputs")
         outputs = tuple(name for _, name in draft.outputs)
         may_be_empty = self.may_be_empty(raw, loc, outputs)
-        review = self.review(raw.get("review", "none"), f"{loc}.review")
+        review, delegatable = self.review(raw.get("review", "none"), f"{loc}.review")
+        declared = table_checks.validate(self, raw.get("checks", {}), f"{loc}.checks", outputs)
         limits = self.limits(raw, loc)
         timeout = (
             sandbox_config.timeout(raw["timeout"], f"{loc}.timeout", self)
@@ -305,11 +307,26 @@ class _Builder(ValueReader):
                 id=draft.id, kind=kind, script=script, prompt=prompt, scripts=scripts,
                 queries=queries, working=working, reference=reference, outputs=outputs,
                 may_be_empty=may_be_empty, review=review or "none", limits=limits,
-                timeout=timeout, description=description or "",
+                timeout=timeout, description=description or "", delegatable=delegatable,
+                checks=declared,
             )  # fmt: skip
         return draft
 
-    def review(self, value: Any, loc: str) -> str | None:
+    def review(self, value: Any, loc: str) -> tuple[str | None, bool]:
+        """``none``, ``required``, or ``{required: true, delegatable: true}``."""
+        if isinstance(value, dict):
+            raw = self.mapping(value, loc, ("required", "delegatable")) or {}
+            flags = {k: raw.get(k, False) for k in ("required", "delegatable")}
+            for key, flag in flags.items():
+                if not isinstance(flag, bool):
+                    self.error(f"{loc}.{key}", f"expected true or false, got {describe(flag)}")
+            if flags["delegatable"] is True and flags["required"] is not True:
+                self.error(loc, "delegatable: true needs required: true (a Gate to delegate)")
+            mode = "required" if flags["required"] is True else "none"
+            return mode, flags["delegatable"] is True
+        return self._review_mode(value, loc), False
+
+    def _review_mode(self, value: Any, loc: str) -> str | None:
         if isinstance(value, bool):  # YAML reads yes/no/on/off as booleans
             self.error(
                 loc,

@@ -28,6 +28,8 @@ class Phase:
     limits: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_LIMITS))
     timeout: float | None = None  # overrides sandbox.timeout for this phase
     description: str = ""
+    delegatable: bool = False  # an agent may decide its Gate in managed mode
+    checks: dict[str, dict[str, Any]] = field(default_factory=dict)  # output -> checks
 
     @property
     def gated(self) -> bool:

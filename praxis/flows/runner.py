@@ -17,10 +17,10 @@ from typing import Any
 
 from sandbox import Sandbox, open_sandbox
 
-from . import collect, contract, definition, snapshot
+from . import checks, collect, contract, decisions, definition, reconcile, snapshot
 from .context import Approver
+from .decisions import DecisionRefused, ManagedMode, OutputAccepted
 from .events import (
-    ArtifactEdited,
     Event,
     GateApproved,
     GateRejected,
@@ -57,6 +57,15 @@ class Refused(Exception):
         self.revision = revision
 
 
+class Unbound(Refused):
+    """Raised for an approve or reject bound to neither a revision nor a Gate; ``command``
+    is the bound one for the run's current state."""
+
+    def __init__(self, message: str, command: str) -> None:
+        super().__init__(message)
+        self.command = command
+
+
 def load_flow(flow: Flow | str | Path) -> Flow:
     return flow if isinstance(flow, Flow) else contract.require(Path(flow))
 
@@ -87,12 +96,19 @@ def run(
     params: dict[str, str] | None = None,
     clock: Clock = time.time,
     on_begun: Callable[[RunHandle], None] | None = None,
+    managed: bool = False,
+    actor: str | None = None,
     **options: Any,
 ) -> RunState:
-    """Begin a run and advance it, under one hold of the Flow's lock."""
+    """Begin a run and advance it, under one hold of the Flow's lock. ``managed``: a person
+    lets an agent decide the run's delegatable Gates (recorded before the first phase)."""
     flow = load_flow(flow_ref)
+    if managed:
+        _person_only(actor, "put a run in managed mode")
     with FlowLock(lock_path(flow.root)):
         handle = _begin(flow, params, clock)
+        if managed:
+            _set_managed(handle, True, "person")
         if on_begun is not None:
             on_begun(handle)
         return _advance(flow, handle.id, clock=clock, **options)
@@ -144,9 +160,13 @@ def _advance(
     if on_event is not None:
         run.listeners.append(on_event)
     recover(run)
+    reconcile.reconcile(run)
     if not _runnable(run.state):
         return run.state
     check_definition(run)
+    blocked = reconcile.refuse_changed(run)
+    if blocked:
+        raise Refused(f"run {run.id}: {blocked}", revision=run.state.revision)
     box = sandbox(flow, run)
     try:
         box.open()  # SandboxUnavailable leaves run.json as it was: nothing ran
@@ -253,14 +273,158 @@ def recover(run: RunHandle) -> None:
 
 @contextmanager
 def _opened(
-    flow_ref: Flow | str | Path, run_id: str | None, expect_revision: int | None, clock: Clock
+    flow_ref: Flow | str | Path,
+    run_id: str | None,
+    expect_revision: int | None,
+    clock: Clock,
+    *,
+    bound: tuple[str, str | None] | None = None,
 ) -> Iterator[RunHandle]:
-    """The run, under the Flow's lock, after checking the revision the caller saw."""
+    """The run, under the Flow's lock, reconciled with its files (hand edits recorded), after
+    checking the revision the caller saw. ``bound`` (decision, gate): a decision must name
+    the revision or the Gate it was made on."""
     flow = load_flow(flow_ref)
     with FlowLock(lock_path(flow.root)):
         run = RunHandle.open(flow, run_id, clock)
+        reconcile.reconcile(run)
+        if bound is not None and expect_revision is None and bound[1] is None:
+            _unbound(run, bound[0])
         _check_revision(run, expect_revision)
         yield run
+
+
+def reconcile_run(
+    flow_ref: Flow | str | Path, run_id: str | None = None, *, clock: Clock = time.time
+) -> RunState:
+    """Record what changed by hand in the run's files since the last command (status does
+    this first when the Flow's lock is free)."""
+    with _opened(flow_ref, run_id, None, clock) as run:
+        return run.state
+
+
+def _unbound(run: RunHandle, decision: str) -> None:
+    from .status import flow_arg
+
+    state = run.state
+    f, where = flow_arg(run.flow), f"--run {run.id}"
+    if state.waiting != "gate" or state.gate is None:
+        raise Unbound(
+            f"{decision} needs --expect-revision N or --gate PHASE; run {run.id} is "
+            f"{state.status} and not waiting at a Gate",
+            f"praxis status {f} {where}",
+        )
+    rest = f"--reopen {state.gate} --note '...' " if decision == "reject" else ""
+    command = (
+        f"praxis {decision} {f} {where} --gate {state.gate} {rest}"
+        f"--expect-revision {state.revision}"
+    )
+    raise Unbound(
+        f"{decision} needs --expect-revision N or --gate PHASE, so that a repeated command "
+        f"never decides the next Gate; run {run.id} waits at the Gate after {state.gate}",
+        command,
+    )
+
+
+def _at_gate(run: RunHandle, gate: str | None, decision: str) -> str:
+    """The phase the run's Gate follows; Refused when not at a Gate, or at another."""
+    at = run.state.gate
+    if run.state.waiting != "gate" or at is None:
+        raise Refused(
+            f"run {run.id} is {run.state.status} and not waiting at a Gate",
+            revision=run.state.revision,
+        )
+    if gate is not None and gate != at:
+        raise Refused(
+            f"run {run.id} waits at the Gate after {at}, not {gate}: nothing was {decision}d",
+            revision=run.state.revision,
+        )
+    return at
+
+
+def _authorize(run: RunHandle, actor: str, decision: str, gate: str) -> None:
+    """Refused (and recorded) when ``actor`` may not take ``decision`` at this Gate."""
+    phase = run.flow.phase(gate)
+    failing = checks.gate_failures(run, reconcile.phase_version(run, gate))
+    from .status import flow_arg
+
+    why = decisions.refusal(
+        actor,
+        decision,
+        phase,
+        managed=run.state.managed,
+        failing=len(failing),
+        run=run.id,
+        flow=flow_arg(run.flow),
+    )
+    if why is None:
+        return
+    if failing:
+        why += ": " + checks.summary(failing)
+    run.emit(DecisionRefused(phase=gate, decision=decision, actor=actor, reason=why))
+    raise Refused(f"run {run.id}: {actor} may not {decision}: {why}", revision=run.state.revision)
+
+
+def _person_only(actor: str | None, what: str) -> str:
+    who = decisions.actor_of(actor)
+    if who != "person":
+        raise Refused(f"only a person may {what}")
+    return who
+
+
+def _set_managed(run: RunHandle, granted: bool, actor: str) -> None:
+    run.change("manage", managed=granted)
+    run.emit(ManagedMode(granted=granted, revision=run.state.revision, actor=actor))
+
+
+def manage(
+    flow_ref: Flow | str | Path,
+    run_id: str | None = None,
+    *,
+    grant: bool = True,
+    actor: str | None = None,
+    expect_revision: int | None = None,
+    clock: Clock = time.time,
+) -> RunState:
+    """A person lets an agent decide the run's delegatable Gates (``grant=False`` takes it
+    back). Recorded as a ``managed_mode`` event; an agent may not grant it."""
+    who = _person_only(actor, "grant or take back managed mode")
+    with _opened(flow_ref, run_id, expect_revision, clock) as run:
+        _set_managed(run, grant, who)
+        return run.state
+
+
+def accept(
+    flow_ref: Flow | str | Path,
+    name: str,
+    run_id: str | None = None,
+    *,
+    actor: str | None = None,
+    expect_revision: int | None = None,
+    clock: Clock = time.time,
+) -> RunState:
+    """A person accepts output ``name``, changed outside praxis, as its phase's (recorded:
+    ``output_accepted``, the new version kept in the content store)."""
+    who = _person_only(actor, "accept an output changed outside praxis")
+    with _opened(flow_ref, run_id, expect_revision, clock) as run:
+        found = [c for c in reconcile.changed_outputs(run) if c.name == name]
+        if not found:
+            raise Refused(f"run {run.id}: output {name} is as its phase recorded it")
+        c = found[0]
+        if not c.now:
+            raise Refused(f"run {run.id}: output {name} is missing: re-run {c.phase}")
+        sha, _ = snapshot.Store(run.paths.objects).add_file(run.paths.out(name))
+        _change(run, "accept", phase=c.phase, name=name, sha256=sha)
+        run.emit(
+            OutputAccepted(
+                name=name,
+                phase=c.phase,
+                old=c.recorded,
+                sha256=sha,
+                revision=run.state.revision,
+                actor=who,
+            )
+        )
+        return run.state
 
 
 def _check_revision(run: RunHandle, expect: int | None) -> None:
@@ -284,20 +448,19 @@ def approve(
     run_id: str | None = None,
     *,
     expect_revision: int | None = None,
+    gate: str | None = None,
+    actor: str | None = None,
     clock: Clock = time.time,
 ) -> RunState:
-    """Approve the Gate the run waits at; edited artifacts are recorded. Does not advance."""
-    with _opened(flow_ref, run_id, expect_revision, clock) as run:
-        gate = run.state.gate
-        if run.state.waiting != "gate" or gate is None:
-            raise Refused(f"run {run.id} is {run.state.status} and not waiting at a Gate")
-        recorded = run.state.phase(gate).hashes
-        current = collect.hash_outputs(run.paths, run.flow.phase(gate))
-        for name, digest in sorted(current.items()):
-            if recorded.get(name) != digest:
-                run.emit(ArtifactEdited(name=name, sha256=digest))
-        _change(run, "approve", phase=gate)
-        run.emit(GateApproved(phase=gate, revision=run.state.revision))
+    """Approve the Gate the run waits at; bound to ``expect_revision`` or ``gate`` (else
+    Unbound). Hand edits are recorded first; an agent needs a delegatable Gate and managed
+    mode; no one approves while a check fails. Does not advance."""
+    who = decisions.actor_of(actor)
+    with _opened(flow_ref, run_id, expect_revision, clock, bound=("approve", gate)) as run:
+        at = _at_gate(run, gate, "approve")
+        _authorize(run, who, "approve", at)
+        _change(run, "approve", phase=at)
+        run.emit(GateApproved(phase=at, revision=run.state.revision, actor=who))
         return run.state
 
 
@@ -309,15 +472,17 @@ def edit(
     *,
     expect_revision: int | None = None,
     by: str = "reviewer",
+    actor: str | None = None,
     clock: Clock = time.time,
 ) -> RunState:
-    """Replace a writable artifact at the Gate (atomically) and record the edit."""
+    """Replace a writable artifact at the Gate (atomically) and record the edit with its
+    diff (edits/<phase>/<attempt>.json)."""
+    who = decisions.actor_of(actor)
     with _opened(flow_ref, run_id, expect_revision, clock) as run:
         path = writable(run.flow, run.state, run.paths, name)
+        old = run.state.phase(str(run.state.gate)).hashes.get(name, "")
         _write_atomic(path, data)
-        digest = collect.sha256(path)
-        _change(run, "edit", name=name, sha256=digest)
-        run.emit(ArtifactEdited(name=name, sha256=digest, by=by))
+        reconcile.record_edit(run, name, old, by=by, actor=who)
         return run.state
 
 
@@ -342,16 +507,23 @@ def reject(
     run_id: str | None = None,
     *,
     expect_revision: int | None = None,
+    gate: str | None = None,
+    actor: str | None = None,
     clock: Clock = time.time,
 ) -> RunState:
-    """Reject at the Gate: ``reopen`` (the gated phase or an earlier) runs again with the note."""
-    with _opened(flow_ref, run_id, expect_revision, clock) as run:
+    """Reject at the Gate: ``reopen`` (the gated phase or an earlier) runs again with the note.
+    Bound like ``approve``; an agent needs a delegatable Gate, managed mode, passing checks."""
+    who = decisions.actor_of(actor)
+    with _opened(flow_ref, run_id, expect_revision, clock, bound=("reject", gate)) as run:
         _known_phase(run.flow, reopen)
-        gate = str(run.state.gate)
+        at = _at_gate(run, gate, "reject")
+        _authorize(run, who, "reject", at)
         stale = _stale_after(run, reopen)
         _change(run, "reject", phase=reopen, note=note)
         kept = _archive(run, reopen)
-        run.emit(GateRejected(phase=gate, reopen=reopen, note=note, revision=run.state.revision))
+        run.emit(
+            GateRejected(phase=at, reopen=reopen, note=note, revision=run.state.revision, actor=who)
+        )
         run.emit(RerunRequested(phase=reopen, kept=kept))
         if stale:
             run.emit(PhasesStale(phases=stale, because=f"{reopen} was reopened at the Gate"))

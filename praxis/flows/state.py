@@ -124,6 +124,7 @@ class RunState:
     params: dict[str, Any] = field(default_factory=dict)  # run parameters, fixed at begin
     definition: dict[str, Any] = field(default_factory=dict)  # flow.yaml's digest and phases
     seq: int = 0  # creation order among the flow's runs
+    managed: bool = False  # a person let an agent decide this run's delegatable Gates
 
     def phase(self, phase_id: str) -> PhaseState:
         for p in self.phases:
@@ -337,6 +338,18 @@ def _edit(s: RunState, phase: str | None, now: float, name: str = "", sha256: st
     s.phase(s.gate).hashes[name] = sha256
 
 
+def _manage(s: RunState, phase: str | None, now: float, managed: bool = True) -> None:
+    s.managed = bool(managed)
+
+
+def _accept(s: RunState, phase: str | None, now: float, name: str = "", sha256: str = "") -> None:
+    """A person accepts output ``name`` of ``phase`` as it is now (changed outside a Gate)."""
+    p = s.phase(str(phase))
+    if name not in p.hashes:
+        raise IllegalTransition("output", f"not recorded for {p.id}", "accept")
+    p.hashes[name] = sha256
+
+
 def _sandbox(s: RunState, phase: str | None, now: float, backend: str, isolated: bool) -> None:
     s.backend, s.isolated = backend, isolated
 
@@ -364,6 +377,8 @@ _HANDLERS: dict[str, Any] = {
     "snapshot": _snapshot,
     "reuse": _reuse,
     "params": _params,
+    "manage": _manage,
+    "accept": _accept,
 }
 
 
@@ -446,6 +461,7 @@ _RUN_TYPES: dict[str, tuple[type, ...]] = {
     "params": (dict,),
     "definition": (dict,),
     "seq": (int,),
+    "managed": (bool,),
 }
 _PHASE_TYPES: dict[str, tuple[type, ...]] = {
     "id": (str,),

@@ -8,11 +8,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import definition
+from . import checks, definition, reconcile
 from .handle import RunHandle
 from .layout import lock_path, writable_names
 from .lock import is_held
 from .model import Flow
+from .receipt import receipt as receipt_of
+from .route import Facts, Route, route
 from .state import APPROVAL_LOST, STOPPED, RunState
 
 
@@ -32,6 +34,11 @@ class Status:
     backend: str | None = None
     changed: list[str] = field(default_factory=list)  # phases whose definition changed since
     params: dict[str, Any] = field(default_factory=dict)
+    managed: bool = False
+    checks: list[dict[str, Any]] = field(default_factory=list)  # failing at the Gate
+    changed_outputs: list[dict[str, str]] = field(default_factory=list)  # outside praxis
+    route: dict[str, Any] = field(default_factory=dict)
+    receipt: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -39,12 +46,16 @@ class Status:
 
 def flow_arg(flow: Flow) -> str:
     """How a person would name the flow on the command line from the current folder."""
+    return shlex.quote(flow_text(flow))
+
+
+def flow_text(flow: Flow) -> str:
+    """The flow's folder relative to the current folder (or absolute), unquoted: an argv item."""
     try:
         rel = flow.root.resolve().relative_to(Path.cwd().resolve())
-        text = str(rel) if str(rel) != "." else "."
+        return str(rel) if str(rel) != "." else "."
     except ValueError:
-        text = str(flow.root)
-    return shlex.quote(text)
+        return str(flow.root)
 
 
 def status_of(run: RunHandle) -> Status:
@@ -81,7 +92,74 @@ def status_of(run: RunHandle) -> Status:
             f"; changed since they ran: {', '.join(st.changed)} (re-run from {st.changed[0]})"
         )
         st.next.append(f"praxis rerun {flow_arg(flow)} --run {run.id} --from {st.changed[0]}")
+    st.managed = state.managed
+    failing = gate_checks(run)
+    st.checks = [f.to_dict() for f in failing]
+    changed = reconcile.changed_outputs(run)
+    st.changed_outputs = [c.to_dict() for c in changed]
+    r = route(facts(run, held, running is not None, failing, st.changed))
+    st.route = r.to_dict()
+    st.receipt = receipt_of(state, _events(run), [c.name for c in changed])
+    if failing:
+        st.message += f"; {len(failing)} check(s) fail: {checks.summary(failing)}"
+    if changed:
+        st.message += "; changed outside praxis: " + ", ".join(c.name for c in changed)
     return st
+
+
+def gate_checks(run: RunHandle) -> list[checks.Failure]:
+    """The checks failing now on the writable outputs of the Gate (none when not at one)."""
+    if run.state.waiting != "gate" or run.state.gate is None:
+        return []
+    return checks.gate_failures(run, reconcile.phase_version(run, run.state.gate))
+
+
+def facts(
+    run: RunHandle,
+    held: int | None,
+    left_running: bool,
+    failing: list[checks.Failure],
+    changed_phases: list[str],
+) -> Facts:
+    """The facts of a run the route is chosen from."""
+    state = run.state
+    gate = state.gate if state.waiting == "gate" else None
+    read: list[tuple[str, str]] = []
+    if gate is not None:
+        for name in writable_names(run.flow, state):
+            path = run.paths.out(name)
+            if path.is_file():
+                read.append((_rel(path), checks._sha256(path)))
+    changed = tuple(dict.fromkeys((c.name, c.phase) for c, _ in reconcile.blocking(run)))
+    at = min(state.cursor, len(state.phases) - 1)
+    return Facts(
+        flow=flow_text(run.flow),
+        run=run.id,
+        status=state.status,
+        revision=state.revision,
+        cursor_phase=state.phases[at].id if state.phases else None,
+        gate=gate,
+        delegatable=bool(gate and run.flow.phase(gate).delegatable),
+        managed=state.managed,
+        checks_failing=tuple(str(f) for f in failing),
+        read=tuple(read),
+        held=held is not None,
+        left_running=left_running,
+        changed_outputs=changed,
+        changed_phases=tuple(changed_phases),
+    )
+
+
+def _events(run: RunHandle) -> list[Any]:
+    try:
+        return run.log.read()
+    except Exception:  # a corrupt log leaves the receipt without decisions, not status broken
+        return []
+
+
+def route_of(run: RunHandle) -> Route:
+    st = status_of(run)
+    return Route(**st.route)
 
 
 def changed_phases(run: RunHandle) -> list[str]:
@@ -139,9 +217,10 @@ def next_commands(
     run = f"--run {run_id}"
     rev = f"--expect-revision {state.revision}"
     if state.waiting == "gate":
+        gate = f"--gate {state.gate}"
         return [
-            f"praxis approve {f} {run} {rev}",
-            f"praxis reject {f} {run} --reopen {state.gate} --note '...' {rev}",
+            f"praxis approve {f} {run} {gate} {rev}",
+            f"praxis reject {f} {run} {gate} --reopen {state.gate} --note '...' {rev}",
         ]
     if running and held is not None:
         return [f"praxis log {f} {run} --follow"]

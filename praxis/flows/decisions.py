@@ -1,0 +1,95 @@
+"""Who decides a Gate, and on what.
+
+A decision (approve, reject) is bound to what the decider saw: the run's revision
+(``--expect-revision N``) or the Gate (``--gate PHASE``); a bare one is refused with the bound
+command, so a repeated command never passes the next Gate. Every decision records its actor:
+``person`` (the default) or ``agent`` (``--as agent``, ``PRAXIS_ACTOR=agent``, the API's
+``actor="agent"``). An agent decides only a delegatable Gate (``review: {required: true,
+delegatable: true}``) of a run a person put in managed mode, and never while a check fails.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import ClassVar
+
+from .events import Event, event
+from .model import Phase
+
+ACTORS = ("person", "agent")
+
+
+class BadActor(ValueError):
+    """Raised for an actor that is neither ``person`` nor ``agent``."""
+
+
+@event
+@dataclass(frozen=True, kw_only=True)
+class ManagedMode(Event):
+    """A person let an agent decide the run's delegatable Gates (or took that back)."""
+
+    kind: ClassVar[str] = "managed_mode"
+    granted: bool
+    revision: int
+    actor: str = "person"
+
+
+@event
+@dataclass(frozen=True, kw_only=True)
+class OutputAccepted(Event):
+    """A person accepted an output changed outside praxis as its phase's."""
+
+    kind: ClassVar[str] = "output_accepted"
+    name: str
+    phase: str
+    old: str
+    sha256: str
+    revision: int
+    actor: str = "person"
+
+
+@event
+@dataclass(frozen=True, kw_only=True)
+class DecisionRefused(Event):
+    """A Gate decision that was not allowed (an agent's, or one while checks fail)."""
+
+    kind: ClassVar[str] = "decision_refused"
+    phase: str
+    decision: str
+    actor: str
+    reason: str
+
+
+def actor_of(explicit: str | None = None) -> str:
+    """The actor of a command: ``explicit``, else ``PRAXIS_ACTOR``, else ``person``."""
+    actor = (explicit or os.environ.get("PRAXIS_ACTOR") or "person").strip().lower()
+    if actor not in ACTORS:
+        raise BadActor(f"actor {actor!r} is neither person nor agent")
+    return actor
+
+
+def refusal(
+    actor: str, decision: str, gate: Phase, *, managed: bool, failing: int, run: str, flow: str
+) -> str | None:
+    """Why ``actor`` may not ``decision`` (approve | reject) the Gate after ``gate``; None
+    when it may. Checks failing refuse any approval; an agent needs a delegatable Gate and
+    managed mode, and no failing check for either decision."""
+    if failing and (decision == "approve" or actor == "agent"):
+        return (
+            f"{failing} check(s) fail on the outputs of {gate.id}: fix the files, or reject "
+            "and reopen a phase (see: praxis status)"
+        )
+    if actor != "agent":
+        return None
+    if not gate.delegatable:
+        return (
+            f"the Gate after {gate.id} is not delegatable: a person decides it "
+            "(review: {required: true, delegatable: true} in flow.yaml lets an agent)"
+        )
+    if not managed:
+        return (
+            f"run {run} is not in managed mode: a person grants it with "
+            f"praxis manage {flow} --run {run}"
+        )
+    return None

@@ -1,0 +1,61 @@
+"""The receipt of a run: a machine-readable account of what happened, per phase.
+
+``ok`` (every phase done, no output changed outside praxis), phases done/total, and a
+ledger per phase: status, attempts, reused, seconds, outputs with sha256, the Gate decisions
+with their actor, and the reviewer edits with a one-line diff summary (the full diff is in
+``edits/<phase>/<attempt>.json``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .events import ArtifactEdited, Event, GateApproved, GateRejected
+
+
+def receipt(state: Any, events: list[Event], changed: list[str]) -> dict[str, Any]:
+    ledger: dict[str, dict[str, Any]] = {}
+    for p in state.phases:
+        ledger[p.id] = {
+            "phase": p.id,
+            "status": p.status,
+            "attempts": p.attempt,
+            "reused": p.reused,
+            "seconds": None if p.seconds is None else round(p.seconds, 3),
+            "outputs": [{"name": n, "sha256": h} for n, h in sorted(p.hashes.items())],
+            "error": p.error,
+            "decisions": [],
+            "edits": [],
+        }
+    for ev in events:
+        if isinstance(ev, GateApproved | GateRejected) and ev.phase in ledger:
+            item: dict[str, Any] = {
+                "decision": "approved" if isinstance(ev, GateApproved) else "rejected",
+                "actor": ev.actor,
+                "revision": ev.revision,
+                "at": ev.at,
+            }
+            if isinstance(ev, GateRejected):
+                item.update(reopen=ev.reopen, note=ev.note)
+            ledger[ev.phase]["decisions"].append(item)
+        elif isinstance(ev, ArtifactEdited) and ev.phase in ledger:
+            ledger[ev.phase]["edits"].append(
+                {
+                    "name": ev.name,
+                    "by": ev.by,
+                    "attempt": ev.attempt,
+                    "old": ev.old,
+                    "new": ev.sha256,
+                    "revision": ev.revision,
+                    "diff": ev.diff,
+                }
+            )
+    done = sum(1 for p in state.phases if p.status == "done")
+    return {
+        "ok": state.status == "done" and not changed,
+        "status": state.status,
+        "done": done,
+        "total": len(state.phases),
+        "changed_outside": list(changed),
+        "ledger": list(ledger.values()),
+    }
