@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from praxis.flows import checks
 from praxis.flows.model import Flow
 
 from . import tables
@@ -35,8 +36,11 @@ def check_save(flow: Flow, phase: str, name: str, data: bytes) -> None:
     """flow.yaml's checks for output ``name`` of ``phase`` on the bytes about to be written.
 
     Raise ``tables.BadEdit`` with the failed check's message to refuse the save; the page
-    shows it and keeps the reviewer's draft. No checks are declared for outputs yet.
+    shows it and keeps the reviewer's draft.
     """
+    failures = checks.check_data(flow, flow.phase(phase), name, data, original=None)
+    if failures:
+        raise tables.BadEdit(checks.summary(failures))
 
 
 def _crlf(path: Path) -> bool:
