@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import copy
 import json
-import os
-import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from .atomic import write_atomic
 
 SCHEMA = 1
 
@@ -388,28 +388,7 @@ _HANDLERS: dict[str, Any] = {
 def save(state: RunState, path: Path) -> None:
     """Write run.json atomically: tmp file, fsync, os.replace, fsync of the folder."""
     data = json.dumps(state.to_dict(), indent=1, sort_keys=True).encode("utf-8") + b"\n"
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".run.", suffix=".tmp")
-    try:
-        try:
-            view = memoryview(data)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    dfd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(dfd)
-    finally:
-        os.close(dfd)
+    write_atomic(path, data)
 
 
 def load(path: Path) -> RunState:
