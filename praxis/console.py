@@ -152,8 +152,11 @@ def timeline(state: RunState, width: int = 30) -> str:
             bar = " " * start + "█" * (end - start)
         secs = f"{p.seconds:.1f} s" if p.seconds is not None else ""
         note = escape(p.error or (f"attempt {p.attempt}" if p.attempt > 1 else ""))
-        mark = MARKS.get(p.status, "?")
-        rows.append(f"  {mark} {p.status:<8} {p.id:<18} {secs:>8}  {bar:<{width}}  {note}".rstrip())
+        if p.reused and p.status == "done":
+            note = f"reused (attempt {p.attempt}: nothing it reads changed)"
+        mark = "↺" if p.reused and p.status == "done" else MARKS.get(p.status, "?")
+        word = "reused" if p.reused and p.status == "done" else p.status
+        rows.append(f"  {mark} {word:<8} {p.id:<18} {secs:>8}  {bar:<{width}}  {note}".rstrip())
     if state.waiting == "gate":
         rows.append(f"  ⏸ waiting at the Gate after {state.gate}")
     return "\n".join(rows)
