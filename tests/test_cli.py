@@ -43,7 +43,9 @@ def test_run_stops_at_the_gate_and_names_the_approve_command(tmp_path) -> None:
     assert "output/flags.csv" in res.stdout
     run = newest_run(flow)
     revision = st.load(run / "run.json").revision
-    assert f"praxis approve {flow} --run {run.name} --expect-revision {revision}" in res.stdout
+    assert f"praxis approve {flow} --run {run.name} --gate review --expect-revision {revision}" in (
+        res.stdout
+    )
     status = json.loads(praxis("status", str(flow), "--json").stdout)
     assert (status["waiting"], status["gate"], status["status"]) == ("gate", "review", "paused")
     assert status["next"][0].startswith("praxis approve")

@@ -1,10 +1,13 @@
 """Everything the model sees: the system rules and the phase's task message.
 
-The task message holds, in order: the task (the phase's prompt file), the reviewer's note
-when a Gate reopened the phase, the run parameters, the declared outputs, the working inputs
-(tabular ones as pandas profiles), the reference inputs (clipped at 20,000 characters with a
-marker), the prepared scripts and queries by name, and the limits. Files are read on the
-host: a flow file from the flow folder, an earlier phase's output from the run's ``output/``.
+The task message holds, in order: the task (the phase's prompt file), what the flow and the
+phase are for (their ``description``), the reviewer's note when a Gate reopened the phase,
+what the previous attempt left (its outputs, profiled or clipped like inputs, and a summary
+of its tool calls) when the phase runs again, the run parameters, the declared outputs, the
+working inputs (tabular ones as pandas profiles), the reference inputs (clipped at 20,000
+characters with a marker), the prepared scripts and queries by name, and the limits. Files are
+read on the host: a flow file from the flow folder, an earlier phase's output from the run's
+``output/``.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from sandbox import SandboxError
 from sandbox.paths import confined
 
 REFERENCE_CHARS = 20_000
+PREVIOUS_CHARS = 5_000  # of each text output of the previous attempt
+MAX_CALLS_SHOWN = 30
 SCRIPT_CHARS = 4_000
 SAMPLE_ROWS = 5
 PROFILE_MAX_BYTES = 200 * 1024 * 1024
@@ -52,7 +57,9 @@ def build_messages(ctx: PhaseContext) -> list[BaseMessage]:
 def task_message(ctx: PhaseContext) -> str:
     sections = [
         _task(ctx),
+        _about(ctx),
         _note(ctx),
+        _previous(ctx),
         _params(ctx),
         _outputs(ctx),
         _working(ctx),
@@ -96,6 +103,64 @@ def _note(ctx: PhaseContext) -> str:
         "# Reviewer's note\n\nA reviewer reopened this phase with this note; address it:\n\n"
         + ctx.note.strip()
     )
+
+
+def _about(ctx: PhaseContext) -> str:
+    parts = []
+    if ctx.flow.description.strip():
+        parts.append(f"The flow `{ctx.flow.name}`: {ctx.flow.description.strip()}")
+    if ctx.phase.description.strip():
+        parts.append(f"This phase `{ctx.phase.id}`: {ctx.phase.description.strip()}")
+    return "# What this is for\n\n" + "\n\n".join(parts) if parts else ""
+
+
+def _previous(ctx: PhaseContext) -> str:
+    """The previous attempt's outputs and tool calls, when this phase runs again."""
+    if ctx.attempt <= 1:
+        return ""
+    n = ctx.attempt - 1
+    folder = ctx.run_dir / "attempts" / ctx.phase.id / str(n) / "output"
+    parts = [
+        f"# Your previous attempt ({n})\n\nThis phase ran before; a reviewer or a re-run "
+        "sent it back. What that attempt produced and did:"
+    ]
+    for name in ctx.phase.outputs:
+        try:
+            path = confined(folder, name)
+        except SandboxError:
+            continue
+        if name.lower().endswith(TABULAR):
+            parts.append(f"## `{name}` (attempt {n})\n\n{profile(path)}")
+        else:
+            text = path.read_text(encoding="utf-8", errors="replace")
+            parts.append(f"## `{name}` (attempt {n})\n\n{clip(text, PREVIOUS_CHARS)}")
+    calls = _tool_calls(ctx, n)
+    if calls:
+        parts.append("## Tool calls of that attempt\n\n" + "\n".join(calls))
+    return "\n\n".join(parts) if len(parts) > 1 else ""
+
+
+def _tool_calls(ctx: PhaseContext, attempt: int) -> list[str]:
+    """One line per tool call of ``attempt`` of this phase, from the run's events."""
+    from praxis.flows.events import EventLog, EventLogCorrupt, PhaseStarted
+
+    from .events import ToolCalled
+
+    lines: list[str] = []
+    current = False
+    try:
+        for ev in EventLog(ctx.run_dir / "events.jsonl").iter():
+            if isinstance(ev, PhaseStarted) and ev.phase == ctx.phase.id:
+                current = ev.attempt == attempt
+            elif current and isinstance(ev, ToolCalled) and ev.phase == ctx.phase.id:
+                files = f"; wrote {', '.join(ev.files[:5])}" if ev.files else ""
+                detail = " ".join(ev.detail.split())[:200]
+                lines.append(
+                    f"- {ev.tool}: {ev.status}{files}" + (f" ({detail})" if detail else "")
+                )
+    except (OSError, EventLogCorrupt):
+        return lines
+    return lines[-MAX_CALLS_SHOWN:]
 
 
 def _params(ctx: PhaseContext) -> str:

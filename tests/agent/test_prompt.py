@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
+from praxis.agent import prompt
+from praxis.agent.events import ToolCalled
+from praxis.flows.events import EventLog, PhaseStarted
 from praxis.flows.model import Phase
 from praxis.phases import agent
 
@@ -87,3 +91,38 @@ def test_a_reviewers_note_appears_in_the_prompt(make: Make) -> None:
     agent.run(h.ctx)
     assert "# Reviewer's note" in seen(h)
     assert "Use net revenue, not gross." in seen(h)
+
+
+def test_descriptions_are_in_every_prompt(make: Make) -> None:
+    h = make([reply(text="ok")], description="Rank the regions by revenue.")
+    h.ctx.flow = dataclasses.replace(h.ctx.flow, description="Weekly sales report.")
+    text = prompt.task_message(h.ctx)
+    assert "# What this is for" in text
+    assert "The flow `t`: Weekly sales report." in text
+    assert "This phase `report`: Rank the regions by revenue." in text
+    assert "previous attempt" not in text  # a first attempt has none
+
+
+def test_a_reopened_phase_sees_its_previous_attempt(make: Make) -> None:
+    h = make([reply(text="ok")], outputs=("summary.md", "top.csv"), note="Drop the refunds.")
+    h.ctx.attempt = 2
+    run_dir = h.ctx.run_dir
+    before = run_dir / "attempts" / "report" / "1" / "output"
+    before.mkdir(parents=True)
+    (before / "summary.md").write_text("North leads. " + "x" * 9_000)
+    (before / "top.csv").write_text("region,revenue\nNorth,10\nSouth,-3\n")
+    log = EventLog(run_dir / "events.jsonl")
+    log.append(PhaseStarted(phase="report", attempt=1))
+    log.append(ToolCalled(phase="report", tool="run_prepared", files=["top.csv"]))
+    log.append(ToolCalled(phase="report", tool="run_python", status="refused", detail="no one"))
+    log.append(PhaseStarted(phase="report", attempt=2))
+    log.append(ToolCalled(phase="report", tool="write_output", detail="this attempt's"))
+    text = prompt.task_message(h.ctx)
+    assert "Drop the refunds." in text
+    assert "# Your previous attempt (1)" in text
+    assert "## `summary.md` (attempt 1)" in text and "North leads." in text
+    assert "clipped: showing the first 5,000" in text
+    assert "## `top.csv` (attempt 1)" in text and "2 rows, 2 columns" in text
+    assert "- run_prepared: ok; wrote top.csv" in text
+    assert "- run_python: refused (no one)" in text
+    assert "this attempt's" not in text  # only the previous attempt's calls

@@ -1,0 +1,192 @@
+"""Gate decisions: bound to what was seen, attributed, delegatable, checked; hand edits and
+outputs changed outside praxis are recorded before any command acts (fake sandbox)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from praxis import cli
+from praxis.flows import runner
+from praxis.flows.events import EventLog
+from praxis.flows.handle import RunHandle
+from praxis.flows.status import status_of
+
+from .gates import two_gates
+from .helpers import Fakes
+
+
+def at_first_gate(tmp_path):  # type: ignore[no-untyped-def]
+    flow = two_gates(tmp_path)
+    run = runner.begin(flow)
+    state = runner.advance(flow, run.id, sandbox=Fakes())
+    assert (state.waiting, state.gate) == ("gate", "pick")
+    return flow, run, state
+
+
+def events(run: RunHandle) -> list:  # type: ignore[type-arg]
+    return EventLog(run.paths.events).read()
+
+
+def main(capsys, *argv: str) -> tuple[int, str, str]:  # type: ignore[no-untyped-def]
+    code = cli.main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_a_bare_approve_is_refused_with_the_bound_command(tmp_path, capsys) -> None:
+    flow, run, state = at_first_gate(tmp_path)
+    with pytest.raises(runner.Unbound) as caught:
+        runner.approve(flow, run.id)
+    assert f"--gate pick --expect-revision {state.revision}" in caught.value.command
+    code, _, err = main(capsys, "approve", str(flow))
+    assert code == 2
+    assert f"praxis approve {flow} --run {run.id} --gate pick --expect-revision" in err
+    code, _, err = main(capsys, "reject", str(flow), "--reopen", "pick", "--note", "x")
+    assert code == 2 and "--reopen pick" in err
+    assert RunHandle.open(run.flow, run.id).state.revision == state.revision  # nothing moved
+
+
+def test_a_repeated_approve_never_passes_the_next_gate(tmp_path, capsys) -> None:
+    flow, run, state = at_first_gate(tmp_path)
+    bound = ("approve", str(flow), "--run", run.id, "--gate", "pick")
+    code, _, err = main(capsys, *bound)
+    assert code == 0, err
+    now = RunHandle.open(run.flow, run.id).state
+    assert (now.waiting, now.gate) == ("gate", "total")
+    code, _, err = main(capsys, *bound)  # the same command again
+    assert code == 4 and "waits at the Gate after total, not pick" in err
+    again = ("approve", str(flow), "--run", run.id, "--expect-revision", str(state.revision))
+    assert main(capsys, *again)[0] == 4  # bound to the first Gate's revision: stale
+    after = RunHandle.open(run.flow, run.id).state
+    assert (after.gate, after.revision) == ("total", now.revision)
+    assert [e.phase for e in events(run) if e.kind == "gate_approved"] == ["pick"]
+
+
+def test_a_hand_edit_after_the_look_is_recorded_and_stales_the_approve(tmp_path) -> None:
+    flow, run, state = at_first_gate(tmp_path)
+    seen = state.revision
+    picks = run.paths.out("picks.csv")
+    original = picks.read_bytes()
+    picks.write_bytes(original.replace(b"2,20,keep", b"2,20,drop"))  # by hand, after the look
+    with pytest.raises(runner.Refused, match=f"not {seen}"):
+        runner.approve(flow, run.id, expect_revision=seen)
+    edited = [e for e in events(run) if e.kind == "artifact_edited"]
+    assert len(edited) == 1 and edited[0].by == "hand"
+    assert edited[0].old and edited[0].sha256 != edited[0].old
+    assert edited[0].diff.startswith("1 row(s) changed, 0 added, 0 removed")
+    diff = json.loads((run.root / "edits" / "pick" / "1.json").read_text())[0]
+    assert diff["diff"]["cells"] == [{"row": 2, "column": "action", "old": "keep", "new": "drop"}]
+    state = RunHandle.open(run.flow, run.id).state
+    assert state.revision == seen + 1
+    assert state.phase("pick").hashes["picks.csv"] == edited[0].sha256
+    runner.approve(flow, run.id, expect_revision=state.revision)
+    runner.advance(flow, run.id, sandbox=Fakes())
+    assert run.paths.out("total.csv").read_text() == "kept,total\n2,40.0\n"
+    receipt = status_of(RunHandle.open(run.flow, run.id)).receipt
+    pick = receipt["ledger"][0]
+    assert pick["edits"][0]["by"] == "hand" and pick["decisions"][0]["actor"] == "person"
+
+
+@pytest.mark.parametrize(
+    "edit, check",
+    [
+        (lambda b: b.replace(b"action", b"decision"), "same_columns"),  # a renamed column
+        (lambda b: b + b'5,"7,keep\n', "parse"),  # an unterminated quote
+        (lambda b: b.replace(b"1,10,keep", b"1,10,maybe"), "values"),
+        (lambda b: b.replace(b"3,30,keep", b"1,30,keep"), "unique"),
+    ],
+)
+def test_a_broken_edit_at_the_gate_is_never_approved(tmp_path, capsys, edit, check) -> None:
+    flow, run, state = at_first_gate(tmp_path)
+    picks = run.paths.out("picks.csv")
+    picks.write_bytes(edit(picks.read_bytes()))
+    code, _, err = main(capsys, "approve", str(flow), "--gate", "pick")
+    assert code == 4 and f"check {check} failed" in err
+    status = status_of(RunHandle.open(run.flow, run.id))
+    assert status.gate == "pick" and status.checks[0]["check"] == check
+    assert status.route["reason"] == "gate_checks_fail"
+    if check == "values":
+        assert status.checks[0]["column"] == "action" and status.checks[0]["rows"] == [1]
+    assert "decision_refused" in [e.kind for e in events(run)]
+    original = run.paths.objects / state.phase("pick").hashes["picks.csv"]
+    picks.write_bytes(original.read_bytes())
+    assert main(capsys, "approve", str(flow), "--gate", "pick")[0] == 0  # mended: approved
+
+
+def test_a_hand_edit_after_approval_blocks_the_rerun_until_accepted(tmp_path, capsys) -> None:
+    flow, run, state = at_first_gate(tmp_path)
+    state = runner.approve(flow, run.id, gate="pick")
+    state = runner.advance(flow, run.id, sandbox=Fakes())
+    state = runner.approve(flow, run.id, gate="total")
+    state = runner.advance(flow, run.id, sandbox=Fakes())
+    assert state.status == "done"
+    picks = run.paths.out("picks.csv")
+    picks.write_bytes(picks.read_bytes().replace(b"3,30,keep", b"3,30,drop"))  # not writable now
+    runner.rerun(flow, "total", run.id)
+    with pytest.raises(runner.Refused, match="picks.csv of pick was changed outside praxis"):
+        runner.advance(flow, run.id, sandbox=Fakes())
+    status = status_of(RunHandle.open(run.flow, run.id))
+    assert status.changed_outputs[0]["name"] == "picks.csv"
+    assert status.route["reason"] == "output_changed" and status.route["who"] == "person"
+    assert not status.receipt["ok"]
+    with pytest.raises(runner.Refused, match="only a person"):
+        runner.accept(flow, "picks.csv", run.id, actor="agent")
+    code, out, err = main(capsys, "accept", str(flow), "--run", run.id, "--output", "picks.csv")
+    assert code == 0, err
+    accepted = [e for e in events(run) if e.kind == "output_accepted"]
+    assert accepted[0].name == "picks.csv" and accepted[0].actor == "person"
+    state = runner.advance(flow, run.id, sandbox=Fakes())
+    assert state.waiting == "gate"
+    assert run.paths.out("total.csv").read_text() == "kept,total\n2,30.0\n"
+
+
+def test_who_may_decide(tmp_path, monkeypatch) -> None:
+    flow, run, state = at_first_gate(tmp_path)
+    with pytest.raises(runner.Refused, match="not in managed mode"):
+        runner.approve(flow, run.id, gate="pick", actor="agent")
+    with pytest.raises(runner.Refused, match="only a person"):
+        runner.manage(flow, run.id, actor="agent")
+    monkeypatch.setenv("PRAXIS_ACTOR", "agent")
+    with pytest.raises(runner.Refused, match="only a person"):
+        runner.manage(flow, run.id)
+    monkeypatch.delenv("PRAXIS_ACTOR")
+    assert runner.manage(flow, run.id).managed
+    picks = run.paths.out("picks.csv")
+    good = picks.read_bytes()
+    picks.write_bytes(good.replace(b"keep", b"KEEP"))
+    with pytest.raises(runner.Refused, match="check"):  # never while a check fails
+        runner.reject(flow, "pick", "again", run.id, gate="pick", actor="agent")
+    picks.write_bytes(good)
+    state = runner.approve(flow, run.id, gate="pick", actor="agent")
+    runner.advance(flow, run.id, sandbox=Fakes())
+    with pytest.raises(runner.Refused, match="not delegatable: a person decides it"):
+        runner.approve(flow, run.id, gate="total", actor="agent")
+    with pytest.raises(runner.Refused, match="not delegatable"):
+        runner.reject(flow, "total", "no", run.id, gate="total", actor="agent")
+    runner.approve(flow, run.id, gate="total")
+    decided = [(e.phase, e.actor) for e in events(run) if e.kind == "gate_approved"]
+    assert decided == [("pick", "agent"), ("total", "person")]
+    granted = [e for e in events(run) if e.kind == "managed_mode"]
+    assert [(g.granted, g.actor) for g in granted] == [(True, "person")]
+
+
+def test_run_managed_is_recorded_before_the_first_phase(tmp_path, capsys) -> None:
+    flow = two_gates(tmp_path)
+    code, _, err = main(capsys, "run", str(flow), "--managed", "--quiet")
+    assert code == 0, err
+    run = RunHandle.open(runner.load_flow(flow), None)
+    kinds = [e.kind for e in events(run)]
+    assert run.state.managed and kinds.index("managed_mode") < kinds.index("phase_started")
+
+
+def test_an_edit_through_the_api_keeps_a_cell_diff(tmp_path) -> None:
+    flow, run, state = at_first_gate(tmp_path)
+    data = run.paths.out("picks.csv").read_bytes().replace(b"4,-5,drop\n", b"")
+    runner.edit(flow, "picks.csv", data + b"9,90,keep\n", run.id, expect_revision=state.revision)
+    entry = json.loads((run.root / "edits" / "pick" / "1.json").read_text())[-1]
+    assert (entry["by"], entry["actor"]) == ("reviewer", "person")
+    assert (entry["diff"]["changed"], entry["diff"]["added"], entry["diff"]["removed"]) == (1, 0, 0)
+    assert entry["diff"]["cells"][0] == {"row": 4, "column": "id", "old": "4", "new": "9"}
+    assert entry["summary"] == "1 row(s) changed, 0 added, 0 removed"

@@ -1,0 +1,112 @@
+"""A scripted agent operating praxis: observe (status --json), route, act (the argv the route
+gives, as an agent), observe again. In managed mode it passes the delegatable Gate, is
+refused at the other, and a person approves that one."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from praxis import cli
+
+from .gates import two_gates
+
+Call = Callable[[list[str], str], tuple[int, str, str]]  # (argv without "praxis", actor)
+
+
+def in_process(capsys, monkeypatch) -> Call:  # type: ignore[no-untyped-def]
+    def call(argv: list[str], actor: str) -> tuple[int, str, str]:
+        monkeypatch.setenv("PRAXIS_ACTOR", actor)
+        code = cli.main(argv)
+        out = capsys.readouterr()
+        return code, out.out, out.err
+
+    return call
+
+
+def as_process(argv: list[str], actor: str) -> tuple[int, str, str]:
+    done = subprocess.run(
+        [sys.executable, "-m", "praxis", *argv],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PRAXIS_ACTOR": actor},
+        timeout=600,
+    )
+    return done.returncode, done.stdout, done.stderr
+
+
+def operate(flow: Path, call: Call, steps: int = 12) -> tuple[dict, list[tuple[str, int]]]:  # type: ignore[type-arg]
+    """Loop as an agent until the route is done or needs a person; the last status and
+    (reason, exit code) of each step taken."""
+    taken: list[tuple[str, int]] = []
+    for _ in range(steps):
+        code, out, err = call(["status", str(flow), "--json"], "agent")
+        assert code == 0, err
+        status = json.loads(out)
+        route = status["route"]
+        if route["step"] == "none" or route["who"] == "person":
+            return status, taken
+        argv = route["commands"][0]
+        assert argv[0] == "praxis"
+        code, out, err = call(argv[1:], "agent")
+        taken.append((route["reason"], code))
+        assert code == 0, err
+    raise AssertionError(f"no end after {steps} steps: {taken}")
+
+
+def scenario(flow: Path, call: Call) -> None:
+    code, _, err = call(["run", str(flow), "--managed", "--quiet"], "person")
+    assert code == 0, err
+    status, taken = operate(flow, call)
+    assert taken == [("gate_delegated", 0)]  # it passed the delegatable Gate after pick
+    route = status["route"]
+    assert (route["reason"], route["who"], route["gate"]["phase"]) == (
+        "gate_needs_person",
+        "person",
+        "total",
+    )
+    assert route["gate"]["delegatable"] is False
+    assert [r["path"].endswith("total.csv") for r in route["read"]] == [True]
+    approve = route["commands"][0]
+    code, _, err = call(approve[1:], "agent")  # the agent tries anyway
+    assert code == 4 and "not delegatable: a person decides it" in err
+    code, _, err = call(approve[1:], "person")
+    assert code == 0, err
+    status, taken = operate(flow, call)
+    assert status["route"]["reason"] == "done" and taken == []
+    receipt = status["receipt"]
+    assert receipt["ok"] and (receipt["done"], receipt["total"]) == (3, 3)
+    decisions = [(p["phase"], d["actor"]) for p in receipt["ledger"] for d in p["decisions"]]
+    assert decisions == [("pick", "agent"), ("total", "person")]
+    outputs = {o["name"]: o["sha256"] for p in receipt["ledger"] for o in p["outputs"]}
+    assert set(outputs) == {"picks.csv", "total.csv", "report.txt"}
+    assert (flow / "runs").is_dir()
+    report = next((flow / "runs").iterdir()) / "output" / "report.txt"
+    assert report.read_text() == "3 orders, 60.0"
+
+
+def test_an_agent_operates_a_managed_run(tmp_path, capsys, monkeypatch) -> None:
+    scenario(two_gates(tmp_path), in_process(capsys, monkeypatch))
+
+
+def test_without_managed_mode_the_agent_stops_at_the_first_gate(
+    tmp_path, capsys, monkeypatch
+) -> None:
+    flow = two_gates(tmp_path)
+    call = in_process(capsys, monkeypatch)
+    assert call(["run", str(flow), "--quiet"], "person")[0] == 0
+    status, taken = operate(flow, call)
+    assert taken == [] and status["route"]["reason"] == "gate_not_managed"
+    code, _, err = call(status["route"]["commands"][0][1:], "agent")
+    assert code == 4 and "not in managed mode" in err
+
+
+@pytest.mark.docker
+def test_an_agent_operates_a_managed_run_on_docker(tmp_path) -> None:
+    scenario(two_gates(tmp_path, backend="docker"), as_process)
