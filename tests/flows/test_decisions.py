@@ -159,7 +159,7 @@ def test_who_may_decide(tmp_path, monkeypatch) -> None:
     with pytest.raises(runner.Refused, match="check"):  # never while a check fails
         runner.reject(flow, "pick", "again", run.id, gate="pick", actor="agent")
     picks.write_bytes(good)
-    state = runner.approve(flow, run.id, gate="pick", actor="agent")
+    runner.approve(flow, run.id, gate="pick", actor="agent")
     runner.advance(flow, run.id, sandbox=Fakes())
     with pytest.raises(runner.Refused, match="not delegatable: a person decides it"):
         runner.approve(flow, run.id, gate="total", actor="agent")

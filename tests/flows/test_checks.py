@@ -1,0 +1,131 @@
+"""flow.yaml checks: validated by praxis check, evaluated after the phase (a failed check
+fails it, naming the check, the column and up to 5 rows) and on edits at a Gate."""
+
+from __future__ import annotations
+
+import pytest
+
+from praxis.flows import checks, contract, runner
+from praxis.flows.handle import RunHandle
+
+from .gates import FILES, TWO_GATES, two_gates
+from .helpers import Fakes, write_flow
+
+SPEC = {
+    "columns": ["id", "v"],
+    "unique": ["id"],
+    "not_null": ["v"],
+    "values": {"v": ["a", "b"]},
+    "min_rows": 1,
+    "max_rows": 3,
+}
+
+
+@pytest.mark.parametrize(
+    "data, check, column, rows",
+    [
+        (b"id,v\n1,a\n2,b\n", None, None, ()),
+        (b"id\n1\n", "columns", None, ()),
+        (b"id,v\n1,a\n1,b\n1,a\n", "unique", "id", (2, 3)),
+        (b"id,v\n1,a\n2,\n", "not_null", "v", (2,)),
+        (b"id,v\n" + b"".join(b"%d,c\n" % i for i in range(3)), "values", "v", (1, 2, 3)),
+        (b"id,v\n", "min_rows", None, ()),
+        (b"id,v\n1,a\n2,a\n3,a\n4,a\n", "max_rows", None, ()),
+        (b'id,v\n1,"a\n', "parse", None, ()),
+        (b"id,v\n1,a,extra\n", "parse", None, ()),
+    ],
+)
+def test_each_check(data: bytes, check, column, rows) -> None:  # type: ignore[no-untyped-def]
+    failures = checks.evaluate("t.csv", SPEC, data)
+    if check is None:
+        assert failures == []
+        return
+    assert failures[0].check == check
+    assert failures[0].column == column and failures[0].rows == rows
+
+
+def test_at_most_five_rows_are_named() -> None:
+    data = b"id,v\n" + b"".join(b"%d,zz\n" % i for i in range(9))
+    (failure,) = checks.evaluate("t.csv", {"values": {"v": ["a"]}}, data)
+    assert failure.rows == (1, 2, 3, 4, 5) and failure.count == 9
+    assert str(failure) == (
+        "t.csv: check values failed on column 'v': 9 row(s) with values not in ['a']; "
+        "rows 1, 2, 3, 4, 5 (of 9)"
+    )
+
+
+def test_dtypes() -> None:
+    spec = {"dtype": {"n": "integer", "x": "number", "d": "date", "b": "bool"}}
+    good = b"n,x,d,b\n1,1.5,2026-11-30,true\n,,,\n"
+    assert checks.evaluate("t.csv", spec, good) == []
+    bad = b"n,x,d,b\n1.5,x,30/11/2026,maybe\n"
+    assert {f.column for f in checks.evaluate("t.csv", spec, bad)} == {"n", "x", "d", "b"}
+
+
+def test_flow_yaml_checks_are_validated(tmp_path) -> None:
+    bad = TWO_GATES.replace(
+        "dtype: {amount: number}, min_rows: 1}",
+        "dtype: {amount: float}, min_rows: -1, colums: [x], script: checks/missing.py}",
+    )
+    bad = bad.replace("columns: [id, amount, action]", "columns: id")
+    bad = bad.replace("outputs: [total.csv]", "outputs: [total.csv]\n        checks: {x.csv: {}}")
+    flow = write_flow(tmp_path / "bad", bad % {"backend": "fake"}, FILES)
+    report = contract.check(flow)
+    text = "\n".join(report.lines())
+    assert "phases[pick].checks.picks.csv: unknown key 'colums' (did you mean 'columns'?)" in text
+    assert "phases[pick].checks.picks.csv.columns: expected a list of column names" in text
+    assert "phases[pick].checks.picks.csv.min_rows: expected a whole number" in text
+    assert "'float' is not a dtype" in text
+    assert "checks/missing.py' does not exist in the flow folder" in text
+    assert "phases[total].checks.x.csv: 'x.csv' is not an output of this phase" in text
+
+
+def test_review_may_be_delegatable(tmp_path) -> None:
+    flow = runner.load_flow(two_gates(tmp_path))
+    assert [(p.review, p.delegatable) for p in flow.phases] == [
+        ("required", True),
+        ("required", False),
+        ("none", False),
+    ]
+    bad = TWO_GATES.replace("{required: true, delegatable: true}", "{delegatable: yes please}")
+    root = write_flow(tmp_path / "bad", bad % {"backend": "fake"}, FILES)
+    assert "phases[pick].review.delegatable: expected true or false" in "\n".join(
+        contract.check(root).lines()
+    )
+
+
+def test_a_failed_check_fails_the_phase_naming_it(tmp_path) -> None:
+    files = dict(FILES, **{"data/orders.csv": "id,amount\n1,10\n1,20\n2,5\n2,6\n2,7\n"})
+    flow = write_flow(tmp_path / "f", TWO_GATES % {"backend": "fake"}, files)
+    run = runner.begin(flow)
+    state = runner.advance(flow, run.id, sandbox=Fakes())
+    assert state.status == "failed" and state.phase("pick").status == "failed"
+    error = state.phase("pick").error or ""
+    assert error == (
+        "picks.csv: check unique failed on column 'id': 3 row(s) with repeated values; rows 2, 4, 5"
+    )
+    assert not run.paths.out("total.csv").exists()
+
+
+def test_a_script_check_runs_after_the_phase_and_at_the_gate(tmp_path) -> None:
+    yaml_text = TWO_GATES.replace(
+        "dtype: {amount: number}, min_rows: 1}",
+        "dtype: {amount: number}, min_rows: 1, script: checks/total.py}",
+    )
+    script = """
+        import csv, sys
+        rows = list(csv.DictReader(open(sys.argv[1])))
+        kept = sum(float(r["amount"]) for r in rows if r["action"] == "keep")
+        assert kept >= 20, f"kept only {kept}"
+    """
+    flow = write_flow(
+        tmp_path / "s", yaml_text % {"backend": "fake"}, dict(FILES, **{"checks/total.py": script})
+    )
+    run = runner.begin(flow)
+    state = runner.advance(flow, run.id, sandbox=Fakes())
+    assert state.waiting == "gate"  # 60 kept: passed in the sandbox's kernel
+    picks = run.paths.out("picks.csv")
+    picks.write_bytes(picks.read_bytes().replace(b",keep", b",drop"))
+    with pytest.raises(runner.Refused, match="check script failed.*kept only 0"):
+        runner.approve(flow, run.id, gate="pick")
+    assert RunHandle.open(run.flow, run.id).state.waiting == "gate"
