@@ -159,12 +159,17 @@ def test_item14_gate_survives_restart_and_double_or_stale_approval_is_refused(
 
     snapshot = (run / "run.json").read_bytes()
     events = (run / "events.jsonl").read_bytes()
-    for args in ([], ["--expect-revision", str(at_gate.revision)]):
+    for args in (["--gate", "flag"], ["--expect-revision", str(at_gate.revision)]):
         again = praxis("approve", str(flow_root), *args)
         assert again.returncode == 4, again.stderr
         one_line_error(again, "Refused: ")
         assert (run / "run.json").read_bytes() == snapshot
         assert (run / "events.jsonl").read_bytes() == events
+    bare = praxis("approve", str(flow_root))  # bound to nothing: a usage error, nothing changes
+    assert bare.returncode == 2, bare.stderr
+    one_line_error(bare, "Unbound: ")
+    assert (run / "run.json").read_bytes() == snapshot
+    assert (run / "events.jsonl").read_bytes() == events
 
 
 def test_item15_approval_pending_when_the_process_dies_is_lost_and_rerunnable(
