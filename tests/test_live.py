@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from praxis.console import LiveTail, Progress, escape
@@ -18,6 +19,7 @@ from praxis.flows.handle import RunHandle
 from praxis.flows.model import Flow
 from praxis.flows.state import RunState
 from sandbox import Sandbox, open_sandbox
+from sandbox.client import close_thread_loop
 
 # prints a line every 0.5 s until the file `stop` appears in the workspace (or 5 minutes)
 TICKS = """\
@@ -32,6 +34,22 @@ for i in range(600):
 
 def local(flow: Flow, run: RunHandle) -> Sandbox:
     return open_sandbox({"backend": "local"}, workspace=run.paths.workspace, name=run.id)
+
+
+def advance(root: Path, run_id: str) -> RunState:
+    return runner.advance(root, run_id, sandbox=local)
+
+
+def in_thread(work: Callable[[], object]) -> Callable[[], None]:
+    """``work`` for a thread of its own, closing the event loop jupyter_client leaves there."""
+
+    def target() -> None:
+        try:
+            work()
+        finally:
+            close_thread_loop()
+
+    return target
 
 
 def ticking_flow(root: Path, script: str = TICKS) -> Path:
@@ -56,9 +74,7 @@ def test_the_live_log_holds_the_first_line_while_the_phase_runs(tmp_path: Path) 
     root = ticking_flow(tmp_path / "flow")
     run = runner.begin(root)
     result: list[RunState] = []
-    worker = threading.Thread(
-        target=lambda: result.append(runner.advance(root, run.id, sandbox=local))
-    )
+    worker = threading.Thread(target=in_thread(lambda: result.append(advance(root, run.id))))
     worker.start()
     log = live.path(root / "runs" / run.id, "ticks")
     try:
@@ -98,7 +114,7 @@ def test_praxis_run_prints_the_output_under_the_phase_and_quiet_hides_it(tmp_pat
 def test_log_follow_follows_the_live_log(tmp_path: Path) -> None:
     root = ticking_flow(tmp_path / "flow")
     run = runner.begin(root)
-    worker = threading.Thread(target=lambda: runner.advance(root, run.id, sandbox=local))
+    worker = threading.Thread(target=in_thread(lambda: advance(root, run.id)))
     worker.start()
     log = live.path(root / "runs" / run.id, "ticks")
     follower = None

@@ -10,6 +10,7 @@ import sys
 import threading
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 import nbformat
@@ -23,6 +24,7 @@ from praxis.flows.notebook_check import read
 from praxis.flows.state import RunState
 from praxis.phases.notebook import ERROR_CELL, INJECTED
 from sandbox import Sandbox, open_sandbox
+from sandbox.client import close_thread_loop
 
 from ..labels import TEST_LABELS
 
@@ -31,6 +33,22 @@ NOTEBOOKS = Path(__file__).resolve().parents[1] / "data" / "notebooks"
 
 def local(flow: Flow, run: RunHandle) -> Sandbox:
     return open_sandbox({"backend": "local"}, workspace=run.paths.workspace, name=run.id)
+
+
+def advance(root: Path, run_id: str) -> RunState:
+    return runner.advance(root, run_id, sandbox=local)
+
+
+def in_thread(work: Callable[[], object]) -> Callable[[], None]:
+    """``work`` for a thread of its own, closing the event loop jupyter_client leaves there."""
+
+    def target() -> None:
+        try:
+            work()
+        finally:
+            close_thread_loop()
+
+    return target
 
 
 def flow_of(
@@ -301,9 +319,7 @@ def test_the_record_is_saved_as_cells_finish(tmp_path: Path) -> None:
     )
     run = runner.begin(root)
     result: list[RunState] = []
-    worker = threading.Thread(
-        target=lambda: result.append(runner.advance(root, run.id, sandbox=local))
-    )
+    worker = threading.Thread(target=in_thread(lambda: result.append(advance(root, run.id))))
     worker.start()
     path = root / "runs" / run.id / "records" / "work.ipynb"
     seen = None
