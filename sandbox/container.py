@@ -144,6 +144,7 @@ class DockerSandbox(StandbyKernels, FolderSandbox):
         self._standby: Standby | None = None
         self._zygote: Zygote | None = None
         self._count = 0
+        self._dirty = False  # a kernel was handed out since the last quiesce
         self._lock = threading.Lock()
 
     # -- Sandbox ---------------------------------------------------------------------------
@@ -350,7 +351,14 @@ class DockerSandbox(StandbyKernels, FolderSandbox):
         self._zygote.server.activate(kernel.name)
         kernel.start_up(self.start_timeout, ran_at_start=True)
 
+    def kernel(self) -> Kernel:
+        self._dirty = True  # code may run from now on
+        return super().kernel()
+
     def quiesce(self) -> None:
+        if not self._dirty:
+            return  # no kernel was handed out since the last quiesce: nothing can run
+        self._dirty = False
         if self._standby is not None:
             for kernel in self._standby.handed_out():
                 kernel.shutdown()

@@ -259,23 +259,20 @@ class Zygote:
         return {"ok": True}
 
     def sweep(self):
-        """SIGKILL every process of the kernel uid; wait until none runs; scrub its files."""
+        """SIGKILL every process of the kernel uid; wait until none runs; scrub its files.
+        One helper process of that uid does all three; it exits 0 only if none survived."""
         if self.kernel_uid is None:
-            return {"ok": True, "left": 0}
-        deadline = time.monotonic() + SWEEP_SECONDS
-        while True:
-            self.as_kernel_uid(kill_all)
-            self.reap()
-            left = live_processes(self.kernel_uid)
-            if not left or time.monotonic() > deadline:
-                break
-            time.sleep(0.005)
+            return {"ok": True}
+        uid = self.kernel_uid
+        ok = self.as_kernel_uid(lambda: settle_and_scrub(uid))
         self.reap()
-        self.as_kernel_uid(scrub)
-        return {"ok": not left, "left": len(left), "error": f"{len(left)} process(es) survive"}
+        if ok:
+            return {"ok": True}
+        left = live_processes(uid)
+        return {"ok": False, "error": f"{len(left)} process(es) of the phase survive"}
 
     def as_kernel_uid(self, work):
-        """Run ``work()`` in a child that has become the kernel uid; wait for it."""
+        """Run ``work()`` in a child that has become the kernel uid; True if it succeeded."""
         pid = os.fork()
         if pid == 0:
             code = 1
@@ -287,7 +284,8 @@ class Zygote:
                 traceback.print_exc()
             finally:
                 os._exit(code)
-        os.waitpid(pid, 0)
+        _, status = os.waitpid(pid, 0)
+        return os.waitstatus_to_exitcode(status) == 0
 
     def drop_identity(self):
         """Become the kernel uid: every capability goes with the root identity."""
@@ -430,6 +428,21 @@ class Zygote:
                 sys.stderr.flush()
             finally:
                 os._exit(code)
+
+
+def settle_and_scrub(uid):
+    """As ``uid``: kill every other process of it, wait until none runs, remove its files
+    outside the workspace. Raises (exit 1) if processes survive SWEEP_SECONDS."""
+    deadline = time.monotonic() + SWEEP_SECONDS
+    me = os.getpid()
+    while True:
+        kill_all()
+        if not [p for p in live_processes(uid) if p != me]:
+            break
+        if time.monotonic() > deadline:
+            raise RuntimeError("processes of the phase survive SIGKILL")
+        time.sleep(0.002)
+    scrub()
 
 
 def kill_all():

@@ -64,7 +64,7 @@ def run_phase(
     record.metadata.update(_metadata(run, phase, attempt, started))
     kernel: Kernel | None = None
     try:
-        pre = prepare(run, phase, sandbox, ws, base)
+        pre, digests = prepare(run, phase, sandbox, ws, base)
         kernel = sandbox.kernel()
         outcome = execute(run, phase, sandbox, kernel, record, approver, progress, extra)
         kernel.shutdown()
@@ -78,7 +78,7 @@ def run_phase(
         collect.check_outputs(run.paths, phase)
         checks.after_phase(run, phase, sandbox)  # flow.yaml checks: of the declared tables
         snapshot.save_manifest(run.paths.snapshot(phase.id, attempt, "post"), post)
-        finish(run, phase, started, record, outcome, outputs)
+        finish(run, phase, started, record, outcome, outputs, digests)
         return True
     except Exception as exc:  # any error of the phase's, of its files or of the sandbox
         cancelled = run.paths.cancel_request.exists()  # the interrupt came from `praxis cancel`
@@ -138,7 +138,7 @@ def prepare(
     sandbox: Sandbox,
     ws: snapshot.Workspace,
     base: snapshot.Manifest | None,
-) -> snapshot.Manifest:
+) -> tuple[snapshot.Manifest, dict[str, str]]:
     """Steps 2-3: the workspace as the phase before left it, this phase's inputs uploaded;
     recorded as the attempt's pre-state (manifest and digests)."""
     t0 = run.clock()
@@ -147,8 +147,7 @@ def prepare(
     _recorded(run, phase, attempt, "pre", pre, ws, t0)
     digests = {"pre": snapshot.digest(pre), "definition": definition.digest(run, phase)}
     snapshot.save_manifest(run.paths.snapshot(phase.id, attempt), pre, **digests)
-    run.change("snapshot", phase=phase.id, digests=digests)
-    return pre
+    return pre, digests
 
 
 def settle(
@@ -306,11 +305,12 @@ def finish(
     record: Record,
     outcome: PhaseOutcome,
     hashes: dict[str, str],
+    digests: dict[str, str],
 ) -> None:
     """Step 7: record hashes, mark later done phases stale, write the record and run.json."""
     stale_before = {p.id for p in run.state.phases if p.status == "stale"}
     _save_record(run, phase, record, "done")
-    run.change("finish", phase=phase.id, hashes=hashes)
+    run.change("finish", phase=phase.id, hashes=hashes, digests=digests)
     newly = [p.id for p in run.state.phases if p.status == "stale" and p.id not in stale_before]
     seconds = run.clock() - started
     run.emit(

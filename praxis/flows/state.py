@@ -216,13 +216,6 @@ def _start_phase(
     s.error = None
 
 
-def _snapshot(s: RunState, phase: str | None, now: float, digests: dict[str, str]) -> None:
-    p = s.phase(str(phase))
-    if p.status != "running":
-        raise IllegalTransition("phase", p.status, "snapshot")
-    p.digests = dict(digests)
-
-
 def _reuse(s: RunState, phase: str | None, now: float) -> None:
     p = s.phase(str(phase))
     s.status = _move(RUN_MOVES, "run", s.status, "reuse")
@@ -232,10 +225,17 @@ def _reuse(s: RunState, phase: str | None, now: float) -> None:
     s.error = None
 
 
-def _finish_phase(s: RunState, phase: str | None, now: float, hashes: dict[str, str]) -> None:
+def _finish_phase(
+    s: RunState,
+    phase: str | None,
+    now: float,
+    hashes: dict[str, str],
+    digests: dict[str, str] | None = None,
+) -> None:
     p = s.phase(str(phase))
     p.status = _move(PHASE_MOVES, "phase", p.status, "finish")
     p.ended, p.hashes, p.waiting, p.pid, p.note = now, dict(hashes), None, None, None
+    p.digests = dict(digests or {})  # the attempt's pre-state and definition: reuse compares
     s.cursor = s.index(p.id) + 1
     for later in s.phases[s.cursor :]:
         if later.status == "done":
@@ -374,7 +374,6 @@ _HANDLERS: dict[str, Any] = {
     "waiting": _set_waiting,
     "edit": _edit,
     "sandbox": _sandbox,
-    "snapshot": _snapshot,
     "reuse": _reuse,
     "params": _params,
     "manage": _manage,
