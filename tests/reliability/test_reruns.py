@@ -1,4 +1,4 @@
-"""RELIABILITY.md items 27-30: re-runs start from the recorded state.
+"""docs/reliability.md items 27-30: re-runs start from the recorded state.
 
 A re-run or reopen gives the outputs the first run gave; a re-run of a phase sees the
 workspace as the phase first saw it; nothing recorded changes after it is written; a run
@@ -128,23 +128,27 @@ def test_item27_example_reruns_and_reopens_give_identical_outputs(
         for out in agent:
             assert (run / "output" / out).stat().st_size > 0, (after, out)
 
-    for phase in flow.phases:  # re-run from P, every later phase run again
-        runner.rerun(flow, phase.id, run_id, reuse=False)
+    for phase in flow.phases:  # re-run from P: P runs, later phases run or are reused
+        before = state_of(run).phase(phase.id).attempt
+        runner.rerun(flow, phase.id, run_id)
         to_end(flow, run_id)
         same_as_fresh(f"re-run from {phase.id}")
-        assert state_of(run).phase(phase.id).reused is False
+        again = state_of(run).phase(phase.id)
+        assert (again.attempt, again.reused) == (before + 1, False)
 
     for gi, gate in enumerate(flow.phases):  # at each Gate, reopen each phase up to it
         if not gate.gated:
             continue
+        runner.rerun(flow, gate.id, run_id)
+        state = to_gate(flow, run_id, gate.id)
         for reopen in flow.phases[: gi + 1]:
-            runner.rerun(flow, gate.id, run_id)
-            state = to_gate(flow, run_id, gate.id)
             before = state.phase(reopen.id).attempt
             runner.reject(flow, reopen.id, "again", run_id, expect_revision=state.revision)
-            to_end(flow, run_id)
+            state = to_gate(flow, run_id, gate.id)  # later outputs: those of the last attempt
             same_as_fresh(f"reopened {reopen.id} at the Gate after {gate.id}")
-            assert state_of(run).phase(reopen.id).attempt == before + 1
+            assert state.phase(reopen.id).attempt == before + 1
+        to_end(flow, run_id)
+        same_as_fresh(f"approved the Gate after {gate.id}")
 
 
 # --- item 28: a re-run of P sees the workspace as P first saw it -----------------------------
@@ -367,7 +371,9 @@ def test_item29_a_phase_rewriting_all_it_can_reach_changes_nothing_recorded(
     assert runner.advance(flow, run_id).status == "done"
     attack = json.loads((run / "output" / "attack.json").read_text())
     assert attack["tried"] >= 3, attack  # it reached at least its inputs
-    if backend.name == "local":
+    if backend.name == "docker":
+        assert attack["tried"] > 1000, attack  # the container's own files too
+    else:
         assert attack["wrote"] >= 3, attack  # as root it may write the workspace...
     after = recorded_files(run, writable)
     changed = {n: (before[n], after.get(n)) for n in before if after.get(n) != before[n]}
@@ -435,6 +441,35 @@ def test_item30_a_changed_flow_yaml_is_refused_and_the_run_can_be_cancelled(
     res = praxis("cancel", str(root))
     assert res.returncode == 0, res.stderr
     assert state_of(run).status == "cancelled"
+
+
+LAST_GATED = """
+    flow: last-gated
+    sandbox: {backend: fake, timeout: 30}
+    phases:
+      - id: one
+        kind: script
+        script: one.py
+        outputs: [one.txt]
+        review: required
+"""
+
+
+def test_approving_the_gate_after_the_last_phase_finishes_the_run(tmp_path: Path) -> None:
+    root = _write_flow(tmp_path / "last", LAST_GATED, {"one.py": THREE_FILES["one.py"]})
+    res = praxis("run", str(root))
+    assert res.returncode == 0, res.stderr
+    run = only_run(root)
+    res = praxis("approve", str(root), "--expect-revision", str(state_of(run).revision))
+    assert res.returncode == 0, (res.stdout, res.stderr)
+    assert state_of(run).status == "done"
+    res = praxis("rerun", str(root), "--from", "one")
+    assert res.returncode == 0, res.stderr
+    res = praxis("advance", str(root))
+    assert res.returncode == 0, res.stderr
+    res = praxis("approve", str(root), "--expect-revision", str(state_of(run).revision))
+    assert res.returncode == 0, (res.stdout, res.stderr)
+    assert state_of(run).status == "done"
 
 
 # --- acceptance 4: settled work is reused; --no-reuse runs it ---------------------------------
