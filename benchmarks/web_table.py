@@ -55,7 +55,10 @@ def main(rows: int) -> None:
             ),
         )
         review = flow / "runs" / run.id / "output" / "review.csv"
-        write_rows(review, rows)
+        draft = Path(tmp) / "big.csv"
+        draft.write_bytes(review.read_bytes())
+        write_rows(draft, rows)
+        runner.edit(flow, "review.csv", draft.read_bytes(), run.id, by="hand")
         print(f"review.csv: {rows} rows, {review.stat().st_size} bytes")
         guard = Guard()
         app = create_app(Path(tmp), guard=guard, advancer=Advancer())

@@ -160,9 +160,8 @@ def test_a_multiline_cell_edit_leaves_every_other_byte_unchanged(
     target = next(i for i, r in enumerate(rows) if r.startswith(b"O0151,"))
     rows[target] = rows[target].replace(b"negative amount", b'"negative amount\nsee ticket"')
     rows[1] = rows[1].replace(b",drop\n", b',"drop"\n')  # another quoting style, kept as is
-    data = b"".join(rows)
-    path.write_bytes(data)
     path.chmod(0o644)
+    runner.edit(gated.flow, "review.csv", b"".join(rows), gated.run_id, by="hand")
     page = open_run(browser, server, gated.run_id)
     area = page.locator("table.grid tr", has=page.locator('input[value="O0151"]')).locator(
         "textarea"
@@ -212,7 +211,8 @@ def test_a_million_row_gate_file_is_paged(
 
     path = review_path(gated)
     header = path.read_bytes().split(b"\n", 1)[0] + b"\n"
-    with path.open("wb") as fh:
+    draft = gated.root / "big.csv"
+    with draft.open("wb") as fh:
         fh.write(header)
         for start in range(0, 1_000_000, 10_000):
             fh.write(
@@ -221,6 +221,7 @@ def test_a_million_row_gate_file_is_paged(
                     for i in range(start, start + 10_000)
                 )
             )
+    runner.edit(gated.flow, "review.csv", draft.read_bytes(), gated.run_id, by="hand")
     original = path.read_bytes()
     transferred: dict[str, int] = {}
 
@@ -247,7 +248,8 @@ def test_a_million_row_gate_file_is_paged(
     cell = form.get_by_label("action row 150", exact=True)
     cell.fill("keep")
     page.screenshot(path=str(SHOTS / "gate-1m-rows.png"), full_page=False)
-    form.get_by_role("button", name="Save review.csv").click()
+    with page.expect_navigation(timeout=300_000):  # writing 50 MB and recording the edit
+        form.get_by_role("button", name="Save review.csv").click(no_wait_after=True)
     expect(page.get_by_role("status")).to_contain_text("Saved.")
     after = path.read_bytes()
     changed = b"O0000149,North,widget,49,149.5,negative amount,"
@@ -384,7 +386,8 @@ def test_a_reject_from_the_command_line_shows_a_banner_and_the_page_stays(
     row = page.locator("table.grid tr", has=page.locator('input[value="O0151"]'))
     row.get_by_label("action row", exact=False).fill("keep")
     page.evaluate("window.sameDocument = true")
-    runner.reject(gated.flow, "flag", "look again", gated.run_id)
+    revision = RunHandle.open(load_flow(gated.flow), gated.run_id).state.revision
+    runner.reject(gated.flow, "flag", "look again", gated.run_id, expect_revision=revision)
     banner = page.locator("#moved")
     expect(banner).to_contain_text("the Gate after flag was decided", timeout=15_000)
     expect(page.locator("#moved-drafts")).to_be_visible()
@@ -400,7 +403,8 @@ def test_a_large_text_box_loads_when_opened_and_saves(
 
     path = review_path(gated)
     head, rest = path.read_bytes().split(b"\n", 1)
-    path.write_bytes(head + b"\n" + rest * 2000)  # about 500 KB: not in the page
+    big = head + b"\n" + rest * 2000  # about 500 KB: not in the page
+    runner.edit(gated.flow, "review.csv", big, gated.run_id, by="hand")
     page = open_run(browser, server, gated.run_id)
     area = page.locator("form.text-edit textarea")
     expect(area).to_have_value("")
