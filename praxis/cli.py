@@ -274,7 +274,11 @@ def cmd_status(args: argparse.Namespace) -> int:
     return EXIT["ok"]
 
 
-WHO = {"anyone": "anyone (a person or an agent)", "agent": "an agent may", "person": "a person"}
+WHO = {
+    "anyone": "anyone may take it (a person or an agent)",
+    "agent": "an agent may take it (or a person)",
+    "person": "only a person may take it",
+}
 
 
 def route_lines(route: dict) -> list[str]:  # type: ignore[type-arg]
@@ -283,7 +287,8 @@ def route_lines(route: dict) -> list[str]:  # type: ignore[type-arg]
     gate = route.get("gate")
     if gate:
         kind = "delegatable" if gate["delegatable"] else "not delegatable"
-        lines.append(f"  Gate after {gate['phase']}: {kind}, managed: {gate['managed']}")
+        mode = "managed run" if gate["managed"] else "run not managed"
+        lines.append(f"  Gate after {gate['phase']}: {kind}, {mode}")
     for item in route.get("read", []):
         lines.append(f"  read: {escape(item['path'])} (sha256 {item['sha256'][:12]})")
     for problem in route.get("problems", []):

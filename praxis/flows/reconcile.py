@@ -12,6 +12,8 @@
 
 from __future__ import annotations
 
+import os
+import stat
 from dataclasses import dataclass
 from typing import Any
 
@@ -132,12 +134,24 @@ def changed_outputs(run: RunHandle) -> list[Changed]:
         if p.status not in ("done", "stale"):
             continue
         for name, recorded in sorted(p.hashes.items()):
-            if name in open_now:
+            if name in open_now or _linked(run, name, recorded, p.ended):
                 continue
             now = _digest(run, name)
             if now != recorded:
                 found.append(Changed(name, p.id, recorded, now))
     return found
+
+
+def _linked(run: RunHandle, name: str, recorded: str, ended: float | None) -> bool:
+    """True when output ``name`` is still the hard link to its recorded, read-only object and
+    that file was not written since the phase ended: unchanged, without reading it."""
+    try:
+        out = os.stat(run.paths.out(name), follow_symlinks=False)
+        obj = os.stat(run.paths.objects / recorded, follow_symlinks=False)
+    except (OSError, ValueError):
+        return False
+    same = (out.st_dev, out.st_ino) == (obj.st_dev, obj.st_ino) and stat.S_ISREG(out.st_mode)
+    return same and ended is not None and out.st_mtime <= ended and out.st_ctime <= ended + 1
 
 
 def blocking(run: RunHandle) -> list[tuple[Changed, str]]:

@@ -190,3 +190,41 @@ def test_an_edit_through_the_api_keeps_a_cell_diff(tmp_path) -> None:
     assert (entry["diff"]["changed"], entry["diff"]["added"], entry["diff"]["removed"]) == (1, 0, 0)
     assert entry["diff"]["cells"][0] == {"row": 4, "column": "id", "old": "4", "new": "9"}
     assert entry["summary"] == "1 row(s) changed, 0 added, 0 removed"
+
+
+def test_status_says_the_route_and_the_receipt_in_words(tmp_path, capsys) -> None:
+    flow, run, state = at_first_gate(tmp_path)
+    runner.manage(flow, run.id)
+    picks = run.paths.out("picks.csv")
+    picks.write_bytes(picks.read_bytes().replace(b"1,10,keep", b"1,10,drop"))
+    code, out, err = main(capsys, "status", str(flow))
+    assert code == 0, err
+    assert "route: decide (gate_delegated)" in out and "an agent may take it" in out
+    assert "Gate after pick: delegatable, managed run" in out
+    assert f"do: praxis approve {flow} --run {run.id} --gate pick --expect-revision" in out
+    assert "receipt: not ok, 1/3 phases done, managed" in out
+    assert "picks.csv edited by hand: 1 row(s) changed, 0 added, 0 removed" in out
+    data = json.loads(main(capsys, "status", str(flow), "--json")[1])
+    ledger = data["receipt"]["ledger"][0]
+    assert data["route"]["read"][0]["sha256"] == ledger["outputs"][0]["sha256"]
+
+
+def test_an_unchanged_linked_output_is_not_read_again(tmp_path, monkeypatch) -> None:
+    flow, run, state = at_first_gate(tmp_path)
+    runner.approve(flow, run.id, gate="pick")
+    runner.advance(flow, run.id, sandbox=Fakes())
+    runner.approve(flow, run.id, gate="total")
+    runner.advance(flow, run.id, sandbox=Fakes())
+    from praxis.flows import reconcile
+
+    read: list[str] = []
+    real = reconcile._digest
+    monkeypatch.setattr(reconcile, "_digest", lambda r, n: read.append(n) or real(r, n))
+    handle = RunHandle.open(run.flow, run.id)
+    assert reconcile.changed_outputs(handle) == []
+    assert "report.txt" not in read  # a hard link to its object, untouched since
+    report = run.paths.out("report.txt")
+    report.chmod(0o644)
+    report.write_text("changed in place")
+    (changed,) = reconcile.changed_outputs(handle)
+    assert (changed.name, changed.phase) == ("report.txt", "report")
