@@ -45,7 +45,7 @@ class Progress:
                 self._line(f"▶ {event.phase} ({n}/{self.total}{again})")
                 self._current, self._since = event.phase, time.monotonic()
             elif isinstance(event, ev.SandboxOpened):
-                note = "" if event.isolated else "  (NOT isolated: local kernels)"
+                note = "" if event.isolated else f"  (NOT isolated: {event.backend} kernels)"
                 self._line(f"  sandbox: {event.backend}{note}")
             elif isinstance(event, ev.FilesCollected):
                 wrote = ", ".join(f"output/{escape(n)}" for n in event.outputs)

@@ -10,7 +10,7 @@ spare kernels and their keys are out of reach of phase code. Between phases ``qu
 every uid-1000 process. Transport is ZMQ ``ipc``: the host's jupyter_client connects to the
 kernel's sockets by their host path. The container has no network at all.
 
-Hardening (RELIABILITY.md item 1) is in ``_host_config``; the workspace is a host folder
+Hardening (docs/reliability.md item 1) is in ``_host_config``; the workspace is a host folder
 bind-mounted at ``/workspace`` and moved with plain file operations (``Workspace``).
 Kernels run with umask 022; the host (root) reads what they write by descriptor.
 """
@@ -233,7 +233,7 @@ class DockerSandbox(StandbyKernels, FolderSandbox):
     # -- the container ---------------------------------------------------------------------
 
     def _host_config(self) -> dict[str, Any]:
-        """Every hardening setting of the container (RELIABILITY.md item 1)."""
+        """Every hardening setting of the container (docs/reliability.md item 1)."""
         from docker.types import LogConfig, Mount
 
         assert self._runtime is not None

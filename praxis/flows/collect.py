@@ -96,7 +96,8 @@ def _dest(paths: RunPaths, phase: Phase, name: str, declared: set[str]) -> Path:
 
 
 def check_outputs(paths: RunPaths, phase: Phase, scratch: list[str] | None = None) -> None:
-    """Every declared output exists; no declared .csv/.tsv outside may_be_empty is header-only.
+    """Every declared output exists; none outside may_be_empty is empty (0 bytes), and no
+    declared .csv/.tsv outside may_be_empty is header-only.
 
     ``scratch`` (default: the files in the phase's scratch folder) names the near miss of a
     missing output, the file the phase wrote instead (``b_typo.csv`` for ``b.csv``).
@@ -110,9 +111,11 @@ def check_outputs(paths: RunPaths, phase: Phase, scratch: list[str] | None = Non
                 raise PhaseError(f"output {name} was not written{near}") from None
             raise PhaseError(f"output {exc}") from None
         delimiter = TABULAR.get(Path(name).suffix.lower())
+        allow = f"list it under may_be_empty: in flow.yaml if {phase.id} may write no rows"
+        if name not in phase.may_be_empty and path.stat().st_size == 0:
+            raise PhaseError(f"output {name} is empty ({allow})")
         if delimiter and name not in phase.may_be_empty:
             rows = _count_rows(path, delimiter, limit=2)
-            allow = f"list it under may_be_empty: in flow.yaml if {phase.id} may write no rows"
             if rows == 0:
                 raise PhaseError(f"output {name} is empty ({allow})")
             if rows == 1:

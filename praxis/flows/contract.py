@@ -27,7 +27,7 @@ from .yaml_values import ValueReader, describe, mib, show
 MAX_DEFINITION_BYTES = 1 << 20  # flow.yaml itself, refused before parsing
 FLOW_NAME = re.compile(r"[a-z0-9][a-z0-9-]*")
 PHASE_ID = re.compile(r"[a-z0-9_-]+")
-BACKENDS = ("auto", "docker", "local", "fake")
+BACKENDS = ("auto", "docker", "local", "fake", "ray")
 PARAM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 TOP_KEYS = ("flow", "description", "sandbox", "model", "database", "params", "phases")
 PHASE_KEYS = (
@@ -37,7 +37,6 @@ PHASE_KEYS = (
 INPUT_KEYS = ("working", "reference")
 AGENT_ONLY = ("prompt", "scripts", "queries", "limits")
 SCRIPT_SUFFIX = {"script": ".py", "notebook": ".ipynb"}
-TABULAR = (".csv", ".tsv")
 
 
 @dataclass(frozen=True)
@@ -401,8 +400,6 @@ class _Builder(ValueReader):
         for at, name in located:
             if name not in outputs:
                 self.error(at, f"{show(name)} is not an output of this phase")
-            elif not name.lower().endswith(TABULAR):
-                self.error(at, f"{show(name)} is not a .csv or .tsv (only tables may be empty)")
         return tuple(name for _, name in located)
 
     def limits(self, raw: dict, loc: str) -> dict[str, int]:

@@ -97,10 +97,6 @@ class RunHandle:
         for listen in self.listeners:
             listen(ev)
 
-    def reload(self) -> st.RunState:
-        self.state = st.load(self.paths.state)
-        return self.state
-
     @property
     def id(self) -> str:
         return self.paths.id

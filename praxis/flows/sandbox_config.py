@@ -11,6 +11,11 @@ outside them (zero, negative, "unlimited", more than this machine has) is an err
 | pids       | docker        | a whole number from 32 to 65536                             |
 | disk       | docker        | the workspace's disk quota (``10g``): at least 16m, at most 16t |
 | timeout    | every backend | seconds per phase: more than 0, at most 7 days (604800)     |
+| address    | ray           | ``ray://host:10001``, ``host:6379`` or ``auto``; env wins   |
+| resources  | ray           | Ray resources a node must offer: names to positive numbers  |
+
+On ray, memory and cpus are what a node of the cluster must have, not this machine: the
+cluster's own check (when the sandbox opens) bounds them.
 
 Keys of another backend are a warning (the flow may move between machines); a key no
 backend knows is an error with the nearest known key suggested.
@@ -34,6 +39,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     "auto": COMMON + DOCKER_ONLY + TUNING,
     "local": COMMON + TUNING,
     "fake": COMMON,
+    "ray": COMMON + DOCKER_ONLY + TUNING + ("address", "resources"),
 }
 ALL_KEYS = tuple(dict.fromkeys(k for keys in KEYS.values() for k in keys))
 
@@ -43,8 +49,8 @@ MIN_CPUS = 0.01
 PIDS = (32, 65536)
 MAX_TIMEOUT = 7 * 24 * 3600
 MAX_DISK = 16 << 40
-_SIZE = re.compile(r"(\d+(?:\.\d+)?)([bkmgt]?)", re.IGNORECASE)
-_UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+_SIZE = re.compile(r"(\d+(?:\.\d+)?)([bkmg]?)", re.IGNORECASE)
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 
 
 def host_memory() -> int:
@@ -99,14 +105,18 @@ def check(raw: dict[str, Any], backend: str | None, reader: ValueReader) -> None
         close = difflib.get_close_matches(key, known, n=1)
         hint = f"did you mean {close[0]!r}?" if close else "known: " + ", ".join(known)
         reader.error(f"sandbox.{key}", f"unknown key for the {backend} backend ({hint})")
+    if backend == "ray":
+        _ray(raw, reader)
     if "memory" in raw:
-        _size_limit(raw["memory"], "sandbox.memory", MIN_MEMORY, reader, whole=False)
+        _size_limit(
+            raw["memory"], "sandbox.memory", MIN_MEMORY, reader, whole=False, ray=backend == "ray"
+        )
     if "tmp_size" in raw:
         _size_limit(raw["tmp_size"], "sandbox.tmp_size", MIN_TMP, reader, whole=True)
     if "disk" in raw:
         _disk(raw["disk"], reader)
     if "cpus" in raw:
-        _cpus(raw["cpus"], reader)
+        _cpus(raw["cpus"], reader, ray=backend == "ray")
     if "pids" in raw:
         _pids(raw["pids"], reader)
     if "timeout" in raw:
@@ -123,8 +133,10 @@ def timeout(value: Any, loc: str, reader: ValueReader) -> float | None:
     return float(value)
 
 
-def _size_limit(value: Any, loc: str, floor: int, reader: ValueReader, *, whole: bool) -> None:
-    ceiling = host_memory()
+def _size_limit(
+    value: Any, loc: str, floor: int, reader: ValueReader, *, whole: bool, ray: bool = False
+) -> None:
+    ceiling = MAX_DISK if ray else host_memory()
     n = parse_size(value, whole=whole)
     example = "256m" if whole else "2g"
     if n is None:
@@ -138,15 +150,20 @@ def _size_limit(value: Any, loc: str, floor: int, reader: ValueReader, *, whole:
 
 
 def _disk(value: Any, reader: ValueReader) -> None:
-    n = parse_size(value, whole=True) if isinstance(value, str) else None
+    from sandbox.workspace import parse_size as disk_size
+
+    try:
+        n = disk_size(value) if isinstance(value, str) else None
+    except ValueError:
+        n = None
     if n is None:
         reader.error("sandbox.disk", f"expected a size such as 10g, got {describe(value)}")
     elif not MIN_TMP <= n <= MAX_DISK:
         reader.error("sandbox.disk", f"must be between 16m and 16t, got {show(value)}")
 
 
-def _cpus(value: Any, reader: ValueReader) -> None:
-    cores = host_cpus()
+def _cpus(value: Any, reader: ValueReader, *, ray: bool = False) -> None:
+    cores = 4096 if ray else host_cpus()
     if isinstance(value, bool) or not isinstance(value, int | float):
         reader.error("sandbox.cpus", f"expected a number of cores, got {describe(value)}")
     elif not (math.isfinite(value) and MIN_CPUS <= value <= cores):
@@ -154,6 +171,31 @@ def _cpus(value: Any, reader: ValueReader) -> None:
             "sandbox.cpus",
             f"must be between {MIN_CPUS} and {cores} (this machine's cores), got {value}",
         )
+
+
+def _ray(raw: dict[str, Any], reader: ValueReader) -> None:
+    """``address`` is a string; ``resources`` maps names to positive numbers."""
+    address = raw.get("address")
+    if address is not None and (not isinstance(address, str) or not address.strip()):
+        reader.error(
+            "sandbox.address",
+            f"expected ray://host:port, host:port or auto, got {describe(address)}",
+        )
+    resources = raw.get("resources")
+    if resources is None:
+        return
+    if not isinstance(resources, dict):
+        reader.error(
+            "sandbox.resources",
+            f"expected a mapping of names to numbers, got {describe(resources)}",
+        )
+        return
+    for key, value in resources.items():
+        ok = isinstance(value, int | float) and not isinstance(value, bool)
+        if not isinstance(key, str) or not ok or not (math.isfinite(value) and value > 0):
+            reader.error(
+                f"sandbox.resources.{key}", f"expected a positive number, got {describe(value)}"
+            )
 
 
 def _pids(value: Any, reader: ValueReader) -> None:

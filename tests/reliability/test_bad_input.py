@@ -1,4 +1,4 @@
-"""RELIABILITY.md items 16 and 17: a bad flow.yaml or path is one located line, exit 2.
+"""docs/reliability.md items 16 and 17: a bad flow.yaml or path is one located line, exit 2.
 
 Each folder of ``corpus/`` is a bad flow with an ``expected.txt`` holding the error line that
 ``praxis check`` must print. Cases that need megabytes or a symbolic link get them at test

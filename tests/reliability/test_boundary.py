@@ -1,4 +1,4 @@
-"""RELIABILITY.md items 19-23 and 26: the sandbox boundary, attacked by real phase code.
+"""docs/reliability.md items 19-23 and 26: the sandbox boundary, attacked by real phase code.
 
 Every test runs a flow on the docker backend through the `praxis` CLI (a process of its
 own) with attack code as a phase's script, and asserts on what the run recorded and on the
@@ -894,10 +894,11 @@ def test_item23_a_runner_killed_by_a_signal_leaves_no_container(
             assert _containers(run.name) == []
             assert not os.path.ismount(run / "workspace")  # its disk image let go too
             return
-        res = praxis("advance", str(flow))  # removes the orphan before anything else
+        res = praxis("advance", str(flow))  # records the lost phase as failed
         _no_traceback(res)
-        assert _containers(run.name) == [], res.stderr
         assert state_of(run).phase("work").status == "failed"
+        # the orphan container may wait until a sandbox of the run opens again: the re-run's
+        # advance removes it before the phase runs, and the phase checks nothing else writes
         res = praxis("rerun", str(flow), "--from", "work")
         assert res.returncode == 0, res.stderr
         res = praxis("advance", str(flow))

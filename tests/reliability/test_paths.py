@@ -1,4 +1,4 @@
-"""RELIABILITY.md items 17-18 at run time: what a phase leaves and what a reviewer edits."""
+"""docs/reliability.md items 17-18 at run time: what a phase leaves and what a reviewer edits."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""RELIABILITY.md items 1-7 through the runner and the CLI, on a real Docker daemon."""
+"""docs/reliability.md items 1-7 through the runner and the CLI, on a real Docker daemon."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The docker backend against a real daemon: hardening, probes, limits, death, output, reaping.
 
-RELIABILITY.md items 1, 2, 4, 5, 6 and 7, at the sandbox level.
+docs/reliability.md items 1, 2, 4, 5, 6 and 7, at the sandbox level.
 """
 
 from __future__ import annotations
