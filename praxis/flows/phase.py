@@ -53,8 +53,7 @@ def run_phase(
     """Run ``phase``; True when it is done (or reused), False when it failed (and is recorded
     so). ``workspace`` is what the sandbox's workspace holds (kept across phases)."""
     ws = workspace or snapshot.Workspace(sandbox, snapshot.Store(run.paths.objects))
-    base = base_state(run, phase)
-    if reuse and reusable(run, phase) and try_reuse(run, phase, sandbox, ws, base):
+    if reuse and reusable(run, phase) and try_reuse(run, phase, sandbox, ws):
         return True
     previous = run.state.phase(phase.id).attempt
     record = Record()
@@ -64,7 +63,7 @@ def run_phase(
     record.metadata.update(_metadata(run, phase, attempt, started))
     kernel: Kernel | None = None
     try:
-        pre, digests = prepare(run, phase, sandbox, ws, base)
+        pre, digests = prepare(run, phase, sandbox, ws, base_state(run, phase))
         kernel = sandbox.kernel()
         outcome = execute(run, phase, sandbox, kernel, record, approver, progress, extra)
         kernel.shutdown()
@@ -96,7 +95,9 @@ def run_phase(
 
 def _scratch(pre: snapshot.Manifest, post: snapshot.Manifest, outputs: dict[str, str]) -> list[str]:
     return sorted(
-        n for n, item in post.items() if n not in outputs and (n not in pre or pre[n] != item)
+        n
+        for n, item in post.items()
+        if n not in outputs and (n not in pre or pre[n].sha256 != item.sha256)
     )
 
 
@@ -109,7 +110,8 @@ def _quiet(call: Callable[[], None]) -> None:
 
 def base_state(run: RunHandle, phase: Phase) -> snapshot.Manifest | None:
     """The workspace a phase starts from: as the phase before it left it (empty for the
-    first). None when that was not recorded (a run from before snapshots)."""
+    first). None when that was not recorded (a run from before snapshots); ValueError when
+    the record is damaged (the phase fails, saying so)."""
     index = run.flow.index(phase.id)
     if index == 0:
         return {}
@@ -193,19 +195,13 @@ def reusable(run: RunHandle, phase: Phase) -> bool:
     return p.status == "stale" and phase.kind != "agent" and bool(p.digests)
 
 
-def try_reuse(
-    run: RunHandle,
-    phase: Phase,
-    sandbox: Sandbox,
-    ws: snapshot.Workspace,
-    base: snapshot.Manifest | None,
-) -> bool:
+def try_reuse(run: RunHandle, phase: Phase, sandbox: Sandbox, ws: snapshot.Workspace) -> bool:
     """Early cutoff: a stale phase whose inputs and definition are what its last done attempt
     had is not run; its outputs, scratch and record stay, the workspace is as it left it."""
     p = run.state.phase(phase.id)
-    post = snapshot.load_manifest(run.paths.snapshot(phase.id, p.attempt, "post"))
     try:
-        pre = settle(run, phase, sandbox, ws, base)
+        post = snapshot.load_manifest(run.paths.snapshot(phase.id, p.attempt, "post"))
+        pre = settle(run, phase, sandbox, ws, base_state(run, phase))
         same = (
             post is not None
             and snapshot.digest(pre) == p.digests.get("pre")
