@@ -70,7 +70,7 @@ def save(run: RunHandle, drafts: Drafts, expect: int | None) -> int | None:
             data = validate.text_save(path, str(draft["text"]))
         else:
             data = validate.cell_save(path, draft["cells"], str(draft.get("version", "")))
-        validate.check_save(run.flow, str(run.state.gate), name, data)
+        validate.check_save(run, name, data)
         planned.append((name, data))
     for name, data in planned:
         changes.keep_original(run, name)

@@ -3,8 +3,8 @@
 ``check_save`` turns the submitted edit into the bytes to write, or refuses it with a reason
 a person can act on (their draft stays on the page). Today it checks that a table still is
 one: it parses in the file's own dialect, with the same header and as many fields in each
-row. Checks that flow.yaml declares for an output (``checks:``) belong here too, run on the
-bytes about to be written, so a save that breaks them is refused the same way.
+row. Then the checks flow.yaml declares for the output (``checks:``) run on the bytes about
+to be written, so a save that breaks them is refused the same way.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from praxis.flows import checks
-from praxis.flows.model import Flow
+from praxis.flows.handle import RunHandle
 
-from . import tables
+from . import changes, tables
 
 
 def text_save(path: Path, text: str) -> bytes:
@@ -32,15 +32,22 @@ def cell_save(path: Path, cells: dict[tuple[int, int], str], version: str) -> by
     return tables.apply_cells(path, cells, version)
 
 
-def check_save(flow: Flow, phase: str, name: str, data: bytes) -> None:
-    """flow.yaml's checks for output ``name`` of ``phase`` on the bytes about to be written.
-
-    Raise ``tables.BadEdit`` with the failed check's message to refuse the save; the page
-    shows it and keeps the reviewer's draft.
-    """
-    failures = checks.check_data(flow, flow.phase(phase), name, data, original=None)
+def check_save(run: RunHandle, name: str, data: bytes) -> None:
+    """flow.yaml's ``checks:`` for output ``name`` of the Gate's phase, on the bytes about to
+    be written; BadEdit naming the failed checks refuses the save (the draft stays)."""
+    gate = run.state.gate
+    if gate is None:
+        return
+    phase = run.flow.phase(gate)
+    if name not in phase.checks:
+        return
+    kept = changes.phase_version(run, gate, run.state.phase(gate).attempt, name)
+    original = kept.read_bytes() if kept is not None else None
+    failures = checks.check_data(run.flow, phase, name, data, original)
     if failures:
-        raise tables.BadEdit(checks.summary(failures))
+        raise tables.BadEdit(
+            f"{name} as edited fails the checks flow.yaml declares: {checks.summary(failures)}"
+        )
 
 
 def _crlf(path: Path) -> bool:

@@ -403,7 +403,8 @@ def test_a_large_text_box_loads_when_opened_and_saves(
 
     path = review_path(gated)
     head, rest = path.read_bytes().split(b"\n", 1)
-    big = head + b"\n" + rest * 2000  # about 500 KB: not in the page
+    unique = b"".join(rest.replace(b"O0", b"O%d" % i) for i in range(2000))
+    big = head + b"\n" + unique  # about 500 KB: not in the page
     runner.edit(gated.flow, "review.csv", big, gated.run_id, by="hand")
     page = open_run(browser, server, gated.run_id)
     area = page.locator("form.text-edit textarea")
@@ -415,6 +416,22 @@ def test_a_large_text_box_loads_when_opened_and_saves(
     area.type("O9999,North,widget,1,1.0,typed,keep\n")
     page.locator("form.text-edit").get_by_role("button", name="Save review.csv").click()
     expect(page.get_by_role("status")).to_contain_text("Saved.")
-    assert (
-        path.read_bytes() == head + b"\n" + rest * 2000 + b"O9999,North,widget,1,1.0,typed,keep\n"
-    )
+    assert path.read_bytes() == big + b"O9999,North,widget,1,1.0,typed,keep\n"
+
+
+def test_a_declared_check_blocks_a_save_and_the_draft_stays(
+    gated: GatedRun, server: LiveServer, browser: Any
+) -> None:
+    from playwright.sync_api import expect
+
+    before = review_path(gated).read_bytes()
+    page = open_run(browser, server, gated.run_id)
+    row = page.locator("table.grid tr", has=page.locator('input[value="O0151"]'))
+    row.get_by_label("action row", exact=False).fill("maybe")
+    page.locator("form.table-edit").get_by_role("button", name="Save review.csv").click()
+    expect(page.locator("#refusal")).to_contain_text("fails the checks flow.yaml declares")
+    expect(page.locator("#refusal")).to_contain_text("action")
+    page.screenshot(path=str(SHOTS / "gate-check-refused.png"), full_page=False)
+    assert review_path(gated).read_bytes() == before
+    again = page.locator("table.grid tr", has=page.locator('input[value="O0151"]'))
+    expect(again.get_by_label("action row", exact=False)).to_have_value("maybe")
