@@ -46,7 +46,7 @@ def check_save(run: RunHandle, name: str, data: bytes) -> None:
     failures = checks.check_data(run.flow, phase, name, data, original)
     if failures:
         raise tables.BadEdit(
-            f"{name} as edited fails the checks flow.yaml declares: {checks.summary(failures)}"
+            f"the edit breaks the checks flow.yaml declares: {checks.summary(failures)}"
         )
 
 

@@ -429,7 +429,7 @@ def test_a_declared_check_blocks_a_save_and_the_draft_stays(
     row = page.locator("table.grid tr", has=page.locator('input[value="O0151"]'))
     row.get_by_label("action row", exact=False).fill("maybe")
     page.locator("form.table-edit").get_by_role("button", name="Save review.csv").click()
-    expect(page.locator("#refusal")).to_contain_text("fails the checks flow.yaml declares")
+    expect(page.locator("#refusal")).to_contain_text("breaks the checks flow.yaml declares")
     expect(page.locator("#refusal")).to_contain_text("action")
     page.screenshot(path=str(SHOTS / "gate-check-refused.png"), full_page=False)
     assert review_path(gated).read_bytes() == before

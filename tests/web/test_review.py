@@ -330,7 +330,7 @@ def test_a_save_that_breaks_a_declared_check_is_refused_with_its_message(served:
         "/save", data=form(served, name="review.csv", **{f"cell.{row}.6": "maybe"})
     )
     assert r.status_code == 409
-    assert "fails the checks flow.yaml declares" in r.text and "action" in r.text
+    assert "breaks the checks flow.yaml declares" in r.text and "action" in r.text
     assert out(served, "review.csv").read_bytes() == before
     drafts = {"review.csv": {"cells": {f"{row}.6": "maybe"}, "version": ""}}
     r = served.client.post("/approve", data=form(served, drafts=json.dumps(drafts)))
