@@ -10,7 +10,7 @@ PYTEST_ARGS ?=
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
-	$(VENV)/bin/pip install -q -e '.[dev]'
+	$(VENV)/bin/pip install -q -e '.[dev,ray]'
 	touch $@
 
 # The sandbox image, when a Docker daemon answers (a content-hash tag: seconds when unchanged).

@@ -22,6 +22,7 @@ BACKENDS: dict[str, str] = {
     "docker": "sandbox.container:DockerSandbox",
     "local": "sandbox.local:LocalSandbox",
     "fake": "sandbox.fake:FakeSandbox",
+    "ray": "sandbox.ray:RaySandbox",  # the docker backend on a Ray cluster's node
 }
 
 

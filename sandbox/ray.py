@@ -1,0 +1,455 @@
+"""The ray backend: the docker backend on a node of a Ray cluster (DESIGN.md §10).
+
+``RaySandbox`` runs on the controller (where the runner is). ``open`` connects to the
+cluster, checks that some node could ever hold the sandbox, then asks Ray for one actor
+(``sandbox/ray_node.py``) with the flow's cpus and memory and the ``praxis-docker`` resource
+(plus any ``resources`` the flow names). The actor holds an ordinary ``DockerSandbox`` on its
+node: container, hardening and ipc transport do not change, the container has no network.
+Every method of the ABCs is forwarded to the actor. praxis does not schedule: Ray does.
+
+Files: up to ``SMALL`` bytes go in one actor call (through Ray's object store); larger files
+move in ``CHUNK`` pieces by offset, a few calls in flight, staged in a node-local file. That
+needs nothing beyond the Ray connection the runner already has (no shared filesystem or
+bucket and its credentials on every node), and keeps the controller's memory bounded.
+
+Errors: an unreachable cluster is ``SandboxUnavailable`` naming the address; a node that
+cannot run the sandbox (no Docker, no image) says which node and the fix; a request no node
+could ever hold fails at once; a lost node fails the phase, naming the node.
+``ray`` is imported here only, and only when a sandbox opens.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import logging
+import os
+import socket
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from .base import ExecResult, FileStat, Kernel, OutputCallback, Sandbox
+from .errors import ExecTimeout, KernelDied, SandboxError, SandboxUnavailable
+from .paths import check_name
+from .ray_node import NodeSandbox, Reply, decode
+from .workspace import parse_size
+
+log = logging.getLogger("sandbox")
+
+RESOURCE = "praxis-docker"  # what a node offers when it has Docker and the sandbox image
+SLOT = 0.01  # of RESOURCE per sandbox: the node's cpus and memory are the real limit
+NAMESPACE = "praxis"
+CONCURRENCY = 4  # actor threads: interrupt and output polls while execute blocks
+SMALL = 64 << 20  # bytes moved in one actor call
+CHUNK = 8 << 20  # bytes per call above SMALL
+IN_FLIGHT = 4  # chunk calls outstanding at once
+POLL = 0.2  # seconds between output polls while code runs
+CALL_TIMEOUT = 300.0  # seconds for one file or bookkeeping call
+MARGIN = 60.0  # seconds past an execute's own timeout before the controller gives up
+CONNECT_TIMEOUT = 5.0
+
+
+@dataclass(frozen=True)
+class NodeWorkspace:
+    """Where the workspace is: a folder on the node ``node`` (this machine only in tests)."""
+
+    node: str
+    root: Path
+
+
+def resolve_address(address: str | None) -> str:
+    """``PRAXIS_RAY_ADDRESS``, else the configured address, else ``auto``."""
+    return os.environ.get("PRAXIS_RAY_ADDRESS") or address or "auto"
+
+
+def _reachable(address: str) -> None:
+    """Fail fast (seconds, not minutes) when nothing listens at a host:port address."""
+    if address == "auto":
+        return
+    parts = urlsplit(address if "://" in address else f"tcp://{address}")
+    if not parts.hostname or not parts.port:
+        raise SandboxUnavailable(
+            f"sandbox.address {address!r} is not ray://host:port, host:port or auto"
+        )
+    try:
+        socket.create_connection((parts.hostname, parts.port), CONNECT_TIMEOUT).close()
+    except OSError as exc:
+        raise SandboxUnavailable(
+            f"no Ray cluster answers at {address} ({exc.strerror or exc}); start it with "
+            "`ray start --head`, or set sandbox.address / PRAXIS_RAY_ADDRESS"
+        ) from None
+
+
+def connect(address: str) -> None:
+    """Join the cluster at ``address`` as a driver (or reuse this process's connection)."""
+    try:
+        import ray
+    except ImportError:
+        raise SandboxUnavailable("the ray backend needs Ray: pip install 'praxis[ray]'") from None
+    if ray.is_initialized():
+        return
+    _reachable(address)
+    try:
+        ray.init(
+            address=address,
+            namespace=NAMESPACE,
+            log_to_driver=False,
+            logging_level=logging.WARNING,
+        )
+    except Exception as exc:  # ConnectionError, RuntimeError: Ray's own words follow
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+        raise SandboxUnavailable(
+            f"cannot connect to the Ray cluster at {address}: {first}"
+        ) from exc
+
+
+def _show(resources: dict[str, float]) -> str:
+    parts = []
+    for key, value in sorted(resources.items()):
+        if key == "memory":
+            parts.append(f"memory {value / (1 << 30):.2g}g")
+        elif key != RESOURCE:
+            parts.append(f"{key} {value:g}")
+    return ", ".join(parts)
+
+
+def check_capacity(demand: dict[str, float], address: str) -> None:
+    """SandboxUnavailable at once when no live node could ever hold ``demand`` (else Ray
+    would wait for such a node forever)."""
+    import ray
+
+    nodes = [n for n in ray.nodes() if n.get("Alive")]
+    docker = [n["Resources"] for n in nodes if n["Resources"].get(RESOURCE, 0) > 0]
+    if not docker:
+        raise SandboxUnavailable(
+            f"no node of the Ray cluster at {address} offers the {RESOURCE} resource: start "
+            "each node that has Docker and the sandbox image with "
+            f"`ray start ... --resources='{{\"{RESOURCE}\": 1}}'`"
+        )
+    if any(all(n.get(k, 0) >= v for k, v in demand.items()) for n in docker):
+        return
+    largest = max(docker, key=lambda n: (n.get("memory", 0), n.get("CPU", 0)))
+    raise SandboxUnavailable(
+        f"no node of the Ray cluster at {address} has {_show(demand)} for this sandbox "
+        f"(the largest {RESOURCE} node has {_show({k: largest.get(k, 0) for k in demand})}); "
+        "lower sandbox.memory / sandbox.cpus / sandbox.resources, or add a bigger node"
+    )
+
+
+@functools.cache
+def _actor_class() -> Any:
+    import ray
+
+    return ray.remote(NodeSandbox)
+
+
+def _node_key(workspace: Path) -> str:
+    """The same run on the same controller gets the same node folder and actor name."""
+    where = f"{socket.gethostname()}:{Path(workspace).resolve()}"
+    return hashlib.sha256(where.encode("utf-8", "surrogateescape")).hexdigest()[:12]
+
+
+class RaySandbox(Sandbox):
+    """One run's sandbox as a Ray actor on some node of the cluster."""
+
+    backend = "ray"
+    isolated = True
+
+    def __init__(
+        self,
+        *,
+        workspace: Path,
+        name: str,
+        address: str | None = None,
+        resources: dict[str, float] | None = None,
+        memory: str = "2g",
+        cpus: float = 1.0,
+        node_root: str | None = None,
+        place_timeout: float = 600.0,
+        **docker_options: Any,
+    ) -> None:
+        self.name = name
+        self.address = resolve_address(address)
+        self.resources = {str(k): float(v) for k, v in (resources or {}).items()}
+        self.memory = str(memory)
+        self.cpus = float(cpus)
+        self.node_root = node_root
+        self.place_timeout = float(place_timeout)
+        self.options = {"memory": self.memory, "cpus": self.cpus, **docker_options}
+        self.grace = float(docker_options.get("grace", 5.0))
+        self.key = _node_key(workspace)
+        self.actor: Any = None
+        self.node: str | None = None  # the node id the actor runs on (kept for re-opens)
+        self.info: dict[str, Any] = {}
+        self.workspace: NodeWorkspace | None = None
+
+    # -- placement -------------------------------------------------------------------------
+
+    def demand(self) -> dict[str, float]:
+        return {
+            "CPU": self.cpus,
+            "memory": float(parse_size(self.memory)),
+            RESOURCE: SLOT,
+            **self.resources,
+        }
+
+    def open(self) -> None:
+        if self.actor is not None:
+            return
+        connect(self.address)
+        import ray
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        demand = self.demand()
+        check_capacity(demand, self.address)
+        actor_name = f"sandbox-{self.key}"
+        self._remove_leftover(actor_name)
+        options: dict[str, Any] = {
+            "num_cpus": demand.pop("CPU"),
+            "memory": demand.pop("memory"),
+            "resources": demand,
+            "max_concurrency": CONCURRENCY,
+            "name": actor_name,
+            "namespace": NAMESPACE,
+            "max_restarts": 0,
+        }
+        if self.node is not None:  # a re-open goes back to the node that holds the workspace
+            options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(self.node, soft=True)
+        actor = (
+            _actor_class()
+            .options(**options)
+            .remote(self.name, self.key, self.node_root, self.options)
+        )
+        try:
+            info = decode(ray.get(actor.open.remote(), timeout=self.place_timeout))
+        except ray.exceptions.GetTimeoutError:
+            ray.kill(actor)
+            raise SandboxUnavailable(
+                f"no node of the Ray cluster at {self.address} had room for this sandbox "
+                f"({_show(self.demand())}) within {self.place_timeout:g} s: the cluster is "
+                "busy; try again later"
+            ) from None
+        except SandboxError:
+            ray.kill(actor)
+            raise
+        except ray.exceptions.RayError as exc:
+            ray.kill(actor)
+            raise SandboxUnavailable(f"the sandbox actor did not start: {exc}") from exc
+        self.actor = actor
+        self.node = info["node"]
+        self.info = info
+        self.workspace = NodeWorkspace(self.node, Path(info["workspace"]))
+
+    def _remove_leftover(self, actor_name: str) -> None:
+        """Close and kill the actor a controller of this run left when it died."""
+        import ray
+
+        try:
+            old = ray.get_actor(actor_name, namespace=NAMESPACE)
+        except ValueError:
+            return
+        log.warning("removing the sandbox actor a runner that died left: %s", actor_name)
+        try:
+            ray.get(old.close.remote(), timeout=CALL_TIMEOUT)
+        except Exception:
+            log.debug("closing a leftover actor", exc_info=True)
+        ray.kill(old)
+
+    def close(self) -> None:
+        actor, self.actor = self.actor, None
+        if actor is None:
+            return
+        import ray
+
+        try:
+            decode(ray.get(actor.close.remote(), timeout=CALL_TIMEOUT))
+        except Exception as exc:  # a lost node has nothing left to close
+            log.warning("closing the sandbox on Ray node %s: %s", self.node, exc)
+        finally:
+            ray.kill(actor)
+
+    def describe(self) -> dict[str, Any]:
+        keep = ("image", "container", "memory", "cpus", "pids", "disk", "host")
+        return {
+            **super().describe(),
+            "address": self.address,
+            "node": self.node,
+            **{k: self.info[k] for k in keep if k in self.info},
+            "resources": dict(self.resources),
+        }
+
+    # -- calls -----------------------------------------------------------------------------
+
+    def call(self, method: str, *args: Any, timeout: float = CALL_TIMEOUT) -> Any:
+        return self.result(getattr(self._actor(), method).remote(*args), timeout=timeout)
+
+    def result(
+        self, ref: Any, *, timeout: float | None = CALL_TIMEOUT, died: type = SandboxUnavailable
+    ) -> Any:
+        import ray
+
+        try:
+            reply: Reply = ray.get(ref, timeout=timeout)
+        except ray.exceptions.GetTimeoutError:
+            raise SandboxUnavailable(
+                f"the sandbox on Ray node {self.node} did not answer within {timeout:g} s"
+            ) from None
+        except (ray.exceptions.RayActorError, ray.exceptions.ObjectLostError) as exc:
+            raise died(self.lost()) from exc
+        except ray.exceptions.RayError as exc:
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+            raise SandboxUnavailable(f"Ray at {self.address}: {first}") from exc
+        return decode(reply)
+
+    def lost(self) -> str:
+        """Why the actor is gone: its node was lost, or the actor alone died."""
+        import ray
+
+        try:
+            alive = {n["NodeID"]: n for n in ray.nodes() if n.get("Alive")}
+        except Exception:
+            alive = {}
+        if self.node not in alive:
+            return f"the Ray node {self.node} running this sandbox was lost"
+        return f"the sandbox actor on Ray node {self.node} died"
+
+    def _actor(self) -> Any:
+        if self.actor is None:
+            raise SandboxUnavailable("the ray sandbox is not open")
+        return self.actor
+
+    # -- Sandbox ---------------------------------------------------------------------------
+
+    def listing(self) -> dict[str, FileStat]:
+        found: dict[str, FileStat] = self.call("listing")
+        return found
+
+    def remove(self, name: str) -> None:
+        self.call("remove", check_name(name))
+
+    def quiesce(self) -> None:
+        self.call("quiesce")
+
+    def kernel(self) -> Kernel:
+        return RayKernel(self, self.call("kernel", timeout=self.place_timeout))
+
+    def upload(self, src: Path, name: str) -> None:
+        check_name(name)
+        with open(src, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size <= SMALL:
+                self.call("upload_bytes", name, fh.read(SMALL + 1))
+                return
+            token = self.call("begin_upload")
+            try:
+                self._send(fh, token)
+                self.call("end_upload", token, name, size)
+            except BaseException:
+                self._drop(token)
+                raise
+
+    def _send(self, fh: Any, token: str) -> None:
+        import ray
+
+        pending: list[Any] = []
+        offset = 0
+        while chunk := fh.read(CHUNK):
+            pending.append(self._actor().write_at.remote(token, offset, chunk))
+            offset += len(chunk)
+            if len(pending) >= IN_FLIGHT:
+                done, pending = ray.wait(pending, num_returns=1)
+                self.result(done[0])
+        for ref in pending:
+            self.result(ref)
+
+    def fetch(self, name: str, dest: Path) -> None:
+        token, size, data = self.call("stage_fetch", name, SMALL)
+        dest = Path(dest)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", dir=dest.parent)
+        try:
+            with os.fdopen(fd, "wb") as out:
+                if data is not None:
+                    out.write(data)
+                else:
+                    self._receive(token, size, out)
+            os.replace(tmp, dest)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        finally:
+            if data is None:
+                self._drop(token)
+
+    def _receive(self, token: str, size: int, out: Any) -> None:
+        offsets = list(range(0, size, CHUNK))
+        refs = [self._actor().read_at.remote(token, o, CHUNK) for o in offsets[:IN_FLIGHT]]
+        for i in range(len(offsets)):
+            out.write(self.result(refs[i]))
+            nxt = i + IN_FLIGHT
+            if nxt < len(offsets):
+                refs.append(self._actor().read_at.remote(token, offsets[nxt], CHUNK))
+            refs[i] = None
+
+    def _drop(self, token: str) -> None:
+        try:
+            self.call("drop", token)
+        except SandboxError:
+            log.debug("dropping a staged file", exc_info=True)
+
+
+class RayKernel(Kernel):
+    """A kernel in the actor's DockerSandbox, known by its key there."""
+
+    def __init__(self, sandbox: RaySandbox, key: str) -> None:
+        self.sandbox = sandbox
+        self.key = key
+        self._closed = False
+
+    def execute(
+        self, code: str, *, timeout: float, on_output: OutputCallback | None = None
+    ) -> ExecResult:
+        import ray
+
+        sb = self.sandbox
+        if self._closed:
+            raise KernelDied("the kernel was shut down")
+        ref = sb._actor().execute.remote(self.key, code, timeout, on_output is not None)
+        deadline = time.monotonic() + timeout + sb.grace + MARGIN
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self.shutdown()
+                raise ExecTimeout(timeout)
+            ready, _ = ray.wait([ref], timeout=min(POLL, left) if on_output else left)
+            if on_output is not None:
+                self._relay(on_output)
+            if ready:
+                break
+        result: ExecResult = sb.result(ref, timeout=None, died=KernelDied)
+        if on_output is not None:
+            self._relay(on_output)
+        return result
+
+    def _relay(self, on_output: OutputCallback) -> None:
+        sb = self.sandbox
+        ref = sb._actor().take_output.remote(self.key)
+        for name, text in sb.result(ref, died=KernelDied):
+            on_output(name, text)
+
+    def interrupt(self) -> None:
+        if not self._closed and self.sandbox.actor is not None:
+            self.sandbox.actor.interrupt.remote(self.key)  # returns at once
+
+    def shutdown(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self.sandbox.call("shutdown_kernel", self.key)
+        except SandboxError:
+            log.debug("shutting down kernel %s", self.key, exc_info=True)

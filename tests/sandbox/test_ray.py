@@ -1,0 +1,299 @@
+"""The ray backend on a two-node Ray cluster on this machine, with the real Docker daemon.
+
+One cluster per module (``ray.cluster_utils.Cluster``): the head and a second node, both
+offering ``praxis-docker``; only the second offers the custom resource ``node-2``. The
+contract suite runs on one ray sandbox (reset between cases), then containment probes,
+placement, the sales-report flow through the runner, and last node loss.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import ray
+import ray.cluster_utils as cluster_utils
+
+from sandbox import KernelDied, Sandbox, SandboxUnavailable, open_sandbox
+
+from ..labels import TEST_LABELS
+from ..probes import assert_contained, probe_code
+from . import test_contract as contract
+
+pytestmark = [
+    pytest.mark.docker,
+    pytest.mark.ray,
+    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
+    pytest.mark.filterwarnings("ignore::FutureWarning"),
+    pytest.mark.filterwarnings("ignore::ResourceWarning"),
+    pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning"),
+]
+
+CANARY = "PRAXIS_RAY_CANARY"
+GIB = 1 << 30
+NODE = {"num_cpus": 2, "memory": 4 * GIB, "object_store_memory": 128 << 20}
+
+
+class TwoNodes:
+    def __init__(self, cluster: Any, second: Any) -> None:
+        self.cluster = cluster
+        self.second = second
+
+    @property
+    def address(self) -> str:
+        return str(self.cluster.address)
+
+
+@pytest.fixture(scope="module")
+def nodes(docker_image: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TwoNodes]:
+    """Two Ray nodes with token authentication; a canary in the environment they inherit."""
+    saved = dict(os.environ)
+    os.environ[CANARY] = "host-secret"
+    os.environ["RAY_AUTH_MODE"] = "token"
+    os.environ["RAY_AUTH_TOKEN"] = secrets.token_hex(32)
+    os.environ["PRAXIS_RAY_WORKDIR"] = str(tmp_path_factory.mktemp("ray-nodes"))
+    _reread_auth()  # Ray read RAY_AUTH_MODE when it was imported
+    cluster = cluster_utils.Cluster(
+        initialize_head=True,
+        head_node_args={**NODE, "resources": {"praxis-docker": 1}, "include_dashboard": False},
+    )
+    try:
+        second = cluster.add_node(**NODE, resources={"praxis-docker": 1, "node-2": 1})
+        cluster.wait_for_nodes()
+        yield TwoNodes(cluster, second)
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+        os.environ.clear()
+        os.environ.update(saved)
+        _reread_auth()
+
+
+def _reread_auth() -> None:
+    from ray._raylet import AuthenticationTokenLoader, Config
+
+    Config.initialize("")
+    AuthenticationTokenLoader.instance().reset_cache()
+
+
+@pytest.fixture(scope="module")
+def make(
+    nodes: TwoNodes, docker_image: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Callable[..., Sandbox]]:
+    """Open ray sandboxes on the cluster; each is closed after the module."""
+    made: list[Sandbox] = []
+    base = tmp_path_factory.mktemp("ray-runs")
+
+    def _make(name: str, **config: Any) -> Sandbox:
+        sb = open_sandbox(
+            {
+                "backend": "ray",
+                "address": nodes.address,
+                "image": docker_image,
+                "labels": dict(TEST_LABELS),
+                "memory": "1g",
+                **config,
+            },
+            workspace=base / name / "workspace",
+            name=name,
+        )
+        made.append(sb)
+        sb.open()
+        return sb
+
+    yield _make
+    for sb in made:
+        sb.close()
+
+
+@pytest.fixture(scope="module")
+def shared(make: Callable[..., Sandbox]) -> Sandbox:
+    return make("ray-contract")
+
+
+def reset(sb: Sandbox) -> None:
+    """An empty workspace again (the node is this machine, so its folder is reachable)."""
+    sb.open()
+    sb.quiesce()
+    root = contract.workspace(sb)
+    for entry in root.iterdir():
+        if entry.name == "lost+found":
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+
+
+CONTRACT: list[Callable[..., None]] = [
+    contract.test_execute_returns_streams_result_and_error,
+    contract.test_upload_replaces_a_same_named_file,
+    contract.test_a_kernel_rewriting_an_input_in_place_never_changes_its_source,
+    contract.test_upload_refuses_unsafe_names,
+    contract.test_listing_sees_new_and_changed_files,
+    contract.test_fetch_copies_out,
+    contract.test_files_the_kernel_writes_are_readable_and_movable,
+    contract.test_each_kernel_is_a_fresh_interpreter,
+    contract.test_kernels_start_in_the_workspace,
+    contract.test_symlinks_and_fifos_are_never_listed_fetched_or_followed,
+    contract.test_open_and_close_are_idempotent_and_close_keeps_the_workspace,
+]
+
+
+@pytest.mark.parametrize("case", CONTRACT, ids=lambda case: case.__name__[5:])
+def test_contract(case: Callable[..., None], shared: Sandbox, tmp_path: Path) -> None:
+    reset(shared)
+    if case.__code__.co_argcount == 2:
+        case(shared, tmp_path)
+    else:
+        case(shared)
+
+
+def test_containment_probes_and_streamed_output(shared: Sandbox) -> None:
+    reset(shared)
+    streamed: list[tuple[str, str]] = []
+    kernel = shared.kernel()
+    try:
+        result = kernel.execute(
+            probe_code(CANARY), timeout=60, on_output=lambda s, t: streamed.append((s, t))
+        )
+    finally:
+        kernel.shutdown()
+    assert result.ok, (result.ename, result.evalue)
+    assert_contained(json.loads(result.stdout))
+    assert "".join(t for s, t in streamed if s == "stdout") == result.stdout
+    assert "probes.json" in shared.listing()
+
+
+def test_a_large_file_moves_in_chunks_both_ways(shared: Sandbox, tmp_path: Path) -> None:
+    reset(shared)
+    from sandbox import ray as ray_backend
+
+    big = tmp_path / "big.bin"
+    pattern = bytes(range(256)) * 4096
+    with big.open("wb") as fh:
+        for _ in range(ray_backend.SMALL // len(pattern) + 3):
+            fh.write(pattern)
+    shared.upload(big, "data/big.bin")
+    assert shared.listing()["data/big.bin"].size == big.stat().st_size > ray_backend.SMALL
+    back = tmp_path / "back.bin"
+    shared.fetch("data/big.bin", back)
+    assert back.read_bytes() == big.read_bytes()
+
+
+def test_placement_by_a_resource_only_node_2_has(
+    make: Callable[..., Sandbox], nodes: TwoNodes
+) -> None:
+    sb = make("ray-node-2", resources={"node-2": 1})
+    try:
+        assert sb.describe()["node"] == nodes.second.node_id
+        assert contract.run(sb, "print('on node 2')") == "on node 2\n"
+    finally:
+        sb.close()  # node 2 has one unit of node-2: the node-loss test needs it
+
+
+def test_more_memory_than_any_node_fails_at_once(make: Callable[..., Sandbox]) -> None:
+    with pytest.raises(SandboxUnavailable) as err:
+        make("ray-too-big", memory="64g")
+    message = str(err.value)
+    assert "no node of the Ray cluster at" in message and "memory 64g" in message
+    assert "the largest praxis-docker node has CPU 2, memory 4g" in message
+
+
+def test_a_resource_no_node_has_fails_at_once(make: Callable[..., Sandbox]) -> None:
+    with pytest.raises(SandboxUnavailable, match="gpu-a100 1"):
+        make("ray-no-such", resources={"gpu-a100": 1})
+
+
+def test_an_unreachable_cluster_names_the_address(tmp_path: Path) -> None:
+    code = (
+        "from pathlib import Path\n"
+        "from sandbox import open_sandbox, SandboxUnavailable\n"
+        "sb = open_sandbox({'backend': 'ray', 'address': 'ray://127.0.0.1:9'},"
+        f" workspace=Path({str(tmp_path)!r}), name='x')\n"
+        "try:\n    sb.open()\nexcept SandboxUnavailable as exc:\n    print(exc)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PRAXIS_RAY_ADDRESS"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env
+    )
+    assert "no Ray cluster answers at ray://127.0.0.1:9" in done.stdout, done.stderr
+
+
+def test_sales_report_flow_runs_on_the_cluster_with_its_gate(
+    nodes: TwoNodes, docker_image: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from praxis.flows import runner
+    from praxis.flows import state as st
+
+    from ..test_examples import FLOWS
+
+    root = tmp_path / "sales-report"
+    shutil.copytree(FLOWS / "sales-report", root, ignore=shutil.ignore_patterns("runs", "run.lock"))
+    text = (root / "flow.yaml").read_text()
+    pinned = f"sandbox: {{backend: ray, image: '{docker_image}', memory: 1g, timeout: 120}}"
+    lines = [pinned if line.startswith("sandbox:") else line for line in text.splitlines()]
+    (root / "flow.yaml").write_text("\n".join(lines) + "\n")
+    monkeypatch.setenv("PRAXIS_RAY_ADDRESS", nodes.address)
+
+    state = runner.run(root)
+    assert (state.waiting, state.gate, state.backend) == ("gate", "flag", "ray"), state.error
+    runner.approve(root, expect_revision=state.revision)
+    state = runner.advance(root)
+    assert state.status == "done", state.error
+    run_dir = root / "runs" / state.run
+    assert '"backend": "ray"' in (run_dir / "events.jsonl").read_text()
+    assert (
+        "![Revenue by week](revenue_by_week.png)" in (run_dir / "output" / "report.md").read_text()
+    )
+    assert st.load(run_dir / "run.json").status == "done"
+
+
+def test_losing_the_node_mid_execute_names_it_and_a_new_sandbox_works(
+    make: Callable[..., Sandbox], nodes: TwoNodes
+) -> None:
+    sb = make("ray-lost", resources={"node-2": 1})
+    lost = nodes.second.node_id
+    started = threading.Event()
+    kernel = sb.kernel()
+
+    def kill_when_started() -> None:
+        if started.wait(60):
+            nodes.cluster.remove_node(nodes.second)
+
+    killer = threading.Thread(target=kill_when_started)
+    killer.start()
+    try:
+        with pytest.raises(KernelDied) as err:
+            kernel.execute(
+                "import time\nprint('started', flush=True)\ntime.sleep(120)",
+                timeout=150,
+                on_output=lambda _s, _t: started.set(),
+            )
+    finally:
+        killer.join()
+        subprocess.run(
+            ["docker", "rm", "-f", *_containers("ray-lost")], capture_output=True, check=False
+        )
+    assert lost in str(err.value)
+    after = make("ray-after")
+    assert contract.run(after, "print(1 + 1)") == "2\n"
+
+
+def _containers(run: str) -> list[str]:
+    found = subprocess.run(
+        ["docker", "ps", "-aq", "--filter", f"label=praxis.run={run}"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return found.stdout.split()
