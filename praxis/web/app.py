@@ -27,6 +27,7 @@ from starlette.templating import Jinja2Templates
 import praxis.agent.events  # noqa: F401  (registers agent event kinds for the events list)
 from praxis.agent.approvals import ApprovalRefused
 from praxis.flows import runner
+from praxis.flows.handle import RunHandle
 from praxis.flows.layout import NotWritable
 from praxis.flows.lock import Busy
 from praxis.flows.state import StateCorrupt
@@ -143,6 +144,8 @@ class UI:
         drafts: dict[str, str] | None = None,
     ) -> Response:
         run = catalog.open_run(self.root, ref, run_id)
+        if reconciled(run):
+            run = catalog.open_run(self.root, ref, run_id)
         pages = {}
         for key, value in request.query_params.items():
             if key.startswith("page.") and value.isdigit():
@@ -346,6 +349,17 @@ class UI:
             return "answered"
 
         return await self.act(request, do)
+
+
+def reconciled(run: RunHandle) -> bool:
+    """Record hand edits before the page shows the run (as ``praxis status`` does), so the
+    revision the page binds its forms to includes them; skipped while the lock is held."""
+    before = run.state.revision
+    try:
+        state = runner.reconcile_run(run.flow, run.id)
+    except (Busy, runner.Refused, StateCorrupt):
+        return False
+    return state.revision != before
 
 
 def plain_refusal(exc: runner.Refused, expect: int | None) -> str:

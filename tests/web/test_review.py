@@ -335,3 +335,19 @@ def test_a_save_that_breaks_a_declared_check_is_refused_with_its_message(served:
     drafts = {"review.csv": {"cells": {f"{row}.6": "maybe"}, "version": ""}}
     r = served.client.post("/approve", data=form(served, drafts=json.dumps(drafts)))
     assert r.status_code == 409 and state_of(served).waiting == "gate"
+
+
+def test_a_hand_edit_made_before_the_page_is_shown_does_not_make_its_save_stale(
+    served: Served,
+) -> None:
+    served.login()
+    path = out(served, "review.csv")
+    path.write_bytes(path.read_bytes().replace(b"product median,drop", b"product median,keep", 1))
+    page = served.client.get(served.run_url()).text  # records the hand edit first
+    revision = page.split('name="revision" value="', 1)[1].split('"', 1)[0]
+    assert int(revision) == state_of(served).revision
+    row = o0151_row(served)
+    data = {**form(served, name="review.csv", **{f"cell.{row}.6": "keep"}), "revision": revision}
+    r = served.client.post("/save", data=data)
+    assert r.status_code == 200, r.text
+    assert path.read_text().count(",keep\n") == 2
