@@ -109,21 +109,24 @@ class Record:
     def checkpoint(self, path: Path) -> None:
         """Save the record of a phase still running (status ``running``), atomically."""
         self.metadata["status"] = "running"
-        self.save(path)
+        self.save(path, quick=True)
 
     def error(self, text: str) -> None:
         """A failure that did not come from the kernel (timeout, death, a failed check)."""
         self.markdown(f"**Phase failed:** {text}", failure=True)
 
-    def save(self, path: Path) -> None:
+    def save(self, path: Path, *, quick: bool = False) -> None:
         """Validate and write atomically; a record over MAX_RECORD bytes loses the outputs
-        of its largest cells first, each replaced by a marker saying so."""
+        of its largest cells first, each replaced by a marker saying so. ``quick`` (a
+        checkpoint while the phase runs) skips the validation and the indentation."""
         self._stamp()
-        nbformat.validate(self.nb)
-        text = json.dumps(self.nb, ensure_ascii=False, indent=1) + "\n"
+        if not quick:
+            nbformat.validate(self.nb)
+        indent = None if quick else 1
+        text = json.dumps(self.nb, ensure_ascii=False, indent=indent) + "\n"
         if len(text) > MAX_RECORD:
             self._shrink(len(text))
-            text = json.dumps(self.nb, ensure_ascii=False, indent=1) + "\n"
+            text = json.dumps(self.nb, ensure_ascii=False, indent=indent) + "\n"
         path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(path, text.encode("utf-8"))
 

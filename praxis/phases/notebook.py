@@ -15,8 +15,8 @@ kernel's word: the first cell whose reply is an error stops the phase with
 ``<notebook> cell N: Error: message``, unless the cell is tagged ``raises-exception``. The
 failing cell is marked where it is, with a link to it at the top of the record, and the cells
 after it are kept without outputs. ``sys.exit()`` / ``sys.exit(0)`` ends the phase cleanly at
-that cell; another exit code fails it. The record is saved before each cell runs, so it can
-be read while a long phase runs.
+that cell; another exit code fails it. The record is saved as cells run (``checkpoints``),
+so it can be read while a long phase runs.
 """
 
 from __future__ import annotations
@@ -35,6 +35,8 @@ from praxis.flows.context import PhaseContext, PhaseError, PhaseOutcome
 from praxis.flows.events import CodeRan
 from praxis.flows.layout import run_paths
 from sandbox import ExecResult, ExecTimeout, SandboxError
+
+from .checkpoints import Checkpoints
 
 PARAMETERS = "parameters"
 INJECTED = "injected-parameters"
@@ -65,19 +67,20 @@ def run(ctx: PhaseContext) -> PhaseOutcome:
     ctx.record.adopt(dict(nb.metadata))
     ctx.record.metadata["parameters"] = values
     total = sum(1 for s in steps if s.number is not None)
+    saves = Checkpoints(ctx.record, run_paths(ctx.flow.root, ctx.run_id).record(ctx.phase.id))
     for index, step in enumerate(steps):
         if step.cell.cell_type != "code":
             ctx.record.copy(step.cell)
             continue
         try:
-            exited = run_cell(ctx, step, total)
+            exited = run_cell(ctx, step, total, saves)
         except BaseException:
             _keep_rest(ctx, steps[index + 1 :])
             raise
         if exited:
             _keep_rest(ctx, steps[index + 1 :])
             break
-    _checkpoint(ctx)  # the last cell's outputs, before the runner collects files
+    saves.save()  # the last cell's outputs, before the runner collects files
     return PhaseOutcome(protected=set(ctx.phase.outputs))
 
 
@@ -148,22 +151,22 @@ def plan(nb: NotebookNode, injected_source: str) -> list[Step]:
     return steps
 
 
-def run_cell(ctx: PhaseContext, step: Step, total: int) -> bool:
+def run_cell(ctx: PhaseContext, step: Step, total: int, saves: Checkpoints) -> bool:
     """Run one code cell; True when it ended the notebook with a clean ``sys.exit()``.
 
-    Its record cell is appended (and the record saved) first, so a timeout still shows it.
+    Its record cell is appended first (and saved while it runs), so a timeout still shows it.
     """
     source = _text(step.cell.source)
     cell = ctx.record.copy(step.cell)
     cell.metadata["praxis"] = {} if step.number is None else {"cell": step.number}
     meta = cell.metadata["praxis"]  # the node stored (a NotebookNode copies what it is given)
     meta.update(status="running", started_at=_now())
-    _checkpoint(ctx)
     if step.number is not None:
         ctx.progress(f"{ctx.phase.script}: cell {step.number} of {total}")
     started = time.time()
     try:
-        result = ctx.kernel.execute(source, timeout=ctx.timeout, on_output=ctx.live)
+        with saves.around():
+            result = ctx.kernel.execute(source, timeout=ctx.timeout, on_output=ctx.live)
     except SandboxError as exc:
         _ended(meta, started, "error")
         mark_failed(ctx, cell, step)
@@ -228,14 +231,6 @@ def _keep_rest(ctx: PhaseContext, rest: list[Step]) -> None:
             if step.number is not None:
                 meta["cell"] = step.number
             copied.metadata["praxis"] = meta
-
-
-def _checkpoint(ctx: PhaseContext) -> None:
-    """Save the record so far; a record that cannot be saved now is saved at the end."""
-    try:
-        ctx.record.checkpoint(run_paths(ctx.flow.root, ctx.run_id).record(ctx.phase.id))
-    except OSError:
-        pass
 
 
 def _ended(meta: dict[str, Any], started: float, status: str) -> None:
