@@ -834,7 +834,9 @@ def test_item22_a_phase_that_fills_the_disk_quota_fails_naming_it(
 
 SLEEPER = r"""
 import json, os, time
-if os.path.exists("attempt1"):  # the re-run: nobody else may write here any more
+with open("mode.txt") as fh:
+    mode = fh.read().strip()
+if mode == "check":  # the re-run: nobody else may write here any more
     with open("out.txt", "w") as fh:
         fh.write("new")
     def beat():
@@ -849,7 +851,6 @@ if os.path.exists("attempt1"):  # the re-run: nobody else may write here any mor
         kept = fh.read()
     assert (first, kept) == (beat(), "new"), "a process of the killed run is still writing"
 else:
-    open("attempt1", "w").close()
     n = 0
     while True:
         n += 1
@@ -875,8 +876,8 @@ def test_item23_a_runner_killed_by_a_signal_leaves_no_container(
     flow = _flow(
         tmp_path / "flow",
         docker_image,
-        [_phase("work", "work.py", ["out.txt"])],
-        {"work.py": SLEEPER},
+        [_phase("work", "work.py", ["out.txt"], working=["mode.txt"])],
+        {"work.py": SLEEPER, "mode.txt": "loop\n"},
         timeout=300,
     )
     run = begin(flow)
@@ -899,6 +900,7 @@ def test_item23_a_runner_killed_by_a_signal_leaves_no_container(
         assert state_of(run).phase("work").status == "failed"
         # the orphan container may wait until a sandbox of the run opens again: the re-run's
         # advance removes it before the phase runs, and the phase checks nothing else writes
+        (flow / "mode.txt").write_text("check\n")  # the re-run's copy of the phase checks
         res = praxis("rerun", str(flow), "--from", "work")
         assert res.returncode == 0, res.stderr
         res = praxis("advance", str(flow))
