@@ -26,6 +26,7 @@ RUN_MOVES: dict[tuple[str, str], str] = {
     ("paused", "start"): "running",
     ("running", "gate"): "paused",
     ("running", "finish"): "done",
+    ("paused", "finish"): "done",  # the last phase's Gate was approved: nothing is left to run
     ("running", "fail"): "failed",
     ("running", "cancel"): "cancelled",
     ("paused", "cancel"): "cancelled",

@@ -14,7 +14,7 @@ from praxis.flows.handle import RunHandle
 from praxis.flows.status import status_of
 
 from .gates import two_gates
-from .helpers import Fakes
+from .helpers import Fakes, write_flow
 
 
 def at_first_gate(tmp_path):  # type: ignore[no-untyped-def]
@@ -228,3 +228,24 @@ def test_an_unchanged_linked_output_is_not_read_again(tmp_path, monkeypatch) -> 
     report.write_text("changed in place")
     (changed,) = reconcile.changed_outputs(handle)
     assert (changed.name, changed.phase) == ("report.txt", "report")
+
+
+def test_approving_a_gate_after_the_last_phase_ends_the_run(tmp_path) -> None:
+    flow = write_flow(
+        tmp_path / "last",
+        """
+        flow: last
+        sandbox: {backend: fake, timeout: 30}
+        phases:
+          - id: only
+            kind: script
+            script: s.py
+            outputs: [a.txt]
+            review: required
+        """,
+        {"s.py": "open('a.txt', 'w').write('x')\n"},
+    )
+    run = runner.begin(flow)
+    state = runner.advance(flow, run.id, sandbox=Fakes())
+    runner.approve(flow, run.id, gate="only", expect_revision=state.revision)
+    assert runner.advance(flow, run.id, sandbox=Fakes()).status == "done"
