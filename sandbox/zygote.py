@@ -28,8 +28,8 @@ then WAITS, still as root, until ``activate``: only then does it switch to the k
 (which drops every capability) and start answering. A spare kernel is therefore out of reach
 of the running phase: its sockets sit in a folder the phase cannot enter, and it cannot be
 signalled or traced by the phase's uid. ``sweep`` SIGKILLs every process of the kernel uid
-(a helper that becomes that uid and calls kill(-1)), waits until none runs, and removes what
-that uid left in /tmp, /dev/shm and /dev/mqueue: nothing of a phase survives it. Only peers
+(found in /proc, again until none is left that can run code), and removes what that uid
+left in /tmp, /dev/shm and /dev/mqueue: nothing of a phase survives it. Only peers
 whose uid is the zygote's own or the host's may connect (SO_PEERCRED). Without a kernel uid
 (the local backend, no isolation) kernels keep the zygote's identity and sweep is a no-op.
 
@@ -42,6 +42,8 @@ SOCKET. Its own output goes to ``zygote.log`` there. It exits on SIGTERM (killin
 it started) and when the process that started it goes away.
 """
 
+import contextlib
+import ctypes
 import json
 import os
 import re
@@ -259,33 +261,29 @@ class Zygote:
         return {"ok": True}
 
     def sweep(self):
-        """SIGKILL every process of the kernel uid; wait until none runs; scrub its files.
-        One helper process of that uid does all three; it exits 0 only if none survived."""
+        """SIGKILL every process of the kernel uid; wait until none can run code; remove
+        what that uid left in /tmp, /dev/shm and /dev/mqueue. In this process (CAP_KILL; the
+        files as that uid through setfsuid): no fork of the zygote's large memory."""
         if self.kernel_uid is None:
             return {"ok": True}
-        uid = self.kernel_uid
-        ok = self.as_kernel_uid(lambda: settle_and_scrub(uid))
+        deadline = time.monotonic() + SWEEP_SECONDS
+        while True:
+            left = live_processes(self.kernel_uid)
+            if not left:
+                break
+            if time.monotonic() > deadline:
+                return {"ok": False, "error": f"{len(left)} process(es) of the phase survive"}
+            for pid in left:  # a pid can only be reused by a process of that uid meanwhile
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            self.reap()
+            time.sleep(0.001)
         self.reap()
-        if ok:
-            return {"ok": True}
-        left = live_processes(uid)
-        return {"ok": False, "error": f"{len(left)} process(es) of the phase survive"}
-
-    def as_kernel_uid(self, work):
-        """Run ``work()`` in a child that has become the kernel uid; True if it succeeded."""
-        pid = os.fork()
-        if pid == 0:
-            code = 1
-            try:
-                self.drop_identity()
-                work()
-                code = 0
-            except BaseException:
-                traceback.print_exc()
-            finally:
-                os._exit(code)
-        _, status = os.waitpid(pid, 0)
-        return os.waitstatus_to_exitcode(status) == 0
+        with file_identity(self.kernel_uid, self.kernel_gid):
+            scrub()
+        return {"ok": True}
 
     def drop_identity(self):
         """Become the kernel uid: every capability goes with the root identity."""
@@ -430,32 +428,29 @@ class Zygote:
                 os._exit(code)
 
 
-def settle_and_scrub(uid):
-    """As ``uid``: kill every other process of it, wait until none runs, remove its files
-    outside the workspace. Raises (exit 1) if processes survive SWEEP_SECONDS."""
-    deadline = time.monotonic() + SWEEP_SECONDS
-    me = os.getpid()
-    while True:
-        kill_all()
-        if not [p for p in live_processes(uid) if p != me]:
-            break
-        if time.monotonic() > deadline:
-            raise RuntimeError("processes of the phase survive SIGKILL")
-        time.sleep(0.002)
-    scrub()
-
-
-def kill_all():
-    """SIGKILL every process this uid may signal (all of the uid but this one), atomically
-    with respect to fork: a fork in flight when kill(-1) runs fails."""
+@contextlib.contextmanager
+def file_identity(uid, gid):
+    """File operations of this (single-threaded) process as ``uid``/``gid`` (setfsuid)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.setfsgid(gid)
+    libc.setfsuid(uid)
     try:
-        os.kill(-1, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+        yield
+    finally:
+        libc.setfsuid(os.geteuid())
+        libc.setfsgid(os.getegid())
+
+
+def _fsuid():
+    libc = ctypes.CDLL(None, use_errno=True)
+    return libc.setfsuid(-1)  # (uid_t)-1 changes nothing and returns the current fsuid
+
+
+PF_EXITING = 0x4  # the task is in do_exit: it never runs user code or a syscall again
 
 
 def live_processes(uid):
-    """Pids of processes of ``uid`` that are not zombies."""
+    """Pids of processes of ``uid`` that can still run code: not zombies, not exiting."""
     found = []
     for name in os.listdir("/proc"):
         if not name.isdigit():
@@ -463,19 +458,24 @@ def live_processes(uid):
         try:
             with open(f"/proc/{name}/status", "rb") as f:
                 status = f.read(4096).decode("ascii", "replace")
+            with open(f"/proc/{name}/stat", "rb") as f:
+                stat = f.read(4096).decode("ascii", "replace")
         except OSError:
             continue
         fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
-        uids = fields.get("Uid", "").split()
-        state = fields.get("State", "").strip()[:1]
-        if uid in {int(u) for u in uids if u.isdigit()} and state not in ("Z", "X"):
+        uids = {int(u) for u in fields.get("Uid", "").split() if u.isdigit()}
+        rest = stat.rsplit(")", 1)[-1].split()
+        state = rest[0] if rest else "?"
+        flags = int(rest[6]) if len(rest) > 6 and rest[6].isdigit() else 0
+        if uid in uids and state not in ("Z", "X") and not flags & PF_EXITING:
             found.append(int(name))
     return found
 
 
 def scrub():
-    """Remove what this uid left where a later phase could find it outside the workspace."""
-    me = os.getuid()
+    """Remove what the file identity's uid left where a later phase could find it outside
+    the workspace."""
+    me = _fsuid()
     for folder in SCRUB:
         try:
             entries = os.listdir(folder)
