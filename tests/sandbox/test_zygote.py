@@ -222,6 +222,13 @@ refused, sent = 0, []
 for name in os.listdir("/proc"):
     if not name.isdigit() or int(name) == os.getpid():
         continue
+    try:
+        with open(f"/proc/{name}/status") as fh:
+            uid = int(next(line for line in fh if line.startswith("Uid:")).split()[1])
+    except (OSError, StopIteration):
+        continue
+    if uid == os.getuid():
+        continue  # the phase's own uid (a kernel shut down a moment ago, still exiting)
     for sig in (signal.SIGSTOP, signal.SIGKILL):
         try:
             os.kill(int(name), sig)
