@@ -106,6 +106,23 @@ class Sandbox(ABC):
         """Remove workspace file ``name`` (never following a link) and the folders it leaves
         empty; a name that is not there is not an error."""
 
+    def folders(self) -> set[str]:
+        """Every folder of the workspace (relative posix paths), empty ones included.
+        Backends that cannot list folders report those that hold a file."""
+        found: set[str] = set()
+        for name in self.listing():
+            parts = name.split("/")[:-1]
+            found.update("/".join(parts[: i + 1]) for i in range(len(parts)))
+        return found
+
+    def make_folder(self, name: str) -> None:
+        """Create workspace folder ``name`` (and those above it)."""
+        raise NotImplementedError(f"the {self.backend} sandbox cannot make empty folders")
+
+    def remove_folder(self, name: str) -> None:
+        """Remove workspace folder ``name`` if it is empty; otherwise leave it."""
+        raise NotImplementedError(f"the {self.backend} sandbox cannot remove folders")
+
     @abstractmethod
     def kernel(self) -> Kernel:
         """A FRESH interpreter for one phase; a warm standby makes this fast."""

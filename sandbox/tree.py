@@ -114,9 +114,12 @@ class Tree:
 
     # -- reading ---------------------------------------------------------------------------
 
-    def listing(self, max_files: int = MAX_FILES) -> dict[str, Entry]:
+    def listing(
+        self, max_files: int = MAX_FILES, folders: set[str] | None = None
+    ) -> dict[str, Entry]:
         """Every regular file below the root: relative posix path -> Entry. Links, FIFOs,
-        devices and sockets are not listed; folders are entered by descriptor only."""
+        devices and sockets are not listed; folders are entered by descriptor only (and
+        added to ``folders`` when given)."""
         found: dict[str, Entry] = {}
         seen = 0
         with self._root() as root:
@@ -130,7 +133,7 @@ class Tree:
                             seen += 1
                             if seen > max_files:
                                 raise OutputTooLarge("the workspace", seen, max_files)
-                            self._visit(fd, entry, prefix, found, stack)
+                            self._visit(fd, entry, prefix, found, stack, folders)
                 finally:
                     os.close(fd)
         finally:
@@ -145,6 +148,7 @@ class Tree:
         prefix: str,
         found: dict[str, Entry],
         stack: list[tuple[int, str]],
+        folders: set[str] | None,
     ) -> None:
         try:
             st = entry.stat(follow_symlinks=False)
@@ -162,6 +166,8 @@ class Tree:
                 os.close(sub)
                 return
             stack.append((sub, rel + "/"))
+            if folders is not None:
+                folders.add(rel)
 
     @contextmanager
     def open(self, name: str) -> Iterator[int]:
@@ -247,6 +253,25 @@ class Tree:
             except (PathRefused, OSError):
                 return
             parts.pop()
+
+    def folders(self) -> set[str]:
+        """Every folder below the root (relative posix paths), entered by descriptor."""
+        found: set[str] = set()
+        self.listing(folders=found)
+        return found
+
+    def make_folder(self, name: str) -> None:
+        """Create folder ``name`` and those above it (never through a link)."""
+        with self._parent(f"{name}/x", create=True):  # every folder of the path; x unused
+            pass
+
+    def remove_folder(self, name: str) -> None:
+        """Remove folder ``name`` if it is empty (never following a link)."""
+        try:
+            with self._parent(name) as (parent, last):
+                os.rmdir(last, dir_fd=parent)
+        except (PathRefused, OSError):
+            pass
 
     @staticmethod
     def _unlink(parent: int, last: str, name: str) -> None:

@@ -160,6 +160,15 @@ class Workspace:
     def remove(self, name: str) -> None:
         self.tree.remove(name)
 
+    def folders(self) -> set[str]:
+        return self.tree.folders()
+
+    def make_folder(self, name: str) -> None:
+        self.tree.make_folder(name)
+
+    def remove_folder(self, name: str) -> None:
+        self.tree.remove_folder(name)
+
     def seal(self) -> None:
         """Every file read-only, the host's: what a phase wrote, the next can only read.
         (Changing the owner needs root; otherwise files are only made 0444.)"""
@@ -183,6 +192,15 @@ class FolderSandbox(Sandbox):
 
     def remove(self, name: str) -> None:
         self.workspace.remove(name)
+
+    def folders(self) -> set[str]:
+        return self.workspace.folders()
+
+    def make_folder(self, name: str) -> None:
+        self.workspace.make_folder(name)
+
+    def remove_folder(self, name: str) -> None:
+        self.workspace.remove_folder(name)
 
 
 def _run(cmd: list[str]) -> None:

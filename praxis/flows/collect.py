@@ -19,7 +19,7 @@ from sandbox.paths import check_name, confined
 from .context import PhaseError
 from .layout import RunPaths
 from .model import Phase
-from .snapshot import Manifest, Store
+from .snapshot import Manifest, Store, is_folder
 
 TABULAR = {".csv": ",", ".tsv": "\t"}
 
@@ -49,7 +49,7 @@ def route(
         if name in declared:
             outputs[name] = sha
     for name, item in sorted(post.items()):
-        if name in pre and pre[name].sha256 == item.sha256:
+        if is_folder(name) or (name in pre and pre[name].sha256 == item.sha256):
             continue
         try:
             check_name(name)

@@ -97,7 +97,9 @@ def _scratch(pre: snapshot.Manifest, post: snapshot.Manifest, outputs: dict[str,
     return sorted(
         n
         for n, item in post.items()
-        if n not in outputs and (n not in pre or pre[n].sha256 != item.sha256)
+        if n not in outputs
+        and not snapshot.is_folder(n)
+        and (n not in pre or pre[n].sha256 != item.sha256)
     )
 
 

@@ -57,6 +57,11 @@ class Item:
 
 
 Manifest = dict[str, Item]
+FOLDER = "folder"  # the sha256 of a manifest entry "<path>/": a folder, empty or not
+
+
+def is_folder(name: str) -> bool:
+    return name.endswith("/")
 
 
 def digest(manifest: Manifest) -> str:
@@ -68,10 +73,13 @@ def digest(manifest: Manifest) -> str:
 
 
 def save_manifest(path: Path, manifest: Manifest, **extra: Any) -> None:
+    """``files`` (path -> content and identity) and ``folders`` (every folder, empty or not)."""
+    files = {n: asdict(i) for n, i in sorted(manifest.items()) if not is_folder(n)}
     data = {
         "digest": digest(manifest),
         **extra,
-        "files": {name: asdict(item) for name, item in sorted(manifest.items())},
+        "files": files,
+        "folders": sorted(n[:-1] for n in manifest if is_folder(n)),
     }
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, json.dumps(data, indent=1).encode() + b"\n")
@@ -81,7 +89,9 @@ def load_manifest(path: Path) -> Manifest | None:
     """The manifest at ``path``; None when there is none (a run older than snapshots)."""
     try:
         data = json.loads(path.read_bytes())
-        return {name: Item(**item) for name, item in data["files"].items()}
+        found = {name: Item(**item) for name, item in data["files"].items()}
+        found.update({f"{name}/": Item(FOLDER, 0) for name in data.get("folders", [])})
+        return found
     except FileNotFoundError:
         return None
     except (ValueError, KeyError, TypeError) as exc:
@@ -197,6 +207,8 @@ class Workspace:
                 sha, size = self.store.add_from(self.sandbox, name)
                 item = Item(sha, size)
             manifest[name] = item.seen_as(st)
+        for folder in self.sandbox.folders():
+            manifest[folder + "/"] = Item(FOLDER, 0)
         self.known, self.placed = manifest, {}
         self.stored = (len(unknown), total)
         return manifest
@@ -214,11 +226,13 @@ class Workspace:
         self.placed[name] = Item(sha, size)
 
     def restore(self, target: Manifest) -> list[str]:
-        """Make the workspace hold exactly ``target``; the names removed or replaced."""
+        """Make the workspace hold exactly ``target`` (its files, and its folders where the
+        manifest has them); the names removed or replaced."""
         changed = []
         listing = self.sandbox.listing()
+        files = {n: i for n, i in target.items() if not is_folder(n)}
         for name, st in listing.items():
-            item, current = target.get(name), self._item(name, st)
+            item, current = files.get(name), self._item(name, st)
             if item is None:
                 self.sandbox.remove(name)
                 self.known.pop(name, None)
@@ -227,8 +241,24 @@ class Workspace:
             elif current is None or current.sha256 != item.sha256:
                 self.place(name, item.sha256, item.size)
                 changed.append(name)
-        for name, item in target.items():
+        for name, item in files.items():
             if name not in listing:
                 self.place(name, item.sha256, item.size)
                 changed.append(name)
+        wanted = {n[:-1] for n in target if is_folder(n)}
+        for name in files:  # the folders that hold a file (all a manifest had before folders)
+            parts = name.split("/")[:-1]
+            wanted.update("/".join(parts[: i + 1]) for i in range(len(parts)))
+        changed += self._restore_folders(wanted)
         return sorted(changed)
+
+    def _restore_folders(self, wanted: set[str]) -> list[str]:
+        try:
+            current = self.sandbox.folders()
+            for folder in sorted(current - wanted, key=lambda f: -f.count("/")):
+                self.sandbox.remove_folder(folder)  # deepest first; only once empty
+            for folder in sorted(wanted - current):
+                self.sandbox.make_folder(folder)
+        except NotImplementedError:
+            return []
+        return sorted(f + "/" for f in (current ^ wanted))

@@ -26,7 +26,6 @@ RUN_MOVES: dict[tuple[str, str], str] = {
     ("paused", "start"): "running",
     ("running", "gate"): "paused",
     ("running", "finish"): "done",
-    ("paused", "finish"): "done",  # approving a Gate after the last phase
     ("paused", "finish"): "done",  # the last phase's Gate was approved: nothing is left to run
     ("running", "fail"): "failed",
     ("running", "cancel"): "cancelled",
@@ -49,7 +48,6 @@ PHASE_MOVES: dict[tuple[str, str], str] = {
     ("pending", "start"): "running",
     ("stale", "start"): "running",
     ("running", "finish"): "done",
-    ("paused", "finish"): "done",  # approving a Gate after the last phase
     ("running", "fail"): "failed",
     ("running", "recover"): "failed",
     ("done", "stale"): "stale",
