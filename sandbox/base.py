@@ -103,8 +103,8 @@ class Sandbox(ABC):
 
     @abstractmethod
     def remove(self, name: str) -> None:
-        """Remove workspace file ``name`` (never following a link) and the folders it leaves
-        empty; a name that is not there is not an error."""
+        """Remove workspace file (or link, FIFO, ...) ``name``, never following a link, and
+        the folders it leaves empty; a name that is not there is not an error."""
 
     def folders(self) -> set[str]:
         """Every folder of the workspace (relative posix paths), empty ones included.
@@ -114,6 +114,11 @@ class Sandbox(ABC):
             parts = name.split("/")[:-1]
             found.update("/".join(parts[: i + 1]) for i in range(len(parts)))
         return found
+
+    def strays(self) -> set[str]:
+        """Workspace entries that are neither regular files nor folders (links, FIFOs,
+        sockets, devices), never followed. Backends that cannot tell report none."""
+        return set()
 
     def make_folder(self, name: str) -> None:
         """Create workspace folder ``name`` (and those above it)."""

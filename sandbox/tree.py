@@ -115,11 +115,14 @@ class Tree:
     # -- reading ---------------------------------------------------------------------------
 
     def listing(
-        self, max_files: int = MAX_FILES, folders: set[str] | None = None
+        self,
+        max_files: int = MAX_FILES,
+        folders: set[str] | None = None,
+        others: set[str] | None = None,
     ) -> dict[str, Entry]:
-        """Every regular file below the root: relative posix path -> Entry. Links, FIFOs,
-        devices and sockets are not listed; folders are entered by descriptor only (and
-        added to ``folders`` when given)."""
+        """Every regular file below the root: relative posix path -> Entry. Folders are
+        entered by descriptor only (and added to ``folders`` when given); links, FIFOs,
+        devices and sockets are never followed or opened (their names go to ``others``)."""
         found: dict[str, Entry] = {}
         seen = 0
         with self._root() as root:
@@ -133,7 +136,7 @@ class Tree:
                             seen += 1
                             if seen > max_files:
                                 raise OutputTooLarge("the workspace", seen, max_files)
-                            self._visit(fd, entry, prefix, found, stack, folders)
+                            self._visit(fd, entry, prefix, found, stack, folders, others)
                 finally:
                     os.close(fd)
         finally:
@@ -149,6 +152,7 @@ class Tree:
         found: dict[str, Entry],
         stack: list[tuple[int, str]],
         folders: set[str] | None,
+        others: set[str] | None,
     ) -> None:
         try:
             st = entry.stat(follow_symlinks=False)
@@ -168,6 +172,8 @@ class Tree:
             stack.append((sub, rel + "/"))
             if folders is not None:
                 folders.add(rel)
+        elif others is not None:
+            others.add(rel)
 
     @contextmanager
     def open(self, name: str) -> Iterator[int]:
@@ -258,6 +264,13 @@ class Tree:
         """Every folder below the root (relative posix paths), entered by descriptor."""
         found: set[str] = set()
         self.listing(folders=found)
+        return found
+
+    def strays(self) -> set[str]:
+        """Every entry below the root that is neither a regular file nor a folder: links,
+        FIFOs, sockets, devices (relative posix paths; none is followed or opened)."""
+        found: set[str] = set()
+        self.listing(others=found)
         return found
 
     def make_folder(self, name: str) -> None:

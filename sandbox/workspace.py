@@ -163,6 +163,9 @@ class Workspace:
     def folders(self) -> set[str]:
         return self.tree.folders()
 
+    def strays(self) -> set[str]:
+        return self.tree.strays()
+
     def make_folder(self, name: str) -> None:
         self.tree.make_folder(name)
 
@@ -195,6 +198,9 @@ class FolderSandbox(Sandbox):
 
     def folders(self) -> set[str]:
         return self.workspace.folders()
+
+    def strays(self) -> set[str]:
+        return self.workspace.strays()
 
     def make_folder(self, name: str) -> None:
         self.workspace.make_folder(name)

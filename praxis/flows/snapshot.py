@@ -226,9 +226,11 @@ class Workspace:
         self.placed[name] = Item(sha, size)
 
     def restore(self, target: Manifest) -> list[str]:
-        """Make the workspace hold exactly ``target`` (its files, and its folders where the
-        manifest has them); the names removed or replaced."""
-        changed = []
+        """Make the workspace hold exactly ``target``: its files and folders, and nothing
+        else (no link, FIFO or socket a phase left); the names removed or replaced."""
+        changed = sorted(self.sandbox.strays())  # a link a phase left never reaches another
+        for name in changed:
+            self.sandbox.remove(name)
         listing = self.sandbox.listing()
         files = {n: i for n, i in target.items() if not is_folder(n)}
         for name, st in listing.items():
