@@ -128,8 +128,8 @@ def facts(
     if gate is not None:
         for name in writable_names(run.flow, state):
             path = run.paths.out(name)
-            if path.is_file():
-                read.append((_rel(path), checks._sha256(path)))
+            if path.is_file() and not path.is_symlink():
+                read.append((_rel(path), checks.sha256_of(path)))
     changed = tuple(dict.fromkeys((c.name, c.phase) for c, _ in reconcile.blocking(run)))
     at = min(state.cursor, len(state.phases) - 1)
     return Facts(
