@@ -140,6 +140,11 @@ def test_a_hand_edit_after_approval_blocks_the_rerun_until_accepted(tmp_path, ca
     state = runner.advance(flow, run.id, sandbox=Fakes())
     assert state.waiting == "gate"
     assert run.paths.out("total.csv").read_text() == "kept,total\n2,30.0\n"
+    picks.write_bytes(picks.read_bytes().replace(b"1,10,keep", b"1,10,drop"))  # again
+    runner.rerun(flow, "pick", run.id)  # its producer runs again: nothing to accept
+    state = runner.advance(flow, run.id, sandbox=Fakes())
+    assert (state.waiting, state.gate) == ("gate", "pick")
+    assert b"1,10,keep" in picks.read_bytes()
 
 
 def test_who_may_decide(tmp_path, monkeypatch) -> None:
