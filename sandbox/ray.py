@@ -84,6 +84,9 @@ def _reachable(address: str) -> None:
         ) from None
 
 
+_connected: list[str] = []  # the address this process joined (Ray allows one cluster)
+
+
 def connect(address: str) -> None:
     """Join the cluster at ``address`` as a driver (or reuse this process's connection)."""
     try:
@@ -91,6 +94,11 @@ def connect(address: str) -> None:
     except ImportError:
         raise SandboxUnavailable("the ray backend needs Ray: pip install 'praxis[ray]'") from None
     if ray.is_initialized():
+        if _connected and address not in ("auto", _connected[0]):
+            raise SandboxUnavailable(
+                f"this process is connected to the Ray cluster at {_connected[0]} already "
+                f"and cannot join {address} too: one cluster per process"
+            )
         return
     _reachable(address)
     try:
@@ -100,11 +108,37 @@ def connect(address: str) -> None:
             log_to_driver=False,
             logging_level=logging.WARNING,
         )
-    except Exception as exc:  # ConnectionError, RuntimeError: Ray's own words follow
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+    except Exception as exc:  # ConnectionError, AuthenticationError: Ray's own words follow
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+        hint = ""
+        if not _token_auth():
+            hint = (
+                "; if the cluster uses token authentication, set RAY_AUTH_MODE=token and "
+                "its token (RAY_AUTH_TOKEN or ~/.ray/auth_token) here too"
+            )
         raise SandboxUnavailable(
-            f"cannot connect to the Ray cluster at {address}: {first}"
+            f"cannot connect to the Ray cluster at {address}: {first}{hint}"
         ) from exc
+    _connected[:] = [address]
+    if not _token_auth():
+        log.warning(
+            "the Ray cluster at %s runs without token authentication: whoever reaches its "
+            "ports can run code on its nodes; start it with RAY_AUTH_MODE=token (README: "
+            "Running on a Ray cluster)",
+            address,
+        )
+
+
+def _token_auth() -> bool:
+    """Whether this driver speaks to the cluster with Ray's token authentication."""
+    try:
+        from ray._raylet import (  # type: ignore[attr-defined]
+            AuthenticationMode,
+            get_authentication_mode,
+        )
+    except ImportError:  # a Ray before 2.52 has no token authentication
+        return False
+    return bool(get_authentication_mode() == AuthenticationMode.TOKEN)
 
 
 def _show(resources: dict[str, float]) -> str:
@@ -258,6 +292,12 @@ class RaySandbox(Sandbox):
         except Exception:
             log.debug("closing a leftover actor", exc_info=True)
         ray.kill(old)
+        for _ in range(100):  # its name is free once Ray has seen it die
+            try:
+                ray.get_actor(actor_name, namespace=NAMESPACE)
+            except ValueError:
+                return
+            time.sleep(0.1)
 
     def close(self) -> None:
         actor, self.actor = self.actor, None
@@ -330,6 +370,16 @@ class RaySandbox(Sandbox):
 
     def remove(self, name: str) -> None:
         self.call("remove", check_name(name))
+
+    def folders(self) -> set[str]:
+        found: set[str] = self.call("folders")
+        return found
+
+    def make_folder(self, name: str) -> None:
+        self.call("make_folder", check_name(name))
+
+    def remove_folder(self, name: str) -> None:
+        self.call("remove_folder", check_name(name))
 
     def quiesce(self) -> None:
         self.call("quiesce")

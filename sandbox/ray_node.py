@@ -184,6 +184,11 @@ class NodeSandbox:
         self.kernels.clear()
         shutil.rmtree(self.staging, ignore_errors=True)
 
+    def __ray_shutdown__(self) -> None:
+        """Ray's hook when the actor exits gracefully (its handles gone): no container stays."""
+        if self.sandbox is not None:
+            self.sandbox.close()
+
     @boundary
     def listing(self) -> Any:
         return self.sandbox.listing()
@@ -191,6 +196,19 @@ class NodeSandbox:
     @boundary
     def remove(self, name: str) -> None:
         self.sandbox.remove(name)
+
+    @boundary
+    def folders(self) -> set[str]:
+        found: set[str] = self.sandbox.folders()
+        return found
+
+    @boundary
+    def make_folder(self, name: str) -> None:
+        self.sandbox.make_folder(name)
+
+    @boundary
+    def remove_folder(self, name: str) -> None:
+        self.sandbox.remove_folder(name)
 
     @boundary
     def quiesce(self) -> None:
