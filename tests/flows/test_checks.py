@@ -129,3 +129,11 @@ def test_a_script_check_runs_after_the_phase_and_at_the_gate(tmp_path) -> None:
     with pytest.raises(runner.Refused, match="check script failed.*kept only 0"):
         runner.approve(flow, run.id, gate="pick")
     assert RunHandle.open(run.flow, run.id).state.waiting == "gate"
+
+
+def test_at_a_gate_the_header_stays_unless_the_flow_says_otherwise() -> None:
+    before, after = b"id,v\n1,a\n", b"id,value\n1,a\n"
+    (failure,) = checks.evaluate("t.csv", {}, after, original=before)
+    assert failure.check == "same_columns"
+    assert checks.evaluate("t.csv", {"same_columns": False}, after, original=before) == []
+    assert checks.evaluate("t.csv", {}, after) == []  # after the phase: nothing to keep
