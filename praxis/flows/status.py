@@ -14,7 +14,7 @@ from .layout import lock_path, writable_names
 from .lock import is_held
 from .model import Flow
 from .receipt import receipt as receipt_of
-from .route import Facts, Route, route
+from .route import Facts, route
 from .state import APPROVAL_LOST, STOPPED, RunState
 
 
@@ -155,11 +155,6 @@ def _events(run: RunHandle) -> list[Any]:
         return run.log.read()
     except Exception:  # a corrupt log leaves the receipt without decisions, not status broken
         return []
-
-
-def route_of(run: RunHandle) -> Route:
-    st = status_of(run)
-    return Route(**st.route)
 
 
 def changed_phases(run: RunHandle) -> list[str]:
