@@ -112,15 +112,8 @@ class Collector:
                 dropped if isinstance(dropped, int) else 0,
             )
         elif msg_type == "error":
-            self.error = content
-            self.outputs.append(
-                {
-                    "output_type": "error",
-                    "ename": content.get("ename", ""),
-                    "evalue": content.get("evalue", ""),
-                    "traceback": list(content.get("traceback", [])),
-                }
-            )
+            self.error = capped_error(content)
+            self.outputs.append({"output_type": "error", **self.error})
         else:
             self._bundle(msg_type, content)
 
@@ -209,6 +202,36 @@ class Collector:
         )
 
 
+ERROR_TEXT = 8 << 10  # characters of an exception's name or message kept
+TRACEBACK_TEXT = 64 << 10  # characters of a traceback kept, in all
+
+
+def _cut(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f" … [{len(text) - limit} characters cut]"
+
+
+def capped_error(content: dict[str, Any]) -> dict[str, Any]:
+    """An error's ename, evalue and traceback, each bounded (hostile code controls them)."""
+    lines: list[str] = []
+    left = TRACEBACK_TEXT
+    raw = content.get("traceback")
+    frames: list[Any] = raw if isinstance(raw, list) else []
+    for line in frames:
+        if left <= 0:
+            lines.append(f"[… {len(frames) - len(lines)} traceback lines cut]")
+            break
+        text = _cut(str(line), left)
+        lines.append(text)
+        left -= len(text)
+    return {
+        "ename": _cut(str(content.get("ename", "") or ""), ERROR_TEXT),
+        "evalue": _cut(str(content.get("evalue", "") or ""), ERROR_TEXT),
+        "traceback": lines,
+    }
+
+
 def _verdict(
     reply: dict[str, Any] | None, error: dict[str, Any] | None
 ) -> tuple[str, dict[str, Any]]:
@@ -225,11 +248,12 @@ def _verdict(
             "traceback": [],
         }
     fields = dict(error or {})
+    capped = capped_error(reply)
     for key in ("ename", "evalue"):
-        if isinstance(reply.get(key), str) and not fields.get(key):
-            fields[key] = reply[key]
-    if not fields.get("traceback") and isinstance(reply.get("traceback"), list):
-        fields["traceback"] = [str(line) for line in reply["traceback"]]
+        if capped.get(key) and not fields.get(key):
+            fields[key] = capped[key]
+    if not fields.get("traceback") and capped.get("traceback"):
+        fields["traceback"] = capped["traceback"]
     fields.setdefault("ename", "Error")
     fields.setdefault("evalue", f"the kernel replied {str(status)[:40]!r}")
     return "error", fields

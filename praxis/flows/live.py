@@ -17,6 +17,11 @@ from pathlib import Path
 log = logging.getLogger("praxis")
 
 LIMIT = 1 << 20  # bytes of live output kept per phase attempt
+SHOWN = 64 << 10  # characters of it forwarded to the terminal per phase attempt
+SHOWN_MARKER = (
+    "\n[praxis: more output than the terminal shows (64 KiB); the record and "
+    "runs/<run>/live/<phase>.log have it]\n"
+)
 MARKER = "\n[praxis: live output stops here at 1 MiB; the record holds the phase's output]\n"
 FLAGS = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC
 
@@ -50,6 +55,7 @@ class LiveLog:
         self.forward = forward
         self.limit = limit
         self.written = 0
+        self.shown = 0
         self.full = False
         self.broken = False
         try:
@@ -63,8 +69,12 @@ class LiveLog:
         if not text:
             return
         self._append(text)
-        if self.forward is not None:
-            self.forward(Output(text, stream))
+        if self.forward is not None and self.shown < SHOWN:
+            piece = text[: SHOWN - self.shown]
+            self.shown += len(piece)
+            if self.shown >= SHOWN:
+                piece += SHOWN_MARKER
+            self.forward(Output(piece, stream))
 
     def _append(self, text: str) -> None:
         if self.full or self.broken:

@@ -69,7 +69,7 @@ def run_phase(
         kernel.shutdown()
         sandbox.quiesce()  # nothing of the phase runs while the host reads what it wrote
         t0 = run.clock()
-        post = ws.snapshot()
+        post = ws.snapshot(max_bytes=collect_limit(run))
         _recorded(run, phase, attempt, "post", post, ws, t0)
         outputs = collect.route(run.paths, phase, pre, post, ws.store, run.paths.staging)
         scratch = _scratch(pre, post, outputs)
@@ -167,6 +167,14 @@ def settle(
         ws.restore(base)
     gather(run, phase, ws)
     return ws.snapshot()
+
+
+def collect_limit(run: RunHandle) -> int:
+    """Bytes of new files one phase may leave: flow.yaml sandbox.collect, else 1 GiB."""
+    from sandbox.workspace import parse_size
+
+    value = run.flow.sandbox.get("collect")
+    return parse_size(value) if value else snapshot.MAX_BYTES
 
 
 def _recorded(

@@ -10,6 +10,7 @@ outside them (zero, negative, "unlimited", more than this machine has) is an err
 | cpus       | docker        | a number: at least 0.01, at most the host's cores           |
 | pids       | docker        | a whole number from 32 to 65536                             |
 | disk       | docker        | the workspace's disk quota (``10g``): at least 16m, at most 16t |
+| collect    | every backend | bytes of new files a phase may leave (``1g``): 1m to 16t    |
 | timeout    | every backend | seconds per phase: more than 0, at most 7 days (604800)     |
 | address    | ray           | ``ray://host:10001``, ``host:6379`` or ``auto``; env wins   |
 | resources  | ray           | Ray resources a node must offer: names to positive numbers  |
@@ -31,7 +32,7 @@ from typing import Any
 
 from .yaml_values import ValueReader, describe, show
 
-COMMON = ("backend", "timeout", "packages")
+COMMON = ("backend", "timeout", "packages", "collect")
 TUNING = ("stream_limit", "display_limit", "grace", "start_timeout", "warm", "spares")
 DOCKER_ONLY = ("image", "memory", "cpus", "pids", "tmp_size", "disk", "labels")
 KEYS: dict[str, tuple[str, ...]] = {
@@ -114,7 +115,9 @@ def check(raw: dict[str, Any], backend: str | None, reader: ValueReader) -> None
     if "tmp_size" in raw:
         _size_limit(raw["tmp_size"], "sandbox.tmp_size", MIN_TMP, reader, whole=True)
     if "disk" in raw:
-        _disk(raw["disk"], reader)
+        _disk(raw["disk"], reader, "sandbox.disk", MIN_TMP)
+    if "collect" in raw:
+        _disk(raw["collect"], reader, "sandbox.collect", 1 << 20)
     if "cpus" in raw:
         _cpus(raw["cpus"], reader, ray=backend == "ray")
     if "pids" in raw:
@@ -149,7 +152,7 @@ def _size_limit(
         )
 
 
-def _disk(value: Any, reader: ValueReader) -> None:
+def _disk(value: Any, reader: ValueReader, loc: str, floor: int) -> None:
     from sandbox.workspace import parse_size as disk_size
 
     try:
@@ -157,9 +160,9 @@ def _disk(value: Any, reader: ValueReader) -> None:
     except ValueError:
         n = None
     if n is None:
-        reader.error("sandbox.disk", f"expected a size such as 10g, got {describe(value)}")
-    elif not MIN_TMP <= n <= MAX_DISK:
-        reader.error("sandbox.disk", f"must be between 16m and 16t, got {show(value)}")
+        reader.error(loc, f"expected a size such as 10g, got {describe(value)}")
+    elif not floor <= n <= MAX_DISK:
+        reader.error(loc, f"must be between {size(floor)} and 16t, got {show(value)}")
 
 
 def _cpus(value: Any, reader: ValueReader, *, ray: bool = False) -> None:

@@ -24,13 +24,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from sandbox import FileStat, OutputTooLarge, PathRefused, Sandbox
+from sandbox import FileStat, PathRefused, Sandbox
 from sandbox.tree import READ_FLAGS, copy_fd_to
 
 from .atomic import write_atomic
 
 MAX_FILES = 10_000  # new files one phase may leave in the workspace
-MAX_BYTES = 16 << 30  # bytes one phase may leave (the disk quota is usually lower)
+MAX_BYTES = 1 << 30  # bytes of new files one phase may leave (their size, holes included)
 
 
 @dataclass(frozen=True)
@@ -96,6 +96,10 @@ def load_manifest(path: Path) -> Manifest | None:
         return None
     except (ValueError, KeyError, TypeError) as exc:
         raise ValueError(f"{path}: not a manifest ({exc})") from None
+
+
+class TooMuch(Exception):
+    """Raised when a phase left more new files, or bytes, than a phase may."""
 
 
 class Store:
@@ -196,10 +200,16 @@ class Workspace:
         listing = self.sandbox.listing()
         unknown = sorted(n for n, st in listing.items() if self._item(n, st) is None)
         if len(unknown) > max_new:
-            raise OutputTooLarge(f"{len(unknown)} new files", len(unknown), max_new)
+            raise TooMuch(
+                f"the phase left {len(unknown)} new files in the workspace; at most "
+                f"{max_new} are collected (the limit of files per phase)"
+            )
         total = sum(listing[n].size for n in unknown)
         if total > max_bytes:
-            raise OutputTooLarge("the new files", total, max_bytes)
+            raise TooMuch(
+                f"the phase left {total} bytes of new files; at most {max_bytes} are collected "
+                "(the limit of bytes per phase: raise it with sandbox.collect, e.g. 4g)"
+            )
         manifest: Manifest = {}
         for name, st in listing.items():
             item = self._item(name, st)
