@@ -23,11 +23,72 @@ MAX_EDITS = 1000  # entries kept per attempt file
 
 def diff_tables(name: str, old: bytes, new: bytes) -> dict[str, Any]:
     """Rows changed, added and removed between two versions of a table (rows aligned by
-    content; a changed row is one replaced by one), and the changed cells, by column."""
+    content; a changed row is one replaced by one), and the changed cells, by column.
+
+    Only the rows between the bytes both versions share at the start and at the end are
+    parsed and aligned, so a one-cell edit of a million-row table compares one row."""
+    head, tail, offset = _shared(old, new)
+    first = old.find(b"\n") + 1
+    if head:
+        old, new = (
+            old[:first] + old[head : len(old) - tail],
+            new[:first] + new[head : len(new) - tail],
+        )
     try:
         a, b = parse(old, name), parse(new, name)
     except Unreadable as exc:
         return {"problem": str(exc)}
+    return _aligned(a, b, offset)
+
+
+def _shared(old: bytes, new: bytes) -> tuple[int, int, int]:
+    """(head, tail, rows in head): the bytes both start with, up to a row boundary past the
+    header; the bytes both end with, from a row boundary; the data rows in the head. A row
+    boundary is a newline with an even count of quotes before it. (0, 0, 0) when none."""
+    first = old.find(b"\n") + 1
+    if first <= 0 or new[:first] != old[:first] or b'"' in old[:first]:
+        return 0, 0, 0
+    limit = min(len(old), len(new))
+    head = first + _common(old[first:limit], new[first:limit])
+    cut = old.rfind(b"\n", first - 1, head) + 1
+    if cut <= first or old.count(b'"', first, cut) % 2:
+        cut = first
+    room = limit - cut
+    tail = _common(old[len(old) - room :][::-1], new[len(new) - room :][::-1]) if room else 0
+    if tail:
+        start = old.find(b"\n", len(old) - tail) + 1  # a row starts after a shared newline
+        tail = len(old) - start if 0 < start <= len(old) else 0
+        if tail and old.count(b'"', len(old) - tail) % 2:
+            tail = 0
+    region = old[first:cut]
+    rows = region.count(b"\n") if b'"' not in region else len(list(_rows(region)))
+    return cut, tail, rows
+
+
+def _common(a: bytes, b: bytes) -> int:
+    """How many bytes ``a`` and ``b`` share at the start (block compares, then halving)."""
+    n, size = 0, min(len(a), len(b))
+    step = 1 << 20
+    while n + step <= size and a[n : n + step] == b[n : n + step]:
+        n += step
+    low, high = n, min(n + step, size)
+    while low < high:  # a[:low] == b[:low]; the first difference is before high
+        mid = (low + high + 1) // 2
+        if a[low:mid] == b[low:mid]:
+            low = mid
+        else:
+            high = mid - 1
+    return low
+
+
+def _rows(data: bytes) -> Any:
+    import csv
+    import io
+
+    return csv.reader(io.StringIO(data.decode("utf-8", "replace"), newline=""))
+
+
+def _aligned(a: Any, b: Any, offset: int) -> dict[str, Any]:
     common = [c for c in b.header if c in a.header]
     ia = {c: i for i, c in enumerate(a.header)}
     ib = {c: i for i, c in enumerate(b.header)}
@@ -52,7 +113,12 @@ def diff_tables(name: str, old: bytes, new: bytes) -> dict[str, Any]:
                 before, after = a.rows[i1 + k][ia[c]], b.rows[j1 + k][ib[c]]
                 if before != after and len(out["cells"]) < MAX_CELLS:
                     out["cells"].append(
-                        {"row": j1 + k + 1, "column": c, "old": before[:200], "new": after[:200]}
+                        {
+                            "row": offset + j1 + k + 1,
+                            "column": c,
+                            "old": before[:200],
+                            "new": after[:200],
+                        }
                     )
         out["removed"] += (i2 - i1) - pairs
         out["added"] += (j2 - j1) - pairs
