@@ -1,4 +1,4 @@
-"""docs/reliability.md items 13-15: one advancing process per Flow; Gates and approvals vs restarts."""
+"""docs/reliability.md items 13-15: one advancing process per Flow; Gates, approvals, restarts."""
 
 from __future__ import annotations
 

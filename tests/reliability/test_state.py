@@ -1,4 +1,4 @@
-"""docs/reliability.md items 8-12: run.json and events.jsonl survive errors, kills and corruption."""
+"""docs/reliability.md items 8-12: run.json and events.jsonl survive errors, kills, corruption."""
 
 from __future__ import annotations
 
