@@ -794,6 +794,39 @@ def test_item22_a_10_mb_exception_is_capped_with_a_marker(
         _remove_containers(run.name)
 
 
+MANY = r"""
+import os
+os.makedirs("many", exist_ok=True)
+for n in range(20_000):  # twice the files one phase may leave
+    with open(f"many/f{n}.txt", "w") as fh:
+        fh.write("x")
+with open("ok.txt", "w") as fh:
+    fh.write("ok")
+"""
+
+
+def test_item22_a_phase_leaving_20000_files_fails_naming_the_limit(
+    docker_image: str, tmp_path: Path
+) -> None:
+    flow = _flow(
+        tmp_path / "flow", docker_image, [_phase("many", "many.py", ["ok.txt"])], {"many.py": MANY}
+    )
+    run = begin(flow)
+    try:
+        code, rss, _err_bytes, err = _advance_measured(flow)
+        assert "Traceback" not in err, err[-3000:]
+        assert rss < 256 << 20, f"praxis advance peaked at {rss >> 20} MiB"
+        phase = state_of(run).phase("many")
+        assert code == 1 and phase.status == "failed", (code, phase.status, err[-2000:])
+        error = str(phase.error)
+        assert LIMIT.search(error) and "files" in error, error
+        kept = [p for p in _files_under(run) if not p.relative_to(run).parts[0].startswith("work")]
+        assert len(kept) < 1000, f"{len(kept)} files written into the run folder"
+        assert _containers(run.name) == []
+    finally:
+        _remove_containers(run.name)
+
+
 FILL = r"""
 chunk = b"\1" * (1 << 20)
 with open("fill.bin", "wb") as fh:
