@@ -18,6 +18,8 @@ import os
 import re
 import shutil
 import socket
+import subprocess
+import sys
 import threading
 import uuid
 from collections.abc import Callable
@@ -38,6 +40,35 @@ log = logging.getLogger("sandbox")
 
 WORKDIR = "/var/tmp/praxis-ray"  # node-local workspaces, unless $PRAXIS_RAY_WORKDIR says
 OUTPUT_BACKLOG = 4096  # stream pieces kept for the controller's next poll (each within the cap)
+
+# Outlives the actor: when Ray kills the actor's process without a word (its owner, the
+# runner, died), this removes the container and unmounts the workspace quota. It forks away
+# from its parent at once, as Ray ends a dying worker's children; the actor stops it by
+# removing the MARK file (a clean close).
+WATCHDOG = """
+import os, subprocess, sys, time
+if os.fork() > 0:
+    os._exit(0)
+pid, mark, container, workspace, mounted = int(sys.argv[1]), *sys.argv[2:6]
+while os.path.exists(mark):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        break
+    except PermissionError:
+        pass
+    time.sleep(1)
+else:
+    sys.exit(0)
+import docker
+try:
+    docker.from_env().containers.get(container).remove(force=True)
+except Exception:
+    pass
+if mounted == "1":
+    subprocess.run(["umount", "-l", workspace], capture_output=True)
+os.unlink(mark)
+"""
 
 Reply = tuple[Any, ...]
 T = TypeVar("T")
@@ -145,6 +176,7 @@ class NodeSandbox:
         self.staging = self.folder / "staging"
         self.options = dict(options)
         self.sandbox: Any = None
+        self.watchdog: Path | None = None  # the mark that keeps the watchdog watching
         self.kernels: dict[str, Kernel] = {}
         self.output: dict[str, list[tuple[str, str]]] = {}
         self.files: dict[str, int] = {}  # staging token -> open descriptor
@@ -166,6 +198,7 @@ class NodeSandbox:
                 workspace=self.folder / "workspace", name=self.name, image=image, **self.options
             )
         self.sandbox.open()
+        self._watch()
         import ray  # this runs in a Ray worker
 
         return {
@@ -181,13 +214,29 @@ class NodeSandbox:
             self._drop(key)
         if self.sandbox is not None:
             self.sandbox.close()
+        self._unwatch()
         self.kernels.clear()
         shutil.rmtree(self.staging, ignore_errors=True)
 
-    def __ray_shutdown__(self) -> None:
-        """Ray's hook when the actor exits gracefully (its handles gone): no container stays."""
-        if self.sandbox is not None:
-            self.sandbox.close()
+    def _watch(self) -> None:
+        self._unwatch()
+        ws = self.sandbox.workspace
+        self.watchdog = self.folder / f"watch-{uuid.uuid4().hex[:8]}"
+        self.watchdog.touch(0o600)
+        subprocess.run(
+            [sys.executable, "-c", WATCHDOG, str(os.getpid()), str(self.watchdog),
+             self.sandbox.container.id, str(ws.root), "1" if ws.mounted else "0"],
+            start_new_session=True,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            check=False,
+        )  # fmt: skip
+
+    def _unwatch(self) -> None:
+        mark, self.watchdog = self.watchdog, None
+        if mark is not None:
+            mark.unlink(missing_ok=True)
 
     @boundary
     def listing(self) -> Any:

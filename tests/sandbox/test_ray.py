@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -248,6 +249,23 @@ def test_a_driver_without_the_token_is_refused(nodes: TwoNodes, tmp_path: Path) 
     )
     assert f"cannot connect to the Ray cluster at {nodes.address}" in done.stdout, done.stderr
     assert "set RAY_AUTH_MODE=token and its token" in done.stdout
+
+
+def test_a_runner_that_dies_leaves_no_container(
+    nodes: TwoNodes, docker_image: str, tmp_path: Path
+) -> None:
+    config = {"backend": "ray", "address": nodes.address, "image": docker_image}
+    code = (
+        "import os\nfrom pathlib import Path\nfrom sandbox import open_sandbox\n"
+        f"sb = open_sandbox({config!r}, workspace=Path({str(tmp_path)!r}), name='ray-orphan')\n"
+        "sb.open()\nprint(sb.describe()['container'], flush=True)\nos._exit(0)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.stdout.startswith("praxis-ray-orphan-"), done.stderr
+    deadline = time.monotonic() + 60
+    while _containers("ray-orphan") and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert _containers("ray-orphan") == []
 
 
 def test_sales_report_flow_runs_on_the_cluster_with_its_gate(
