@@ -305,7 +305,7 @@ def test_wrong_enums(tmp_path: Path) -> None:
         """
     assert lines(make(tmp_path, text)) == [
         "flow.yaml: sandbox.backend: 'kubernetes' is not a backend (use one of: auto, docker, "
-        "local, fake)",
+        "local, fake, ray)",
         "flow.yaml: phases[a].kind: 'shell' is not a phase kind (use one of: script, notebook, "
         "agent)",
         "flow.yaml: phases[a].review: 'maybe' is not a review (use one of: none, required)",
@@ -409,7 +409,7 @@ def test_sandbox_must_be_a_mapping_and_its_keys_are_the_backends(tmp_path: Path)
     assert flow is not None and flow.sandbox["memory"] == "1g"
     assert report.lines()[1] == (
         "flow.yaml: sandbox.memory: warning: the local backend does not use 'memory' "
-        "(only docker does); it is ignored here"
+        "(only docker and ray do); it is ignored here"
     )
 
 

@@ -96,11 +96,13 @@ def check(raw: dict[str, Any], backend: str | None, reader: ValueReader) -> None
         if key in known:
             continue
         if key in ALL_KEYS:
+            users = [b for b, keys in KEYS.items() if key in keys and b != "auto"]
+            verb = "does" if len(users) == 1 else "do"
             reader.warn(
                 f"sandbox.{key}",
                 f"the {backend} backend does not use {key!r} (only "
-                + ", ".join(b for b, keys in KEYS.items() if key in keys and b != "auto")
-                + " does); it is ignored here",
+                + " and ".join(users)
+                + f" {verb}); it is ignored here",
             )
             continue
         close = difflib.get_close_matches(key, known, n=1)
@@ -140,6 +142,7 @@ def _size_limit(
     value: Any, loc: str, floor: int, reader: ValueReader, *, whole: bool, ray: bool = False
 ) -> None:
     ceiling = MAX_DISK if ray else host_memory()
+    where = "" if ray else " (this machine's RAM)"  # on ray: the cluster's check, at open
     n = parse_size(value, whole=whole)
     example = "256m" if whole else "2g"
     if n is None:
@@ -147,8 +150,7 @@ def _size_limit(
     elif not floor <= n <= ceiling:
         reader.error(
             loc,
-            f"must be between {size(floor)} and {size(ceiling)} (this machine's RAM), "
-            f"got {show(value)}",
+            f"must be between {size(floor)} and {size(ceiling)}{where}, got {show(value)}",
         )
 
 
@@ -167,12 +169,13 @@ def _disk(value: Any, reader: ValueReader, loc: str, floor: int) -> None:
 
 def _cpus(value: Any, reader: ValueReader, *, ray: bool = False) -> None:
     cores = 4096 if ray else host_cpus()
+    where = "" if ray else " (this machine's cores)"
     if isinstance(value, bool) or not isinstance(value, int | float):
         reader.error("sandbox.cpus", f"expected a number of cores, got {describe(value)}")
     elif not (math.isfinite(value) and MIN_CPUS <= value <= cores):
         reader.error(
             "sandbox.cpus",
-            f"must be between {MIN_CPUS} and {cores} (this machine's cores), got {value}",
+            f"must be between {MIN_CPUS} and {cores}{where}, got {value}",
         )
 
 

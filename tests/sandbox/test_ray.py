@@ -336,3 +336,19 @@ def _containers(run: str) -> list[str]:
         check=False,
     )
     return found.stdout.split()
+
+
+def test_flow_yaml_takes_the_ray_keys(tmp_path: Path) -> None:
+    from ..test_contract import SCRIPT_PHASE, lines, make
+
+    text = SCRIPT_PHASE + (
+        "sandbox: {backend: ray, address: 'ray://head:10001', resources: {bigmem: 1},"
+        " memory: 64g, cpus: 16}\n"
+    )
+    assert lines(make(tmp_path, text)) == []  # a node may be bigger than this machine
+    text = SCRIPT_PHASE + "sandbox: {backend: ray, address: 7, resources: {bigmem: 0}}\n"
+    (tmp_path / "flow" / "flow.yaml").write_text(text)
+    assert lines(tmp_path / "flow") == [
+        "flow.yaml: sandbox.address: expected ray://host:port, host:port or auto, got integer 7",
+        "flow.yaml: sandbox.resources.bigmem: expected a positive number, got integer 0",
+    ]
