@@ -507,7 +507,8 @@ def make(path, text="a,b\n1,2\n"):
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     with open(path, "w") as fh:
         fh.write(text)
-mine = [f"o{I}", f"ol{I}", f"p{I}", f"pl{I}", f"f{I}.csv", f"fl{I}", f"g{I}.txt", f"gl{I}"]
+mine = [f"o{I}", f"ol{I}", f"p{I}", f"pl{I}", f"f{I}.csv", f"fl{I}", f"g{I}.txt", f"gl{I}",
+        f"r{I}", f"rl{I}"]
 left = [n for n in mine if os.path.lexists(n)]  # a re-run starts from before the first try
 kinds = {n: "link" if os.path.islink(n) else "dir" if os.path.isdir(n) else "file" for n in left}
 for name in left:
@@ -515,16 +516,17 @@ for name in left:
         shutil.rmtree(name)
     else:
         os.unlink(name)
-make(f"o{I}/r.csv"); make(f"o{I}/sub/r2.csv"); make(f"p{I}/r.csv")
+make(f"o{I}/r.csv"); make(f"o{I}/sub/r2.csv"); make(f"p{I}/r.csv"); make(f"r{I}/r.csv")
 make(f"f{I}.csv"); make(f"g{I}.txt", "plain\n")
 links = {f"ol{I}": DIR, f"o{I}/subl": DIR, f"pl{I}": "/proc/self", f"fl{I}": FILE,
-         f"gl{I}": "/proc/self/environ", "in/xl": FILE}
+         f"gl{I}": "/proc/self/environ", "in/xl": FILE, f"rl{I}": "/"}
 for name, target in links.items():
     if os.path.lexists(name):
         os.unlink(name)
     os.symlink(target, name)
 pairs = [(f"o{I}", f"ol{I}"), (f"o{I}/sub", f"o{I}/subl"), (f"p{I}", f"pl{I}"),
-         (f"f{I}.csv", f"fl{I}"), (f"g{I}.txt", f"gl{I}"), ("in/x.csv", "in/xl")]
+         (f"f{I}.csv", f"fl{I}"), (f"g{I}.txt", f"gl{I}"), ("in/x.csv", "in/xl"),
+         (f"r{I}", f"rl{I}")]
 ns = {}
 exec(SWAPPER, ns)
 threading.Thread(target=ns["swap_forever"], args=(pairs,), daemon=True).start()
@@ -598,6 +600,9 @@ def _leaks(runs: Path, needles: list[str]) -> list[str]:
 def test_item21_swapping_folders_for_links_never_brings_a_host_file_into_the_run(
     docker_image: str, tmp_path: Path
 ) -> None:
+    """20 phases each leave a thread and a detached process exchanging their folders and files
+    with links to the host's /, /proc/self (the runner's environment holds a secret), and a
+    root-only folder and file of the host; then a re-run restores that workspace."""
     folder, canary, canary_text = _host_secret(tmp_path)
     before = _fingerprint(folder)
     secret = f"env-secret-{secrets.token_hex(16)}"
