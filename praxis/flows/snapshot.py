@@ -98,8 +98,9 @@ def load_manifest(path: Path) -> Manifest | None:
         raise ValueError(f"{path}: not a manifest ({exc})") from None
 
 
-class TooMuch(Exception):
-    """Raised when a phase left more new files, or bytes, than a phase may."""
+class NotRecordable(Exception):
+    """Raised when a phase left what cannot be recorded: more new files or bytes than a
+    phase may, or a file name that is not UTF-8."""
 
 
 class Store:
@@ -198,15 +199,24 @@ class Workspace:
         or changed) are fetched into the store: at most ``max_new`` of them, ``max_bytes`` in
         all, else OutputTooLarge. Call it only while no sandbox process runs."""
         listing = self.sandbox.listing()
+        for name in listing:
+            try:
+                name.encode("utf-8")
+            except UnicodeEncodeError:
+                shown = name.encode("utf-8", "surrogateescape").decode("ascii", "backslashreplace")
+                raise NotRecordable(
+                    f"the phase wrote a file whose name is not UTF-8 ({shown!r}): "
+                    "praxis records only UTF-8 names; rename or remove it in the phase"
+                ) from None
         unknown = sorted(n for n, st in listing.items() if self._item(n, st) is None)
         if len(unknown) > max_new:
-            raise TooMuch(
+            raise NotRecordable(
                 f"the phase left {len(unknown)} new files in the workspace; at most "
                 f"{max_new} are collected (the limit of files per phase)"
             )
         total = sum(listing[n].size for n in unknown)
         if total > max_bytes:
-            raise TooMuch(
+            raise NotRecordable(
                 f"the phase left {total} bytes of new files; at most {max_bytes} are collected "
                 "(the limit of bytes per phase: raise it with sandbox.collect, e.g. 4g)"
             )
