@@ -8,7 +8,8 @@
    fresh kernel, run a little pandas, shut it down, quiesce, list the workspace, fetch the
    output. Each run opens and closes its own sandbox (container start included).
 2. Per-phase overhead: the median of ``--samples`` such phases on one open sandbox of each
-   backend; the difference is what the Ray hop costs a phase.
+   backend, taken in turn (docker, ray, docker, ...) so that other load on the machine falls
+   on both; the difference is what the Ray hop costs a phase.
 
 On one machine both "nodes" share its cores: (1) gains only by overlapping the runs' waits
 (container and kernel start-up), which the same runs at once on the docker backend (threads,
@@ -79,19 +80,26 @@ def one_run(config: dict[str, Any], root: Path, src: Path, phases: int) -> float
     return time.perf_counter() - start
 
 
-def overhead(config: dict[str, Any], root: Path, src: Path, samples: int) -> float:
-    name = f"bench-{uuid.uuid4().hex[:8]}"
-    sb = open_sandbox(config, workspace=root / name / "workspace", name=name)
-    sb.open()
+def per_phase(
+    configs: dict[str, dict[str, Any]], root: Path, src: Path, samples: int
+) -> dict[str, float]:
+    """The median phase of each backend, phases taken in turn so that load drifts evenly."""
+    boxes: dict[str, Sandbox] = {}
+    times: dict[str, list[float]] = {key: [] for key in configs}
     try:
-        phase(sb, src, 0, root / name / "out")  # the standby is warm from here on
-        times = []
+        for key, config in configs.items():
+            name = f"bench-{uuid.uuid4().hex[:8]}"
+            boxes[key] = open_sandbox(config, workspace=root / name / "workspace", name=name)
+            boxes[key].open()
+            phase(boxes[key], src, 0, root / name / "out")  # the standby is warm from here on
         for n in range(1, samples + 1):
-            time.sleep(1)  # as between phases: the next spare kernel gets ready
-            times.append(phase(sb, src, n, root / name / "out"))
+            for key, sb in boxes.items():
+                time.sleep(1)  # as between phases: the next spare kernel gets ready
+                times[key].append(phase(sb, src, n, root / f"out-{key}"))
     finally:
-        sb.close()
-    return statistics.median(times)
+        for sb in boxes.values():
+            sb.close()
+    return {key: statistics.median(values) for key, values in times.items()}
 
 
 def start_cluster(workdir: Path) -> Any:
@@ -100,7 +108,7 @@ def start_cluster(workdir: Path) -> Any:
     os.environ["PRAXIS_RAY_WORKDIR"] = str(workdir)
     import ray.cluster_utils
 
-    node = {"num_cpus": 2, "memory": 4 * GIB, "object_store_memory": 128 << 20}
+    node: dict[str, Any] = {"num_cpus": 2, "memory": 4 * GIB, "object_store_memory": 128 << 20}
     cluster = ray.cluster_utils.Cluster(
         initialize_head=True,
         head_node_args={**node, "resources": {"praxis-docker": 1}, "include_dashboard": False},
@@ -123,19 +131,18 @@ def main() -> None:
         root = Path(tmp)
         src = _input(root)
         docker = {"backend": "docker", **small}
-        sequential = time.perf_counter()
-        docker_runs = [one_run(docker, root, src, args.phases) for _ in range(args.runs)]
-        sequential = time.perf_counter() - sequential
-        docker_phase = overhead(docker, root, src, args.samples)
-        together = time.perf_counter()
-        with ThreadPoolExecutor(args.runs) as pool:
-            list(pool.map(lambda _: one_run(docker, root, src, args.phases), range(args.runs)))
-        together = time.perf_counter() - together
-
         cluster = start_cluster(root / "nodes")
         try:
             ray_config = {"backend": "ray", "address": cluster.address, **small}
             one_run(ray_config, root, src, 1)  # the first actor pays for worker start-up
+            phases = per_phase({"docker": docker, "ray": ray_config}, root, src, args.samples)
+            sequential = time.perf_counter()
+            docker_runs = [one_run(docker, root, src, args.phases) for _ in range(args.runs)]
+            sequential = time.perf_counter() - sequential
+            together = time.perf_counter()
+            with ThreadPoolExecutor(args.runs) as pool:
+                list(pool.map(lambda _: one_run(docker, root, src, args.phases), range(args.runs)))
+            together = time.perf_counter() - together
             concurrent = time.perf_counter()
             with ThreadPoolExecutor(args.runs) as pool:
                 futures = [
@@ -144,12 +151,12 @@ def main() -> None:
                 ]
                 ray_runs = [f.result() for f in futures]
             concurrent = time.perf_counter() - concurrent
-            ray_phase = overhead(ray_config, root, src, args.samples)
         finally:
             import ray
 
             ray.shutdown()
             cluster.shutdown()
+    docker_phase, ray_phase = phases["docker"], phases["ray"]
 
     print(f"{args.runs} runs x {args.phases} phases, {os.cpu_count()} cores")
     print(
@@ -164,7 +171,7 @@ def main() -> None:
     print(f"ratio ray-concurrent / docker-sequential: {concurrent / sequential:.2f}")
     print(f"ratio ray-concurrent / docker-concurrent: {concurrent / together:.2f}")
     print(
-        f"per phase (median of {args.samples}): docker {docker_phase * 1000:.0f} ms, "
+        f"per phase (median of {args.samples}, in turn): docker {docker_phase * 1000:.0f} ms, "
         f"ray {ray_phase * 1000:.0f} ms, overhead {(ray_phase - docker_phase) * 1000:+.0f} ms"
     )
     print("one machine: both nodes share its cores; no speed-up from Ray itself here")

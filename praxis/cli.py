@@ -100,6 +100,8 @@ def _main(argv: list[str] | None) -> int:
         hint = "start Docker (dockerd), or set `sandbox: {backend: local}` in flow.yaml"
         if type(exc).__name__ == "PackagesUnavailable":
             hint = f"fix sandbox.packages, then: praxis sandbox build {args.flow}"
+        elif type(exc).__name__ == "RayUnavailable":
+            hint = f"fix what it names (README: Ray cluster), then: praxis advance {args.flow}"
         return _fail(exc, EXIT["unavailable"], hint)
     except KeyboardInterrupt:
         how = received_signal()

@@ -12,9 +12,10 @@ move in ``CHUNK`` pieces by offset, a few calls in flight, staged in a node-loca
 needs nothing beyond the Ray connection the runner already has (no shared filesystem or
 bucket and its credentials on every node), and keeps the controller's memory bounded.
 
-Errors: an unreachable cluster is ``SandboxUnavailable`` naming the address; a node that
-cannot run the sandbox (no Docker, no image) says which node and the fix; a request no node
-could ever hold fails at once; a lost node fails the phase, naming the node.
+Errors: an unreachable cluster is ``RayUnavailable`` (a ``SandboxUnavailable``) naming the
+address; a node that cannot run the sandbox (no Docker, no image) says which node and the
+fix; a request no node could ever hold fails at once; a lost node fails the phase, naming
+the node.
 ``ray`` is imported here only, and only when a sandbox opens.
 """
 
@@ -53,6 +54,10 @@ MARGIN = 60.0  # seconds past an execute's own timeout before the controller giv
 CONNECT_TIMEOUT = 5.0
 
 
+class RayUnavailable(SandboxUnavailable):
+    """Raised when the Ray cluster, or the node the sandbox went to, cannot run it."""
+
+
 @dataclass(frozen=True)
 class NodeWorkspace:
     """Where the workspace is: a folder on the node ``node`` (this machine only in tests)."""
@@ -72,13 +77,13 @@ def _reachable(address: str) -> None:
         return
     parts = urlsplit(address if "://" in address else f"tcp://{address}")
     if not parts.hostname or not parts.port:
-        raise SandboxUnavailable(
+        raise RayUnavailable(
             f"sandbox.address {address!r} is not ray://host:port, host:port or auto"
         )
     try:
         socket.create_connection((parts.hostname, parts.port), CONNECT_TIMEOUT).close()
     except OSError as exc:
-        raise SandboxUnavailable(
+        raise RayUnavailable(
             f"no Ray cluster answers at {address} ({exc.strerror or exc}); start it with "
             "`ray start --head`, or set sandbox.address / PRAXIS_RAY_ADDRESS"
         ) from None
@@ -92,10 +97,10 @@ def connect(address: str) -> None:
     try:
         import ray
     except ImportError:
-        raise SandboxUnavailable("the ray backend needs Ray: pip install 'praxis[ray]'") from None
+        raise RayUnavailable("the ray backend needs Ray: pip install 'praxis[ray]'") from None
     if ray.is_initialized():
         if _connected and address not in ("auto", _connected[0]):
-            raise SandboxUnavailable(
+            raise RayUnavailable(
                 f"this process is connected to the Ray cluster at {_connected[0]} already "
                 f"and cannot join {address} too: one cluster per process"
             )
@@ -116,7 +121,7 @@ def connect(address: str) -> None:
                 "; if the cluster uses token authentication, set RAY_AUTH_MODE=token and "
                 "its token (RAY_AUTH_TOKEN or ~/.ray/auth_token) here too"
             )
-        raise SandboxUnavailable(
+        raise RayUnavailable(
             f"cannot connect to the Ray cluster at {address}: {first}{hint}"
         ) from exc
     _connected[:] = [address]
@@ -159,7 +164,7 @@ def check_capacity(demand: dict[str, float], address: str) -> None:
     nodes = [n for n in ray.nodes() if n.get("Alive")]
     docker = [n["Resources"] for n in nodes if n["Resources"].get(RESOURCE, 0) > 0]
     if not docker:
-        raise SandboxUnavailable(
+        raise RayUnavailable(
             f"no node of the Ray cluster at {address} offers the {RESOURCE} resource: start "
             "each node that has Docker and the sandbox image with "
             f"`ray start ... --resources='{{\"{RESOURCE}\": 1}}'`"
@@ -167,7 +172,7 @@ def check_capacity(demand: dict[str, float], address: str) -> None:
     if any(all(n.get(k, 0) >= v for k, v in demand.items()) for n in docker):
         return
     largest = max(docker, key=lambda n: (n.get("memory", 0), n.get("CPU", 0)))
-    raise SandboxUnavailable(
+    raise RayUnavailable(
         f"no node of the Ray cluster at {address} has {_show(demand)} for this sandbox "
         f"(the largest {RESOURCE} node has {_show({k: largest.get(k, 0) for k in demand})}); "
         "lower sandbox.memory / sandbox.cpus / sandbox.resources, or add a bigger node"
@@ -262,17 +267,19 @@ class RaySandbox(Sandbox):
             info = decode(ray.get(actor.open.remote(), timeout=self.place_timeout))
         except ray.exceptions.GetTimeoutError:
             ray.kill(actor)
-            raise SandboxUnavailable(
+            raise RayUnavailable(
                 f"no node of the Ray cluster at {self.address} had room for this sandbox "
                 f"({_show(self.demand())}) within {self.place_timeout:g} s: the cluster is "
                 "busy; try again later"
             ) from None
-        except SandboxError:
+        except SandboxError as exc:
             ray.kill(actor)
+            if type(exc) is SandboxUnavailable:  # the node's words: no Docker, no image
+                raise RayUnavailable(str(exc)) from None
             raise
         except ray.exceptions.RayError as exc:
             ray.kill(actor)
-            raise SandboxUnavailable(f"the sandbox actor did not start: {exc}") from exc
+            raise RayUnavailable(f"the sandbox actor did not start: {exc}") from exc
         self.actor = actor
         self.node = info["node"]
         self.info = info
@@ -328,38 +335,43 @@ class RaySandbox(Sandbox):
         return self.result(getattr(self._actor(), method).remote(*args), timeout=timeout)
 
     def result(
-        self, ref: Any, *, timeout: float | None = CALL_TIMEOUT, died: type = SandboxUnavailable
+        self, ref: Any, *, timeout: float | None = CALL_TIMEOUT, died: type = RayUnavailable
     ) -> Any:
         import ray
 
         try:
             reply: Reply = ray.get(ref, timeout=timeout)
         except ray.exceptions.GetTimeoutError:
-            raise SandboxUnavailable(
+            raise RayUnavailable(
                 f"the sandbox on Ray node {self.node} did not answer within {timeout:g} s"
             ) from None
         except (ray.exceptions.RayActorError, ray.exceptions.ObjectLostError) as exc:
-            raise died(self.lost()) from exc
+            raise died(self.lost(exc)) from exc
         except ray.exceptions.RayError as exc:
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
-            raise SandboxUnavailable(f"Ray at {self.address}: {first}") from exc
-        return decode(reply)
+            raise RayUnavailable(f"Ray at {self.address}: {first}") from exc
+        try:
+            return decode(reply)
+        except SandboxUnavailable as exc:
+            if type(exc) is SandboxUnavailable:  # the node's words: no Docker, no image
+                raise RayUnavailable(str(exc)) from None
+            raise
 
-    def lost(self) -> str:
+    def lost(self, exc: BaseException) -> str:
         """Why the actor is gone: its node was lost, or the actor alone died."""
         import ray
 
         try:
-            alive = {n["NodeID"]: n for n in ray.nodes() if n.get("Alive")}
+            alive = {n["NodeID"] for n in ray.nodes() if n.get("Alive")}
         except Exception:
-            alive = {}
-        if self.node not in alive:
+            alive = set()
+        if self.node not in alive or "node has died" in str(exc).lower():
             return f"the Ray node {self.node} running this sandbox was lost"
         return f"the sandbox actor on Ray node {self.node} died"
 
     def _actor(self) -> Any:
         if self.actor is None:
-            raise SandboxUnavailable("the ray sandbox is not open")
+            raise RayUnavailable("the ray sandbox is not open")
         return self.actor
 
     # -- Sandbox ---------------------------------------------------------------------------

@@ -220,18 +220,30 @@ def test_a_resource_no_node_has_fails_at_once(make: Callable[..., Sandbox]) -> N
 
 
 def test_an_unreachable_cluster_names_the_address(tmp_path: Path) -> None:
-    code = (
-        "from pathlib import Path\n"
-        "from sandbox import open_sandbox, SandboxUnavailable\n"
-        "sb = open_sandbox({'backend': 'ray', 'address': 'ray://127.0.0.1:9'},"
-        f" workspace=Path({str(tmp_path)!r}), name='x')\n"
-        "try:\n    sb.open()\nexcept SandboxUnavailable as exc:\n    print(exc)\n"
-    )
+    root = _sales_report(tmp_path, "sandbox: {backend: ray, address: 'ray://127.0.0.1:9'}")
     env = {k: v for k, v in os.environ.items() if k != "PRAXIS_RAY_ADDRESS"}
     done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env
+        [sys.executable, "-m", "praxis", "run", str(root)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
     )
-    assert "no Ray cluster answers at ray://127.0.0.1:9" in done.stdout, done.stderr
+    assert done.returncode == 5, done.stderr
+    assert "RayUnavailable: no Ray cluster answers at ray://127.0.0.1:9" in done.stderr
+    assert "next: fix what it names (README: Ray cluster), then: praxis advance" in done.stderr
+
+
+def _sales_report(tmp_path: Path, sandbox: str) -> Path:
+    """A copy of the sales-report example with ``sandbox`` as its sandbox line."""
+    from ..test_examples import FLOWS
+
+    root = tmp_path / "sales-report"
+    shutil.copytree(FLOWS / "sales-report", root, ignore=shutil.ignore_patterns("runs", "run.lock"))
+    text = (root / "flow.yaml").read_text()
+    lines = [sandbox if line.startswith("sandbox:") else line for line in text.splitlines()]
+    (root / "flow.yaml").write_text("\n".join(lines) + "\n")
+    return root
 
 
 def test_a_driver_without_the_token_is_refused(nodes: TwoNodes, tmp_path: Path) -> None:
@@ -274,14 +286,8 @@ def test_sales_report_flow_runs_on_the_cluster_with_its_gate(
     from praxis.flows import runner
     from praxis.flows import state as st
 
-    from ..test_examples import FLOWS
-
-    root = tmp_path / "sales-report"
-    shutil.copytree(FLOWS / "sales-report", root, ignore=shutil.ignore_patterns("runs", "run.lock"))
-    text = (root / "flow.yaml").read_text()
     pinned = f"sandbox: {{backend: ray, image: '{docker_image}', memory: 1g, timeout: 120}}"
-    lines = [pinned if line.startswith("sandbox:") else line for line in text.splitlines()]
-    (root / "flow.yaml").write_text("\n".join(lines) + "\n")
+    root = _sales_report(tmp_path, pinned)
     monkeypatch.setenv("PRAXIS_RAY_ADDRESS", nodes.address)
 
     state = runner.run(root)
