@@ -18,6 +18,8 @@ log = logging.getLogger("sandbox")
 
 STREAM_LIMIT = 1 << 20  # bytes of stdout + stderr kept per execute
 DISPLAY_LIMIT = 16 << 20  # bytes of display/result bundles kept per execute
+ERROR_TEXT = 8 << 10  # characters of an exception's name or message kept
+TRACEBACK_TEXT = 64 << 10  # characters of a traceback kept, in all
 
 # Run in each new kernel by ``JupyterKernel.start_up``: ipykernel buffers a stream for 0.2 s
 # and sends it as ONE message, so 100 MB printed in a loop would reach the host as a 100 MB
@@ -57,6 +59,64 @@ def _praxis_cap(limit):
 
 _praxis_cap(LIMIT)
 del _praxis_cap
+
+
+def _praxis_cap_errors(text_limit, traceback_limit):
+    import inspect
+
+    def cut(text):
+        text = str(text)
+        if len(text) <= text_limit:
+            return text
+        return text[:text_limit] + f" … [{len(text) - text_limit} characters cut]"
+
+    def cut_lines(lines):
+        kept, left = [], traceback_limit
+        for line in lines or []:
+            if left <= 0:
+                kept.append("[… traceback lines cut]")
+                break
+            kept.append(cut(line) if len(str(line)) <= left else str(line)[:left] + " …")
+            left -= len(kept[-1])
+        return kept
+
+    shell = get_ipython()  # noqa: F821
+    show = shell._showtraceback
+
+    class Shown:
+        def __init__(self, value):
+            self.text = cut(value)
+
+        def __str__(self):
+            return self.text
+
+    def showtraceback(etype, evalue, stb):
+        return show(etype, Shown(evalue), cut_lines(stb))
+
+    shell._showtraceback = showtraceback
+    kernel = getattr(shell, "kernel", None)
+    execute = getattr(kernel, "do_execute", None)
+    if execute is None:
+        return
+
+    def capped(reply):
+        if isinstance(reply, dict) and reply.get("status") == "error":
+            reply["evalue"] = cut(reply.get("evalue", ""))
+            reply["ename"] = cut(reply.get("ename", ""))
+            reply["traceback"] = cut_lines(reply.get("traceback"))
+        return reply
+
+    if inspect.iscoroutinefunction(execute):
+        async def do_execute(*args, **kwargs):
+            return capped(await execute(*args, **kwargs))
+    else:
+        def do_execute(*args, **kwargs):
+            return capped(execute(*args, **kwargs))
+    kernel.do_execute = do_execute
+
+
+_praxis_cap_errors(ERROR_TEXT, TRACEBACK_TEXT)
+del _praxis_cap_errors
 """
 
 WARM_UP = "try:\n    import pandas as _p\n    del _p\nexcept ImportError:\n    pass\n"
@@ -64,7 +124,12 @@ WARM_UP = "try:\n    import pandas as _p\n    del _p\nexcept ImportError:\n    p
 
 def start_code(stream_limit: int, warm_up: str = WARM_UP) -> list[str]:
     """The cells a new kernel runs before it is handed out: the output cap, then ``warm_up``."""
-    return [PRELUDE.replace("LIMIT", str(int(stream_limit))), warm_up]
+    prelude = PRELUDE.replace("_praxis_cap(LIMIT)", f"_praxis_cap({int(stream_limit)})")
+    prelude = prelude.replace(
+        "_praxis_cap_errors(ERROR_TEXT, TRACEBACK_TEXT)",
+        f"_praxis_cap_errors({ERROR_TEXT}, {TRACEBACK_TEXT})",
+    )
+    return [prelude, warm_up]
 
 
 def truncation_marker(dropped: int) -> str:
@@ -200,10 +265,6 @@ class Collector:
             wall=wall,
             truncated=bool(self.dropped),
         )
-
-
-ERROR_TEXT = 8 << 10  # characters of an exception's name or message kept
-TRACEBACK_TEXT = 64 << 10  # characters of a traceback kept, in all
 
 
 def _cut(text: str, limit: int) -> str:
