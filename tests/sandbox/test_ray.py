@@ -13,6 +13,7 @@ import json
 import os
 import secrets
 import shutil
+import socket
 import subprocess
 import sys
 import threading
@@ -46,9 +47,10 @@ NODE = {"num_cpus": 2, "memory": 4 * GIB, "object_store_memory": 128 << 20}
 
 
 class TwoNodes:
-    def __init__(self, cluster: Any, second: Any) -> None:
+    def __init__(self, cluster: Any, second: Any, client: str) -> None:
         self.cluster = cluster
         self.second = second
+        self.client = client  # the head's Ray client server: ray://127.0.0.1:<port>
 
     @property
     def address(self) -> str:
@@ -64,20 +66,32 @@ def nodes(docker_image: str, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     os.environ["RAY_AUTH_TOKEN"] = secrets.token_hex(32)
     os.environ["PRAXIS_RAY_WORKDIR"] = str(tmp_path_factory.mktemp("ray-nodes"))
     _reread_auth()  # Ray read RAY_AUTH_MODE when it was imported
+    client_port = _free_port()
     cluster = cluster_utils.Cluster(
         initialize_head=True,
-        head_node_args={**NODE, "resources": {"praxis-docker": 1}, "include_dashboard": False},
+        head_node_args={
+            **NODE,
+            "resources": {"praxis-docker": 1},
+            "include_dashboard": False,
+            "ray_client_server_port": client_port,
+        },
     )
     try:
         second = cluster.add_node(**NODE, resources={"praxis-docker": 1, "node-2": 1})
         cluster.wait_for_nodes()
-        yield TwoNodes(cluster, second)
+        yield TwoNodes(cluster, second, f"ray://127.0.0.1:{client_port}")
     finally:
         ray.shutdown()
         cluster.shutdown()
         os.environ.clear()
         os.environ.update(saved)
         _reread_auth()
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 def _reread_auth() -> None:
@@ -261,6 +275,22 @@ def test_a_driver_without_the_token_is_refused(nodes: TwoNodes, tmp_path: Path) 
     )
     assert f"cannot connect to the Ray cluster at {nodes.address}" in done.stdout, done.stderr
     assert "set RAY_AUTH_MODE=token and its token" in done.stdout
+
+
+def test_a_runner_speaks_to_the_cluster_through_ray_client(
+    nodes: TwoNodes, docker_image: str, tmp_path: Path
+) -> None:
+    config = {"backend": "ray", "address": nodes.client, "image": docker_image,
+              "labels": dict(TEST_LABELS)}  # fmt: skip
+    code = (
+        "from pathlib import Path\nfrom sandbox import open_sandbox\n"
+        f"sb = open_sandbox({config!r}, workspace=Path({str(tmp_path)!r}), name='ray-client')\n"
+        "sb.open()\nk = sb.kernel()\n"
+        "r = k.execute('print(6 * 7)', timeout=60, on_output=lambda s, t: print('streamed', t))\n"
+        "k.shutdown()\nsb.close()\nprint('result', r.stdout, end='')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.stdout.splitlines() == ["streamed 42", "", "result 42"], done.stderr[-2000:]
 
 
 def test_a_runner_that_dies_leaves_no_container(
