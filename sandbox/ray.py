@@ -16,7 +16,7 @@ Errors: an unreachable cluster is ``RayUnavailable`` (a ``SandboxUnavailable``) 
 address; a node that cannot run the sandbox (no Docker, no image) says which node and the
 fix; a request no node could ever hold fails at once; a lost node fails the phase, naming
 the node.
-``ray`` is imported here only, and only when a sandbox opens.
+``ray`` is imported only in ``sandbox/ray*.py``, and only when a sandbox opens.
 """
 
 from __future__ import annotations
@@ -31,19 +31,25 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from .base import ExecResult, FileStat, Kernel, OutputCallback, Sandbox
 from .errors import ExecTimeout, KernelDied, SandboxError, SandboxUnavailable
 from .paths import check_name
+from .ray_cluster import (
+    NAMESPACE,
+    RESOURCE,
+    RayUnavailable,
+    check_capacity,
+    connect,
+    resolve_address,
+    show,
+)
 from .ray_node import NodeSandbox, Reply, decode
 from .workspace import parse_size
 
 log = logging.getLogger("sandbox")
 
-RESOURCE = "praxis-docker"  # what a node offers when it has Docker and the sandbox image
 SLOT = 0.01  # of RESOURCE per sandbox: the node's cpus and memory are the real limit
-NAMESPACE = "praxis"
 CONCURRENCY = 4  # actor threads: interrupt and output polls while execute blocks
 SMALL = 64 << 20  # bytes moved in one actor call
 CHUNK = 8 << 20  # bytes per call above SMALL
@@ -51,11 +57,6 @@ IN_FLIGHT = 4  # chunk calls outstanding at once
 POLL = 0.2  # seconds between output polls while code runs
 CALL_TIMEOUT = 300.0  # seconds for one file or bookkeeping call
 MARGIN = 60.0  # seconds past an execute's own timeout before the controller gives up
-CONNECT_TIMEOUT = 5.0
-
-
-class RayUnavailable(SandboxUnavailable):
-    """Raised when the Ray cluster, or the node the sandbox went to, cannot run it."""
 
 
 @dataclass(frozen=True)
@@ -64,119 +65,6 @@ class NodeWorkspace:
 
     node: str
     root: Path
-
-
-def resolve_address(address: str | None) -> str:
-    """``PRAXIS_RAY_ADDRESS``, else the configured address, else ``auto``."""
-    return os.environ.get("PRAXIS_RAY_ADDRESS") or address or "auto"
-
-
-def _reachable(address: str) -> None:
-    """Fail fast (seconds, not minutes) when nothing listens at a host:port address."""
-    if address == "auto":
-        return
-    parts = urlsplit(address if "://" in address else f"tcp://{address}")
-    if not parts.hostname or not parts.port:
-        raise RayUnavailable(
-            f"sandbox.address {address!r} is not ray://host:port, host:port or auto"
-        )
-    try:
-        socket.create_connection((parts.hostname, parts.port), CONNECT_TIMEOUT).close()
-    except OSError as exc:
-        raise RayUnavailable(
-            f"no Ray cluster answers at {address} ({exc.strerror or exc}); start it with "
-            "`ray start --head`, or set sandbox.address / PRAXIS_RAY_ADDRESS"
-        ) from None
-
-
-_connected: list[str] = []  # the address this process joined (Ray allows one cluster)
-
-
-def connect(address: str) -> None:
-    """Join the cluster at ``address`` as a driver (or reuse this process's connection)."""
-    try:
-        import ray
-    except ImportError:
-        raise RayUnavailable("the ray backend needs Ray: pip install 'praxis[ray]'") from None
-    if ray.is_initialized():
-        if _connected and address not in ("auto", _connected[0]):
-            raise RayUnavailable(
-                f"this process is connected to the Ray cluster at {_connected[0]} already "
-                f"and cannot join {address} too: one cluster per process"
-            )
-        return
-    _reachable(address)
-    try:
-        ray.init(
-            address=address,
-            namespace=NAMESPACE,
-            log_to_driver=False,
-            logging_level=logging.WARNING,
-        )
-    except Exception as exc:  # ConnectionError, AuthenticationError: Ray's own words follow
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
-        hint = ""
-        if not _token_auth():
-            hint = (
-                "; if the cluster uses token authentication, set RAY_AUTH_MODE=token and "
-                "its token (RAY_AUTH_TOKEN or ~/.ray/auth_token) here too"
-            )
-        raise RayUnavailable(
-            f"cannot connect to the Ray cluster at {address}: {first}{hint}"
-        ) from exc
-    _connected[:] = [address]
-    if not _token_auth():
-        log.warning(
-            "the Ray cluster at %s runs without token authentication: whoever reaches its "
-            "ports can run code on its nodes; start it with RAY_AUTH_MODE=token (README: "
-            "Running on a Ray cluster)",
-            address,
-        )
-
-
-def _token_auth() -> bool:
-    """Whether this driver speaks to the cluster with Ray's token authentication."""
-    try:
-        from ray._raylet import (  # type: ignore[attr-defined]
-            AuthenticationMode,
-            get_authentication_mode,
-        )
-    except ImportError:  # a Ray before 2.52 has no token authentication
-        return False
-    return bool(get_authentication_mode() == AuthenticationMode.TOKEN)
-
-
-def _show(resources: dict[str, float]) -> str:
-    parts = []
-    for key, value in sorted(resources.items()):
-        if key == "memory":
-            parts.append(f"memory {value / (1 << 30):.2g}g")
-        elif key != RESOURCE:
-            parts.append(f"{key} {value:g}")
-    return ", ".join(parts)
-
-
-def check_capacity(demand: dict[str, float], address: str) -> None:
-    """SandboxUnavailable at once when no live node could ever hold ``demand`` (else Ray
-    would wait for such a node forever)."""
-    import ray
-
-    nodes = [n for n in ray.nodes() if n.get("Alive")]
-    docker = [n["Resources"] for n in nodes if n["Resources"].get(RESOURCE, 0) > 0]
-    if not docker:
-        raise RayUnavailable(
-            f"no node of the Ray cluster at {address} offers the {RESOURCE} resource: start "
-            "each node that has Docker and the sandbox image with "
-            f"`ray start ... --resources='{{\"{RESOURCE}\": 1}}'`"
-        )
-    if any(all(n.get(k, 0) >= v for k, v in demand.items()) for n in docker):
-        return
-    largest = max(docker, key=lambda n: (n.get("memory", 0), n.get("CPU", 0)))
-    raise RayUnavailable(
-        f"no node of the Ray cluster at {address} has {_show(demand)} for this sandbox "
-        f"(the largest {RESOURCE} node has {_show({k: largest.get(k, 0) for k in demand})}); "
-        "lower sandbox.memory / sandbox.cpus / sandbox.resources, or add a bigger node"
-    )
 
 
 @functools.cache
@@ -269,7 +157,7 @@ class RaySandbox(Sandbox):
             ray.kill(actor)
             raise RayUnavailable(
                 f"no node of the Ray cluster at {self.address} had room for this sandbox "
-                f"({_show(self.demand())}) within {self.place_timeout:g} s: the cluster is "
+                f"({show(self.demand())}) within {self.place_timeout:g} s: the cluster is "
                 "busy; try again later"
             ) from None
         except SandboxError as exc:
