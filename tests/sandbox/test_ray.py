@@ -26,7 +26,7 @@ import pytest
 import ray
 import ray.cluster_utils as cluster_utils
 
-from sandbox import KernelDied, Sandbox, SandboxUnavailable, open_sandbox
+from sandbox import ExecTimeout, KernelDied, Sandbox, SandboxUnavailable, open_sandbox
 
 from ..labels import TEST_LABELS
 from ..probes import assert_contained, probe_code
@@ -191,6 +191,26 @@ def test_containment_probes_and_streamed_output(shared: Sandbox) -> None:
     assert_contained(json.loads(result.stdout))
     assert "".join(t for s, t in streamed if s == "stdout") == result.stdout
     assert "probes.json" in shared.listing()
+
+
+def test_interrupt_reaches_running_code_and_a_hung_cell_times_out(shared: Sandbox) -> None:
+    reset(shared)
+    kernel = shared.kernel()
+    try:
+        started = threading.Event()
+        waiter = threading.Thread(target=lambda: started.wait(60) and kernel.interrupt())
+        waiter.start()
+        result = kernel.execute(
+            "import time\nprint('go', flush=True)\ntime.sleep(60)",
+            timeout=90,
+            on_output=lambda _s, _t: started.set(),
+        )
+        waiter.join()
+        assert (result.status, result.ename) == ("error", "KeyboardInterrupt")
+        with pytest.raises(ExecTimeout):
+            kernel.execute("while True:\n    pass", timeout=2)
+    finally:
+        kernel.shutdown()
 
 
 def test_a_large_file_moves_in_chunks_both_ways(shared: Sandbox, tmp_path: Path) -> None:
