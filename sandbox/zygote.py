@@ -16,7 +16,7 @@ object on one line, answered with one JSON object on one line (``ok`` true or fa
                                                       -> {"ok": true, "pid": PID}
     {"op": "activate", "key": K}                      -> {"ok": true}
     {"op": "kill", "key": K}                          -> {"ok": true}
-    {"op": "sweep"}                                   -> {"ok": true, "left": N}
+    {"op": "sweep"}                                   -> {"ok": true}
     {"op": "status", "key": K}  -> {"ok": true, "status": "running PID" | "exit N" |
                                                           "signal N" | "unknown"}
 
