@@ -98,8 +98,9 @@ class Sandbox(ABC):
         """Every regular file of the workspace: relative posix path -> FileStat. Cheap."""
 
     @abstractmethod
-    def fetch(self, name: str, dest: Path) -> None:
-        """Copy workspace file ``name`` to host path ``dest`` (regular files only)."""
+    def fetch(self, name: str, dest: Path) -> str | None:
+        """Copy workspace file ``name`` to host path ``dest`` (regular files only). Returns
+        the sha256 of what was copied when the backend computed it on the way, else None."""
 
     @abstractmethod
     def remove(self, name: str) -> None:

@@ -153,9 +153,10 @@ class Workspace:
             for name, e in self.tree.listing().items()
         }
 
-    def fetch(self, name: str, dest: Path, *, max_bytes: int | None = None) -> None:
-        """Copy workspace file ``name`` to ``dest`` (regular files inside the workspace only)."""
-        self.tree.copy_out(name, Path(dest), max_bytes=max_bytes)
+    def fetch(self, name: str, dest: Path, *, max_bytes: int | None = None) -> str:
+        """Copy workspace file ``name`` to ``dest`` (regular files inside the workspace only);
+        the sha256 of what was copied."""
+        return self.tree.copy_out(name, Path(dest), max_bytes=max_bytes)
 
     def remove(self, name: str) -> None:
         self.tree.remove(name)
@@ -190,8 +191,8 @@ class FolderSandbox(Sandbox):
     def listing(self) -> dict[str, FileStat]:
         return self.workspace.listing()
 
-    def fetch(self, name: str, dest: Path) -> None:
-        self.workspace.fetch(name, dest)
+    def fetch(self, name: str, dest: Path) -> str | None:
+        return self.workspace.fetch(name, dest)
 
     def remove(self, name: str) -> None:
         self.workspace.remove(name)

@@ -141,8 +141,11 @@ class Store:
         """Take workspace file ``name`` (through the sandbox's fetch); (sha256, size)."""
         tmp = self._incoming()
         try:
-            sandbox.fetch(name, tmp)
-            sha, size = _hash(tmp)
+            sha = sandbox.fetch(name, tmp)
+            if sha is None:  # the backend did not hash on the way: read the copy once more
+                sha, size = _hash(tmp)
+            else:
+                size = tmp.stat().st_size
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
