@@ -29,7 +29,8 @@ RESULT_CHARS = 4_000
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
-def _fn(tool: str, description: str, **params: str) -> dict[str, Any]:
+def tool_schema(tool: str, description: str, **params: str) -> dict[str, Any]:
+    """An OpenAI-style function schema whose parameters are all required strings."""
     props = {p: {"type": "string", "description": d} for p, d in params.items()}
     return {
         "type": "function",
@@ -42,21 +43,21 @@ def _fn(tool: str, description: str, **params: str) -> dict[str, Any]:
 
 
 SCHEMAS = [
-    _fn("run_python", "Run Python code in the phase's kernel.", code="Python source"),
-    _fn("run_prepared", "Run a prepared script by name.", name="the script's name"),
-    _fn(
+    tool_schema("run_python", "Run Python code in the phase's kernel.", code="Python source"),
+    tool_schema("run_prepared", "Run a prepared script by name.", name="the script's name"),
+    tool_schema(
         "extract",
         "Run a SQL query on the flow's database; save the result as a CSV file.",
         query="SQL SELECT statement",
         name="workspace file name for the CSV",
     ),
-    _fn(
+    tool_schema(
         "extract_prepared",
         "Run a prepared SQL query by name; save the result as a CSV file.",
         query_name="the prepared query's name",
         name="workspace file name for the CSV",
     ),
-    _fn(
+    tool_schema(
         "write_output",
         "Write a declared text output (e.g. a report).",
         name="declared output name",

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from praxis.agent.prompt import TABULAR, clip, profile
-from praxis.agent.tools import describe
+from praxis.agent.tools import describe, tool_schema
 from praxis.flows import contract
 from praxis.flows.context import Approver
 from praxis.flows.model import DEFAULT_LIMITS
@@ -43,36 +43,30 @@ DENIED = "refused: the person did not approve this code. Do not retry it unchang
 APPROVAL_LABEL = "chat"
 
 
-def _fn(tool: str, description: str, **params: str) -> dict[str, Any]:
-    props = {p: {"type": "string", "description": d} for p, d in params.items()}
-    return {
-        "type": "function",
-        "function": {
-            "name": tool,
-            "description": description,
-            "parameters": {"type": "object", "properties": props, "required": list(params)},
-        },
-    }
-
-
 SCHEMAS = [
-    _fn("list_files", "List the files of the flow folder with their sizes."),
-    _fn("read_file", "Read a text file of the flow folder.", path="path relative to the folder"),
-    _fn(
+    tool_schema("list_files", "List the files of the flow folder with their sizes."),
+    tool_schema(
+        "read_file", "Read a text file of the flow folder.", path="path relative to the folder"
+    ),
+    tool_schema(
         "write_file",
         "Create or replace a file of the flow folder (flow.yaml, scripts, prompts). "
         "The person sees the diff and can undo it.",
         path="path relative to the flow folder",
         text="the file's full new text",
     ),
-    _fn("check", "Check flow.yaml against the contract; returns every problem with its place."),
-    _fn("profile", "A pandas profile of a data file (.csv, .tsv, .parquet).", path="data file"),
-    _fn(
+    tool_schema(
+        "check", "Check flow.yaml against the contract; returns every problem with its place."
+    ),
+    tool_schema(
+        "profile", "A pandas profile of a data file (.csv, .tsv, .parquet).", path="data file"
+    ),
+    tool_schema(
         "run_python",
         "Run Python in a scratch sandbox holding a copy of the flow's files (needs approval).",
         code="Python source",
     ),
-    _fn(
+    tool_schema(
         "try_phase",
         "Run one phase (and the phases before it) in a throwaway run; returns its outcome.",
         phase="the phase id",
