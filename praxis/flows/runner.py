@@ -8,16 +8,16 @@ person looked at the run first, checks ``expect_revision``.
 from __future__ import annotations
 
 import os
-import tempfile
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from sandbox import Sandbox, open_sandbox
 
 from . import checks, collect, contract, decisions, definition, reconcile, snapshot
+from .atomic import write_atomic
 from .context import Approver
 from .decisions import DecisionRefused, ManagedMode, OutputAccepted
 from .events import (
@@ -487,17 +487,12 @@ def edit(
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
-    """Replace ``path`` through a new temp file (O_EXCL: never a file or link planted there)."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:100]}.", suffix=".edit")
+    """Replace ``path`` atomically; the edited file keeps its mode (a new one gets 0644)."""
     try:
-        with suppress(FileNotFoundError):  # the edited file keeps its mode (mkstemp's is 0600)
-            os.fchmod(fd, os.stat(path, follow_symlinks=False).st_mode & 0o777)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    finally:
-        if os.path.lexists(tmp):
-            os.unlink(tmp)
+        mode = os.stat(path, follow_symlinks=False).st_mode & 0o777
+    except FileNotFoundError:
+        mode = 0o644
+    write_atomic(path, data, mode=mode)
 
 
 def reject(
