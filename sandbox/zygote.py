@@ -109,6 +109,9 @@ def describe(code, status):
 class Zygote:
     def __init__(self, path, kernel_uid=None, kernel_gid=None, peers=()):
         self.path = path
+        # the host user: runtime files are made as it (setfsuid), so a host that is not
+        # root can reach them; kernels then leave files it can remove (umask 000)
+        self.host_uid = next(iter(peers), os.getuid())
         self.kernel_uid = kernel_uid  # None: kernels keep the zygote's identity (local)
         self.kernel_gid = kernel_gid
         self.peers = {os.getuid(), *peers}  # uids allowed to connect
@@ -281,7 +284,7 @@ class Zygote:
             self.reap()
             time.sleep(0.001)
         self.reap()
-        with file_identity(self.kernel_uid, self.kernel_gid):
+        with file_identity(self.kernel_uid, self.kernel_gid, back=self.host_uid):
             scrub()
         return {"ok": True}
 
@@ -413,7 +416,7 @@ class Zygote:
                 os._exit(0)
             os.close(gate)
             self.drop_identity()
-            os.umask(0o022)
+            os.umask(0o022 if self.host_uid == 0 else 0)  # a host user must remove its files
             app.start()
             code = 0
         except SystemExit as exc:
@@ -429,15 +432,16 @@ class Zygote:
 
 
 @contextlib.contextmanager
-def file_identity(uid, gid):
-    """File operations of this (single-threaded) process as ``uid``/``gid`` (setfsuid)."""
+def file_identity(uid, gid, back=None):
+    """File operations of this (single-threaded) process as ``uid``/``gid`` (setfsuid), then
+    as ``back`` (default: the effective uid) again."""
     libc = ctypes.CDLL(None, use_errno=True)
     libc.setfsgid(gid)
     libc.setfsuid(uid)
     try:
         yield
     finally:
-        libc.setfsuid(os.geteuid())
+        libc.setfsuid(os.geteuid() if back is None else back)
         libc.setfsgid(os.getegid())
 
 
@@ -533,6 +537,8 @@ def main(argv):
     peers = ()
     if len(argv) == 5:
         kernel_uid, kernel_gid, peers = int(argv[2]), int(argv[3]), (int(argv[4]),)
+        if peers[0] != os.geteuid():  # the host is another user: its runtime folder is its own
+            ctypes.CDLL(None, use_errno=True).setfsuid(peers[0])
     redirect_output(os.path.dirname(path) or ".")
     not_dumpable()
     if sys.path and sys.path[0] in ("", os.getcwd()):
