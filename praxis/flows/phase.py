@@ -161,7 +161,11 @@ def settle(
     ws: snapshot.Workspace,
     base: snapshot.Manifest | None,
 ) -> snapshot.Manifest:
-    """Stop every sandbox process, restore ``base``, upload the inputs; the manifest."""
+    """Stop every sandbox process, restore ``base``, upload the inputs; the manifest. A phase
+    settled a moment ago (a reuse that did not apply; nothing ran since) is not settled twice."""
+    settled, ws.settled = ws.settled, None
+    if settled is not None and settled[0] == phase.id:
+        return settled[1]
     sandbox.quiesce()
     if base is not None:
         ws.restore(base)
@@ -212,6 +216,7 @@ def try_reuse(run: RunHandle, phase: Phase, sandbox: Sandbox, ws: snapshot.Works
     try:
         post = snapshot.load_manifest(run.paths.snapshot(phase.id, p.attempt, "post"))
         pre = settle(run, phase, sandbox, ws, base_state(run, phase))
+        ws.settled = (phase.id, pre)  # if it runs after all, it starts from this
         same = (
             post is not None
             and snapshot.digest(pre) == p.digests.get("pre")
@@ -220,6 +225,7 @@ def try_reuse(run: RunHandle, phase: Phase, sandbox: Sandbox, ws: snapshot.Works
         )
         if not same or post is None:
             return False
+        ws.settled = None
         ws.restore(post)
     except Exception:  # whatever failed here fails the phase for real when it runs
         log.debug("phase %s cannot be reused", phase.id, exc_info=True)

@@ -196,6 +196,7 @@ class Workspace:
         self.known: Manifest = dict(known or {})
         self.placed: Manifest = {}  # placed since the last listing: content known, identity not
         self.stored = (0, 0)  # files and bytes the last snapshot read into the store
+        self.settled: tuple[str, Manifest] | None = None  # (phase, pre-state) just settled
 
     def snapshot(self, *, max_new: int = MAX_FILES, max_bytes: int = MAX_BYTES) -> Manifest:
         """The workspace now: every file's content in the store. Files not seen before (new
