@@ -5,7 +5,7 @@ PRAXIS := $(VENV)/bin/praxis
 FLOW   ?= flows/sales-report
 PYTEST_ARGS ?=
 
-.PHONY: run test image lint bench clean
+.PHONY: run test test-fast image lint bench clean
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -30,6 +30,15 @@ run: image
 test: image
 	@$(VENV)/bin/pytest $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest ran no tests: failing" >&2; exit 1; fi; exit $$rc
+
+# The pure and fake-sandbox layers only: no Docker, no browser, no real kernel (seconds).
+FAST = tests/flows/test_state.py tests/flows/test_route.py tests/flows/test_events.py \
+	tests/flows/test_lock.py tests/flows/test_runner.py tests/flows/test_decisions.py \
+	tests/test_contract.py tests/sandbox/test_fake.py tests/sandbox/test_paths.py \
+	tests/reliability/test_bad_input.py
+test-fast: $(VENV)/.installed
+	@$(VENV)/bin/pytest -q -m "not docker and not browser and not ray" $(FAST) $(PYTEST_ARGS); \
+	rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest ran no tests: failing" >&2; exit 1; fi; exit $$rc
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check praxis sandbox tests benchmarks
