@@ -9,17 +9,15 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 from praxis.console import LiveTail, Progress, escape
 from praxis.flows import events as ev
 from praxis.flows import live, runner
 from praxis.flows.handle import RunHandle
-from praxis.flows.model import Flow
 from praxis.flows.state import RunState
-from sandbox import Sandbox, open_sandbox
-from sandbox.client import close_thread_loop
+
+from .flows.helpers import advance, in_thread
 
 # prints a line every 0.5 s until the file `stop` appears in the workspace (or 5 minutes)
 TICKS = """\
@@ -30,26 +28,6 @@ for i in range(600):
         break
     time.sleep(0.5)
 """
-
-
-def local(flow: Flow, run: RunHandle) -> Sandbox:
-    return open_sandbox({"backend": "local"}, workspace=run.paths.workspace, name=run.id)
-
-
-def advance(root: Path, run_id: str) -> RunState:
-    return runner.advance(root, run_id, sandbox=local)
-
-
-def in_thread(work: Callable[[], object]) -> Callable[[], None]:
-    """``work`` for a thread of its own, closing the event loop jupyter_client leaves there."""
-
-    def target() -> None:
-        try:
-            work()
-        finally:
-            close_thread_loop()
-
-    return target
 
 
 def ticking_flow(root: Path, script: str = TICKS) -> Path:

@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from sandbox import Sandbox
+from praxis.flows import runner
+from praxis.flows.handle import RunHandle
+from praxis.flows.model import Flow
+from praxis.flows.state import RunState
+from sandbox import Sandbox, open_sandbox
+from sandbox.client import close_thread_loop
 from sandbox.fake import FakeSandbox
 
 
@@ -99,3 +105,26 @@ THREE_FILES = {
 
 def three_phase_flow(tmp_path: Path) -> Path:
     return write_flow(tmp_path / "demo", THREE_PHASES, THREE_FILES)
+
+
+# -- real local kernels --------------------------------------------------------------------
+
+
+def local(flow: Flow, run: RunHandle) -> Sandbox:
+    return open_sandbox({"backend": "local"}, workspace=run.paths.workspace, name=run.id)
+
+
+def advance(root: Path, run_id: str) -> RunState:
+    return runner.advance(root, run_id, sandbox=local)
+
+
+def in_thread(work: Callable[[], object]) -> Callable[[], None]:
+    """``work`` for a thread of its own, closing the event loop jupyter_client leaves there."""
+
+    def target() -> None:
+        try:
+            work()
+        finally:
+            close_thread_loop()
+
+    return target

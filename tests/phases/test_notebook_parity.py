@@ -10,7 +10,6 @@ import sys
 import threading
 import time
 import warnings
-from collections.abc import Callable
 from pathlib import Path
 
 import nbformat
@@ -18,37 +17,15 @@ import pytest
 
 from praxis.agent.tools import describe
 from praxis.flows import contract, runner
-from praxis.flows.handle import RunHandle
-from praxis.flows.model import Flow
 from praxis.flows.notebook_check import read
 from praxis.flows.state import RunState
 from praxis.phases.notebook import ERROR_CELL, INJECTED
-from sandbox import Sandbox, open_sandbox
-from sandbox.client import close_thread_loop
+from sandbox import Sandbox
 
+from ..flows.helpers import advance, in_thread, local
 from ..labels import TEST_LABELS
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "data" / "notebooks"
-
-
-def local(flow: Flow, run: RunHandle) -> Sandbox:
-    return open_sandbox({"backend": "local"}, workspace=run.paths.workspace, name=run.id)
-
-
-def advance(root: Path, run_id: str) -> RunState:
-    return runner.advance(root, run_id, sandbox=local)
-
-
-def in_thread(work: Callable[[], object]) -> Callable[[], None]:
-    """``work`` for a thread of its own, closing the event loop jupyter_client leaves there."""
-
-    def target() -> None:
-        try:
-            work()
-        finally:
-            close_thread_loop()
-
-    return target
 
 
 def flow_of(
