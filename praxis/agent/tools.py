@@ -9,6 +9,7 @@ phase; a sandbox error (timeout, a dead kernel) fails the phase.
 
 from __future__ import annotations
 
+import inspect
 import re
 import time
 from collections.abc import Callable
@@ -97,7 +98,7 @@ class Toolbox:
                 f"refused: unknown tool {tool!r}; tools: {', '.join(self.handlers)}",
             )
         else:
-            problem = _args_problem(handler, args)
+            problem = args_problem(handler, args)
             if problem:
                 status, text = "refused", problem
             else:
@@ -255,14 +256,15 @@ def _names(table: dict[str, str]) -> str:
     return ", ".join(sorted(table)) or "none"
 
 
-def _args_problem(handler: Callable[..., Any], args: dict[str, Any]) -> str | None:
-    expected = [p for p in handler.__code__.co_varnames[1 : handler.__code__.co_argcount]]
+def args_problem(handler: Callable[..., Any], args: dict[str, Any]) -> str | None:
+    """Why a model's ``args`` do not fit ``handler`` (every parameter a string), or None."""
+    expected = list(inspect.signature(handler).parameters)
     missing = [p for p in expected if p not in args]
     extra = [a for a in args if a not in expected]
     wrong = [p for p in expected if p in args and not isinstance(args[p], str)]
     if missing or extra or wrong:
         return (
-            f"refused: bad arguments (expected {', '.join(expected)} as strings; "
+            f"refused: bad arguments (expected {', '.join(expected) or 'none'} as strings; "
             f"missing {missing or 'none'}, unexpected {extra or 'none'}, "
             f"not text {wrong or 'none'})"
         )

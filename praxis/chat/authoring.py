@@ -11,7 +11,6 @@ Nothing here runs a phase in the flow's own folder, writes a run folder or decid
 
 from __future__ import annotations
 
-import inspect
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -19,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from praxis.agent.prompt import TABULAR, clip, profile
-from praxis.agent.tools import describe, tool_schema
+from praxis.agent.tools import args_problem, describe, tool_schema
 from praxis.flows import contract
 from praxis.flows.context import Approver
 from praxis.flows.model import DEFAULT_LIMITS
@@ -118,7 +117,7 @@ class Authoring:
             result = ToolResult(f"refused: unknown tool {tool!r}; tools: {', '.join(TOOL_NAMES)}")
             result.status = "refused"
         else:
-            problem = _args_problem(handler, args)
+            problem = args_problem(handler, args)
             if problem:
                 result = ToolResult(problem, "refused")
             else:
@@ -212,17 +211,3 @@ class Authoring:
             else "ok"
         )
         return ToolResult(text, status)
-
-
-def _args_problem(handler: Callable[..., Any], args: dict[str, Any]) -> str | None:
-    expected = list(inspect.signature(handler).parameters)
-    missing = [p for p in expected if p not in args]
-    extra = [a for a in args if a not in expected]
-    wrong = [p for p in expected if p in args and not isinstance(args[p], str)]
-    if missing or extra or wrong:
-        return (
-            f"refused: bad arguments (expected {', '.join(expected) or 'none'} as strings; "
-            f"missing {missing or 'none'}, unexpected {extra or 'none'}, "
-            f"not text {wrong or 'none'})"
-        )
-    return None
