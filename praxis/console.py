@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import itertools
 import re
 import sys
 import threading
@@ -119,20 +121,35 @@ class Progress:
             self._current = None
 
 
-def table_preview(path: Path, rows: int = 8) -> str:
-    """The first rows of a CSV/TSV as a text table, for a reviewer at a Gate."""
-    import pandas as pd
+def table_preview(path: Path, rows: int = 8, clip: int = 24) -> str:
+    """The first rows of a CSV/TSV as a text table, for a reviewer at a Gate.
 
+    Read with the csv module, not pandas: the preview is the only table work the CLI does,
+    and a pandas import would cost more than the rest of the command.
+    """
     sep = "\t" if path.suffix.lower() == ".tsv" else ","
     try:
-        frame = pd.read_csv(path, sep=sep, nrows=rows)
+        with path.open(encoding="utf-8", errors="replace", newline="") as fh:
+            reader = csv.reader(fh, delimiter=sep)
+            table = list(itertools.islice(reader, rows + 1))
         with path.open("rb") as fh:
             total = sum(1 for _ in fh) - 1
-    except Exception as exc:  # a preview must never stop the CLI
+    except (OSError, csv.Error) as exc:  # a preview must never stop the CLI
         return f"    (no preview: {escape(str(exc))})"
-    text = escape(frame.to_string(index=False, max_colwidth=24))
-    more = f"\n    … {total - len(frame)} more rows" if total > len(frame) else ""
-    return "\n".join("    " + line for line in text.splitlines()) + more
+    if not table:
+        return "    (empty file)"
+    cells = [[_clip(escape(cell), clip) for cell in row] for row in table]
+    columns = max(len(row) for row in cells)
+    cells = [row + [""] * (columns - len(row)) for row in cells]
+    widths = [max(len(row[i]) for row in cells) for i in range(columns)]
+    lines = ["    " + " ".join(c.rjust(w) for c, w in zip(row, widths)).rstrip() for row in cells]
+    shown = len(cells) - 1
+    more = [f"    … {total - shown} more rows"] if total > shown else []
+    return "\n".join(lines + more)
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 MARKS = {"done": "✓", "failed": "✗", "running": "▶", "stale": "~", "pending": "·"}

@@ -45,3 +45,21 @@ def test_quick_commands_import_no_heavy_module(flow: Path, command: list[str]) -
     assert report["code"] == 0, done.stderr
     loaded = [m for m in HEAVY if m in report["modules"]]
     assert loaded == [], f"praxis {' '.join(command)} imported {loaded}"
+
+
+def test_a_run_without_agent_phases_imports_no_model_or_table_stack(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`praxis run` of script phases up to a Gate (with its table preview) in the runner:
+    kernels are other processes; the runner needs neither pandas nor langchain nor the web."""
+    root = tmp_path / "sales-report"
+    shutil.copytree(FLOWS / "sales-report", root, ignore=shutil.ignore_patterns("runs"))
+    monkeypatch.setenv("PRAXIS_SANDBOX", "local")
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, "run", str(root)], capture_output=True, text=True, timeout=300
+    )
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["code"] == 0, done.stderr
+    assert (root / "runs").is_dir()
+    loaded = [m for m in ("pandas", "langchain_core", "starlette") if m in report["modules"]]
+    assert loaded == [], f"praxis run imported {loaded}"

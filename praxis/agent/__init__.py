@@ -1,21 +1,35 @@
-"""Agent phases: one model turn with tools in the phase's kernel (DESIGN.md §6)."""
+"""Agent phases: one model turn with tools in the phase's kernel (DESIGN.md §6).
 
-from .approvals import ApprovalQueue, ApprovalRefused, ApprovalRequest, terminal_approver
-from .events import ApprovalAnswered, ApprovalAsked, ModelCalled, ToolCalled
-from .model import ModelUnavailable, resolve_model
-from .turn import TurnResult, run_turn
+Names load on first use: a run without agent phases (and the CLI asking for the terminal
+approver) does not import the model stack (langchain-core) or pandas.
+"""
 
-__all__ = [
-    "ApprovalAnswered",
-    "ApprovalAsked",
-    "ApprovalQueue",
-    "ApprovalRefused",
-    "ApprovalRequest",
-    "ModelCalled",
-    "ModelUnavailable",
-    "ToolCalled",
-    "TurnResult",
-    "resolve_model",
-    "run_turn",
-    "terminal_approver",
-]
+from __future__ import annotations
+
+_HOME = {
+    "ApprovalAnswered": ".events",
+    "ApprovalAsked": ".events",
+    "ApprovalQueue": ".approvals",
+    "ApprovalRefused": ".approvals",
+    "ApprovalRequest": ".approvals",
+    "ModelCalled": ".events",
+    "ModelUnavailable": ".model",
+    "ToolCalled": ".events",
+    "TurnResult": ".turn",
+    "resolve_model": ".model",
+    "run_turn": ".turn",
+    "terminal_approver": ".approvals",
+}
+
+
+def __getattr__(name: str) -> object:
+    import importlib
+
+    if name not in _HOME:
+        raise AttributeError(f"module 'praxis.agent' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_HOME[name], __name__), name)
+    globals()[name] = value
+    return value
+
+
+__all__ = sorted(_HOME)
