@@ -142,7 +142,10 @@ def table_preview(path: Path, rows: int = 8, clip: int = 24) -> str:
     columns = max(len(row) for row in cells)
     cells = [row + [""] * (columns - len(row)) for row in cells]
     widths = [max(len(row[i]) for row in cells) for i in range(columns)]
-    lines = ["    " + " ".join(c.rjust(w) for c, w in zip(row, widths)).rstrip() for row in cells]
+    lines = [
+        "    " + " ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+        for row in cells
+    ]
     shown = len(cells) - 1
     more = [f"    … {total - shown} more rows"] if total > shown else []
     return "\n".join(lines + more)
