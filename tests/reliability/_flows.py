@@ -1,4 +1,5 @@
-"""Reliability suite helpers: small flows in tmp folders, the `praxis` CLI as a process."""
+"""Reliability suite helpers: small flows in tmp folders, the `praxis` CLI as a process or in
+this one."""
 
 from __future__ import annotations
 
@@ -11,6 +12,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from praxis import cli
 from praxis.flows import state as st
 
 # Every container this session's flows create carries this label (checked in conftest.py).
@@ -51,6 +55,14 @@ def praxis(
         env={**os.environ, **(env or {})},
         timeout=timeout,
     )
+
+
+def praxis_here(capsys: pytest.CaptureFixture[str], *args: str) -> subprocess.CompletedProcess[str]:
+    """Run the `praxis` command in this process: what ``praxis`` gives, without a process."""
+    capsys.readouterr()
+    code = cli.main(list(args))
+    out = capsys.readouterr()
+    return subprocess.CompletedProcess(["praxis", *args], code, out.out, out.err)
 
 
 def popen_praxis(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import signal
 import subprocess
@@ -15,10 +16,9 @@ import pytest
 from praxis.flows import contract, runner
 from praxis.flows.events import EventLog, PhaseStarted
 from praxis.flows.lock import FlowLock
-from tests.agent import test_restart
 
 from . import _child
-from ._flows import begin, one_line_error, praxis, state_of, write_flow
+from ._flows import begin, one_line_error, praxis, praxis_here, state_of, write_flow
 
 WORKERS = 8
 ROUNDS = 50
@@ -172,10 +172,58 @@ def test_item14_gate_survives_restart_and_double_or_stale_approval_is_refused(
     assert (run / "events.jsonl").read_bytes() == events
 
 
+ASKING = """
+    sandbox: {backend: local, timeout: 60}
+    phases:
+      - id: ask
+        kind: agent
+        prompt: task.md
+        outputs: [x.txt]
+"""
+# Advances the flow with an approver that never answers: killed while the approval is pending.
+ASKING_CHILD = """
+import sys, threading
+from pathlib import Path
+from praxis.flows import runner
+
+flow, marker = Path(sys.argv[1]), Path(sys.argv[2])
+
+def approver(phase, code):
+    marker.write_text(code)
+    threading.Event().wait()
+    return False
+
+runner.advance(flow, approver=approver)
+"""
+
+
 def test_item15_approval_pending_when_the_process_dies_is_lost_and_rerunnable(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    test_restart.test_killed_while_an_approval_is_pending(tmp_path)
+    flow = write_flow(tmp_path / "flow", ASKING, {"task.md": "Write x.txt.\n"})
+    replies = [{"tool_calls": [{"name": "run_python", "args": {"code": "print('unprepared')"}}]}]
+    (tmp_path / "turn.json").write_text(json.dumps(replies))
+    monkeypatch.setenv("PRAXIS_MODEL", "praxis.agent.scripted:ScriptedChatModel")
+    monkeypatch.setenv("PRAXIS_MODEL_SCRIPT", str(tmp_path / "turn.json"))
+    run = flow / "runs" / praxis_here(capsys, "begin", str(flow)).stdout.strip()
+    marker = tmp_path / "asked"
+    child = subprocess.Popen([sys.executable, "-c", ASKING_CHILD, str(flow), str(marker)])
+    try:
+        deadline = time.monotonic() + 90
+        while not marker.exists():
+            assert child.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        assert state_of(run).phase("ask").waiting == "approval"
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+    res = praxis_here(capsys, "status", str(flow))
+    assert "approval lost in restart" in res.stdout
+    res = praxis_here(capsys, "advance", str(flow))
+    assert res.returncode == 1
+    assert "PhaseFailed: ask: approval lost in restart" in res.stderr
+    assert praxis_here(capsys, "rerun", str(flow), "--from", "ask").returncode == 0
+    assert state_of(run).phase("ask").status == "pending"
 
 
 def test_item14_a_new_process_can_approve_a_gate_left_by_a_killed_one(tmp_path: Path) -> None:
