@@ -18,7 +18,7 @@ from praxis.flows import state as st
 from praxis.flows.events import EventLog, EventLogCorrupt, RunStateChanged
 from praxis.flows.handle import RunHandle
 
-from ._flows import begin, one_line_error, praxis, write_flow
+from ._flows import begin, one_line_error, praxis, praxis_here, write_flow
 
 TWO_PHASES = """
     flow: tiny
@@ -277,18 +277,24 @@ def _corruptions(good: bytes) -> dict[str, bytes]:
     return cases
 
 
-def test_item11_corrupt_run_json_is_refused_never_reset(tmp_path: Path) -> None:
+def test_item11_corrupt_run_json_is_refused_never_reset(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     flow = write_flow(tmp_path / "tiny", GOOD_FLOW, {"a.py": FILES["a.py"]})
-    run = begin(flow)
+    run = flow / "runs" / praxis_here(capsys, "begin", str(flow)).stdout.strip()
     good = (run / "run.json").read_bytes()
     for case, bad in _corruptions(good).items():
         (run / "run.json").write_bytes(bad)
-        for command in ("status", "advance"):
-            res = praxis(command, str(flow))
-            assert res.returncode == 4, (case, command, res.stdout, res.stderr)
-            line = one_line_error(res, "StateCorrupt: ")
-            assert "run.json" in line, (case, line)
-            assert (run / "run.json").read_bytes() == bad, (case, command)
+        ways: list[Callable[[str], Any]] = [lambda c: praxis_here(capsys, c, str(flow))]
+        if case == "not JSON":  # once also as a process of its own: the exit code crosses it
+            ways.append(lambda c: praxis(c, str(flow)))
+        for way in ways:
+            for command in ("status", "advance"):
+                res = way(command)
+                assert res.returncode == 4, (case, command, res.stdout, res.stderr)
+                line = one_line_error(res, "StateCorrupt: ")
+                assert "run.json" in line, (case, line)
+                assert (run / "run.json").read_bytes() == bad, (case, command)
         assert not (run / "output" / "a.txt").exists(), case
         if case == "future schema":
             assert "newer than this praxis" in line
