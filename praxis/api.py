@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .errors import UsageError
 from .flows import contract, runner
 from .flows.context import Approver
 from .flows.contract import Report
@@ -32,7 +33,7 @@ SandboxChoice = runner.SandboxFactory | Mapping[str, Any] | None
 READERS = {".csv": "csv", ".tsv": "tsv", ".parquet": "parquet", ".json": "json", ".jsonl": "jsonl"}
 
 
-class NoOutput(LookupError):
+class NoOutput(UsageError, LookupError):
     """Raised by ``read_table``/``outputs`` users when a run has no such output file (yet)."""
 
     def __init__(self, flow: str, run: str, name: str, present: list[str]) -> None:

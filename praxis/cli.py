@@ -24,17 +24,16 @@ from pathlib import Path
 from sandbox import SandboxUnavailable
 
 from .console import LiveTail, Progress, escape, format_event, table_preview, timeline
+from .errors import EXIT, PraxisError, UsageError, exit_code_of, next_of
 from .flows import contract, runner
-from .flows.decisions import BadActor
-from .flows.events import EventLog, EventLogCorrupt, PhaseStarted
+from .flows.events import EventLog, PhaseStarted
 from .flows.handle import NoRun, RunHandle
-from .flows.layout import NotWritable, list_run_ids, run_paths
+from .flows.layout import list_run_ids, run_paths
 from .flows.lock import Busy
 from .flows.params import BadParam, parse_pairs
-from .flows.state import IllegalTransition, RunState, StateCorrupt
+from .flows.state import RunState, StateCorrupt
 from .flows.status import flow_arg, status_of
 from .terminal import (
-    NotAFlow,
     cancel_on_signals,
     command,
     find_flow,
@@ -42,20 +41,10 @@ from .terminal import (
     received_signal,
 )
 
-EXIT = {
-    "ok": 0,
-    "failed": 1,
-    "usage": 2,
-    "busy": 3,
-    "refused": 4,
-    "unavailable": 5,
-    "port": 6,
-    "cancelled": 7,
-}
 NOT_SEARCHED = ("chat", "serve", "sandbox")  # FLOW may be new (chat), or is not a flow
 
 
-class Usage(Exception):
+class Usage(UsageError):
     """Raised for a command line that cannot be acted on."""
 
 
@@ -70,39 +59,8 @@ def _main(argv: list[str] | None) -> int:
         if args.command not in NOT_SEARCHED and getattr(args, "flow", None):
             args.flow = find_flow(args.flow)
         return int(args.func(args))
-    except NotAFlow as exc:
-        return _fail(exc, EXIT["usage"], "praxis check FLOW")
-    except contract.FlowInvalid as exc:
-        for problem in exc.report.errors:
-            print(escape(str(problem)), file=sys.stderr)
-        print(
-            f"FlowInvalid: {len(exc.report.errors)} problem(s); fix flow.yaml, then: "
-            + command(f"praxis check {args.flow}"),
-            file=sys.stderr,
-        )
-        return EXIT["usage"]
-    except NoRun as exc:
-        hint = f"praxis runs {args.flow}" if exc.run_id else f"praxis run {args.flow}"
-        return _fail(exc, EXIT["usage"], hint)
-    except Usage as exc:
-        return _fail(exc, EXIT["usage"], "praxis --help")
-    except runner.Unbound as exc:
-        return _fail(exc, EXIT["usage"], exc.command)
-    except BadActor as exc:
-        return _fail(exc, EXIT["usage"], "use --as person or --as agent")
-    except Busy as exc:
-        return _fail(exc, EXIT["busy"], f"praxis status {args.flow}")
-    except (runner.Refused, NotWritable, IllegalTransition, StateCorrupt, EventLogCorrupt) as exc:
-        return _fail(exc, EXIT["refused"], f"praxis status {args.flow}")
-    except PortBusy as exc:
-        return _fail(exc, EXIT["port"], f"praxis serve --port {exc.port + 1}")
-    except SandboxUnavailable as exc:
-        hint = "start Docker (dockerd), or set `sandbox: {backend: local}` in flow.yaml"
-        if type(exc).__name__ == "PackagesUnavailable":
-            hint = f"fix sandbox.packages, then: praxis sandbox build {args.flow}"
-        elif type(exc).__name__ == "RayUnavailable":
-            hint = f"fix what it names (README: Ray cluster), then: praxis advance {args.flow}"
-        return _fail(exc, EXIT["unavailable"], hint)
+    except (PraxisError, SandboxUnavailable) as exc:
+        return _fail(exc, exit_code_of(exc), next_of(exc, args.flow))
     except KeyboardInterrupt:
         how = received_signal()
         print(f"\ncancelled ({how}): the run is recorded as cancelled", file=sys.stderr)
@@ -115,12 +73,17 @@ def _fail(exc: Exception, code: int, hint: str) -> int:
     return code
 
 
-class PortBusy(Exception):
+class PortBusy(PraxisError):
     """Raised by `praxis serve` when its port is taken, before any URL is printed."""
+
+    exit_code = EXIT["port"]
 
     def __init__(self, host: str, port: int) -> None:
         super().__init__(f"port {port} on {host} is in use by another program")
         self.port = port
+
+    def next(self, flow: str) -> str:
+        return f"praxis serve --port {self.port + 1}"
 
 
 def _check_port(host: str, port: int) -> None:

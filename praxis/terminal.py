@@ -15,11 +15,16 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
+from .errors import UsageError
+
 DEFINITION = "flow.yaml"
 
 
-class NotAFlow(Exception):
+class NotAFlow(UsageError):
     """Raised for a FLOW argument that is neither a flow folder nor its flow.yaml."""
+
+    def next(self, flow: str) -> str:
+        return "praxis check FLOW"
 
 
 # -- a closed pipe ---------------------------------------------------------------------------

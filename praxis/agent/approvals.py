@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TextIO
 
+from praxis.errors import Refused
 from praxis.flows.context import Approver, PhaseContext
 
 from .events import ApprovalAnswered, ApprovalAsked
@@ -32,7 +33,7 @@ NOBODY = (
 DENIED = "refused: the reviewer did not approve this code. Do not retry it unchanged."
 
 
-class ApprovalRefused(Exception):
+class ApprovalRefused(Refused):
     """Raised by ``ApprovalQueue.answer`` for an unknown, already answered or closed request."""
 
     def __init__(self, request_id: str, reason: str) -> None:

@@ -22,6 +22,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from praxis.errors import EXIT
 from praxis.flows.context import PhaseContext, PhaseError
 
 ENV = "PRAXIS_MODEL"
@@ -50,6 +51,11 @@ FORMS = (
 
 class ModelUnavailable(PhaseError):
     """Raised when no chat model can be built from the spec (missing, malformed, not installed)."""
+
+    exit_code = EXIT["usage"]
+
+    def next(self, flow: str) -> str:
+        return f"PRAXIS_MODEL=openai:gpt-4.1-mini praxis chat {flow}"
 
 
 def model_for(ctx: PhaseContext, env: Mapping[str, str] | None = None) -> Any:

@@ -20,6 +20,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from praxis.agent.turn import message_text
+from praxis.errors import PraxisError
 from praxis.flows import contract
 from praxis.flows.context import Approver
 from praxis.flows.model import DEFAULT_LIMITS, PHASE_KINDS, REVIEW_MODES
@@ -177,8 +178,11 @@ class TurnOutcome:
     limited: bool = False  # the call limit ended the turn
 
 
-class ChatError(Exception):
+class ChatError(PraxisError):
     """Raised when the model cannot be called (the transcript keeps what happened)."""
+
+    def next(self, flow: str) -> str:
+        return f"praxis chat {flow} --resume"
 
 
 @dataclass

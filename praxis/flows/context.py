@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from sandbox import Kernel, Sandbox
 
+from ..errors import PraxisError
 from .events import Event
 from .model import Flow, Phase
 
@@ -25,7 +26,7 @@ if TYPE_CHECKING:  # a Record needs nbformat: imported only where phases run
 Approver = Callable[[str, str], bool]  # (phase id, code) -> yes/no
 
 
-class PhaseError(Exception):
+class PhaseError(PraxisError):
     """Raised by an executor when the phase's code failed; the message names what and where."""
 
     def __init__(self, message: str, *, detail: str = "") -> None:

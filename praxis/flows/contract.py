@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import packages
+from ..errors import UsageError
 from . import checks as table_checks
 from . import notebook_check, safe_yaml, sandbox_config
 from .model import DEFAULT_LIMITS, DEFAULT_SANDBOX, PHASE_KINDS, REVIEW_MODES, Flow, Phase
@@ -82,7 +83,7 @@ class Report:
         return "\n".join(self.lines())
 
 
-class FlowInvalid(Exception):
+class FlowInvalid(UsageError):
     """Raised by ``require`` when the definition has errors; ``report`` holds all of them."""
 
     def __init__(self, report: Report) -> None:
@@ -90,6 +91,9 @@ class FlowInvalid(Exception):
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
         super().__init__(f"{errors[0]}{more}" if errors else "invalid flow definition")
         self.report = report
+
+    def next(self, flow: str) -> str:
+        return f"praxis check {flow}"
 
 
 def load(path: str | os.PathLike[str]) -> tuple[Flow | None, Report]:

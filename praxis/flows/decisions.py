@@ -14,14 +14,18 @@ import os
 from dataclasses import dataclass
 from typing import ClassVar
 
+from ..errors import UsageError
 from .events import Event, event
 from .model import Phase
 
 ACTORS = ("person", "agent")
 
 
-class BadActor(ValueError):
+class BadActor(UsageError, ValueError):
     """Raised for an actor that is neither ``person`` nor ``agent``."""
+
+    def next(self, flow: str) -> str:
+        return "use --as person or --as agent"
 
 
 @event

@@ -17,11 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
+from ..errors import RecordCorrupt
+
 KINDS: dict[str, type[Event]] = {}
 E = TypeVar("E", bound="type[Event]")
 
 
-class EventLogCorrupt(Exception):
+class EventLogCorrupt(RecordCorrupt):
     """Raised when a line other than the last of events.jsonl is not a valid event."""
 
     def __init__(self, path: Path, line: int, reason: str) -> None:

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..errors import UsageError
 from . import state as st
 from .events import Event, EventLog, RunStateChanged
 from .layout import RunPaths, new_run_id, newest, newest_seq, run_paths
@@ -19,7 +20,7 @@ from .model import Flow
 Clock = Callable[[], float]
 
 
-class NoRun(Exception):
+class NoRun(UsageError):
     """Raised when a flow has no run yet, or the named run does not exist."""
 
     def __init__(self, flow: Flow, run_id: str | None) -> None:
@@ -27,6 +28,9 @@ class NoRun(Exception):
         super().__init__(f"{flow.name} has {what}")
         self.flow = flow
         self.run_id = run_id
+
+    def next(self, flow: str) -> str:
+        return f"praxis runs {flow}" if self.run_id else f"praxis run {flow}"
 
 
 class RunHandle:

@@ -30,11 +30,12 @@ from pathlib import Path
 from sandbox.errors import PathRefused
 from sandbox.paths import confined
 
+from ..errors import Refused
 from .model import Flow
 from .state import RunState
 
 
-class NotWritable(Exception):
+class NotWritable(Refused):
     """Raised when a reviewer tries to write a file the Gate does not open for writing."""
 
     def __init__(self, name: str, reason: str) -> None:

@@ -8,9 +8,13 @@ import time
 from pathlib import Path
 from types import TracebackType
 
+from ..errors import EXIT, PraxisError
 
-class Busy(Exception):
+
+class Busy(PraxisError):
     """Raised when another process holds the Flow's lock."""
+
+    exit_code = EXIT["busy"]
 
     def __init__(self, path: Path, pid: int | None) -> None:
         who = f"process {pid}" if pid else "another process"

@@ -15,6 +15,8 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..errors import UsageError
+
 if TYPE_CHECKING:
     from nbformat import NotebookNode
 
@@ -24,7 +26,7 @@ PYTHON = ("python", "python3", "ipython", "ipython3")
 MAX_BYTES = 50 << 20  # the contract's limit for any file a flow names
 
 
-class NotebookProblem(ValueError):
+class NotebookProblem(UsageError, ValueError):
     """Raised by ``read`` when a notebook cannot be run; the message is one line."""
 
 

@@ -10,11 +10,13 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
+from ..errors import UsageError
+
 TRUE = ("true", "yes", "1", "on")
 FALSE = ("false", "no", "0", "off")
 
 
-class BadParam(ValueError):
+class BadParam(UsageError, ValueError):
     """Raised for a ``-p`` the flow does not declare, or a value its default's type refuses."""
 
 

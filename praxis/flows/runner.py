@@ -16,6 +16,7 @@ from typing import Any
 
 from sandbox import Sandbox, open_sandbox
 
+from ..errors import EXIT, Refused
 from . import checks, collect, contract, decisions, definition, reconcile, snapshot
 from .atomic import write_atomic
 from .context import Approver
@@ -49,21 +50,18 @@ from .state import IllegalTransition, RunState
 SandboxFactory = Callable[[Flow, RunHandle], Sandbox]
 
 
-class Refused(Exception):
-    """Raised when a change is not allowed now: a stale revision, a wrong state, not writable."""
-
-    def __init__(self, message: str, *, revision: int | None = None) -> None:
-        super().__init__(message)
-        self.revision = revision
-
-
 class Unbound(Refused):
     """Raised for an approve or reject bound to neither a revision nor a Gate; ``command``
     is the bound one for the run's current state."""
 
+    exit_code = EXIT["usage"]
+
     def __init__(self, message: str, command: str) -> None:
         super().__init__(message)
         self.command = command
+
+    def next(self, flow: str) -> str:
+        return self.command
 
 
 def load_flow(flow: Flow | str | Path) -> Flow:

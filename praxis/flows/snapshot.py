@@ -27,6 +27,7 @@ from typing import Any
 from sandbox import FileStat, PathRefused, Sandbox
 from sandbox.tree import READ_FLAGS, copy_fd_to
 
+from ..errors import PraxisError
 from .atomic import write_atomic
 
 MAX_FILES = 10_000  # new files one phase may leave in the workspace
@@ -98,7 +99,7 @@ def load_manifest(path: Path) -> Manifest | None:
         raise ValueError(f"{path}: not a manifest ({exc})") from None
 
 
-class NotRecordable(Exception):
+class NotRecordable(PraxisError):
     """Raised when a phase left what cannot be recorded: more new files or bytes than a
     phase may, or a file name that is not UTF-8."""
 

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..errors import RecordCorrupt, Refused
 from .atomic import write_atomic
 
 SCHEMA = 1
@@ -63,7 +64,7 @@ STOPPED = "stopped before it finished"
 APPROVAL_LOST = "approval lost in restart"
 
 
-class IllegalTransition(Exception):
+class IllegalTransition(Refused):
     """Raised when an event is not allowed in the current state; nothing was changed."""
 
     def __init__(self, what: str, status: str, event: str) -> None:
@@ -73,7 +74,7 @@ class IllegalTransition(Exception):
         self.event = event
 
 
-class StateCorrupt(Exception):
+class StateCorrupt(RecordCorrupt):
     """Raised when run.json cannot be read as a run state; it is never silently reset."""
 
     def __init__(self, path: Path, reason: str) -> None:

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from praxis.errors import UsageError
 from praxis.flows import contract
 from praxis.flows.handle import RunHandle
 from praxis.flows.layout import list_run_ids, run_paths
@@ -30,7 +31,7 @@ RUN_ID = re.compile(r"^[0-9A-Za-z][0-9A-Za-z_.-]{0,99}$")
 MAX_DEPTH = 6
 
 
-class NotFound(Exception):
+class NotFound(UsageError):
     """Raised when a URL names a flow, run or file that does not exist below the root."""
 
 

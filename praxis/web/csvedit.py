@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from praxis.errors import Refused
+
 INDEX_EVERY = 1000
 SAMPLE_BYTES = 64 * 1024
 CHECK_WHOLE_BYTES = 4 * 1024 * 1024  # files up to this size are round-trip checked whole
@@ -34,7 +36,7 @@ CACHE_SIZE = 16
 CHUNK = 1 << 20
 
 
-class NotATable(Exception):
+class NotATable(Refused):
     """Raised when a file cannot be edited as a table here; ``reason`` says why, for a person."""
 
     def __init__(self, name: str, reason: str) -> None:
@@ -43,7 +45,7 @@ class NotATable(Exception):
         self.reason = reason
 
 
-class BadRow(Exception):
+class BadRow(Refused):
     """Raised when an edit names a row or column the file does not have, or a row that
     cannot be re-written byte for byte."""
 

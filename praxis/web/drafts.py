@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from praxis.errors import UsageError
 from praxis.flows import runner
 from praxis.flows.handle import RunHandle
 from praxis.flows.layout import writable
@@ -22,7 +23,7 @@ MAX_DRAFTS_BYTES = 8 * 1024 * 1024
 Drafts = dict[str, dict[str, Any]]
 
 
-class Unreadable(Exception):
+class Unreadable(UsageError):
     """Raised when the page sent drafts that are not what it writes (too large, not JSON)."""
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from praxis.errors import Refused
+
 from . import csvedit
 
 PAGE_ROWS = 100
@@ -17,7 +19,7 @@ MAX_PAGE_ROWS = 500
 MAX_CELL = 10_000  # characters of one cell a page shows; a longer cell is edited as text
 
 
-class BadEdit(Exception):
+class BadEdit(Refused):
     """Raised when a submitted table edit does not fit the file (a row or column not there)."""
 
 

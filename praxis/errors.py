@@ -1,0 +1,121 @@
+"""The praxis exception tree. Every error a person can act on is a ``PraxisError``: it
+carries the CLI's exit code (``exit_code``, DESIGN.md §7) and the next command to try
+(``next(flow)``). The web UI answers by branch (``praxis.web.refusals``). Each class lives
+in the module that raises it; the branches live here.
+
+PraxisError               1  something failed                                   (here)
+├── PhaseError            1  a phase's code failed (the runner records it)      flows.context
+│   └── ModelUnavailable  2  no chat model can be built from the spec           agent.model
+├── NotRecordable         1  a phase left what cannot be recorded               flows.snapshot
+├── ChatError             1  the flow chat's model cannot be called             chat.chat
+├── UsageError            2  a command, flow or name that cannot be acted on    (here)
+│   ├── Usage                a command line                                     cli
+│   ├── NotAFlow             FLOW is neither a flow folder nor its flow.yaml    terminal
+│   ├── FlowInvalid          flow.yaml has errors; ``report`` holds them        flows.contract
+│   ├── BadParam             a -p the flow does not declare, or a bad value     flows.params
+│   ├── BadActor             an actor other than person or agent                flows.decisions
+│   ├── NotebookProblem      a notebook that cannot be run                      flows.notebook_check
+│   ├── NoRun                no run yet, or no run of that id                   flows.handle
+│   ├── NoOutput             a run has no such output (yet)                     api
+│   ├── NotFound             a URL names what is not below the served root      web.catalog
+│   ├── Unreadable           drafts a page sent that it does not write          web.drafts
+│   └── TranscriptError      a chat transcript that cannot be read              chat.transcript
+├── Busy                  3  another process holds the flow's lock              flows.lock
+├── Refused               4  not allowed now; nothing was changed               (here)
+│   ├── Unbound           2  approve/reject bound to no revision and no Gate    flows.runner
+│   ├── NotWritable          a file the Gate does not open for writing          flows.layout
+│   ├── IllegalTransition    an event the current state does not allow          flows.state
+│   ├── ApprovalRefused      an approval request unknown, answered or closed    agent.approvals
+│   ├── FileRefused          a path or a write the flow chat may not make       chat.workfiles
+│   ├── RequestRefused       a form the reviewer UI turns down                  web.refusals
+│   │   └── TokenRefused     the form's security token is missing or old        web.refusals
+│   ├── BadEdit              a table edit that does not fit the file            web.tables
+│   ├── NotATable            a file that cannot be edited as a table            web.csvedit
+│   └── BadRow               a row or column the file does not have             web.csvedit
+├── RecordCorrupt         4  a run's record cannot be read; never reset         (here)
+│   ├── StateCorrupt         run.json                                           flows.state
+│   └── EventLogCorrupt      events.jsonl, a line other than the last           flows.events
+└── PortBusy              6  `praxis serve`'s port is in use                    cli
+
+Mapped here, raised elsewhere (``exit_code_of``, ``next_of``):
+sandbox.SandboxUnavailable  5  no Docker daemon, image, Ray cluster or package (``sandbox``
+                               never imports praxis, so it is not a PraxisError)
+KeyboardInterrupt           7  SIGTERM or SIGHUP (130: Ctrl-C); the run is recorded as cancelled
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sandbox.errors import SandboxUnavailable
+
+EXIT = {
+    "ok": 0,
+    "failed": 1,
+    "usage": 2,
+    "busy": 3,
+    "refused": 4,
+    "unavailable": 5,
+    "port": 6,
+    "cancelled": 7,
+}
+
+
+class PraxisError(Exception):
+    """Base class of every error praxis raises for a person to act on."""
+
+    exit_code: int = EXIT["failed"]
+
+    def next(self, flow: str) -> str:
+        """The command to try next; ``flow`` is the FLOW argument as the person gave it."""
+        return f"praxis status {flow}"
+
+
+class UsageError(PraxisError):
+    """A command line, flow definition or name that cannot be acted on as it is."""
+
+    exit_code = EXIT["usage"]
+
+    def next(self, flow: str) -> str:
+        return "praxis --help"
+
+
+class Refused(PraxisError):
+    """Raised when a change is not allowed now: a stale revision, a wrong state, not writable.
+    Nothing was changed; ``revision`` is the run's current one when a stale one was given."""
+
+    exit_code = EXIT["refused"]
+
+    def __init__(self, message: str, *, revision: int | None = None) -> None:
+        super().__init__(message)
+        self.revision = revision
+
+
+class RecordCorrupt(PraxisError):
+    """A file of a run's record cannot be read as what it must be; it is never reset."""
+
+    exit_code = EXIT["refused"]
+
+
+SANDBOX_NEXT = {
+    "PackagesUnavailable": "fix sandbox.packages, then: praxis sandbox build {flow}",
+    "RayUnavailable": "fix what it names (README: Ray cluster), then: praxis advance {flow}",
+    "SandboxUnavailable": "start Docker (dockerd), or set `sandbox: {{backend: local}}` in "
+    "flow.yaml",
+}
+
+
+def exit_code_of(exc: PraxisError | SandboxUnavailable) -> int:
+    """The CLI's exit code for ``exc`` (DESIGN.md §7)."""
+    return exc.exit_code if isinstance(exc, PraxisError) else EXIT["unavailable"]
+
+
+def next_of(exc: PraxisError | SandboxUnavailable, flow: str) -> str:
+    """The command to try after ``exc``; a sandbox error by its most specific known class."""
+    if isinstance(exc, PraxisError):
+        return exc.next(flow)
+    for cls in type(exc).__mro__:
+        if cls.__name__ in SANDBOX_NEXT:
+            return SANDBOX_NEXT[cls.__name__].format(flow=flow)
+    return SANDBOX_NEXT["SandboxUnavailable"].format(flow=flow)
