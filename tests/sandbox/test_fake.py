@@ -7,22 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from sandbox import ExecResult, ExecTimeout, KernelDied, SandboxUnavailable, open_sandbox
+from sandbox import ExecResult, ExecTimeout, KernelDied, SandboxUnavailable
 from sandbox.fake import FakeSandbox
-
-
-def test_open_sandbox_builds_the_fake_with_its_options(tmp_path: Path) -> None:
-    sb = open_sandbox({"backend": "fake", "memory": "1g"}, workspace=tmp_path / "ws", name="r")
-    assert isinstance(sb, FakeSandbox)
-    assert sb.options == {"memory": "1g"} and sb.describe() == {
-        "backend": "fake",
-        "isolated": False,
-    }
-
-
-def test_unknown_backend_is_refused_with_the_choices(tmp_path: Path) -> None:
-    with pytest.raises(SandboxUnavailable, match="choose auto, docker, fake, local"):
-        open_sandbox({"backend": "podman"}, workspace=tmp_path, name="r")
 
 
 def test_exec_records_code_counts_kernels_and_restores_cwd(fake_sandbox: FakeSandbox) -> None:
