@@ -25,19 +25,19 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 import praxis.agent.events  # noqa: F401  (registers agent event kinds for the events list)
-from praxis.agent.approvals import ApprovalRefused
+from praxis.errors import PraxisError
 from praxis.flows import runner
 from praxis.flows.handle import RunHandle
-from praxis.flows.layout import NotWritable
 from praxis.flows.lock import Busy
 from praxis.flows.state import StateCorrupt
 from sandbox.errors import PathRefused
 
-from . import catalog, drafts, notebook, render, tables, views
+from . import catalog, drafts, notebook, refusals, render, tables, views
 from .background import Advancer
 from .chat_routes import ChatPanel
 from .files import file_response
 from .reading import Reader
+from .refusals import RequestRefused, TokenRefused
 from .security import Guard, GuardMiddleware
 
 HERE = Path(__file__).parent
@@ -54,14 +54,6 @@ NOTICES = {
     "answered": "Answer sent to the phase.",
 }
 MAX_FORM_FIELDS = 100_000
-
-
-class Refusal(Exception):
-    """A request the UI turns down with a message for the person (HTTP ``status``)."""
-
-    def __init__(self, message: str, status: int = 409) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 def create_app(
@@ -217,7 +209,7 @@ class UI:
         form = await request.form(max_fields=MAX_FORM_FIELDS)
         sid = request.cookies.get(self.guard.cookie)
         if not self.guard.csrf_ok(sid, str(form.get("csrf", ""))):
-            raise Refusal("the form's security token is missing or old: reload the page", 403)
+            raise TokenRefused("the form's security token is missing or old: reload the page")
         revision = str(form.get("revision", ""))
         expect = int(revision) if revision.isdigit() else None
         return form, str(form.get("flow", "")), str(form.get("run", "")), expect
@@ -236,21 +228,11 @@ class UI:
                     texts[name] = str(draft["text"])
             await run_in_threadpool(catalog.open_run, self.root, ref, run_id)
             notice = await run_in_threadpool(action, form, ref, run_id, expect)
-        except Refusal as exc:
-            return await self.refused(request, ref, run_id, str(exc), exc.status, texts)
         except catalog.NotFound as exc:
             return self.render(request, "error.html", 404, message=str(exc))
-        except runner.Refused as exc:
-            return await self.refused(request, ref, run_id, plain_refusal(exc, expect), 409, texts)
-        except Busy as exc:
-            msg = f"Not done: another process is working on this flow now ({exc}). Try again soon."
-            return await self.refused(request, ref, run_id, msg, 409, texts)
-        except drafts.Unreadable as exc:
-            return await self.refused(request, ref, run_id, f"Not done: {exc}", 400, texts)
-        except (NotWritable, tables.BadEdit, ApprovalRefused, StateCorrupt) as exc:
-            return await self.refused(request, ref, run_id, f"Not done: {exc}", 409, texts)
-        except PathRefused as exc:
-            return await self.refused(request, ref, run_id, f"Not done: {exc.reason}", 409, texts)
+        except (PraxisError, PathRefused) as exc:
+            message, status = refusals.sentence(exc, expect), refusals.status_of(exc)
+            return await self.refused(request, ref, run_id, message, status, texts)
         query = urlencode({"flow": ref, "run": run_id, "notice": notice})
         return RedirectResponse(f"/run?{query}", status_code=303)
 
@@ -285,7 +267,7 @@ class UI:
             else:
                 cells = tables.parse_cell_fields([(k, str(v)) for k, v in form.multi_items()])
                 if not cells:
-                    raise Refusal("Nothing saved: no cell of this table was changed.")
+                    raise RequestRefused("Nothing saved: no cell of this table was changed.")
                 draft = {"cells": cells, "version": str(form.get("version", ""))}
             drafts.save(run, {name: draft}, expect)
             return "saved"
@@ -308,7 +290,9 @@ class UI:
         def do(form: Any, ref: str, run_id: str, expect: int | None) -> str:
             note = str(form.get("note", "")).strip()
             if not note:
-                raise Refusal("Not rejected: write a note saying what the reopened phase should do")
+                raise RequestRefused(
+                    "Not rejected: write a note saying what the reopened phase should do"
+                )
             reopen = str(form.get("reopen", ""))
             runner.reject(self.flow_of(ref), reopen, note, run_id, expect_revision=expect)
             self.continue_run(ref, run_id)
@@ -360,16 +344,6 @@ def reconciled(run: RunHandle) -> bool:
     except (Busy, runner.Refused, StateCorrupt):
         return False
     return state.revision != before
-
-
-def plain_refusal(exc: runner.Refused, expect: int | None) -> str:
-    if exc.revision is not None and expect is not None and exc.revision != expect:
-        return (
-            f"Not done: this run changed since this page was shown (the page showed revision "
-            f"{expect}, the run is now at revision {exc.revision}). Nothing was changed. "
-            "Look at the run as it is now below, then try again."
-        )
-    return f"Not done: {exc}"
 
 
 def free_port() -> int:
