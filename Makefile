@@ -35,7 +35,7 @@ test: image
 FAST = tests/flows/test_state.py tests/flows/test_route.py tests/flows/test_events.py \
 	tests/flows/test_lock.py tests/flows/test_runner.py tests/flows/test_decisions.py \
 	tests/test_contract.py tests/sandbox/test_fake.py tests/sandbox/test_factory.py \
-	tests/sandbox/test_paths.py \
+	tests/sandbox/test_paths.py tests/sandbox/test_tree.py \
 	tests/reliability/test_bad_input.py
 test-fast: $(VENV)/.installed
 	@$(VENV)/bin/pytest -q -m "not docker and not browser and not ray" $(FAST) $(PYTEST_ARGS); \
