@@ -28,6 +28,7 @@ class TimedSandbox(Sandbox):
         self.inner = inner
         self.backend = inner.backend
         self.isolated = inner.isolated
+        self.kernel_in_thread = inner.kernel_in_thread
         self.times: dict[str, list[float]] = defaultdict(list)
 
     def _timed(self, name: str, call: Any, *args: Any) -> Any:

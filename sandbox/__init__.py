@@ -1,6 +1,6 @@
 """sandbox: Jupyter kernels in hardened containers, files in and out. Knows nothing of flows."""
 
-from .base import ExecResult, FileStat, Kernel, Sandbox
+from .base import ExecResult, FileStat, Kernel, Sandbox, close_thread_loop
 from .errors import (
     ExecTimeout,
     KernelDied,
@@ -22,5 +22,6 @@ __all__ = [
     "Sandbox",
     "SandboxError",
     "SandboxUnavailable",
+    "close_thread_loop",
     "open_sandbox",
 ]

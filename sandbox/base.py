@@ -7,6 +7,8 @@ to collect; a backend only moves files and runs code.
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -84,6 +86,9 @@ class Sandbox(ABC):
 
     backend: str = "?"
     isolated: bool = True
+    # kernel() may run on another thread while this one moves workspace files. The fake runs
+    # code in this very process, in the workspace as its working folder: it says False.
+    kernel_in_thread: bool = True
 
     @abstractmethod
     def open(self) -> None:
@@ -156,3 +161,19 @@ class Sandbox(ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def close_thread_loop() -> None:
+    """Close the event loop jupyter_client's sync wrappers left on this thread. Call it
+    at the end of a thread that used a kernel: left open, the loop is collected with the
+    thread and warns about an unclosed event loop (and its sockets)."""
+    if threading.current_thread() is threading.main_thread():
+        return
+    try:
+        loop = asyncio.get_event_loop_policy().get_event_loop()
+    except RuntimeError:
+        return
+    if not loop.is_running():
+        if not loop.is_closed():
+            loop.close()
+        asyncio.set_event_loop(None)

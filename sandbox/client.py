@@ -9,10 +9,8 @@ arrives, interrupt-then-kill at the timeout, and noticing a dead kernel while co
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import queue
-import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -33,22 +31,6 @@ RECONNECT_MS = 10  # zmq's retry interval while the new kernel has not bound its
 REPLY_WAIT = 5.0  # seconds to wait for execute_reply once iopub went idle
 READY_IOPUB = 0.25  # seconds ready() waits for kernel_info's idle on iopub before asking again
 MAX_MESSAGE = 64 << 20  # bytes: zmq drops a larger message (from hostile code) unread
-
-
-def close_thread_loop() -> None:
-    """Close the event loop jupyter_client's sync wrappers left on this (standby) thread.
-
-    Left open, it is collected with the thread and warns about an unclosed event loop.
-    """
-    if threading.current_thread() is threading.main_thread():
-        return
-    try:
-        loop = asyncio.get_event_loop_policy().get_event_loop()
-    except RuntimeError:
-        return
-    if not loop.is_running():
-        loop.close()
-        asyncio.set_event_loop(None)
 
 
 def alive(kernel: Kernel) -> bool:

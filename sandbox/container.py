@@ -29,9 +29,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .base import Kernel
+from .base import Kernel, close_thread_loop
 from .cgroup import oom_kills
-from .client import GRACE, JupyterKernel, close_thread_loop
+from .client import GRACE, JupyterKernel
 from .errors import SandboxUnavailable
 from .forkserver import SOCKET, ForkedKernel, ForkServer, Zygote, connection_files, zygote_source
 from .output import DISPLAY_LIMIT, STREAM_LIMIT, start_code

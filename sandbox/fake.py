@@ -106,6 +106,7 @@ class FakeSandbox(FolderSandbox):
 
     backend = "fake"
     isolated = False
+    kernel_in_thread = False
 
     def __init__(
         self, *, workspace: Path, name: str, handler: Handler | None = None, **options: Any

@@ -23,8 +23,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .base import Kernel
-from .client import GRACE, JupyterKernel, close_thread_loop
+from .base import Kernel, close_thread_loop
+from .client import GRACE, JupyterKernel
 from .errors import SandboxUnavailable
 from .forkserver import (
     ForkedKernel,

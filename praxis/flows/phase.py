@@ -6,7 +6,6 @@ before the exception leaves: a half-done phase never writes a confident artifact
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shutil
@@ -30,6 +29,7 @@ from .events import (
     WorkspaceRecorded,
 )
 from .handle import RunHandle
+from .handout import Handout
 from .model import Phase
 from .record import Record
 from .state import STOPPED
@@ -61,10 +61,13 @@ def run_phase(
     mark_running(run, phase, previous, sandbox)
     attempt = run.state.phase(phase.id).attempt
     record.metadata.update(_metadata(run, phase, attempt, started))
-    kernel: Kernel | None = None
+    handout: Handout | None = None
     try:
+        sandbox.quiesce()  # nothing of an earlier phase runs from here on
+        state = run.state.phase(phase.id)
+        handout = Handout(sandbox, dict(run.state.params), state.note, timeout_of(run, phase))
         pre, digests = prepare(run, phase, sandbox, ws, base_state(run, phase))
-        kernel = sandbox.kernel()
+        kernel = handout.kernel()  # params and note are set in it
         outcome = execute(run, phase, sandbox, kernel, record, approver, progress, extra)
         kernel.shutdown()
         sandbox.quiesce()  # nothing of the phase runs while the host reads what it wrote
@@ -87,8 +90,8 @@ def run_phase(
         fail(run, phase, started, record, STOPPED)
         raise
     finally:
-        if kernel is not None:
-            kernel.shutdown()
+        if handout is not None:
+            handout.close()
         _quiet(sandbox.quiesce)
         shutil.rmtree(run.paths.staging, ignore_errors=True)
 
@@ -161,12 +164,12 @@ def settle(
     ws: snapshot.Workspace,
     base: snapshot.Manifest | None,
 ) -> snapshot.Manifest:
-    """Stop every sandbox process, restore ``base``, upload the inputs; the manifest. A phase
-    settled a moment ago (a reuse that did not apply; nothing ran since) is not settled twice."""
+    """Restore ``base``, upload the inputs; the manifest. The caller has stopped every
+    sandbox process (``quiesce``). A phase settled a moment ago (a reuse that did not apply;
+    nothing ran since) is not settled twice."""
     settled, ws.settled = ws.settled, None
     if settled is not None and settled[0] == phase.id:
         return settled[1]
-    sandbox.quiesce()
     if base is not None:
         ws.restore(base)
     gather(run, phase, ws)
@@ -215,6 +218,7 @@ def try_reuse(run: RunHandle, phase: Phase, sandbox: Sandbox, ws: snapshot.Works
     p = run.state.phase(phase.id)
     try:
         post = snapshot.load_manifest(run.paths.snapshot(phase.id, p.attempt, "post"))
+        sandbox.quiesce()
         pre = settle(run, phase, sandbox, ws, base_state(run, phase))
         ws.settled = (phase.id, pre)  # if it runs after all, it starts from this
         same = (
@@ -274,7 +278,7 @@ def execute(
         run_dir=run.root,
         sandbox=sandbox,
         kernel=kernel,
-        timeout=float(phase.timeout or run.flow.sandbox.get("timeout", 600)),
+        timeout=timeout_of(run, phase),
         emit=run.emit,
         record=record,
         staging=run.paths.staging,
@@ -292,18 +296,15 @@ def execute(
 
 
 def inject(ctx: PhaseContext) -> None:
-    """Variables ``params`` and ``note`` in the kernel before any of the phase's code runs;
-    the record's metadata shows them."""
+    """The record's metadata shows the ``params`` and ``note`` the kernel was given (the
+    hand-out set them before any of the phase's code runs)."""
     ctx.record.metadata["params"] = dict(ctx.params)
     ctx.record.metadata["note"] = ctx.note
-    literal = json.dumps(json.dumps({"params": ctx.params, "note": ctx.note}))
-    code = (
-        f"import json as _j\n_v = _j.loads({literal})\n"
-        "params, note = _v['params'], _v['note']\ndel _j, _v\n"
-    )
-    result = ctx.kernel.execute(code, timeout=ctx.timeout)
-    if not result.ok:
-        raise PhaseError(f"could not set params and note in the kernel: {result.evalue}")
+
+
+def timeout_of(run: RunHandle, phase: Phase) -> float:
+    """Seconds the phase's code may run: the phase's own timeout, else the flow's."""
+    return float(phase.timeout or run.flow.sandbox.get("timeout", 600))
 
 
 def _set_waiting(run: RunHandle, phase: Phase, what: str | None) -> None:

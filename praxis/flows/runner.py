@@ -8,6 +8,7 @@ person looked at the run first, checks ``expect_revision``.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -105,11 +106,50 @@ def run(
         _person_only(actor, "put a run in managed mode")
     with FlowLock(lock_path(flow.root)):
         handle = _begin(flow, params, clock)
-        if managed:
-            _set_managed(handle, True, "person")
-        if on_begun is not None:
-            on_begun(handle)
-        return _advance(flow, handle.id, clock=clock, **options)
+        factory = options.pop("sandbox", default_sandbox)
+        opening = Opening(factory(flow, handle))  # the container starts while we go on
+        try:
+            if managed:
+                _set_managed(handle, True, "person")
+            if on_begun is not None:
+                on_begun(handle)
+        except BaseException:
+            opening.abandon()
+            raise
+        return _advance(flow, handle.id, clock=clock, opening=opening, **options)
+
+
+class Opening:
+    """``box.open()`` on its own thread: the container and its kernel server start while the
+    runner reads its state and imports the executors. ``box()`` waits and raises what
+    ``open`` raised; ``abandon()`` waits and closes (nothing leaks when the run stops first).
+    """
+
+    def __init__(self, box: Sandbox) -> None:
+        self._box = box
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._open, name="sandbox-open", daemon=True)
+        self._thread.start()
+
+    def _open(self) -> None:
+        try:
+            self._box.open()
+        except BaseException as exc:  # handed to the runner's thread by box()
+            self._error = exc
+
+    def box(self) -> Sandbox:
+        try:
+            self._thread.join()
+        except BaseException:  # Ctrl-C while it opens: the container must not outlive us
+            self.abandon()
+            raise
+        if self._error is not None:
+            raise self._error
+        return self._box
+
+    def abandon(self) -> None:
+        self._thread.join()
+        self._box.close()
 
 
 def default_sandbox(flow: Flow, run: RunHandle) -> Sandbox:
@@ -153,21 +193,30 @@ def _advance(
     clock: Clock = time.time,
     extra: dict[str, Any] | None = None,
     reuse: bool = True,
+    opening: Opening | None = None,
 ) -> RunState:
-    run = RunHandle.open(flow, run_id, clock)
-    if on_event is not None:
-        run.listeners.append(on_event)
-    recover(run)
-    reconcile.reconcile(run)
-    if not _runnable(run.state):
-        return run.state
-    check_definition(run)
-    blocked = reconcile.refuse_changed(run)
-    if blocked:
-        raise Refused(f"run {run.id}: {blocked}", revision=run.state.revision)
-    box = sandbox(flow, run)
     try:
-        box.open()  # SandboxUnavailable leaves run.json as it was: nothing ran
+        run = RunHandle.open(flow, run_id, clock)
+        if on_event is not None:
+            run.listeners.append(on_event)
+        recover(run)
+        reconcile.reconcile(run)
+        if not _runnable(run.state):
+            if opening is not None:
+                opening.abandon()
+            return run.state
+        opening = opening or Opening(sandbox(flow, run))
+        check_definition(run)
+        blocked = reconcile.refuse_changed(run)
+        if blocked:
+            raise Refused(f"run {run.id}: {blocked}", revision=run.state.revision)
+        from . import phase  # noqa: F401  (the executors' imports, while the sandbox opens)
+    except BaseException:
+        if opening is not None:
+            opening.abandon()
+        raise
+    try:
+        box = opening.box()  # SandboxUnavailable leaves run.json as it was: nothing ran
         try:
             _note_sandbox(run, box)
             ws = snapshot.Workspace(box, snapshot.Store(run.paths.objects), known=_known(run))

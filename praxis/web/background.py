@@ -9,7 +9,6 @@ waits for the threads.
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +16,7 @@ from pathlib import Path
 from praxis.agent.approvals import ApprovalQueue, ApprovalRequest
 from praxis.flows import runner
 from praxis.flows.runner import SandboxFactory
+from sandbox import close_thread_loop
 
 Key = tuple[str, str]  # (flow folder, run id)
 
@@ -80,7 +80,7 @@ class Advancer:
         finally:
             job.finished = True
             job.queue.close()
-            _close_thread_loop()
+            close_thread_loop()
 
     def pending(self, flow: Path, run_id: str) -> list[ApprovalRequest]:
         job = self.job(flow, run_id)
@@ -108,14 +108,3 @@ class Advancer:
         for job in jobs:
             job.queue.close()
         self.wait(timeout)
-
-
-def _close_thread_loop() -> None:
-    """Close the asyncio loop kernel clients may have set for this thread (no leaked sockets)."""
-    try:
-        loop = asyncio.get_event_loop_policy().get_event_loop()
-    except RuntimeError:
-        return
-    if not loop.is_running() and not loop.is_closed():
-        loop.close()
-    asyncio.set_event_loop(None)

@@ -11,8 +11,7 @@ from praxis.flows import runner
 from praxis.flows.handle import RunHandle
 from praxis.flows.model import Flow
 from praxis.flows.state import RunState
-from sandbox import Sandbox, open_sandbox
-from sandbox.client import close_thread_loop
+from sandbox import Sandbox, close_thread_loop, open_sandbox
 from sandbox.fake import FakeSandbox
 
 
