@@ -460,7 +460,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="praxis", description="Run data flows in sandboxed kernels.")
-    p.add_argument("--version", action="version", version=f"praxis {_version()}")
+    p.add_argument("--version", action=_Version, nargs=0, help="show the version and exit")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def add(name: str, func, help: str, *, run: bool = True, revision: bool = False):  # type: ignore[no-untyped-def]
@@ -563,6 +563,15 @@ def parser() -> argparse.ArgumentParser:
     sv.add_argument("--port", type=int, default=8765)
     sv.set_defaults(func=cmd_serve, flow=".")
     return p
+
+
+class _Version(argparse.Action):
+    """--version, looked up only when asked for (importlib.metadata costs every command
+    25 ms otherwise)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object) -> None:
+        print(f"praxis {_version()}")
+        parser.exit()
 
 
 def _version() -> str:
