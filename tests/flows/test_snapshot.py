@@ -1,0 +1,198 @@
+"""The workspace as versioned state: a read-only content store, manifests, and a workspace
+snapshotted and restored through the sandbox's own operations (the fake's folder here)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from praxis.flows import snapshot
+from praxis.flows.snapshot import FOLDER, Item, NotRecordable, Store, Workspace
+from sandbox import PathRefused
+from sandbox.fake import FakeSandbox
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    return Store(tmp_path / "objects")
+
+
+@pytest.fixture
+def box(tmp_path: Path) -> Iterator[FakeSandbox]:
+    sb = FakeSandbox(workspace=tmp_path / "ws", name="r")
+    sb.open()
+    try:
+        yield sb
+    finally:
+        sb.close()
+
+
+class Counting(FakeSandbox):
+    """The fake, counting the files fetched out of its workspace."""
+
+    fetched: list[str]
+
+    def fetch(self, name: str, dest: Path) -> str | None:
+        self.fetched.append(name)
+        return super().fetch(name, dest)
+
+
+def write(box: FakeSandbox, name: str, data: bytes) -> None:
+    path = Path(box.workspace.root) / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+
+
+# --- the store -------------------------------------------------------------------------------
+
+
+def test_the_store_keeps_one_read_only_copy_per_content(store: Store, tmp_path: Path) -> None:
+    one, two = tmp_path / "one", tmp_path / "two"
+    one.write_bytes(b"same")
+    two.write_bytes(b"same")
+    assert store.add_file(one) == (sha(b"same"), 4)
+    assert store.add_file(two) == (sha(b"same"), 4)
+    kept = store.path(sha(b"same"))
+    assert [p.name for p in store.root.iterdir() if p.is_file()] == [sha(b"same")]
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o444
+    assert kept.stat().st_ino != one.stat().st_ino  # a copy: the source may change later
+    one.write_bytes(b"changed")
+    assert store.add_file(one) == (sha(b"changed"), 7)  # a new identity is read again
+    assert kept.read_bytes() == b"same"
+    assert not list((store.root / ".incoming").iterdir())
+
+
+def test_the_store_refuses_a_link_and_a_fifo(store: Store, tmp_path: Path) -> None:
+    target = tmp_path / "target"
+    target.write_text("host file")
+    os.symlink(target, tmp_path / "link")
+    os.mkfifo(tmp_path / "fifo")
+    with pytest.raises(OSError):
+        store.add_file(tmp_path / "link")
+    with pytest.raises(PathRefused, match="not a regular file"):
+        store.add_file(tmp_path / "fifo")
+    assert not store.has(sha(b"host file"))
+
+
+def test_the_store_takes_a_workspace_file_through_fetch(store: Store, box: FakeSandbox) -> None:
+    write(box, "data/a.csv", b"x\n1\n")
+    assert store.add_from(box, "data/a.csv") == (sha(b"x\n1\n"), 4)
+    assert store.path(sha(b"x\n1\n")).read_bytes() == b"x\n1\n"
+    with pytest.raises(PathRefused):
+        store.add_from(box, "missing.csv")
+    assert not list((store.root / ".incoming").iterdir())  # the failed copy is gone
+
+
+# --- manifests -------------------------------------------------------------------------------
+
+
+def test_the_digest_is_of_paths_and_contents_not_identities() -> None:
+    a = {"a.txt": Item(sha(b"a"), 1, ino=5, mtime_ns=1), "d/": Item(FOLDER, 0)}
+    same = {"a.txt": Item(sha(b"a"), 1, ino=9, mtime_ns=2), "d/": Item(FOLDER, 0)}
+    assert snapshot.digest(a) == snapshot.digest(same)
+    assert snapshot.digest(a) != snapshot.digest({"a.txt": a["a.txt"]})
+    assert snapshot.digest(a) != snapshot.digest({"b.txt": a["a.txt"], "d/": a["d/"]})
+
+
+def test_a_manifest_round_trips_with_its_folders(tmp_path: Path) -> None:
+    manifest = {
+        "d/a.txt": Item(sha(b"a"), 1, ino=3, mtime_ns=4, ctime_ns=5),
+        "d/": Item(FOLDER, 0),
+        "empty/": Item(FOLDER, 0),
+    }
+    path = tmp_path / "snapshots" / "p" / "1.json"
+    snapshot.save_manifest(path, manifest, phase="p")
+    assert snapshot.load_manifest(path) == manifest
+    assert snapshot.load_manifest(tmp_path / "none.json") is None
+    path.write_text('{"files": {"a": {"colour": 1}}}')
+    with pytest.raises(ValueError, match="not a manifest"):
+        snapshot.load_manifest(path)
+
+
+# --- the workspace ---------------------------------------------------------------------------
+
+
+def test_a_snapshot_reads_only_new_or_changed_files(store: Store, tmp_path: Path) -> None:
+    box = Counting(workspace=tmp_path / "ws", name="r")
+    box.fetched = []
+    box.open()
+    write(box, "a.txt", b"a")
+    write(box, "d/b.txt", b"b")
+    ws = Workspace(box, store)
+    first = ws.snapshot()
+    assert {n: i.sha256 for n, i in first.items()} == {
+        "a.txt": sha(b"a"),
+        "d/b.txt": sha(b"b"),
+        "d/": FOLDER,
+    }
+    assert sorted(box.fetched) == ["a.txt", "d/b.txt"] and ws.stored == (2, 2)
+    write(box, "d/b.txt", b"bb")
+    second = ws.snapshot()
+    assert box.fetched[2:] == ["d/b.txt"] and ws.stored == (1, 2)
+    assert second["d/b.txt"].sha256 == sha(b"bb") and second["a.txt"] == first["a.txt"]
+
+
+def test_a_snapshot_over_its_bounds_is_not_recordable(store: Store, box: FakeSandbox) -> None:
+    for n in range(3):
+        write(box, f"f{n}.txt", b"x" * 10)
+    with pytest.raises(NotRecordable, match="3 new files.*at most 2"):
+        Workspace(box, store).snapshot(max_new=2)
+    with pytest.raises(NotRecordable, match="30 bytes.*at most 20"):
+        Workspace(box, store).snapshot(max_bytes=20)
+    assert len(Workspace(box, store).snapshot(max_new=3, max_bytes=30)) == 3
+
+
+def test_a_name_that_is_not_utf8_is_not_recordable(store: Store, box: FakeSandbox) -> None:
+    os.close(os.open(os.path.join(os.fsencode(box.workspace.root), b"bad\xff.txt"), os.O_CREAT))
+    with pytest.raises(NotRecordable, match="not UTF-8"):
+        Workspace(box, store).snapshot()
+
+
+def test_restore_makes_the_workspace_hold_exactly_the_manifest(
+    store: Store, box: FakeSandbox, tmp_path: Path
+) -> None:
+    write(box, "keep.txt", b"keep")
+    write(box, "data/in.csv", b"x\n1\n")
+    ws = Workspace(box, store)
+    before = ws.snapshot()
+    write(box, "data/in.csv", b"rewritten")  # a later phase changes, adds, links, makes folders
+    write(box, "later/deep/new.txt", b"new")
+    os.mkdir(Path(box.workspace.root) / "made_by_later")
+    (tmp_path / "host.txt").write_text("host")
+    os.symlink(tmp_path / "host.txt", Path(box.workspace.root) / "link.txt")
+    changed = ws.restore(before)
+    assert changed == ["data/in.csv", "later/deep/new.txt", "link.txt", "made_by_later/"]
+    assert snapshot.digest(ws.snapshot()) == snapshot.digest(before)
+    root = Path(box.workspace.root)
+    assert (root / "data" / "in.csv").read_bytes() == b"x\n1\n"
+    assert sorted(p.relative_to(root).as_posix() for p in root.rglob("*")) == [
+        "data",
+        "data/in.csv",
+        "keep.txt",
+    ]
+    assert (tmp_path / "host.txt").read_text() == "host"
+
+
+def test_restore_brings_back_a_deleted_file_and_an_empty_folder(
+    store: Store, box: FakeSandbox
+) -> None:
+    write(box, "a.txt", b"a")
+    os.mkdir(Path(box.workspace.root) / "empty")
+    ws = Workspace(box, store)
+    before = ws.snapshot()
+    assert before["empty/"] == Item(FOLDER, 0)
+    os.unlink(Path(box.workspace.root) / "a.txt")
+    os.rmdir(Path(box.workspace.root) / "empty")
+    assert ws.restore(before) == ["a.txt", "empty/"]
+    assert (Path(box.workspace.root) / "a.txt").read_bytes() == b"a"
+    assert (Path(box.workspace.root) / "empty").is_dir()
+    assert ws.restore(before) == []  # already there: nothing changes
