@@ -11,7 +11,7 @@ from .chat import (
     system_prompt,
 )
 from .trial import try_phases
-from .workfiles import Refused, WorkFiles, Write
+from .workfiles import FileRefused, WorkFiles, Write
 
 __all__ = [
     "SCHEMAS",
@@ -20,7 +20,7 @@ __all__ = [
     "Chat",
     "ChatError",
     "ChatEvent",
-    "Refused",
+    "FileRefused",
     "ToolResult",
     "TurnOutcome",
     "WorkFiles",

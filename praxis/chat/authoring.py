@@ -25,7 +25,7 @@ from praxis.flows.model import DEFAULT_LIMITS
 from sandbox import SandboxError
 
 from .trial import Scratch, try_phases
-from .workfiles import Refused, WorkFiles, Write, path_problem
+from .workfiles import FileRefused, WorkFiles, Write, path_problem
 
 RESULT_CHARS = 4_000
 READ_CHARS = 4_000
@@ -123,7 +123,7 @@ class Authoring:
             else:
                 try:
                     result = handler(**args)
-                except Refused as exc:
+                except FileRefused as exc:
                     result = ToolResult(f"refused: {exc}", "refused")
                 except (SandboxError, OSError) as exc:
                     result = ToolResult(f"error: {type(exc).__name__}: {exc}", "error")

@@ -13,13 +13,12 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from praxis.agent.approvals import terminal_approver
-from praxis.agent.model import ModelUnavailable
+from praxis.errors import PraxisError
 from praxis.flows import contract
 
-from .chat import Chat, ChatError, ChatEvent, open_chat, resolve_chat_model
-from .transcript import TranscriptError
+from .chat import Chat, ChatEvent, open_chat, resolve_chat_model
 from .trial import try_phases
-from .workfiles import Refused, unified_diff
+from .workfiles import unified_diff
 
 RESULT_LINES = 6
 HELP = "commands: /undo /diff /check /run /quit (anything else goes to the model)"
@@ -73,10 +72,6 @@ def main(
         return _fail(f"Usage: {flow} is not a folder", "praxis chat FOLDER (a new one is created)")
     try:
         model = resolve_chat_model(root)
-    except ModelUnavailable as exc:
-        hint = f"PRAXIS_MODEL=openai:gpt-4.1-mini praxis chat {flow}"
-        return _fail(f"ModelUnavailable: {exc}", hint, 2)
-    try:
         chat = open_chat(
             root,
             model=model,
@@ -86,8 +81,8 @@ def main(
             max_calls=max_calls,
             show=printer(out),
         )
-    except (TranscriptError, Refused) as exc:
-        return _fail(f"{type(exc).__name__}: {exc}", f"praxis chat {flow}", 2)
+    except PraxisError as exc:  # no model, an unreadable transcript, a folder off limits
+        return _error(exc, flow)
     try:
         if message is not None:
             try:
@@ -100,10 +95,8 @@ def main(
                       f"praxis chat {flow} --resume\n")  # fmt: skip
             return 0
         return repl(chat, flow, stdin or sys.stdin, out)
-    except ChatError as exc:
-        return _fail(f"ChatError: {exc}", f"praxis chat {flow} --resume", 1)
-    except (TranscriptError, Refused) as exc:
-        return _fail(f"{type(exc).__name__}: {exc}", f"praxis chat {flow}", 2)
+    except PraxisError as exc:  # the model cannot be called; the transcript keeps the turn
+        return _error(exc, flow)
     finally:
         chat.close()
 
@@ -205,6 +198,10 @@ def _rel(path: Path) -> str:
         return str(path.resolve().relative_to(Path.cwd().resolve()))
     except ValueError:
         return str(path)
+
+
+def _error(exc: PraxisError, flow: str) -> int:
+    return _fail(f"{type(exc).__name__}: {exc}", exc.next(flow), exc.exit_code)
 
 
 def _fail(message: str, hint: str, code: int = 2) -> int:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from praxis.errors import Refused
 from sandbox.paths import name_problem
 
 MAX_WRITE_BYTES = 1 << 20  # a definition, a script or a prompt; not a data set
@@ -32,8 +33,12 @@ SKIP_DIRS = {"__pycache__", "runs"}
 NEW_FILE_MODE = 0o644
 
 
-class Refused(Exception):
-    """Raised for a path or a write the chat may not make; the message is for the model."""
+class FileRefused(Refused):
+    """Raised for a path or a write the chat may not make (off limits, a link, too large);
+    the message is for the model, or for the person when it names the chat's own folder."""
+
+    def next(self, flow: str) -> str:
+        return f"praxis chat {flow}"
 
 
 @dataclass(frozen=True)
@@ -115,7 +120,7 @@ class WorkFiles:
         """The bytes of ``path`` (None when it does not exist); refuses links and non-files."""
         problem = path_problem(path)
         if problem:
-            raise Refused(problem)
+            raise FileRefused(problem)
         parent, name = self._split(path)
         try:
             with self._folder(parent, create=False) as dfd:
@@ -127,7 +132,7 @@ class WorkFiles:
         """The size of regular file ``path`` (None when it does not exist); refuses links."""
         problem = path_problem(path)
         if problem:
-            raise Refused(problem)
+            raise FileRefused(problem)
         parent, name = self._split(path)
         try:
             with self._folder(parent, create=False) as dfd:
@@ -141,9 +146,11 @@ class WorkFiles:
         """Replace ``path`` with ``data`` (atomically) and journal the previous version."""
         problem = path_problem(path)
         if problem:
-            raise Refused(problem)
+            raise FileRefused(problem)
         if len(data) > MAX_WRITE_BYTES:
-            raise Refused(f"{path}: {len(data):,} bytes is over the {MAX_WRITE_BYTES:,} byte limit")
+            raise FileRefused(
+                f"{path}: {len(data):,} bytes is over the {MAX_WRITE_BYTES:,} byte limit"
+            )
         parent, name = self._split(path)
         with self._folder(parent, create=True) as dfd:
             try:
@@ -200,7 +207,7 @@ class WorkFiles:
         for path, before in first.items():
             try:
                 now = self.read(path)
-            except Refused as exc:
+            except FileRefused as exc:
                 parts.append(f"{path}: {exc}\n")
                 continue
             if now != before:
@@ -218,7 +225,7 @@ class WorkFiles:
             pass
         st = os.lstat(folder)
         if not stat.S_ISDIR(st.st_mode):
-            raise Refused(f"{folder} is not a plain folder (a link?); remove it and try again")
+            raise FileRefused(f"{folder} is not a plain folder (a link?); remove it and try again")
         return folder
 
     def _undo_dir(self, create: bool = True) -> Path | None:
@@ -228,7 +235,7 @@ class WorkFiles:
         self.chat_dir()
         folder.mkdir(exist_ok=True)
         if folder.is_symlink():
-            raise Refused(f"{folder} is a link; remove it and try again")
+            raise FileRefused(f"{folder} is a link; remove it and try again")
         return folder
 
     def _next_number(self) -> int:
@@ -268,7 +275,7 @@ class WorkFiles:
                 except OSError as exc:
                     if exc.errno in (errno.ELOOP, errno.ENOTDIR):
                         shown = "/".join(parts[: i + 1])
-                        raise Refused(
+                        raise FileRefused(
                             f"{shown} is a link or not a folder; the chat follows no links"
                         ) from None
                     raise
@@ -285,16 +292,18 @@ def _read_at(dfd: int, name: str, shown: str, limit: int) -> Any:
         fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, dir_fd=dfd)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
-            raise Refused(f"{shown} is a link; the chat follows no links") from None
+            raise FileRefused(f"{shown} is a link; the chat follows no links") from None
         raise
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise Refused(f"{shown} is not a regular file")
+            raise FileRefused(f"{shown} is not a regular file")
         if limit < 0:
             return st.st_size
         if st.st_size > limit:
-            raise Refused(f"{shown} is {st.st_size:,} bytes, over the {limit:,} byte limit here")
+            raise FileRefused(
+                f"{shown} is {st.st_size:,} bytes, over the {limit:,} byte limit here"
+            )
         chunks = []
         while chunk := os.read(fd, 1 << 16):
             chunks.append(chunk)
@@ -309,10 +318,10 @@ def _plain_read(path: Path) -> bytes:
     try:
         fd = os.open(path, flags)
     except OSError as exc:
-        raise Refused(f"{path} cannot be read ({exc.strerror}); start a new chat") from None
+        raise FileRefused(f"{path} cannot be read ({exc.strerror}); start a new chat") from None
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise Refused(f"{path} is not a regular file; start a new chat")
+            raise FileRefused(f"{path} is not a regular file; start a new chat")
         with os.fdopen(fd, "rb", closefd=False) as fh:
             return fh.read()
     finally:
@@ -335,9 +344,9 @@ def _replace_at(dfd: int, name: str, data: bytes) -> None:
         pass
     else:
         if stat.S_ISLNK(st.st_mode):
-            raise Refused(f"{name} is a link; the chat follows no links")
+            raise FileRefused(f"{name} is a link; the chat follows no links")
         if not stat.S_ISREG(st.st_mode):
-            raise Refused(f"{name} is not a regular file")
+            raise FileRefused(f"{name} is not a regular file")
         mode = stat.S_IMODE(st.st_mode)
     tmp = f".{name[:200]}.{secrets.token_hex(4)}.tmp"
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC

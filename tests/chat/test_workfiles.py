@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from praxis.chat.workfiles import Refused, WorkFiles
+from praxis.chat.workfiles import FileRefused, WorkFiles
 
 SESSION = "20261130-120000"
 
@@ -64,7 +64,7 @@ def test_undo_of_a_new_file_removes_it_and_keeps_the_mode_of_a_replaced_one(
     ],
 )
 def test_paths_outside_the_flow_files_are_refused(files: WorkFiles, path: str, reason: str) -> None:
-    with pytest.raises(Refused, match=reason.replace("(", r"\(").replace(")", r"\)")):
+    with pytest.raises(FileRefused, match=reason.replace("(", r"\(").replace(")", r"\)")):
         files.write(path, b"x")
     assert not (files.root.parent / "outside.txt").exists()
     assert not (files.root / "runs").exists()
@@ -77,11 +77,11 @@ def test_links_are_never_followed(files: WorkFiles, tmp_path: Path) -> None:
     os.symlink(outside, files.root / "linked")
     os.symlink(outside / "secret.txt", files.root / "alias.txt")
 
-    with pytest.raises(Refused, match="linked is a link"):
+    with pytest.raises(FileRefused, match="linked is a link"):
         files.write("linked/new.py", b"x")
-    with pytest.raises(Refused, match="is a link"):
+    with pytest.raises(FileRefused, match="is a link"):
         files.write("alias.txt", b"x")
-    with pytest.raises(Refused, match="is a link"):
+    with pytest.raises(FileRefused, match="is a link"):
         files.read("alias.txt")
     assert (outside / "secret.txt").read_bytes() == b"secret"
     assert not (outside / "new.py").exists()
@@ -90,7 +90,7 @@ def test_links_are_never_followed(files: WorkFiles, tmp_path: Path) -> None:
 
 def test_a_fifo_is_refused_without_blocking(files: WorkFiles) -> None:
     os.mkfifo(files.root / "pipe.txt")
-    with pytest.raises(Refused, match="not a regular file"):
+    with pytest.raises(FileRefused, match="not a regular file"):
         files.read("pipe.txt")
 
 
