@@ -171,10 +171,8 @@ def _advance(
 
 
 def _approver():  # type: ignore[no-untyped-def]
-    try:
-        from .agent.approvals import terminal_approver
-    except ImportError:
-        return None
+    from .agent.approvals import terminal_approver
+
     return terminal_approver()
 
 
@@ -439,19 +437,15 @@ def cmd_sandbox(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    try:
-        from .web.app import serve
-    except ImportError as exc:
-        raise Usage(f"the web UI is not available ({exc})") from None
+    from .web.app import serve  # the web stack loads only for `praxis serve`
+
     _check_port("127.0.0.1", args.port)
     return int(serve(Path(args.root), port=args.port) or 0)
 
 
 def cmd_chat(args: argparse.Namespace) -> int:
-    try:
-        from .chat.terminal import main as chat_main
-    except ImportError as exc:
-        raise Usage(f"the flow chat is not available ({exc})") from None
+    from .chat.terminal import main as chat_main  # langchain loads only for `praxis chat`
+
     return chat_main(args.flow, message=args.message, resume=args.resume, max_calls=args.max_calls)
 
 

@@ -67,10 +67,8 @@ DISK = "10g"  # the workspace's disk quota (a sparse image: only what is written
 
 def docker_available(timeout: float = 2.0) -> str | None:
     """None when a Docker daemon answers a ping within ``timeout`` s, else a short reason."""
-    try:
-        import docker
-    except ImportError:
-        return "the docker Python package is not installed"
+    import docker  # here, not at the top: the quick commands never load it
+
     try:
         client = docker.from_env(timeout=max(1, round(timeout)))
         try:

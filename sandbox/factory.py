@@ -37,11 +37,9 @@ def _load(backend: str) -> Callable[..., Sandbox]:
 
 
 def _docker_reason() -> str | None:
-    """None when a Docker daemon answers, else why not (the docker backend may be absent)."""
-    try:
-        from .container import docker_available
-    except ImportError as exc:
-        return f"the docker backend cannot be loaded: {exc}"
+    """None when a Docker daemon answers, else why not."""
+    from .container import docker_available  # loads the docker SDK: only when asked
+
     return docker_available()
 
 
