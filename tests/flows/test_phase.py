@@ -1,0 +1,102 @@
+"""One phase (its steps on the fake sandbox): a failure names its cause, a stale phase whose
+inputs are unchanged is reused, inputs come from earlier outputs or the flow's files."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from praxis.flows import phase as phase_step
+from praxis.flows import runner, snapshot
+from praxis.flows.events import EventLog
+from praxis.flows.handle import RunHandle
+from sandbox import KernelDied, PathRefused
+
+from .helpers import Fakes, three_phase_flow, write_flow
+
+
+def kinds(run: RunHandle) -> list[str]:
+    return [e.kind for e in EventLog(run.paths.events).read()]
+
+
+def test_script_error_names_the_script_and_the_exception(tmp_path) -> None:
+    flow = write_flow(
+        tmp_path / "f",
+        """
+        sandbox: {backend: fake}
+        phases:
+          - {id: a, kind: script, script: s.py, outputs: [x.txt]}
+    """,
+        {"s.py": "x = 1\nraise ValueError('bad input')\n"},
+    )
+    run = runner.begin(flow)
+    state = runner.advance(flow, run.id, sandbox=Fakes())
+    assert state.status == "failed"
+    assert state.phase("a").error.startswith("s.py")
+    assert "ValueError: bad input" in state.phase("a").error
+
+
+def test_kernel_death_fails_the_phase(tmp_path) -> None:
+    def die(code, workspace):
+        raise KernelDied("out of memory")
+
+    flow = write_flow(
+        tmp_path / "f",
+        """
+        sandbox: {backend: fake}
+        phases:
+          - {id: a, kind: script, script: s.py, outputs: [x.txt]}
+    """,
+        {"s.py": "pass"},
+    )
+    run = runner.begin(flow)
+    state = runner.advance(flow, run.id, sandbox=Fakes(handler=die))
+    assert state.phase("a").error == "KernelDied: kernel died: out of memory"
+
+
+def test_a_rerun_whose_output_is_unchanged_reuses_the_later_phases(tmp_path) -> None:
+    flow = three_phase_flow(tmp_path)
+    run = runner.begin(flow)
+    state = runner.advance(flow, run.id, sandbox=Fakes())
+    runner.approve(flow, run.id, expect_revision=state.revision)
+    runner.advance(flow, run.id, sandbox=Fakes())
+    runner.rerun(flow, "load", run.id)
+    fakes = Fakes()
+    state = runner.advance(flow, run.id, sandbox=fakes)
+    assert state.waiting == "gate"  # review was reused; its Gate still asks the reviewer
+    assert [p.attempt for p in state.phases] == [2, 1, 1]
+    assert state.phase("review").reused and state.phase("review").status == "done"
+    assert len(fakes.executed) == 1 and "phase_reused" in kinds(run)
+
+
+TWO = """
+    sandbox: {backend: fake%s}
+    phases:
+      - {id: a, kind: script, script: a.py, outputs: [x.txt]}
+      - {id: b, kind: script, script: b.py, inputs: {working: [x.txt, data/in.csv]},
+         outputs: [y.txt]}
+"""
+
+
+def test_an_input_is_an_earlier_output_or_a_flow_file_never_a_link(tmp_path: Path) -> None:
+    root = write_flow(tmp_path / "f", TWO % "", {"a.py": "", "b.py": "", "data/in.csv": "x\n"})
+    run = runner.begin(root)
+    with pytest.raises(PathRefused, match="does not exist"):  # not produced yet
+        phase_step.source_of(run, "x.txt")
+    run.paths.out("x.txt").write_text("x")
+    assert phase_step.source_of(run, "x.txt") == run.paths.output / "x.txt"
+    assert phase_step.source_of(run, "data/in.csv") == root / "data" / "in.csv"
+    (tmp_path / "secret.csv").write_text("host")
+    os.symlink(tmp_path / "secret.csv", root / "data" / "link.csv")
+    with pytest.raises(PathRefused, match="leads outside"):
+        phase_step.source_of(run, "data/link.csv")
+
+
+def test_the_collect_limit_is_flow_yamls_else_one_gib(tmp_path: Path) -> None:
+    files = {"a.py": "", "b.py": "", "data/in.csv": "x\n"}
+    default = runner.begin(write_flow(tmp_path / "f", TWO % "", files))
+    assert phase_step.collect_limit(default) == snapshot.MAX_BYTES == 1 << 30
+    small = runner.begin(write_flow(tmp_path / "g", TWO % ", collect: 2m", files))
+    assert phase_step.collect_limit(small) == 2 << 20
