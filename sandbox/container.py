@@ -61,6 +61,15 @@ ENVIRONMENT = {
     "PYTHONDONTWRITEBYTECODE": "1",
 }
 LOG_OPTIONS = {"max-size": "1m", "max-file": "2"}
+# The container's command: the kernel server starts with the container (no docker exec on
+# the way to the first kernel); `sleep` keeps the container up if the server ends, so that it
+# can be started again with an exec, and the line it prints then says so (container logs).
+ENDED = "kernel server ended"
+COMMAND = [
+    "sh",
+    "-c",
+    f'(python -c "$1" "$2" "$3" "$4" "$5"; echo "{ENDED}: $?") & exec sleep infinity',
+]
 RUNTIME_PREFIX = "praxis-rt-"  # host runtime folders: praxis-rt-<name>-<random>
 DISK = "10g"  # the workspace's disk quota (a sparse image: only what is written takes space)
 
@@ -142,6 +151,7 @@ class DockerSandbox(StandbyKernels, FolderSandbox):
         self._standby: Standby | None = None
         self._zygote: Zygote | None = None
         self._count = 0
+        self._launches = 0
         self._dirty = False  # a kernel was handed out since the last quiesce
         self._lock = threading.Lock()
 
@@ -175,7 +185,7 @@ class DockerSandbox(StandbyKernels, FolderSandbox):
         try:
             self.container = self._client.containers.run(
                 self.image,
-                ["sleep", "infinity"],
+                [*COMMAND, "zygote", *self._zygote_args()],
                 name=_container_name(self.name),
                 detach=True,
                 labels={**self.labels, RUN_LABEL: self.name},
@@ -285,21 +295,34 @@ class DockerSandbox(StandbyKernels, FolderSandbox):
 
     # -- kernels ---------------------------------------------------------------------------
 
+    def _zygote_args(self) -> list[str]:
+        return [
+            zygote_source(),
+            f"{RUNTIME}/{SOCKET}",
+            str(KERNEL_UID),
+            str(KERNEL_GID),
+            str(os.getuid()),
+        ]
+
     def _launch_zygote(self) -> Callable[[], bool]:
-        """Start the zygote with one docker exec (it imports in the background); ended?"""
-        exec_id = self._exec(
-            [
-                "python",
-                "-c",
-                zygote_source(),
-                f"{RUNTIME}/{SOCKET}",
-                str(KERNEL_UID),
-                str(KERNEL_GID),
-                str(os.getuid()),
-            ],
-            user=ROOT,
-        )
+        """The zygote's first start is the container's command; a later one (it ended) is a
+        docker exec. It imports in the background. Returns: has that start ended?"""
+        self._launches += 1
+        if self._launches == 1:
+            return self._command_ended
+        exec_id = self._exec(["python", "-c", *self._zygote_args()], user=ROOT)
         return lambda: not self._running(exec_id)
+
+    def _command_ended(self) -> bool:
+        """Whether the zygote the container started has ended (its shell said so)."""
+        import docker.errors
+
+        try:
+            return ENDED.encode() in self._client.api.logs(self.container.id, tail=3)
+        except docker.errors.NotFound:
+            return True  # the container is gone, and the zygote with it
+        except docker.errors.DockerException:
+            return False
 
     def _start(self) -> JupyterKernel:
         """Fork one kernel, wait until it answers, install the output cap. Standby thread."""

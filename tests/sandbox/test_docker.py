@@ -9,6 +9,7 @@ import json
 import os
 import stat
 import subprocess
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -235,3 +236,42 @@ def test_prune_removes_the_containers_of_runs_not_running(
         stale.close()  # its container is gone already: close must not mind
         running.close()
     assert {c.run for c in list_sandboxes()} & ours == set()
+
+
+KILL_ZYGOTE = """
+import os, signal
+def cmdline(pid):
+    with open(f"/proc/{pid}/cmdline", "rb") as f:
+        return f.read()
+def parent(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[1])
+for pid in [p for p in os.listdir("/proc") if p.isdigit()]:
+    try:
+        # the server (a python whose parent is the container's shell), not one of its kernels
+        if cmdline(pid).startswith(b"python") and cmdline(parent(pid)).startswith(b"sh"):
+            os.kill(int(pid), signal.SIGKILL)
+    except OSError:
+        pass
+"""
+
+
+def test_the_kernel_server_starts_with_the_container_and_again_when_it_ended(
+    docker_image: str, tmp_path: Path
+) -> None:
+    """The container's command starts the kernel server (no exec on the way to the first
+    kernel); once it ended, the container says so and the next kernel starts it again."""
+    sandbox = _open(tmp_path, image=docker_image, warm=False)
+    try:
+        assert sandbox.kernel().execute("1 + 1", timeout=60).result == {"text/plain": "2"}
+        assert not sandbox._command_ended()
+        sandbox.quiesce()
+        sandbox.container.exec_run(["python", "-c", KILL_ZYGOTE], user="0:0")
+        for _ in range(100):
+            if sandbox._command_ended():
+                break
+            time.sleep(0.1)
+        assert sandbox._command_ended()
+        assert sandbox.kernel().execute("2 + 2", timeout=60).result == {"text/plain": "4"}
+    finally:
+        sandbox.close()
