@@ -256,8 +256,9 @@ def wide_flow(root: Path, phases: int = 200) -> Path:
 
 
 def many_runs(root: Path, runs: int = 1000) -> Path:
-    """A 5-phase flow with ``runs`` run folders, each with a valid run.json (state.save)."""
+    """A 5-phase flow with ``runs`` run folders, each with a valid run.json (state_file.save)."""
     from praxis.flows import state as st
+    from praxis.flows import state_file
     from praxis.flows.layout import run_paths
 
     trivial_flow(root)
@@ -275,5 +276,5 @@ def many_runs(root: Path, runs: int = 1000) -> Path:
         state.cursor = min(done, len(ids))
         for p in state.phases[:done]:
             p.status, p.attempt, p.started, p.ended = "done", 1, now, now + 1.5
-        st.save(state, paths.state)
+        state_file.save(state, paths.state)
     return root

@@ -31,7 +31,8 @@ from .flows.handle import NoRun, RunHandle
 from .flows.layout import list_run_ids, run_paths
 from .flows.lock import Busy
 from .flows.params import BadParam, parse_pairs
-from .flows.state import RunState, StateCorrupt
+from .flows.state import RunState
+from .flows.state_file import StateCorrupt
 from .flows.status import flow_arg, status_of
 from .terminal import (
     cancel_on_signals,

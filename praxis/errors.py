@@ -33,7 +33,7 @@ PraxisError               1  something failed                                   
 │   ├── NotATable            a file that cannot be edited as a table            web.csvedit
 │   └── BadRow               a row or column the file does not have             web.csvedit
 ├── RecordCorrupt         4  a run's record cannot be read; never reset         (here)
-│   ├── StateCorrupt         run.json                                           flows.state
+│   ├── StateCorrupt         run.json                                           flows.state_file
 │   └── EventLogCorrupt      events.jsonl, a line other than the last           flows.events
 └── PortBusy              6  `praxis serve`'s port is in use                    cli
 

@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from praxis.flows import state as st
+from praxis.flows import state_file
 
 from .flows.helpers import three_phase_flow, write_flow
 
@@ -42,7 +42,7 @@ def test_run_stops_at_the_gate_and_names_the_approve_command(tmp_path) -> None:
     assert "waiting at the Gate after review" in res.stdout
     assert "output/flags.csv" in res.stdout
     run = newest_run(flow)
-    revision = st.load(run / "run.json").revision
+    revision = state_file.load(run / "run.json").revision
     assert f"praxis approve {flow} --run {run.name} --gate review --expect-revision {revision}" in (
         res.stdout
     )
@@ -148,7 +148,7 @@ def test_sigkill_mid_phase_then_status_advance_rerun(tmp_path) -> None:
     child.send_signal(signal.SIGKILL)
     child.wait()
     run = newest_run(flow)
-    assert st.load(run / "run.json").phase("slow").status == "running"
+    assert state_file.load(run / "run.json").phase("slow").status == "running"
     res = praxis("status", str(flow))
     assert "stopped before it finished" in res.stdout
     res = praxis("advance", str(flow))

@@ -13,7 +13,7 @@ import pytest
 
 from praxis import terminal
 from praxis.cli import main
-from praxis.flows import state as st
+from praxis.flows import state_file
 
 from .flows.helpers import three_phase_flow, write_flow
 from .labels import TEST_LABELS
@@ -105,7 +105,7 @@ def test_a_run_writing_into_a_closed_pipe_goes_on(tmp_path: Path) -> None:
         },
     )
     code, _ = _closed_stdout(["run", str(flow)], tmp_path, stderr_too=True)
-    state = st.load(newest_run(flow) / "run.json")
+    state = state_file.load(newest_run(flow) / "run.json")
     assert state.status == "done", state.error
     assert [p.status for p in state.phases] == ["done", "done"]
     assert code == 0

@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from praxis.flows import contract, runner
-from praxis.flows import state as st
+from praxis.flows import contract, runner, state_file
 
 from .labels import TEST_LABELS
 
@@ -71,7 +70,7 @@ def test_sales_report_in_docker_gate_edit_approve(tmp_path: Path, docker_image: 
     runner.edit(flow, "review.csv", edited.encode(), expect_revision=status["revision"])
     res = praxis("approve", str(flow), "--expect-revision", str(status["revision"] + 1))
     assert res.returncode == 0, res.stderr
-    assert st.load(run_dir / "run.json").status == "done"
+    assert state_file.load(run_dir / "run.json").status == "done"
     report = (run_dir / "output" / "report.md").read_text()
     assert "Orders left out after review: 2." in report  # the edited file was read
     assert "![Revenue by week](revenue_by_week.png)" in report  # a chart, drawn in the sandbox
@@ -84,7 +83,7 @@ def test_notebook_example_in_docker(tmp_path: Path, docker_image: str) -> None:
     res = praxis("run", str(flow))
     assert res.returncode == 0, res.stderr
     run_dir = next((flow / "runs").iterdir())
-    assert st.load(run_dir / "run.json").status == "done"
+    assert state_file.load(run_dir / "run.json").status == "done"
     assert (run_dir / "records" / "explore.ipynb").is_file()
 
 
@@ -98,7 +97,7 @@ def test_agent_example_in_docker_with_a_scripted_model(tmp_path: Path, docker_im
     res = praxis("run", str(flow), env=env)
     assert res.returncode == 0, res.stderr
     run_dir = next((flow / "runs").iterdir())
-    state = st.load(run_dir / "run.json")
+    state = state_file.load(run_dir / "run.json")
     assert (state.waiting, state.gate) == ("gate", "summarise")
     for name in ("totals.csv", "top_products.csv", "summary.md"):
         assert (run_dir / "output" / name).stat().st_size > 0

@@ -9,8 +9,7 @@ import pytest
 
 from praxis import packages
 from praxis.cli import main
-from praxis.flows import contract
-from praxis.flows import state as st
+from praxis.flows import contract, state_file
 from sandbox.image import layer
 
 from .flows.helpers import write_flow
@@ -122,7 +121,7 @@ def test_a_flow_with_packages_runs_on_its_layer_and_a_second_flow_reuses_it(
     assert _image_of(first) == _image_of(second) == tag
     for flow in (first, second):
         run = sorted((flow / "runs").iterdir())[-1]
-        assert st.load(run / "run.json").status == "done"
+        assert state_file.load(run / "run.json").status == "done"
         fit = json.loads((run / "output" / "fit.json").read_text())
         assert fit["slope"] == 2.0 and fit["sklearn"]
 
@@ -150,5 +149,5 @@ def test_a_package_pip_cannot_fetch_is_one_line_naming_it(
     ]
     assert err[-1] == f"  next: fix sandbox.packages, then: praxis sandbox build {flow}"
     run = sorted((flow / "runs").iterdir())[-1]
-    state = st.load(run / "run.json")
+    state = state_file.load(run / "run.json")
     assert (state.status, state.phases[0].status) == ("paused", "pending")  # nothing ran

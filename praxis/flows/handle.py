@@ -16,6 +16,7 @@ from . import state as st
 from .events import Event, EventLog, RunStateChanged
 from .layout import RunPaths, new_run_id, newest, newest_seq, run_paths
 from .model import Flow
+from .state_file import load, save
 
 Clock = Callable[[], float]
 
@@ -51,7 +52,7 @@ class RunHandle:
         paths = run_paths(flow.root, run_id)
         if not paths.root.is_dir():
             raise NoRun(flow, run_id)
-        return cls(flow, paths, st.load(paths.state), clock)
+        return cls(flow, paths, load(paths.state), clock)
 
     @classmethod
     def create(
@@ -84,13 +85,13 @@ class RunHandle:
             definition=definition,
             seq=seq,
         )
-        st.save(state, paths.state)
+        save(state, paths.state)
         return cls(flow, paths, state, clock)
 
     def change(self, event: str, *, phase: str | None = None, **kw: Any) -> st.RunState:
         before = self.state.status
         new = st.apply(self.state, event, phase=phase, now=self.clock(), **kw)
-        st.save(new, self.paths.state)
+        save(new, self.paths.state)
         self.state = new
         if new.status != before:
             self.emit(RunStateChanged(status=new.status, revision=new.revision, reason=event))

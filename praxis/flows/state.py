@@ -1,63 +1,143 @@
-"""Run state: data, the transition tables, and atomic run.json writes. No other I/O.
+"""Run state: the data and its transition tables. Pure: no I/O (run.json is state_file.py).
 
-Every change goes through ``apply(state, event, ...)``, which looks the move up in the
-tables below, returns a NEW state with ``revision`` incremented, and raises
-``IllegalTransition`` (changing nothing) for a move the tables do not list.
+Every change is ``apply(state, event, phase=..., now=..., **kw)``. It reads, in order,
+
+1. ``PHASE_MOVES``: the status of the phase the event names, for the events that move one;
+2. ``RUN_MOVES``: the run's status after the event, by the status the run is in;
+3. ``GUARDS``: what else must hold (at a Gate, a phase already reached, ...);
+
+and refuses a move that any of them does not allow with ``IllegalTransition``, naming the
+event and the state, before anything is changed. Then the event's handler in ``HANDLERS``
+fills in the rest on a copy, which is returned with ``revision`` incremented.
 """
 
 from __future__ import annotations
 
 import copy
-import json
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import Any, Concatenate, Literal, TypeGuard, get_args
 
-from ..errors import RecordCorrupt, Refused
-from .atomic import write_atomic
+from ..errors import Refused
 
 SCHEMA = 1
 
-RUN_STATUSES = ("paused", "running", "done", "failed", "cancelled")
-PHASE_STATUSES = ("pending", "running", "done", "failed", "stale")
+RunStatus = Literal["paused", "running", "done", "failed", "cancelled"]
+PhaseStatus = Literal["pending", "running", "done", "failed", "stale"]
+Event = Literal[
+    "start",  # a phase begins an attempt
+    "reuse",  # a stale phase's last attempt stands: nothing it reads changed
+    "finish",  # the phase's attempt ended well
+    "fail",  # the phase's attempt ended in an error
+    "recover",  # a phase left running by a process that died
+    "waiting",  # a running phase waits (for an approval) or stops waiting
+    "gate",  # the run pauses at the Gate after a phase
+    "end",  # no phase is left to run
+    "approve",  # the Gate is approved
+    "reject",  # the Gate reopens an earlier phase, with a note
+    "rerun",  # go back to a phase
+    "cancel",
+    "edit",  # a writable output changed at the Gate
+    "accept",  # a person accepts an output changed outside a Gate
+    "params",  # the run's parameters change (between advances)
+    "manage",  # managed mode granted or taken back
+]
+# Moves that events make to phases other than the one they name: never events themselves.
+KnockOn = Literal["stale", "reset"]
 
-# (run status, event) -> new run status
-RUN_MOVES: dict[tuple[str, str], str] = {
-    ("paused", "start"): "running",
-    ("running", "gate"): "paused",
-    ("running", "finish"): "done",
-    ("paused", "finish"): "done",  # the last phase's Gate was approved: nothing is left to run
-    ("running", "fail"): "failed",
-    ("running", "cancel"): "cancelled",
-    ("paused", "cancel"): "cancelled",
-    ("failed", "cancel"): "cancelled",
-    ("paused", "approve"): "paused",
-    ("paused", "reject"): "paused",
-    ("paused", "rerun"): "paused",
-    ("failed", "rerun"): "paused",
-    ("done", "rerun"): "paused",
-    ("cancelled", "rerun"): "paused",
-    ("running", "recover"): "failed",
-    ("paused", "recover"): "failed",
-    ("paused", "reuse"): "running",
-    ("running", "reuse"): "running",
+RUN_STATUSES: tuple[RunStatus, ...] = get_args(RunStatus)
+PHASE_STATUSES: tuple[PhaseStatus, ...] = get_args(PhaseStatus)
+EVENTS: tuple[Event, ...] = get_args(Event)
+
+# run status -> {event: the run's status after it}. An event not listed is illegal there.
+RUN_MOVES: dict[RunStatus, dict[Event, RunStatus]] = {
+    "paused": {
+        "start": "running",
+        "reuse": "running",
+        "end": "done",  # the last phase's Gate was approved: nothing is left to run
+        "approve": "paused",
+        "reject": "paused",
+        "edit": "paused",
+        "rerun": "paused",
+        "cancel": "cancelled",
+        "params": "paused",
+        "accept": "paused",
+        "manage": "paused",
+    },
+    "running": {
+        "start": "running",  # the next phase of the same advance
+        "reuse": "running",
+        "finish": "running",
+        "waiting": "running",
+        "fail": "failed",
+        "recover": "failed",
+        "gate": "paused",
+        "end": "done",
+        "cancel": "cancelled",
+        "accept": "running",
+        "manage": "running",
+    },
+    "failed": {
+        "rerun": "paused",
+        "cancel": "cancelled",
+        "params": "failed",
+        "accept": "failed",
+        "manage": "failed",
+    },
+    "done": {
+        "rerun": "paused",
+        "params": "done",
+        "accept": "done",
+        "manage": "done",
+    },
+    "cancelled": {
+        "rerun": "paused",
+        "params": "cancelled",
+        "accept": "cancelled",
+        "manage": "cancelled",
+    },
 }
 
-# (phase status, event) -> new phase status
-PHASE_MOVES: dict[tuple[str, str], str] = {
-    ("pending", "start"): "running",
-    ("stale", "start"): "running",
-    ("running", "finish"): "done",
-    ("running", "fail"): "failed",
-    ("running", "recover"): "failed",
-    ("done", "stale"): "stale",
-    ("stale", "reuse"): "done",
-    ("pending", "reset"): "pending",
-    ("running", "reset"): "pending",
-    ("done", "reset"): "pending",
-    ("failed", "reset"): "pending",
-    ("stale", "reset"): "pending",
+# phase status -> {event or knock-on: the phase's status after it}. The events listed here
+# move the phase they name (``phase=``); "stale" and "reset" are made to other phases by
+# finish, rerun, reject and cancel (which fails a running phase).
+PHASE_MOVES: dict[PhaseStatus, dict[Event | KnockOn, PhaseStatus]] = {
+    "pending": {
+        "start": "running",
+        "reset": "pending",
+    },
+    "stale": {
+        "start": "running",
+        "reuse": "done",
+        "reset": "pending",
+    },
+    "running": {
+        "waiting": "running",
+        "finish": "done",
+        "fail": "failed",
+        "recover": "failed",
+        "reset": "pending",
+    },
+    "done": {
+        "gate": "done",  # a Gate follows a phase that finished (or was reused)
+        "stale": "stale",
+        "reset": "pending",
+    },
+    "failed": {
+        "reset": "pending",
+    },
+}
+# The events that move the phase they name: the events PHASE_MOVES lists.
+PHASE_EVENTS: frozenset[Event] = frozenset(
+    {"start", "reuse", "waiting", "finish", "fail", "recover", "gate"}
+)
+
+# How an IllegalTransition says an event whose name is not a verb.
+VERBS: dict[str, str] = {
+    "waiting": "wait in",
+    "gate": "pause at a Gate after",
+    "params": "change the parameters of",
 }
 
 STOPPED = "stopped before it finished"
@@ -68,25 +148,17 @@ class IllegalTransition(Refused):
     """Raised when an event is not allowed in the current state; nothing was changed."""
 
     def __init__(self, what: str, status: str, event: str) -> None:
-        super().__init__(f"cannot {event} a {what} that is {status}")
+        article = "an" if what[:1] in "aeiou" else "a"
+        super().__init__(f"cannot {VERBS.get(event, event)} {article} {what} that is {status}")
         self.what = what
         self.status = status
         self.event = event
 
 
-class StateCorrupt(RecordCorrupt):
-    """Raised when run.json cannot be read as a run state; it is never silently reset."""
-
-    def __init__(self, path: Path, reason: str) -> None:
-        super().__init__(f"{path}: {reason}")
-        self.path = path
-        self.reason = reason
-
-
 @dataclass
 class PhaseState:
     id: str
-    status: str = "pending"
+    status: PhaseStatus = "pending"
     attempt: int = 0
     started: float | None = None
     ended: float | None = None
@@ -112,7 +184,7 @@ class RunState:
     run: str
     flow: str
     phases: list[PhaseState]
-    status: str = "paused"
+    status: RunStatus = "paused"
     revision: int = 0
     cursor: int = 0  # index of the next phase to run
     waiting: str | None = None  # "gate" while paused at a Gate
@@ -173,28 +245,104 @@ def new_run(
     )
 
 
-def _move(table: dict[tuple[str, str], str], what: str, status: str, event: str) -> str:
-    try:
-        return table[(status, event)]
-    except KeyError:
-        raise IllegalTransition(what, status, event) from None
+# --- guards: what must hold beyond the status tables ----------------------------------------
+
+
+@dataclass(frozen=True)
+class Guard:
+    """A precondition of an event. When ``holds`` is false the event is refused as
+    ``cannot <event> a <what> that is <refusal>`` (``{phase}`` is the phase it names)."""
+
+    what: str
+    refusal: str
+    holds: Callable[[RunState, str, Mapping[str, Any]], bool]
+
+
+def _at_gate(s: RunState, phase: str, kw: Mapping[str, Any]) -> bool:
+    return s.waiting == "gate" and s.gate is not None
+
+
+def _not_after_gate(s: RunState, phase: str, kw: Mapping[str, Any]) -> bool:
+    return s.gate is not None and s.index(phase) <= s.index(s.gate)
+
+
+def _reached(s: RunState, phase: str, kw: Mapping[str, Any]) -> bool:
+    """At or before the cursor, or any phase once the one at the cursor is done."""
+    return s.index(phase) <= s.cursor or s.phases[s.cursor].status == "done"
+
+
+def _recorded(s: RunState, phase: str, kw: Mapping[str, Any]) -> bool:
+    return kw.get("name") in s.phase(phase).hashes
+
+
+AT_GATE = Guard("run", "not at a Gate", _at_gate)
+NOT_AFTER_GATE = Guard("phase", "after the Gate", _not_after_gate)
+REACHED = Guard("phase", "not reached yet", _reached)
+RECORDED = Guard("output", "not recorded for {phase}", _recorded)
+
+GUARDS: dict[Event, tuple[Guard, ...]] = {
+    "approve": (AT_GATE,),
+    "edit": (AT_GATE,),
+    "reject": (AT_GATE, NOT_AFTER_GATE, REACHED),
+    "rerun": (REACHED,),
+    "accept": (RECORDED,),
+}
+
+
+# --- apply ----------------------------------------------------------------------------------
 
 
 def apply(
     state: RunState, event: str, *, phase: str | None = None, now: float, **kw: Any
 ) -> RunState:
     """The state after ``event``; ``state`` itself is never modified."""
-    new = copy.deepcopy(state)
-    handler = _HANDLERS.get(event)
-    if handler is None:
+    if not _is_event(event):
         raise IllegalTransition("run", state.status, event)
-    handler(new, phase, now, **kw)
+    phase_to = _phase_move(state.phase(str(phase)).status, event) if event in PHASE_EVENTS else None
+    run_to = _run_move(state.status, event)
+    for guard in GUARDS.get(event, ()):
+        if not guard.holds(state, str(phase), kw):
+            raise IllegalTransition(guard.what, guard.refusal.format(phase=phase), event)
+    new = copy.deepcopy(state)
+    new.status = run_to
+    if phase_to is not None:
+        new.phase(str(phase)).status = phase_to
+    HANDLERS[event](new, phase, now, **kw)
     new.revision += 1
     new.updated = now
     return new
 
 
-def _start_phase(
+def _is_event(event: str) -> TypeGuard[Event]:
+    return event in EVENTS
+
+
+def _run_move(status: RunStatus, event: Event) -> RunStatus:
+    try:
+        return RUN_MOVES[status][event]
+    except KeyError:
+        raise IllegalTransition("run", status, event) from None
+
+
+def _phase_move(status: PhaseStatus, move: Event | KnockOn) -> PhaseStatus:
+    try:
+        return PHASE_MOVES[status][move]
+    except KeyError:
+        raise IllegalTransition("phase", status, move) from None
+
+
+def _knock_on(p: PhaseState, move: Event | KnockOn) -> None:
+    p.status = _phase_move(p.status, move)
+
+
+# --- handlers: the rest of each event, on the copy apply made ------------------------------
+# Each takes the copy, the phase the event names (if any), the time, and the event's own
+# keywords; the statuses the tables give are already set.
+
+Handler = Callable[Concatenate[RunState, str | None, float, ...], None]
+
+
+def _start(
     s: RunState,
     phase: str | None,
     now: float,
@@ -203,9 +351,6 @@ def _start_phase(
     isolated: bool | None = None,
 ) -> None:
     p = s.phase(str(phase))
-    if s.status != "running":
-        s.status = _move(RUN_MOVES, "run", s.status, "start")
-    p.status = _move(PHASE_MOVES, "phase", p.status, "start")
     p.attempt += 1
     p.started, p.ended, p.error, p.waiting, p.pid = now, None, None, None, pid
     p.hashes, p.digests, p.reused = {}, {}, False
@@ -220,14 +365,12 @@ def _start_phase(
 
 def _reuse(s: RunState, phase: str | None, now: float) -> None:
     p = s.phase(str(phase))
-    s.status = _move(RUN_MOVES, "run", s.status, "reuse")
-    p.status = _move(PHASE_MOVES, "phase", p.status, "reuse")
     p.reused, p.note = True, None
     s.cursor = s.index(p.id) + 1
     s.error = None
 
 
-def _finish_phase(
+def _finish(
     s: RunState,
     phase: str | None,
     now: float,
@@ -235,251 +378,105 @@ def _finish_phase(
     digests: dict[str, str] | None = None,
 ) -> None:
     p = s.phase(str(phase))
-    p.status = _move(PHASE_MOVES, "phase", p.status, "finish")
     p.ended, p.hashes, p.waiting, p.pid, p.note = now, dict(hashes), None, None, None
     p.digests = dict(digests or {})  # the attempt's pre-state and definition: reuse compares
     s.cursor = s.index(p.id) + 1
     for later in s.phases[s.cursor :]:
         if later.status == "done":
-            later.status = _move(PHASE_MOVES, "phase", later.status, "stale")
+            _knock_on(later, "stale")
 
 
-def _fail_phase(
-    s: RunState, phase: str | None, now: float, error: str, event: str = "fail"
-) -> None:
+def _fail(s: RunState, phase: str | None, now: float, error: str) -> None:
     p = s.phase(str(phase))
-    p.status = _move(PHASE_MOVES, "phase", p.status, event)
     p.ended, p.error, p.waiting, p.pid = now, error, None, None
-    s.status = _move(RUN_MOVES, "run", s.status, event)
     s.error = f"{p.id}: {error}"
     s.cursor = s.index(p.id)
 
 
 def _recover(s: RunState, phase: str | None, now: float) -> None:
-    p = s.phase(str(phase))
-    error = APPROVAL_LOST if p.waiting == "approval" else STOPPED
-    if s.status == "running":
-        _fail_phase(s, phase, now, error, event="recover")
-    else:  # paused with a phase left running cannot happen through apply; be safe
-        p.status = _move(PHASE_MOVES, "phase", p.status, "recover")
-        p.ended, p.error, p.waiting, p.pid = now, error, None, None
-        s.status = _move(RUN_MOVES, "run", s.status, "recover")
-        s.error = f"{p.id}: {error}"
+    lost = s.phase(str(phase)).waiting == "approval"
+    _fail(s, phase, now, APPROVAL_LOST if lost else STOPPED)
+
+
+def _waiting(s: RunState, phase: str | None, now: float, what: str | None = None) -> None:
+    s.phase(str(phase)).waiting = what
 
 
 def _gate(s: RunState, phase: str | None, now: float) -> None:
-    s.status = _move(RUN_MOVES, "run", s.status, "gate")
     s.waiting, s.gate = "gate", phase
 
 
-def _finish_run(s: RunState, phase: str | None, now: float) -> None:
-    s.status = _move(RUN_MOVES, "run", s.status, "finish")
+def _end(s: RunState, phase: str | None, now: float) -> None:
+    """Nothing beyond the run's status."""
 
 
 def _approve(s: RunState, phase: str | None, now: float) -> None:
-    if s.waiting != "gate":
-        raise IllegalTransition("run", f"{s.status} and not at a Gate", "approve")
-    s.status = _move(RUN_MOVES, "run", s.status, "approve")
     s.waiting, s.gate = None, None
 
 
-def _reopen(
-    s: RunState,
-    phase: str | None,
-    now: float,
-    note: str | None = None,
-    event: str = "rerun",
-    reuse: bool = True,
+def _rerun(
+    s: RunState, phase: str | None, now: float, note: str | None = None, reuse: bool = True
 ) -> None:
     """Go back to ``phase``: it becomes pending (with the note), later done phases stale
     (pending without ``reuse``: a pending phase is never reused)."""
-    s.status = _move(RUN_MOVES, "run", s.status, event)
-    target = s.phase(str(phase))
-    index = s.index(target.id)
-    if index > s.cursor and s.phases[s.cursor].status != "done":
-        raise IllegalTransition("phase", "not reached yet", event)
-    target.status = _move(PHASE_MOVES, "phase", target.status, "reset")
+    index = s.index(str(phase))
+    target = s.phases[index]
+    _knock_on(target, "reset")
     target.note, target.error, target.waiting, target.pid = note, None, None, None
     for later in s.phases[index + 1 :]:
         if later.status == "done":
-            later.status = _move(PHASE_MOVES, "phase", later.status, "stale" if reuse else "reset")
+            _knock_on(later, "stale" if reuse else "reset")
         elif later.status == "stale" and not reuse:
-            later.status = _move(PHASE_MOVES, "phase", later.status, "reset")
+            _knock_on(later, "reset")
         elif later.status in ("failed", "running"):
-            later.status = _move(PHASE_MOVES, "phase", later.status, "reset")
+            _knock_on(later, "reset")
     s.cursor, s.waiting, s.gate, s.error = index, None, None, None
 
 
 def _reject(s: RunState, phase: str | None, now: float, note: str = "") -> None:
-    if s.waiting != "gate":
-        raise IllegalTransition("run", f"{s.status} and not at a Gate", "reject")
-    if s.index(str(phase)) > s.index(str(s.gate)):
-        raise IllegalTransition("phase", "after the Gate", "reopen")
-    _reopen(s, phase, now, note=note, event="reject")
+    _rerun(s, phase, now, note=note)
 
 
 def _cancel(s: RunState, phase: str | None, now: float) -> None:
-    s.status = _move(RUN_MOVES, "run", s.status, "cancel")
     s.waiting, s.gate = None, None
     for p in s.phases:
         if p.status == "running":
-            p.status = _move(PHASE_MOVES, "phase", p.status, "fail")
+            _knock_on(p, "fail")
             p.ended, p.error, p.pid = now, STOPPED, None
 
 
-def _set_waiting(s: RunState, phase: str | None, now: float, what: str | None = None) -> None:
-    p = s.phase(str(phase))
-    if p.status != "running":
-        raise IllegalTransition("phase", p.status, "wait")
-    p.waiting = what
-
-
 def _edit(s: RunState, phase: str | None, now: float, name: str = "", sha256: str = "") -> None:
-    if s.waiting != "gate" or s.gate is None:
-        raise IllegalTransition("run", f"{s.status} and not at a Gate", "edit")
-    s.phase(s.gate).hashes[name] = sha256
+    s.phase(str(s.gate)).hashes[name] = sha256
+
+
+def _accept(s: RunState, phase: str | None, now: float, name: str = "", sha256: str = "") -> None:
+    """A person accepts output ``name`` of ``phase`` as it is now (changed outside a Gate)."""
+    s.phase(str(phase)).hashes[name] = sha256
+
+
+def _params(s: RunState, phase: str | None, now: float, params: dict[str, Any]) -> None:
+    s.params = dict(params)
 
 
 def _manage(s: RunState, phase: str | None, now: float, managed: bool = True) -> None:
     s.managed = bool(managed)
 
 
-def _accept(s: RunState, phase: str | None, now: float, name: str = "", sha256: str = "") -> None:
-    """A person accepts output ``name`` of ``phase`` as it is now (changed outside a Gate)."""
-    p = s.phase(str(phase))
-    if name not in p.hashes:
-        raise IllegalTransition("output", f"not recorded for {p.id}", "accept")
-    p.hashes[name] = sha256
-
-
-def _sandbox(s: RunState, phase: str | None, now: float, backend: str, isolated: bool) -> None:
-    s.backend, s.isolated = backend, isolated
-
-
-def _params(s: RunState, phase: str | None, now: float, params: dict[str, Any]) -> None:
-    if s.status == "running":
-        raise IllegalTransition("run", s.status, "change the parameters of")
-    s.params = dict(params)
-
-
-_HANDLERS: dict[str, Any] = {
-    "start": _start_phase,
-    "finish": _finish_phase,
-    "fail": _fail_phase,
+HANDLERS: dict[Event, Handler] = {
+    "start": _start,
+    "reuse": _reuse,
+    "finish": _finish,
+    "fail": _fail,
     "recover": _recover,
+    "waiting": _waiting,
     "gate": _gate,
-    "end": _finish_run,
+    "end": _end,
     "approve": _approve,
     "reject": _reject,
-    "rerun": _reopen,
+    "rerun": _rerun,
     "cancel": _cancel,
-    "waiting": _set_waiting,
     "edit": _edit,
-    "sandbox": _sandbox,
-    "reuse": _reuse,
+    "accept": _accept,
     "params": _params,
     "manage": _manage,
-    "accept": _accept,
 }
-
-
-# --- run.json ------------------------------------------------------------------------------
-
-
-def save(state: RunState, path: Path) -> None:
-    """Write run.json atomically: tmp file, fsync, os.replace, fsync of the folder."""
-    data = json.dumps(state.to_dict(), indent=1, sort_keys=True).encode("utf-8") + b"\n"
-    write_atomic(path, data)
-
-
-def load(path: Path) -> RunState:
-    """Read run.json; a missing, truncated, non-JSON, wrong or future file raises StateCorrupt."""
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise StateCorrupt(path, "missing") from None
-    if not raw.strip():
-        raise StateCorrupt(path, "empty")
-    try:
-        data = json.loads(raw)
-    except ValueError as exc:
-        raise StateCorrupt(path, f"not valid JSON ({exc})") from None
-    if not isinstance(data, dict):
-        raise StateCorrupt(path, "not a JSON object")
-    schema = data.get("schema")
-    if not isinstance(schema, int):
-        raise StateCorrupt(path, "no schema version")
-    if schema > SCHEMA:
-        raise StateCorrupt(path, f"schema {schema} is newer than this praxis ({SCHEMA}): upgrade")
-    if not isinstance(data.get("phases"), list) or not all(
-        isinstance(p, dict) for p in data["phases"]
-    ):
-        raise StateCorrupt(path, "wrong schema (phases must be a list of objects)")
-    try:
-        state = RunState.from_dict(data)
-    except (TypeError, KeyError) as exc:
-        raise StateCorrupt(path, f"wrong schema ({exc})") from None
-    _validate(state, path)
-    return state
-
-
-# The JSON types each field of run.json may hold (None where the field is optional).
-_RUN_TYPES: dict[str, tuple[type, ...]] = {
-    "run": (str,),
-    "flow": (str,),
-    "status": (str,),
-    "revision": (int,),
-    "cursor": (int,),
-    "waiting": (str, type(None)),
-    "gate": (str, type(None)),
-    "created": (int, float),
-    "updated": (int, float),
-    "backend": (str, type(None)),
-    "isolated": (bool, type(None)),
-    "error": (str, type(None)),
-    "schema": (int,),
-    "params": (dict,),
-    "definition": (dict,),
-    "seq": (int,),
-    "managed": (bool,),
-}
-_PHASE_TYPES: dict[str, tuple[type, ...]] = {
-    "id": (str,),
-    "status": (str,),
-    "attempt": (int,),
-    "started": (int, float, type(None)),
-    "ended": (int, float, type(None)),
-    "error": (str, type(None)),
-    "hashes": (dict,),
-    "waiting": (str, type(None)),
-    "note": (str, type(None)),
-    "pid": (int, type(None)),
-    "digests": (dict,),
-    "reused": (bool,),
-    "backend": (str, type(None)),
-    "isolated": (bool, type(None)),
-}
-
-
-def _check_types(obj: object, types: dict[str, tuple[type, ...]], where: str, path: Path) -> None:
-    for name, allowed in types.items():
-        value = getattr(obj, name)
-        if isinstance(value, bool) and bool not in allowed:
-            allowed = ()  # JSON true/false is not a number here
-        if not isinstance(value, allowed):
-            raise StateCorrupt(path, f"{where}{name} is {type(value).__name__} {value!r:.40}")
-
-
-def _validate(state: RunState, path: Path) -> None:
-    _check_types(state, _RUN_TYPES, "", path)
-    for i, p in enumerate(state.phases):
-        _check_types(p, _PHASE_TYPES, f"phases[{i}].", path)
-    if state.status not in RUN_STATUSES:
-        raise StateCorrupt(path, f"unknown run status {state.status!r}")
-    for p in state.phases:
-        if p.status not in PHASE_STATUSES:
-            raise StateCorrupt(path, f"phase {p.id!r} has unknown status {p.status!r}")
-    if not 0 <= state.cursor <= len(state.phases):
-        raise StateCorrupt(path, f"cursor {state.cursor} out of range")
-    if not isinstance(state.revision, int) or state.revision < 0:
-        raise StateCorrupt(path, "bad revision")

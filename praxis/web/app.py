@@ -29,7 +29,7 @@ from praxis.errors import PraxisError
 from praxis.flows import runner
 from praxis.flows.handle import RunHandle
 from praxis.flows.lock import Busy
-from praxis.flows.state import StateCorrupt
+from praxis.flows.state_file import StateCorrupt
 from sandbox.errors import PathRefused
 
 from . import catalog, drafts, notebook, refusals, render, tables, views

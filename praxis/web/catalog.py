@@ -18,8 +18,9 @@ from praxis.flows import contract
 from praxis.flows.handle import RunHandle
 from praxis.flows.layout import list_run_ids, run_paths
 from praxis.flows.model import Flow
-from praxis.flows.state import RunState, StateCorrupt
-from praxis.flows.state import load as load_state
+from praxis.flows.state import RunState
+from praxis.flows.state_file import StateCorrupt
+from praxis.flows.state_file import load as load_state
 from sandbox.errors import PathRefused
 from sandbox.paths import check_name
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict
 
 import pytest
@@ -122,40 +121,3 @@ def test_cancel_from_paused_and_running() -> None:
     )
     with pytest.raises(st.IllegalTransition):
         st.apply(s, "cancel", now=3)
-
-
-def test_save_and_load_round_trip(tmp_path) -> None:
-    s = st.apply(fresh(), "start", phase="a", now=1)
-    path = tmp_path / "run.json"
-    st.save(s, path)
-    assert st.load(path) == s
-    assert [p.name for p in tmp_path.iterdir()] == ["run.json"]
-
-
-@pytest.mark.parametrize(
-    ("content", "reason"),
-    [
-        (b"", "empty"),
-        (b'{"schema": 1, "run": "r"', "not valid JSON"),
-        (b"[1, 2]", "not a JSON object"),
-        (b'{"run": "r"}', "no schema version"),
-        (b'{"schema": 99}', "newer than this praxis"),
-        (b'{"schema": 1, "run": "r"}', "wrong schema"),
-    ],
-)
-def test_corrupt_run_json_is_refused(tmp_path, content: bytes, reason: str) -> None:
-    path = tmp_path / "run.json"
-    path.write_bytes(content)
-    with pytest.raises(st.StateCorrupt) as info:
-        st.load(path)
-    assert reason in str(info.value)
-    assert path.read_bytes() == content
-
-
-def test_unknown_status_is_refused(tmp_path) -> None:
-    data = fresh().to_dict()
-    data["status"] = "exploded"
-    path = tmp_path / "run.json"
-    path.write_text(json.dumps(data))
-    with pytest.raises(st.StateCorrupt, match="unknown run status"):
-        st.load(path)

@@ -16,6 +16,7 @@ import pytest
 
 from praxis import cli
 from praxis.flows import state as st
+from praxis.flows import state_file
 
 # Every container this session's flows create carries this label (checked in conftest.py).
 SESSION_LABEL = "praxis.reliability"
@@ -89,7 +90,7 @@ def only_run(flow: Path) -> Path:
 
 
 def state_of(run: Path) -> st.RunState:
-    return st.load(run / "run.json")
+    return state_file.load(run / "run.json")
 
 
 def event_kinds(run: Path) -> list[str]:

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from praxis.flows import contract
+from praxis.flows import contract, state_file
 from praxis.flows import state as st
 from praxis.flows.events import EventLog, EventLogCorrupt, RunStateChanged
 from praxis.flows.handle import RunHandle
@@ -102,7 +102,7 @@ def test_item08_run_json_is_written_tmp_fsync_replace_fsync_dir(
         ("replace", spy_replace),
     ):
         monkeypatch.setattr(os, name, spy)
-    st.save(_state(3), path)
+    state_file.save(_state(3), path)
     monkeypatch.undo()
 
     tmp_name = next(k.split(":", 1)[1] for op, k in calls if op == "open" and k != "dir")
@@ -120,7 +120,7 @@ def test_item08_run_json_is_written_tmp_fsync_replace_fsync_dir(
     ]
     assert ops[: writes[-1] + 1] == [("write", tmp)] * len(writes)
     assert ops[writes[-1] + 1 :] == expected_tail
-    assert st.load(path).revision == 3
+    assert state_file.load(path).revision == 3
     assert _listing(tmp_path) == ["run.json"]
 
 
@@ -137,7 +137,7 @@ def _count_calls(monkeypatch: pytest.MonkeyPatch, path: Path) -> dict[str, int]:
             return _real(*a)
 
         monkeypatch.setattr(os, name, counting)
-    st.save(_state(1), path)
+    state_file.save(_state(1), path)
     monkeypatch.undo()
     return counts
 
@@ -155,7 +155,7 @@ def test_item09_error_injection_leaves_old_or_new_state(
         folder.mkdir()
         path = folder / "run.json"
         old, new = _state(4), _state(5)
-        st.save(old, path)
+        state_file.save(old, path)
         real = getattr(os, name)
         seen = 0
 
@@ -169,10 +169,10 @@ def test_item09_error_injection_leaves_old_or_new_state(
         monkeypatch.setattr(os, name, failing)
         try:
             with pytest.raises(OSError, match="injected"):
-                st.save(new, path)
+                state_file.save(new, path)
         finally:
             monkeypatch.undo()
-        loaded = st.load(path)
+        loaded = state_file.load(path)
         assert loaded.to_dict() in (old.to_dict(), new.to_dict()), (name, k)
         assert _listing(folder) == ["run.json"], (name, k)  # no temp file remains
         outcomes[(name, k)] = loaded.revision
@@ -201,7 +201,7 @@ def test_item10_sigkill_sweep_never_leaves_an_unreadable_run(tmp_path: Path) -> 
     flow_root = write_flow(tmp_path / "tiny", TWO_PHASES, FILES)
     run_dir = begin(flow_root)
     flow = contract.require(flow_root)
-    announced = {st.load(run_dir / "run.json").revision}
+    announced = {state_file.load(run_dir / "run.json").revision}
     rng = random.Random(1234)
     kills, rounds_with_progress = 0, 0
     while kills < 200:
@@ -228,7 +228,7 @@ def test_item10_sigkill_sweep_never_leaves_an_unreadable_run(tmp_path: Path) -> 
             assert os.WIFSIGNALED(status), "the writer stopped by itself: it hit an error"
             announced.update(int(line) for line in (first + pipe.read()).split(b"\n")[:-1])
         kills += 1
-        state = st.load(run_dir / "run.json")  # every load succeeds
+        state = state_file.load(run_dir / "run.json")  # every load succeeds
         assert state.revision in announced, state.revision
         rounds_with_progress += bool(first)
         events = EventLog(run_dir / "events.jsonl").read()  # a torn last line is tolerated

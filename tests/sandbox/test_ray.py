@@ -333,8 +333,7 @@ def test_a_runner_that_dies_leaves_no_container(
 def test_sales_report_flow_runs_on_the_cluster_with_its_gate(
     nodes: TwoNodes, docker_image: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from praxis.flows import runner
-    from praxis.flows import state as st
+    from praxis.flows import runner, state_file
 
     pinned = f"sandbox: {{backend: ray, image: '{docker_image}', memory: 1g, timeout: 120}}"
     root = _sales_report(tmp_path, pinned)
@@ -350,7 +349,7 @@ def test_sales_report_flow_runs_on_the_cluster_with_its_gate(
     assert (
         "![Revenue by week](revenue_by_week.png)" in (run_dir / "output" / "report.md").read_text()
     )
-    assert st.load(run_dir / "run.json").status == "done"
+    assert state_file.load(run_dir / "run.json").status == "done"
 
 
 def test_losing_the_node_mid_execute_names_it_and_a_new_sandbox_works(

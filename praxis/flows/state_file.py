@@ -1,0 +1,122 @@
+"""run.json: a RunState written atomically, and read back only when it is one.
+
+A missing, empty, truncated, non-JSON, wrongly typed or future file raises StateCorrupt; it
+is never silently reset. The format is ``RunState.to_dict()`` as JSON, keys sorted.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..errors import RecordCorrupt
+from .atomic import write_atomic
+from .state import PHASE_STATUSES, RUN_STATUSES, SCHEMA, RunState
+
+
+class StateCorrupt(RecordCorrupt):
+    """Raised when run.json cannot be read as a run state; it is never silently reset."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+def save(state: RunState, path: Path) -> None:
+    """Write run.json atomically: tmp file, fsync, os.replace, fsync of the folder."""
+    data = json.dumps(state.to_dict(), indent=1, sort_keys=True).encode("utf-8") + b"\n"
+    write_atomic(path, data)
+
+
+def load(path: Path) -> RunState:
+    """Read run.json; a missing, truncated, non-JSON, wrong or future file raises StateCorrupt."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise StateCorrupt(path, "missing") from None
+    if not raw.strip():
+        raise StateCorrupt(path, "empty")
+    try:
+        data = json.loads(raw)
+    except ValueError as exc:
+        raise StateCorrupt(path, f"not valid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise StateCorrupt(path, "not a JSON object")
+    schema = data.get("schema")
+    if not isinstance(schema, int):
+        raise StateCorrupt(path, "no schema version")
+    if schema > SCHEMA:
+        raise StateCorrupt(path, f"schema {schema} is newer than this praxis ({SCHEMA}): upgrade")
+    if not isinstance(data.get("phases"), list) or not all(
+        isinstance(p, dict) for p in data["phases"]
+    ):
+        raise StateCorrupt(path, "wrong schema (phases must be a list of objects)")
+    try:
+        state = RunState.from_dict(data)
+    except (TypeError, KeyError) as exc:
+        raise StateCorrupt(path, f"wrong schema ({exc})") from None
+    _validate(state, path)
+    return state
+
+
+# The JSON types each field of run.json may hold (None where the field is optional).
+_RUN_TYPES: dict[str, tuple[type, ...]] = {
+    "run": (str,),
+    "flow": (str,),
+    "status": (str,),
+    "revision": (int,),
+    "cursor": (int,),
+    "waiting": (str, type(None)),
+    "gate": (str, type(None)),
+    "created": (int, float),
+    "updated": (int, float),
+    "backend": (str, type(None)),
+    "isolated": (bool, type(None)),
+    "error": (str, type(None)),
+    "schema": (int,),
+    "params": (dict,),
+    "definition": (dict,),
+    "seq": (int,),
+    "managed": (bool,),
+}
+_PHASE_TYPES: dict[str, tuple[type, ...]] = {
+    "id": (str,),
+    "status": (str,),
+    "attempt": (int,),
+    "started": (int, float, type(None)),
+    "ended": (int, float, type(None)),
+    "error": (str, type(None)),
+    "hashes": (dict,),
+    "waiting": (str, type(None)),
+    "note": (str, type(None)),
+    "pid": (int, type(None)),
+    "digests": (dict,),
+    "reused": (bool,),
+    "backend": (str, type(None)),
+    "isolated": (bool, type(None)),
+}
+
+
+def _check_types(obj: object, types: dict[str, tuple[type, ...]], where: str, path: Path) -> None:
+    for name, allowed in types.items():
+        value = getattr(obj, name)
+        if isinstance(value, bool) and bool not in allowed:
+            allowed = ()  # JSON true/false is not a number here
+        if not isinstance(value, allowed):
+            raise StateCorrupt(path, f"{where}{name} is {type(value).__name__} {value!r:.40}")
+
+
+def _validate(state: RunState, path: Path) -> None:
+    _check_types(state, _RUN_TYPES, "", path)
+    for i, p in enumerate(state.phases):
+        _check_types(p, _PHASE_TYPES, f"phases[{i}].", path)
+    if state.status not in RUN_STATUSES:
+        raise StateCorrupt(path, f"unknown run status {state.status!r}")
+    for p in state.phases:
+        if p.status not in PHASE_STATUSES:
+            raise StateCorrupt(path, f"phase {p.id!r} has unknown status {p.status!r}")
+    if not 0 <= state.cursor <= len(state.phases):
+        raise StateCorrupt(path, f"cursor {state.cursor} out of range")
+    if not isinstance(state.revision, int) or state.revision < 0:
+        raise StateCorrupt(path, "bad revision")

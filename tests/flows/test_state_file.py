@@ -1,0 +1,80 @@
+"""state_file.py: run.json written atomically, read back only when it is a run state."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from praxis.flows import state as st
+from praxis.flows import state_file
+
+# A run.json as this schema has always written it: paused at the Gate after phase a.
+SCHEMA1 = Path(__file__).resolve().parent.parent / "data" / "run_schema1.json"
+
+
+def fresh() -> st.RunState:
+    return st.new_run("r1", "f", ["a", "b", "c"], now=0.0)
+
+
+def test_save_and_load_round_trip(tmp_path: Path) -> None:
+    s = st.apply(fresh(), "start", phase="a", now=1)
+    path = tmp_path / "run.json"
+    state_file.save(s, path)
+    assert state_file.load(path) == s
+    assert [p.name for p in tmp_path.iterdir()] == ["run.json"]
+
+
+def test_a_run_json_written_before_loads_and_saves_back_byte_for_byte(tmp_path: Path) -> None:
+    s = st.new_run("r1", "f", ["a", "b"], now=0.0, params={"week": "W48"})
+    s.definition, s.seq = {"digest": "d"}, 3
+    s = st.apply(s, "start", phase="a", now=1.0, pid=42, backend="docker", isolated=True)
+    s = st.apply(s, "finish", phase="a", now=2.5, hashes={"x.csv": "h"}, digests={"pre": "p"})
+    s = st.apply(s, "gate", phase="a", now=3.0)
+    assert state_file.load(SCHEMA1) == s
+    state_file.save(s, tmp_path / "run.json")
+    assert (tmp_path / "run.json").read_bytes() == SCHEMA1.read_bytes()
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        (b"", "empty"),
+        (b'{"schema": 1, "run": "r"', "not valid JSON"),
+        (b"[1, 2]", "not a JSON object"),
+        (b'{"run": "r"}', "no schema version"),
+        (b'{"schema": 99}', "newer than this praxis"),
+        (b'{"schema": 1, "run": "r"}', "wrong schema"),
+    ],
+)
+def test_corrupt_run_json_is_refused(tmp_path: Path, content: bytes, reason: str) -> None:
+    path = tmp_path / "run.json"
+    path.write_bytes(content)
+    with pytest.raises(state_file.StateCorrupt) as info:
+        state_file.load(path)
+    assert reason in str(info.value)
+    assert path.read_bytes() == content
+
+
+def test_a_missing_run_json_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(state_file.StateCorrupt, match="run.json: missing"):
+        state_file.load(tmp_path / "run.json")
+
+
+def test_unknown_status_is_refused(tmp_path: Path) -> None:
+    data = fresh().to_dict()
+    data["status"] = "exploded"
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(state_file.StateCorrupt, match="unknown run status"):
+        state_file.load(path)
+
+
+def test_unknown_phase_status_is_refused(tmp_path: Path) -> None:
+    data = fresh().to_dict()
+    data["phases"][1]["status"] = "exploded"
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(state_file.StateCorrupt, match="phase 'b' has unknown status 'exploded'"):
+        state_file.load(path)
