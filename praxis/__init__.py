@@ -19,7 +19,8 @@ _HOME = {
     "FlowInvalid": ".flows.contract",
     "NoRun": ".flows.handle",
     "NotWritable": ".flows.layout",
-    "Refused": ".flows.runner",
+    "PraxisError": ".errors",
+    "Refused": ".errors",
     "Unbound": ".flows.runner",
 }
 
@@ -42,6 +43,7 @@ __all__ = [
     "NoOutput",
     "NoRun",
     "NotWritable",
+    "PraxisError",
     "Refused",
     "Unbound",
     "accept",

@@ -1,0 +1,103 @@
+"""praxis/errors.py: the tree its docstring draws is the classes' real one, exit codes and
+next commands by class, and the CLI printing any of them as one line and the next command."""
+
+from __future__ import annotations
+
+import importlib
+import re
+from pathlib import Path
+
+import pytest
+
+import praxis
+from praxis import errors
+from praxis.cli import main
+from praxis.errors import EXIT, PraxisError, exit_code_of, next_of
+from praxis.flows import runner
+from sandbox.errors import SandboxUnavailable
+from sandbox.image.layer import PackagesUnavailable
+
+ROW = re.compile(r"^(?P<indent>[│├└─ ]*)(?P<name>[A-Z]\w+)\s+(?P<code>\d )?.*?\s(?P<home>\S+)$")
+
+
+def drawn() -> list[tuple[int, str, int | None, str]]:
+    """(depth, class name, exit code or None, module) for each row of the drawn tree."""
+    doc = errors.__doc__ or ""
+    tree = doc[doc.index("PraxisError ") : doc.index("\n\n", doc.index("PraxisError "))]
+    rows = []
+    for line in tree.splitlines():
+        match = ROW.match(line)
+        assert match, line
+        code = match["code"]
+        rows.append(
+            (len(match["indent"]) // 4, match["name"], int(code) if code else None, match["home"])
+        )
+    return rows
+
+
+def cls_of(name: str, home: str) -> type[BaseException]:
+    module = "praxis.errors" if home == "(here)" else f"praxis.{home}"
+    value = getattr(importlib.import_module(module), name)
+    assert isinstance(value, type)
+    return value
+
+
+def test_the_drawn_tree_is_the_class_tree_with_its_exit_codes() -> None:
+    rows = drawn()
+    assert len(rows) >= 30
+    parents: list[type[BaseException]] = []
+    for depth, name, code, home in rows:
+        cls = cls_of(name, home)
+        parents[depth:] = [cls]
+        if depth:
+            assert cls.__mro__[1] is parents[depth - 1] or parents[depth - 1] in cls.__bases__
+        assert issubclass(cls, PraxisError)
+        if code is not None:
+            assert cls.exit_code == code, name  # type: ignore[attr-defined]
+        else:
+            assert cls.exit_code == parents[depth - 1].exit_code, name  # type: ignore[attr-defined]
+
+
+def test_the_public_errors_are_the_tree_s() -> None:
+    assert praxis.Refused is errors.Refused is runner.Refused
+    assert issubclass(praxis.Unbound, praxis.Refused) and praxis.Unbound.exit_code == 2
+    for name in ("Busy", "FlowInvalid", "NoOutput", "NoRun", "NotWritable", "PraxisError"):
+        assert issubclass(getattr(praxis, name), PraxisError), name
+
+
+def test_value_and_lookup_errors_stay_what_they_were() -> None:
+    from praxis.api import NoOutput
+    from praxis.flows.decisions import BadActor
+    from praxis.flows.params import BadParam
+
+    assert issubclass(BadParam, ValueError) and issubclass(BadActor, ValueError)
+    assert issubclass(NoOutput, LookupError)
+
+
+def test_a_sandbox_error_maps_to_exit_5_and_its_own_next_command() -> None:
+    assert exit_code_of(SandboxUnavailable("no daemon")) == EXIT["unavailable"] == 5
+    assert next_of(SandboxUnavailable("no daemon"), "f").startswith("start Docker")
+    packages = PackagesUnavailable.__new__(PackagesUnavailable)
+    assert next_of(packages, "f") == "fix sandbox.packages, then: praxis sandbox build f"
+
+
+def test_next_commands_name_the_flow_or_the_instance() -> None:
+    from praxis.cli import PortBusy
+
+    assert PraxisError("x").next("f") == "praxis status f"
+    assert runner.Unbound("unbound", "praxis approve f --gate g").next("f") == (
+        "praxis approve f --gate g"
+    )
+    assert PortBusy("127.0.0.1", 8765).next("f") == "praxis serve --port 8766"
+
+
+def test_an_invalid_flow_is_one_line_and_the_check_command(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    flow = tmp_path / "bad"
+    flow.mkdir()
+    (flow / "flow.yaml").write_text("flow: bad\nphases: []\nsurprise: 1\n")
+    assert main(["status", str(flow)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 2 and err[0].startswith("FlowInvalid: flow.yaml")
+    assert err[1] == f"  next: praxis check {flow}"
