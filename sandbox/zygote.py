@@ -107,6 +107,8 @@ def describe(code, status):
 
 
 class Zygote:
+    listener: socket.socket  # set by listen(), before serve() reads it
+
     def __init__(self, path, kernel_uid=None, kernel_gid=None, peers=()):
         self.path = path
         # the host user: runtime files are made as it (setfsuid), so a host that is not
@@ -122,7 +124,6 @@ class Zygote:
         self.keys = {}  # pid -> key, while running
         self.ended = {}  # key -> "exit N" | "signal N"
         self.stop = False
-        self.listener = None
         self.wake_r, self.wake_w = os.pipe()
 
     # -- server ------------------------------------------------------------------------------
@@ -149,9 +150,10 @@ class Zygote:
         self.stop = True
 
     def serve(self):
+        watched: list[socket.socket | int] = [self.listener, self.wake_r]
         while not self.stop:
             try:
-                ready, _, _ = select.select([self.listener, self.wake_r], [], [], 1.0)
+                ready, _, _ = select.select(watched, [], [], 1.0)
             except InterruptedError:
                 ready = []
             if self.wake_r in ready:
@@ -534,7 +536,7 @@ def main(argv):
         return 2
     path = argv[1]
     kernel_uid = kernel_gid = None
-    peers = ()
+    peers: tuple[int, ...] = ()
     if len(argv) == 5:
         kernel_uid, kernel_gid, peers = int(argv[2]), int(argv[3]), (int(argv[4]),)
         if peers[0] != os.geteuid():  # the host is another user: its runtime folder is its own
