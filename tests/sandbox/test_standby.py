@@ -1,0 +1,158 @@
+"""Standby: warm kernels handed out once each, a failed or dead one skipped, the spares shut
+down at close and the kernels handed out returned to the caller (kernels made in-process)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from sandbox import ExecResult, Kernel, KernelDied, SandboxUnavailable
+from sandbox.standby import Standby, StandbyKernels
+
+
+class Made(Kernel):
+    """A kernel that only records whether it was activated and shut down."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.activated = False
+        self._closed = False
+
+    def execute(self, code: str, *, timeout: float, on_output: Any = None) -> ExecResult:
+        return ExecResult(status="ok")
+
+    def interrupt(self) -> None:
+        pass
+
+    def shutdown(self) -> None:
+        self._closed = True
+
+
+class Starts:
+    """``start`` for a Standby: numbered kernels; the first ``failing`` starts raise."""
+
+    def __init__(self, failing: int = 0) -> None:
+        self.failing = failing
+        self.made: list[Made] = []
+        self.calls = 0
+        self.lock = threading.Lock()
+
+    def __call__(self) -> Kernel:
+        with self.lock:
+            self.calls += 1
+            if self.calls <= self.failing:
+                raise SandboxUnavailable(f"start {self.calls} failed")
+            kernel = Made(self.calls)
+            self.made.append(kernel)
+            return kernel
+
+
+def wait_for(done: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + 30
+    while not done():
+        assert time.monotonic() < deadline, "the standby never started its spares"
+        time.sleep(0.005)
+
+
+@pytest.fixture
+def made() -> Iterator[Callable[..., tuple[Standby, Starts]]]:
+    boxes: list[Standby] = []
+
+    def make(failing: int = 0, **options: Any) -> tuple[Standby, Starts]:
+        starts = Starts(failing)
+        standby = Standby(starts, **options)
+        boxes.append(standby)
+        return standby, starts
+
+    yield make
+    for standby in boxes:
+        standby.close()
+
+
+def test_warm_starts_the_spares_and_each_take_starts_one_more(made: Any) -> None:
+    standby, starts = made(spares=2)
+    standby.warm()
+    standby.warm()  # idempotent
+    assert standby.started == 2
+    first, second = standby.take(), standby.take()
+    assert first is not second and standby.started == 4
+    assert standby.handed_out() == [first, second]
+    standby.close()
+    # a spare still queued at close is cancelled, never started; one started is shut down
+    assert all(k._closed for k in starts.made if k not in (first, second))
+
+
+def test_a_kernel_that_failed_to_start_is_skipped(made: Any) -> None:
+    standby, _ = made(failing=2, spares=2)
+    kernel = standby.take()  # the first two starts failed: the third kernel
+    assert isinstance(kernel, Made) and kernel.n == 3
+
+
+def test_when_every_try_fails_the_start_error_is_raised(made: Any) -> None:
+    standby, starts = made(failing=100, spares=2)
+    with pytest.raises(SandboxUnavailable, match="start .* failed"):
+        standby.take()
+    assert starts.calls >= 3  # spares + 1 tries
+    assert standby.handed_out() == []
+
+
+def test_a_kernel_usable_rejects_is_shut_down_and_the_next_handed_out(made: Any) -> None:
+    standby, _ = made(spares=2)
+    rejected: list[Kernel] = []
+
+    def usable(kernel: Kernel) -> bool:
+        if not rejected:
+            rejected.append(kernel)
+            return False
+        return True
+
+    kernel = standby.take(usable)
+    assert kernel is not rejected[0] and rejected[0]._closed  # type: ignore[attr-defined]
+    with pytest.raises(KernelDied, match="ended before it was handed out"):
+        standby.take(lambda k: False)
+
+
+def test_activate_runs_on_the_kernel_handed_out_and_a_failure_tries_the_next(
+    made: Any,
+) -> None:
+    seen: list[Made] = []
+
+    def activate(kernel: Kernel) -> None:
+        assert isinstance(kernel, Made)
+        seen.append(kernel)
+        if len(seen) == 1:
+            raise KernelDied("activation failed")
+        kernel.activated = True
+
+    standby, _ = made(spares=2, activate=activate)
+    kernel = standby.take()
+    assert isinstance(kernel, Made) and kernel.activated
+    assert seen[0]._closed and seen[0] is not kernel
+    assert standby.handed_out() == [kernel]
+
+
+def test_close_shuts_the_spares_and_returns_the_kernels_still_out(made: Any) -> None:
+    standby, starts = made(spares=2)
+    kept, ended = standby.take(), standby.take()
+    wait_for(lambda: len(starts.made) == 4)  # both spares started
+    ended.shutdown()
+    assert standby.handed_out() == [kept]
+    assert standby.close() == [kept]
+    spares = [k for k in starts.made if k not in (kept, ended)]
+    assert len(spares) == 2 and all(k._closed for k in spares)
+    assert not kept._closed  # the caller releases it
+    assert standby.close() == []
+
+
+def test_a_sandbox_not_open_has_no_kernel_to_hand_out() -> None:
+    class Closed(StandbyKernels):
+        backend = "local"
+        _standby = None
+
+    with pytest.raises(SandboxUnavailable, match="the local sandbox is not open"):
+        Closed().kernel()
+    assert Closed().kernels_started == 0
