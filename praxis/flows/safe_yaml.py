@@ -8,6 +8,7 @@ limit is checked while reading, so a file that grows after a stat is still bound
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -77,8 +78,9 @@ class _StrictLoader(yaml.SafeLoader):
         self._nodes = 0
         self._depth = 0
 
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        event = self.peek_event()
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
+        # types-PyYAML leaves Parser.peek_event unannotated
+        event: yaml.Event = self.peek_event()  # type: ignore[no-untyped-call]
         if isinstance(event, yaml.AliasEvent):
             raise _refused(event, f"alias *{event.anchor} refused: write the value out in full")
         tag = getattr(event, "tag", None)
@@ -95,7 +97,7 @@ class _StrictLoader(yaml.SafeLoader):
         finally:
             self._depth -= 1
 
-    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Hashable, Any]:
         seen: dict[Any, int] = {}
         for key_node, _ in node.value:
             if isinstance(key_node, yaml.ScalarNode):
@@ -106,7 +108,7 @@ class _StrictLoader(yaml.SafeLoader):
                 seen.setdefault(key, line)
         return super().construct_mapping(node, deep=deep)
 
-    def construct_object(self, node: Any, deep: bool = False) -> Any:
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
         try:
             return super().construct_object(node, deep=deep)
         except (ValueError, TypeError, AttributeError, OverflowError) as exc:
