@@ -200,7 +200,7 @@ class _Builder(ValueReader):
 
     # -- the parts of a flow ------------------------------------------------------------------
 
-    def flow_name(self, top: dict) -> str | None:
+    def flow_name(self, top: dict[str, Any]) -> str | None:
         if "flow" in top:
             return self.ident(top["flow"], "flow", FLOW_NAME, "flow name")
         default = self.root.name.lower()
@@ -339,7 +339,7 @@ class _Builder(ValueReader):
             return None
         return self.choice(value, loc, REVIEW_MODES, "review")
 
-    def fit_kind(self, raw: dict, loc: str, kind: str | None) -> None:
+    def fit_kind(self, raw: dict[str, Any], loc: str, kind: str | None) -> None:
         """Report keys the kind does not take (and drop them), and the keys it requires."""
         if kind in SCRIPT_SUFFIX:
             for key in [k for k in AGENT_ONLY if k in raw]:
@@ -368,7 +368,7 @@ class _Builder(ValueReader):
             self.error(f"{loc}.script", f"{show(script)} must end in {suffix} for a {kind} phase")
             del raw["script"]
 
-    def entry_file(self, raw: dict, loc: str, key: str) -> str | None:
+    def entry_file(self, raw: dict[str, Any], loc: str, key: str) -> str | None:
         if key not in raw:
             return None
         name = self.name(raw[key], f"{loc}.{key}")
@@ -386,7 +386,9 @@ class _Builder(ValueReader):
                     "file stems and must be unique)",
                 )
 
-    def inputs(self, raw: dict, loc: str, kind: str | None, draft: _Draft) -> tuple[tuple, tuple]:
+    def inputs(
+        self, raw: dict[str, Any], loc: str, kind: str | None, draft: _Draft
+    ) -> tuple[tuple[str, ...], tuple[str, ...]]:
         spec = self.mapping(raw.get("inputs", {}), f"{loc}.inputs", INPUT_KEYS) or {}
         working = self.names(spec.get("working", []), f"{loc}.inputs.working")
         reference = self.names(spec.get("reference", []), f"{loc}.inputs.reference")
@@ -399,14 +401,16 @@ class _Builder(ValueReader):
         draft.inputs = working + reference
         return tuple(n for _, n in working), tuple(n for _, n in reference)
 
-    def may_be_empty(self, raw: dict, loc: str, outputs: tuple[str, ...]) -> tuple[str, ...]:
+    def may_be_empty(
+        self, raw: dict[str, Any], loc: str, outputs: tuple[str, ...]
+    ) -> tuple[str, ...]:
         located = self.names(raw.get("may_be_empty", []), f"{loc}.may_be_empty")
         for at, name in located:
             if name not in outputs:
                 self.error(at, f"{show(name)} is not an output of this phase")
         return tuple(name for _, name in located)
 
-    def limits(self, raw: dict, loc: str) -> dict[str, int]:
+    def limits(self, raw: dict[str, Any], loc: str) -> dict[str, int]:
         limits = dict(DEFAULT_LIMITS)
         spec = self.mapping(raw.get("limits", {}), f"{loc}.limits", tuple(DEFAULT_LIMITS)) or {}
         for key, value in spec.items():

@@ -12,6 +12,7 @@ import shutil
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from sandbox import Kernel, Sandbox
 from sandbox.paths import confined
@@ -46,7 +47,7 @@ def run_phase(
     *,
     approver: Approver | None = None,
     progress: Progress = lambda message: None,
-    extra: dict | None = None,
+    extra: dict[str, Any] | None = None,
     workspace: snapshot.Workspace | None = None,
     reuse: bool = True,
 ) -> bool:
@@ -264,7 +265,7 @@ def execute(
     record: Record,
     approver: Approver | None,
     progress: Progress,
-    extra: dict | None,
+    extra: dict[str, Any] | None,
 ) -> PhaseOutcome:
     """Step 4: hand the phase to the executor of its kind, in a fresh kernel."""
     from praxis.phases import executor
@@ -360,7 +361,7 @@ def _save_record(run: RunHandle, phase: Phase, record: Record, status: str) -> N
     record.save(run.paths.record(phase.id))
 
 
-def _metadata(run: RunHandle, phase: Phase, attempt: int, started: float) -> dict:
+def _metadata(run: RunHandle, phase: Phase, attempt: int, started: float) -> dict[str, Any]:
     return {
         "flow": run.flow.name,
         "run": run.id,

@@ -34,11 +34,13 @@ class ValueReader:
     def warn(self, loc: str, message: str) -> None:
         self._add(loc, message, "warning")
 
-    def mapping(self, value: Any, loc: str, allowed: tuple[str, ...] | None) -> dict | None:
+    def mapping(
+        self, value: Any, loc: str, allowed: tuple[str, ...] | None
+    ) -> dict[str, Any] | None:
         if not isinstance(value, dict):
             self.error(loc, f"expected a mapping, got {describe(value)}")
             return None
-        out = {}
+        out: dict[str, Any] = {}
         for key, item in value.items():
             if not isinstance(key, str):
                 self.error(loc, f"key {describe(key)} is not a string (quote it)")
