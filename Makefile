@@ -36,7 +36,7 @@ FAST = tests/flows/test_state.py tests/flows/test_route.py tests/flows/test_even
 	tests/flows/test_lock.py tests/flows/test_runner.py tests/flows/test_decisions.py \
 	tests/flows/test_layout.py tests/flows/test_snapshot.py tests/flows/test_state_file.py \
 	tests/flows/test_collect.py tests/flows/test_phase.py \
-	tests/test_contract.py tests/sandbox/test_fake.py tests/sandbox/test_factory.py \
+	tests/flows/test_contract.py tests/sandbox/test_fake.py tests/sandbox/test_factory.py \
 	tests/sandbox/test_paths.py tests/sandbox/test_tree.py tests/test_errors.py tests/web/test_refusals.py \
 	tests/sandbox/test_workspace.py tests/sandbox/test_standby.py \
 	tests/reliability/test_bad_input.py

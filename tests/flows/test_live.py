@@ -17,7 +17,7 @@ from praxis.flows import live, runner
 from praxis.flows.handle import RunHandle
 from praxis.flows.state import RunState
 
-from .flows.helpers import advance, in_thread
+from .helpers import advance, in_thread
 
 # prints a line every 0.5 s until the file `stop` appears in the workspace (or 5 minutes)
 TICKS = """\

@@ -394,7 +394,7 @@ def _containers(run: str) -> list[str]:
 
 
 def test_flow_yaml_takes_the_ray_keys(tmp_path: Path) -> None:
-    from ..test_contract import SCRIPT_PHASE, lines, make
+    from ..flows.test_contract import SCRIPT_PHASE, lines, make
 
     text = SCRIPT_PHASE + (
         "sandbox: {backend: ray, address: 'ray://head:10001', resources: {bigmem: 1},"
