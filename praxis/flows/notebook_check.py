@@ -100,7 +100,7 @@ def _notebook(data: Any) -> NotebookNode:
 
     minor = data.get("nbformat_minor")
     data["nbformat_minor"] = max(5, minor if isinstance(minor, int) else 0)
-    nb = nbformat.from_dict(data)
+    nb: NotebookNode = nbformat.from_dict(data)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:

@@ -34,7 +34,7 @@ MAX_RECORD = 32 << 20  # bytes of one record notebook
 
 class Record:
     def __init__(self, metadata: dict[str, Any] | None = None) -> None:
-        self.nb = v4.new_notebook()
+        self.nb: NotebookNode = v4.new_notebook()
         self.nb.metadata["kernelspec"] = {
             "name": "python3",
             "display_name": "Python 3",
@@ -54,7 +54,7 @@ class Record:
 
     def markdown(self, text: str, *, tags: list[str] | None = None, **meta: Any) -> NotebookNode:
         """Append a markdown cell (a model message, a note); ``meta`` goes to metadata.praxis."""
-        cell = v4.new_markdown_cell(text)
+        cell: NotebookNode = v4.new_markdown_cell(text)
         _label(cell, tags, meta)
         self.nb.cells.append(cell)
         return cell
@@ -72,7 +72,7 @@ class Record:
         Without one the cell is shown as not run; ``outputs`` can fill it in later (an
         executor appends the cell before running it, so a timeout still shows what ran).
         """
-        cell = v4.new_code_cell(source)
+        cell: NotebookNode = v4.new_code_cell(source)
         _label(cell, tags, meta)
         self.nb.cells.append(cell)
         if result is not None:
@@ -184,14 +184,19 @@ def _bundle(data: Any) -> dict[str, Any]:
     return bundle
 
 
+def _new_output(output_type: str, **fields: Any) -> NotebookNode:
+    out: NotebookNode = v4.new_output(output_type, **fields)
+    return out
+
+
 def _output(raw: dict[str, Any], count: int) -> NotebookNode:
     """One ExecResult output as a schema-valid nbformat output."""
     kind = raw.get("output_type")
     if kind == "stream":
         name = raw.get("name") if raw.get("name") in ("stdout", "stderr") else "stdout"
-        return v4.new_output("stream", name=name, text=_text(raw.get("text")))
+        return _new_output("stream", name=name, text=_text(raw.get("text")))
     if kind == "error":
-        return v4.new_output(
+        return _new_output(
             "error",
             ename=_text(raw.get("ename")),
             evalue=_text(raw.get("evalue")),
@@ -201,7 +206,7 @@ def _output(raw: dict[str, Any], count: int) -> NotebookNode:
     meta = json.loads(json.dumps(meta, default=str)) if isinstance(meta, dict) else {}
     data = _bundle(raw.get("data"))
     if kind == "execute_result":
-        return v4.new_output("execute_result", data=data, metadata=meta, execution_count=count)
+        return _new_output("execute_result", data=data, metadata=meta, execution_count=count)
     if kind == "display_data":
-        return v4.new_output("display_data", data=data, metadata=meta)
-    return v4.new_output("stream", name="stderr", text=f"[praxis: unknown output {kind!r}]\n")
+        return _new_output("display_data", data=data, metadata=meta)
+    return _new_output("stream", name="stderr", text=f"[praxis: unknown output {kind!r}]\n")
