@@ -6,6 +6,22 @@ approver) does not import the model stack (langchain-core) or pandas.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the names as the type checker sees them; at run time, __getattr__ below
+    from .approvals import ApprovalQueue as ApprovalQueue
+    from .approvals import ApprovalRefused as ApprovalRefused
+    from .approvals import ApprovalRequest as ApprovalRequest
+    from .approvals import terminal_approver as terminal_approver
+    from .events import ApprovalAnswered as ApprovalAnswered
+    from .events import ApprovalAsked as ApprovalAsked
+    from .events import ModelCalled as ModelCalled
+    from .events import ToolCalled as ToolCalled
+    from .model import ModelUnavailable as ModelUnavailable
+    from .model import resolve_model as resolve_model
+    from .turn import TurnResult as TurnResult
+    from .turn import run_turn as run_turn
+
 _HOME = {
     "ApprovalAnswered": ".events",
     "ApprovalAsked": ".events",
