@@ -24,6 +24,7 @@ import re
 import shutil
 import tempfile
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -192,6 +193,7 @@ class DockerSandbox(StandbyKernels, FolderSandbox):
                 environment=dict(ENVIRONMENT),
                 user=ROOT,
                 working_dir=WORKSPACE,
+                auto_remove=True,  # close() only kills it: the daemon removes it meanwhile
                 **self._host_config(),
             )
         except docker.errors.DockerException as exc:
@@ -220,7 +222,7 @@ class DockerSandbox(StandbyKernels, FolderSandbox):
         self._zygote = None
         container, self.container = self.container, None
         if container is not None:
-            _remove(container)
+            _stop(container)  # it removes itself (auto_remove): nobody waits for that
         self.workspace.close()
         self._remove_runtime()
         if self._client is not None:
@@ -276,17 +278,41 @@ class DockerSandbox(StandbyKernels, FolderSandbox):
         except docker.errors.DockerException as exc:
             raise SandboxUnavailable(f"cannot list containers: {exc}") from exc
         for row in found:
-            log.warning("removing a container left by a runner that died: %s", row["Names"])
+            if row.get("State") not in ("exited", "dead", "removing"):  # killed: going by itself
+                log.warning("removing a container left by a runner that died: %s", row["Names"])
             try:
                 self._client.api.remove_container(row["Id"], force=True)
             except docker.errors.NotFound:
                 pass
+            except docker.errors.APIError as exc:
+                if exc.status_code != 409:  # 409: its removal is under way already
+                    raise SandboxUnavailable(f"cannot remove a leftover container: {exc}") from exc
             except docker.errors.DockerException as exc:
                 raise SandboxUnavailable(f"cannot remove a leftover container: {exc}") from exc
+        self._wait_gone([row["Id"] for row in found])
         prefix = f"{RUNTIME_PREFIX}{_safe(self.name)}-"
         for folder in Path(tempfile.gettempdir()).glob(f"{glob.escape(prefix)}*"):
             if folder.is_dir() and not folder.is_symlink():
                 shutil.rmtree(folder, ignore_errors=True)
+
+    def _wait_gone(self, ids: list[str], timeout: float = 30.0) -> None:
+        """Return once no container of ``ids`` exists: the workspace (and its disk image) is
+        then no longer in use by a container of an earlier open."""
+        import docker.errors
+
+        deadline = time.monotonic() + timeout
+        for cid in ids:
+            while True:
+                try:
+                    self._client.api.inspect_container(cid)
+                except docker.errors.NotFound:
+                    break
+                if time.monotonic() > deadline:
+                    raise SandboxUnavailable(
+                        f"container {cid[:12]} of an earlier run of {self.name} is still being "
+                        "removed; try again, or run `praxis sandbox prune`"
+                    )
+                time.sleep(0.02)
 
     def _remove_runtime(self) -> None:
         if self._private is not None:
@@ -445,7 +471,7 @@ class DockerSandbox(StandbyKernels, FolderSandbox):
         try:
             state = self._client.api.inspect_container(self.container.id)["State"]
         except docker.errors.NotFound:
-            return "the sandbox container was removed (by prune or by hand?)"
+            return "the sandbox container is gone (it stopped, or prune or a person removed it)"
         except Exception:
             state = {"Running": True}
         if not state.get("Running"):
@@ -470,9 +496,18 @@ def connect_docker() -> Any:
     return client
 
 
-def _remove(container: Any) -> None:
+def _stop(container: Any) -> None:
+    """SIGKILL the container's init, and with it every process in it; the daemon then removes
+    the container (it was started with auto_remove). If the kill fails, remove it here."""
     import docker.errors
 
+    try:
+        container.kill()
+        return
+    except docker.errors.NotFound:
+        return
+    except docker.errors.DockerException as exc:
+        log.debug("could not kill container %s (%s); removing it", container.name, exc)
     try:
         container.remove(force=True)
     except docker.errors.NotFound:

@@ -30,6 +30,7 @@ import re
 import shutil
 import stat
 import subprocess
+import time
 from pathlib import Path
 
 from .base import FileStat, Sandbox
@@ -111,6 +112,7 @@ class Workspace:
                 )  # fmt: skip
             if any(self.root.iterdir()):
                 raise SandboxUnavailable(f"{self.root} is not empty; cannot mount its quota")
+            _wait_unused(image)
             _run(["mount", "-o", "loop,nosuid,nodev", str(image), str(self.root)])
         except (OSError, SandboxUnavailable) as exc:
             log.warning(
@@ -217,3 +219,28 @@ def _run(cmd: list[str]) -> None:
         raise SandboxUnavailable(f"{cmd[0]}: {exc.strerror}") from exc
     if done.returncode != 0:
         raise SandboxUnavailable(f"{cmd[0]} failed: {done.stderr.strip()[:200]}")
+
+
+def _wait_unused(image: Path, timeout: float = 10.0) -> None:
+    """Wait while a loop device still backs ``image`` (a container that held the last mount
+    of it is going away, and the device clears itself after): mounting it through a second
+    device meanwhile could show one filesystem twice."""
+    deadline = time.monotonic() + timeout
+    while _loop_devices(image):
+        if time.monotonic() > deadline:
+            raise SandboxUnavailable(f"{image} is still in use by a loop device")
+        time.sleep(0.02)
+
+
+def _loop_devices(image: Path) -> list[str]:
+    """The loop devices whose backing file is ``image`` (from /sys: no process to start)."""
+    target = str(image.resolve())
+    found = []
+    for backing in Path("/sys/block").glob("loop*/loop/backing_file"):
+        try:
+            name = backing.read_text(encoding="utf-8", errors="replace").strip()
+        except OSError:
+            continue
+        if name.removesuffix(" (deleted)") == target:
+            found.append(backing.parent.parent.name)
+    return found

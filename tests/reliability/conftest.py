@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -28,7 +29,9 @@ def _no_orphan_containers() -> Iterator[None]:
     yield
     if docker_reason() is not None:
         return
-    left = _ours()
+    deadline = time.monotonic() + 30  # a killed container is removed by the daemon
+    while (left := _ours()) and time.monotonic() < deadline:
+        time.sleep(0.2)
     if left:  # remove them (they are ours), then fail the session
         subprocess.run(["docker", "rm", "-f", *left], capture_output=True, timeout=60)
     assert not left, f"containers of this session outlived it: {left}"

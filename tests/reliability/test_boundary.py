@@ -27,6 +27,7 @@ import pytest
 from praxis.flows.state import STOPPED
 from sandbox.container import RUN_LABEL
 
+from ..labels import left_after
 from ._flows import (
     begin,
     docker_sandbox,
@@ -77,15 +78,6 @@ def _flow(
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(body)
     return root
-
-
-def _containers(run_id: str) -> list[str]:
-    client = docker.from_env()
-    try:
-        found = client.containers.list(all=True, filters={"label": f"{RUN_LABEL}={run_id}"})
-        return [c.name for c in found]
-    finally:
-        client.close()
 
 
 def _remove_containers(run_id: str) -> None:
@@ -315,7 +307,7 @@ def test_item19_no_process_of_a_phase_survives_into_the_next(
                 assert marker == report["markers"][kind], (k, kind, marker, report)
         assert res.returncode == 0, (res.stdout[-3000:], res.stderr[-3000:])
         assert event_kinds(run).count("phase_done") == ROUNDS + 1
-        assert _containers(run.name) == []
+        assert left_after(run.name) == []
     finally:
         _remove_containers(run.name)
 
@@ -478,7 +470,7 @@ def test_item20_phase_code_cannot_reach_the_kernel_server_or_plant_state(
             assert "".join(code[0]["source"]) == files[f"total{i}.py"]
             shown = [(o["output_type"], "".join(o.get("text", ""))) for o in code[0]["outputs"]]
             assert shown == [("stream", f"total={sum(amounts)}\n")], code[0]["outputs"]
-        assert _containers(run.name) == []
+        assert left_after(run.name) == []
     finally:
         _remove_containers(run.name)
 
@@ -631,7 +623,7 @@ def test_item21_swapping_folders_for_links_never_brings_a_host_file_into_the_run
         assert event_kinds(run).count("phase_done") == ROUNDS + 2
         for i in range(ROUNDS):  # restore brought back no link or folder of the first try
             assert (run / "output" / f"s{i}.txt").read_text() == "swapped; found []", i
-        assert _containers(run.name) == []
+        assert left_after(run.name) == []
     finally:
         _remove_containers(run.name)
 
@@ -697,7 +689,7 @@ def test_item21_the_host_never_uploads_through_a_planted_link(
             assert use.status == "done", (use.status, use.error, res.stderr[-3000:])
             used = (run / "output" / "used.txt").read_text()
             assert used == "".join(inputs.values())
-        assert _containers(run.name) == []
+        assert left_after(run.name) == []
     finally:
         _remove_containers(run.name)
 
@@ -766,7 +758,7 @@ def test_item22_a_2_gib_file_and_50_mb_of_output_stay_within_the_limits(
             assert code == 0 and phase.status == "done", (code, phase.status, err)
             told = (run / "events.jsonl").read_text() + (run / "records/big.ipynb").read_text()
             assert LIMIT.search(told.replace("output truncated", "")), "no marker of the cap"
-        assert _containers(run.name) == []
+        assert left_after(run.name) == []
     finally:
         _remove_containers(run.name)
         shutil.rmtree(run, ignore_errors=True)  # a 2 GiB copy, if one was made
@@ -794,7 +786,7 @@ def test_item22_a_10_mb_exception_is_capped_with_a_marker(
         assert err_bytes < 1 << 20, f"praxis printed {err_bytes} bytes of error"
         assert (run / "records" / "boom.ipynb").stat().st_size < 4 << 20
         assert _bytes_under(run) < 16 << 20
-        assert _containers(run.name) == []
+        assert left_after(run.name) == []
     finally:
         _remove_containers(run.name)
 
@@ -827,7 +819,7 @@ def test_item22_a_phase_leaving_20000_files_fails_naming_the_limit(
         assert LIMIT.search(error) and "files" in error, error
         kept = [p for p in _files_under(run) if not p.relative_to(run).parts[0].startswith("work")]
         assert len(kept) < 1000, f"{len(kept)} files written into the run folder"
-        assert _containers(run.name) == []
+        assert left_after(run.name) == []
     finally:
         _remove_containers(run.name)
 
@@ -863,7 +855,7 @@ def test_item22_a_phase_that_fills_the_disk_quota_fails_naming_it(
         assert re.search(r"disk|quota", error, re.IGNORECASE) and "64" in error, error
         assert not (run / "output" / "never.txt").exists()
         assert _bytes_under(run) < 80 << 20
-        assert _containers(run.name) == []
+        assert left_after(run.name) == []
     finally:
         _remove_containers(run.name)
 
@@ -930,7 +922,7 @@ def test_item23_a_runner_killed_by_a_signal_leaves_no_container(
             state = state_of(run)
             assert state.status == "cancelled", (state.status, out[-2000:], err[-2000:])
             assert state.phase("work").status in ("cancelled", "failed"), state.phase("work")
-            assert _containers(run.name) == []
+            assert left_after(run.name) == []
             assert not os.path.ismount(run / "workspace")  # its disk image let go too
             return
         res = praxis("advance", str(flow))  # records the lost phase as failed
@@ -944,7 +936,7 @@ def test_item23_a_runner_killed_by_a_signal_leaves_no_container(
         res = praxis("advance", str(flow))
         assert res.returncode == 0, (res.stdout[-2000:], res.stderr[-2000:])
         assert (run / "output" / "out.txt").read_text() == "new"
-        assert _containers(run.name) == []
+        assert left_after(run.name) == []
         assert not os.path.ismount(run / "workspace")
     finally:
         if proc.poll() is None:
@@ -988,7 +980,7 @@ def test_item26_a_file_name_that_is_not_utf8_never_stops_the_run_unexplained(
         status = praxis("status", str(flow))
         _no_traceback(status)
         assert status.returncode == 0, status.stderr
-        assert _containers(run.name) == []
+        assert left_after(run.name) == []
     finally:
         _remove_containers(run.name)
 
@@ -1047,7 +1039,7 @@ def test_item26_a_notebook_made_malformed_during_the_run_fails_its_phase_with_it
         nb = state.phase("nb")
         assert nb.status == "failed" and nb.error and STOPPED not in nb.error, nb.error
         assert "not JSON" in nb.error, nb.error
-        assert _containers(run.name) == []
+        assert left_after(run.name) == []
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -14,6 +14,7 @@ import pytest
 
 from sandbox.container import RUN_LABEL
 
+from ..labels import left_after
 from ..probes import assert_contained, probe_code
 from ._flows import (
     SESSION,
@@ -105,7 +106,7 @@ def test_item01_the_container_of_a_running_phase_is_hardened(
     mounts = {m["Destination"]: m["Source"] for m in attrs["Mounts"]}
     assert set(mounts) == {"/workspace", "/rt"}
     assert mounts["/workspace"] == str((run / "workspace").resolve())
-    assert _containers(run.name) == []  # removed when the run stopped
+    assert left_after(run.name) == []  # removed when the run stopped
     assert (run / "output" / "held.txt").read_text() == "released 1000 0000000000000000 1"
 
 
@@ -153,7 +154,7 @@ def test_item02_probes_fail_and_a_fork_bomb_fails_the_phase(
         state.phase("bomb").error
     )
     assert subprocess.run(["true"], timeout=30).returncode == 0  # the host answers
-    assert _containers(run.name) == []
+    assert left_after(run.name) == []
 
 
 def test_item03_no_daemon_fails_closed_exit_5(docker_image: str, tmp_path: Path) -> None:
@@ -187,7 +188,7 @@ def test_item04_a_hung_cell_fails_the_phase_at_its_timeout(
     assert phase.status == "failed" and "timed out after 3 s" in str(phase.error)
     record = (run / "records" / "work.ipynb").read_text()
     assert "while True" in record and "timed out after 3 s" in record
-    assert _containers(run.name) == []
+    assert left_after(run.name) == []
 
 
 @pytest.mark.parametrize(
@@ -211,7 +212,7 @@ def test_item05_kernel_death_fails_the_phase_naming_the_cause(
     line = one_line_error(res, "PhaseFailed: ")
     assert "KernelDied" in line and expected in line, line
     assert expected in str(state_of(run).phase("work").error)
-    assert _containers(run.name) == []
+    assert left_after(run.name) == []
 
 
 RSS_CHILD = """
@@ -260,7 +261,7 @@ def test_item06_100_mb_of_output_is_capped_in_the_record(docker_image: str, tmp_
     record = (run / "records" / "big.ipynb").read_text()
     assert "output truncated" in record
     assert len(record) < 4 << 20
-    assert _containers(run.name) == []
+    assert left_after(run.name) == []
 
 
 def test_item07_prune_removes_the_containers_of_runs_no_longer_running(
@@ -279,14 +280,14 @@ def test_item07_prune_removes_the_containers_of_runs_no_longer_running(
         assert len(_containers(dead_run.name)) == 1  # an orphan
         res = praxis("sandbox", "prune", "--label", f"{SESSION_LABEL}={SESSION}")
         assert res.returncode == 0, res.stderr
-        assert _containers(dead_run.name) == []
+        assert left_after(dead_run.name) == []
         assert len(_containers(live_run.name)) == 1  # its run is still being advanced
     finally:
         (live_run / "workspace" / "release").write_text("go")
         (dead_run / "workspace" / "release").write_text("go")
         out, err = alive.communicate(timeout=120)
     assert alive.returncode == 0, err
-    assert _containers(live_run.name) == []
+    assert left_after(live_run.name) == []
     res = praxis("advance", str(dead))  # the killed run: its phase is failed, not running
     assert state_of(dead_run).phase("work").status == "failed"
     assert "stopped before it finished" in str(state_of(dead_run).phase("work").error)
