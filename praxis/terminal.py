@@ -75,8 +75,8 @@ class DroppingStream:
 def quiet_pipes() -> Iterator[None]:
     """stdout and stderr that drop output to a closed pipe instead of raising."""
     saved = sys.stdout, sys.stderr
-    sys.stdout = DroppingStream(saved[0])  # type: ignore[assignment]
-    sys.stderr = DroppingStream(saved[1])  # type: ignore[assignment]
+    sys.stdout = DroppingStream(saved[0])
+    sys.stderr = DroppingStream(saved[1])
     try:
         yield
     finally:

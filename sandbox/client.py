@@ -259,7 +259,7 @@ class JupyterKernel(Kernel):
 
     def _iopub(self, timeout: float) -> dict[str, Any] | None:
         try:
-            return self.client.get_iopub_msg(timeout=max(timeout, 0.0))  # type: ignore[no-any-return]
+            return self.client.get_iopub_msg(timeout=max(timeout, 0.0))
         except queue.Empty:
             return None
 
@@ -272,5 +272,5 @@ class JupyterKernel(Kernel):
             except queue.Empty:
                 return None
             if reply.get("parent_header", {}).get("msg_id") == msg_id:
-                return reply  # type: ignore[no-any-return]
+                return reply
         return None
