@@ -20,12 +20,14 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from sandbox import SandboxUnavailable
 
 from .console import LiveTail, Progress, escape, format_event, table_preview, timeline
 from .errors import EXIT, PraxisError, UsageError, exit_code_of, next_of
 from .flows import contract, runner
+from .flows.context import Approver
 from .flows.events import EventLog, PhaseStarted
 from .flows.handle import NoRun, RunHandle
 from .flows.layout import list_run_ids, run_paths
@@ -154,7 +156,7 @@ def _advance(
     ids = [p.id for p in flow.phases]
     started = time.monotonic()
     with Progress(len(ids), ids, quiet=quiet) as progress, cancel_on_signals():
-        options = {
+        options: dict[str, Any] = {
             "on_event": progress,
             "progress": progress.message,
             "approver": _approver(),
@@ -171,7 +173,7 @@ def _advance(
     return _report(flow_ref, state, time.monotonic() - started)
 
 
-def _approver():  # type: ignore[no-untyped-def]
+def _approver() -> Approver | None:
     from .agent.approvals import terminal_approver
 
     return terminal_approver()

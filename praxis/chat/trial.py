@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from praxis.errors import Refused
 from praxis.flows import contract, runner
 from praxis.flows.context import Approver
 from praxis.flows.handle import RunHandle
@@ -57,7 +58,7 @@ def try_phases(
         return f"refused: no phase {phase_id!r}; phases: {', '.join(ids)}"
     try:
         return _try_copy(folder, ids, phase_id, sandbox, approver)
-    except (contract.FlowInvalid, runner.Refused, Busy) as exc:
+    except (contract.FlowInvalid, Refused, Busy) as exc:
         return f"cannot run: {type(exc).__name__}: {exc}"
 
 

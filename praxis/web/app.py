@@ -25,11 +25,10 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 import praxis.agent.events  # noqa: F401  (registers agent event kinds for the events list)
-from praxis.errors import PraxisError
+from praxis.errors import PraxisError, RecordCorrupt, Refused
 from praxis.flows import runner
 from praxis.flows.handle import RunHandle
 from praxis.flows.lock import Busy
-from praxis.flows.state_file import StateCorrupt
 from sandbox.errors import PathRefused
 
 from . import catalog, drafts, notebook, refusals, render, tables, views
@@ -112,7 +111,8 @@ class UI:
     def render(self, request: Request, name: str, status: int = 200, **ctx: Any) -> Response:
         sid = request.cookies.get(self.guard.cookie, "")
         ctx.setdefault("csrf", self.guard.csrf_for(sid))
-        return self.templates.TemplateResponse(request, name, ctx, status_code=status)
+        page: Response = self.templates.TemplateResponse(request, name, ctx, status_code=status)
+        return page
 
     def index(self, request: Request) -> Response:
         flows = catalog.flow_rows(self.root)
@@ -320,7 +320,7 @@ class UI:
         def do(form: Any, ref: str, run_id: str, expect: int | None) -> str:
             run = catalog.open_run(self.root, ref, run_id)
             if expect is not None and expect != run.state.revision:
-                raise runner.Refused("stale", revision=run.state.revision)
+                raise Refused("stale", revision=run.state.revision)
             self.continue_run(ref, run_id)
             return "advancing"
 
@@ -341,7 +341,7 @@ def reconciled(run: RunHandle) -> bool:
     before = run.state.revision
     try:
         state = runner.reconcile_run(run.flow, run.id)
-    except (Busy, runner.Refused, StateCorrupt):
+    except (Busy, Refused, RecordCorrupt):
         return False
     return state.revision != before
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from praxis.errors import UsageError
+from praxis.errors import Refused, UsageError
 from praxis.flows import runner
 from praxis.flows.handle import RunHandle
 from praxis.flows.layout import writable
@@ -61,7 +61,7 @@ def save(run: RunHandle, drafts: Drafts, expect: int | None) -> int | None:
     is written unless every draft passes its checks (``validate``).
     """
     if expect is not None and expect != run.state.revision:
-        raise runner.Refused("stale", revision=run.state.revision)
+        raise Refused("stale", revision=run.state.revision)
     planned = []
     for name, draft in drafts.items():
         path = writable(run.flow, run.state, run.paths, name)
