@@ -20,7 +20,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from praxis.errors import Refused
 from sandbox.paths import name_problem
@@ -136,7 +135,7 @@ class WorkFiles:
         parent, name = self._split(path)
         try:
             with self._folder(parent, create=False) as dfd:
-                return _read_at(dfd, name, path, limit=-1)
+                return _size_at(dfd, name, path)
         except FileNotFoundError:
             return None
 
@@ -286,30 +285,42 @@ class WorkFiles:
             os.close(fd)
 
 
-def _read_at(dfd: int, name: str, shown: str, limit: int) -> Any:
-    """The bytes of ``name`` in folder ``dfd``; with ``limit`` -1 only its size."""
+def _read_at(dfd: int, name: str, shown: str, limit: int) -> bytes:
+    """The bytes of ``name`` in folder ``dfd``, refused over ``limit``."""
+    fd = _open_regular(dfd, name, shown)
     try:
-        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, dir_fd=dfd)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise FileRefused(f"{shown} is a link; the chat follows no links") from None
-        raise
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise FileRefused(f"{shown} is not a regular file")
-        if limit < 0:
-            return st.st_size
-        if st.st_size > limit:
-            raise FileRefused(
-                f"{shown} is {st.st_size:,} bytes, over the {limit:,} byte limit here"
-            )
+        size = os.fstat(fd).st_size
+        if size > limit:
+            raise FileRefused(f"{shown} is {size:,} bytes, over the {limit:,} byte limit here")
         chunks = []
         while chunk := os.read(fd, 1 << 16):
             chunks.append(chunk)
         return b"".join(chunks)
     finally:
         os.close(fd)
+
+
+def _size_at(dfd: int, name: str, shown: str) -> int:
+    """The size of ``name`` in folder ``dfd``."""
+    fd = _open_regular(dfd, name, shown)
+    try:
+        return os.fstat(fd).st_size
+    finally:
+        os.close(fd)
+
+
+def _open_regular(dfd: int, name: str, shown: str) -> int:
+    """A descriptor of regular file ``name`` in folder ``dfd``; links and non-files refused."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, dir_fd=dfd)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise FileRefused(f"{shown} is a link; the chat follows no links") from None
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise FileRefused(f"{shown} is not a regular file")
+    return fd
 
 
 def _plain_read(path: Path) -> bytes:
