@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 from starlette.concurrency import run_in_threadpool
@@ -22,6 +22,9 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from . import catalog
+
+if TYPE_CHECKING:
+    from .app import UI
 
 MAX_MESSAGE_CHARS = 20_000
 SHOWN_RESULT_CHARS = 1_500
@@ -38,7 +41,7 @@ class Item:
 class ChatPanel:
     """The chat routes of one UI (``ui`` gives the root, the guard and the renderer)."""
 
-    def __init__(self, ui: Any) -> None:
+    def __init__(self, ui: UI) -> None:
         self.ui = ui
         self.model_factory: Callable[[Path], Any] = _default_model
         self.sandbox: Mapping[str, Any] | None = None  # laid over a flow's sandbox: section

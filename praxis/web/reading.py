@@ -7,7 +7,7 @@ hashing never holds up the event loop.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -19,6 +19,9 @@ from sandbox.paths import confined
 
 from . import catalog, changes, csvedit, notebook, render, tables, views
 
+if TYPE_CHECKING:
+    from .app import UI
+
 MAX_VIEW_BYTES = 2 * 1024 * 1024
 MAX_NOTEBOOK_BYTES = 64 * 1024 * 1024
 
@@ -26,7 +29,7 @@ MAX_NOTEBOOK_BYTES = 64 * 1024 * 1024
 class Reader:
     """The read-only pages; ``ui`` (app.UI) gives the root and renders templates."""
 
-    def __init__(self, ui: Any) -> None:
+    def __init__(self, ui: UI) -> None:
         self.ui = ui
 
     def open(self, request: Request) -> RunHandle:
