@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 import threading
 import time
 import warnings
@@ -16,7 +14,7 @@ import nbformat
 import pytest
 
 from praxis.agent.tools import describe
-from praxis.flows import contract, runner
+from praxis.flows import runner
 from praxis.flows.notebook_check import read
 from praxis.flows.state import RunState
 from praxis.phases.notebook import ERROR_CELL, INJECTED
@@ -197,34 +195,7 @@ def test_a_raises_exception_cell_may_fail(tmp_path: Path) -> None:
     assert status(cells[2]) == "ok"
 
 
-# -- 4. check refuses what cannot run -------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("notebook", "says"),
-    [
-        ("r_kernel.ipynb", "nb/work.ipynb: kernel language is 'R'; praxis runs Python notebooks"),
-        ("not_json.ipynb", "nb/work.ipynb: is not JSON (line 1: Expecting value)"),
-        ("empty_object.ipynb", "nb/work.ipynb: is not a Jupyter notebook"),
-        ("nbformat3.ipynb", "nb/work.ipynb: is nbformat v3; praxis reads v4"),
-        ("unknown_cell_type.ipynb", "nb/work.ipynb: cell 2 has an unknown type 'widget'"),
-    ],
-)
-def test_check_refuses_a_notebook_that_cannot_run(tmp_path: Path, notebook: str, says: str) -> None:
-    root = flow_of(tmp_path, notebook)
-    res = subprocess.run(
-        [sys.executable, "-m", "praxis", "check", str(root)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert res.returncode == 2
-    problems = [line for line in res.stdout.splitlines() if "nb/work.ipynb" in line]
-    assert len(problems) == 1 and "\n" not in problems[0]
-    assert problems[0].startswith("flow.yaml: phases[") and says in problems[0]
-    assert "Traceback" not in res.stderr
-    with pytest.raises(contract.FlowInvalid):
-        runner.begin(root)
+# -- 4. an nbformat 4.4 notebook (what check refuses: tests/flows/test_notebook_check.py) ---
 
 
 def test_a_4_4_notebook_without_cell_ids_runs_without_id_warnings(tmp_path: Path) -> None:
@@ -329,75 +300,3 @@ def test_a_60_s_cell_past_the_phase_timeout_fails_at_its_cell(tmp_path: Path) ->
     cells = code_cells(record)
     assert [status(cells[n]) for n in (1, 2, 3)] == ["ok", "error", "not-run"]
     assert record.cells[0].metadata["tags"] == [ERROR_CELL]
-
-
-# -- 6. praxis params -----------------------------------------------------------------------------
-
-
-def praxis(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "praxis", *args], capture_output=True, text=True, timeout=120
-    )
-
-
-def test_params_lists_the_parameters_cell_and_the_run_sees_them(tmp_path: Path) -> None:
-    root = flow_of(tmp_path, "parameters.ipynb", outputs="[out.txt]")
-    res = praxis("params", str(root), "--phase", "work")
-    assert res.returncode == 0, res.stderr
-    assert res.stdout.splitlines()[:4] == [
-        "nb/work.ipynb (phase work): parameters of cell 1",
-        "  threshold: float (default 5.0)  smallest amount kept",
-        '  region: str (default "North")  sales region',
-        "  limit: int (default 3)",
-    ]
-    assert res.stderr == ""
-    state, record = run_flow(root)
-    assert state.status == "done", state.error
-    out = (root / "runs" / state.run / "output" / "out.txt").read_text()
-    assert out == "5.0 North 3 work"
-    tags = [c.metadata.get("tags", []) for c in record.cells]
-    assert tags.index([INJECTED]) == tags.index(["parameters"]) + 1
-
-
-def test_params_of_a_notebook_without_a_parameters_cell(tmp_path: Path) -> None:
-    root = flow_of(tmp_path, "no_parameters.ipynb", outputs="[out.txt]")
-    res = praxis("params", str(root))
-    assert res.returncode == 0
-    assert res.stdout.startswith("nb/work.ipynb (phase work): no cell tagged 'parameters'")
-    state, record = run_flow(root)
-    assert state.status == "done", state.error
-    assert (root / "runs" / state.run / "output" / "out.txt").read_text() == state.run
-    assert record.cells[0].metadata["tags"] == [INJECTED]
-
-
-def test_params_warns_of_a_flow_parameter_the_notebook_does_not_declare(tmp_path: Path) -> None:
-    root = flow_of(tmp_path, "parameters.ipynb", outputs="[out.txt]")
-    flow = contract.require(root)
-    if not hasattr(flow, "params"):  # flow.yaml params: arrives with the run parameters
-        from praxis.flows import notebook_params
-
-        object.__setattr__(flow, "params", {"threshold": 8.0, "week": "2026-W48"})
-        lines, warned = notebook_params.report(flow)
-    else:
-        text = (root / "flow.yaml").read_text()
-        (root / "flow.yaml").write_text(text.replace("phases:", "params: {threshold: 8.0, "
-                                                     "week: 2026-W48}\nphases:"))  # fmt: skip
-        res = praxis("params", str(root))
-        assert res.returncode == 0
-        warned = res.stderr.splitlines()
-    assert warned == [
-        "warning: flow parameter 'week' is not a parameter of nb/work.ipynb (phase work); "
-        "add `week = '2026-W48'` to its parameters cell"
-    ]
-
-
-def test_params_of_a_script_phase_is_a_usage_error(tmp_path: Path) -> None:
-    root = tmp_path / "script"
-    root.mkdir()
-    (root / "go.py").write_text("print(1)\n")
-    (root / "flow.yaml").write_text(
-        "flow: s\nphases:\n  - id: go\n    kind: script\n    script: go.py\n"
-    )
-    res = praxis("params", str(root), "--phase", "go")
-    assert res.returncode == 2
-    assert res.stderr.startswith("Usage: phase 'go' is a script phase; only notebook phases")
