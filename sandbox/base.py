@@ -7,7 +7,6 @@ to collect; a backend only moves files and runs code.
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -169,6 +168,8 @@ def close_thread_loop() -> None:
     thread and warns about an unclosed event loop (and its sockets)."""
     if threading.current_thread() is threading.main_thread():
         return
+    import asyncio  # here: `import sandbox` stays light for the quick commands
+
     try:
         loop = asyncio.get_event_loop_policy().get_event_loop()
     except RuntimeError:
