@@ -9,6 +9,7 @@ image is built (``praxis sandbox build``); otherwise the table says it was not m
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import shutil
 import sys
@@ -19,7 +20,7 @@ from .measure import BenchmarkFailed
 from .report import Results, markdown, write
 
 WORK = Path(__file__).resolve().parent / "work"
-SECTIONS = ("pipeline", "overhead", "cold", "transfer", "scale")
+SECTIONS = ("quick", "pipeline", "overhead", "cold", "transfer", "scale")
 
 
 def docker_ready() -> str | None:
@@ -45,7 +46,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only", action="append", choices=SECTIONS, help="run only these sections")
     p.add_argument("--no-docker", action="store_true", help="skip the docker backend")
     p.add_argument("--keep", action="store_true", help="keep benchmarks/work/ afterwards")
+    p.add_argument(
+        "--code",
+        type=Path,
+        help="measure the praxis of this checkout (its praxis/ and sandbox/ first on "
+        "PYTHONPATH), e.g. a worktree of an earlier commit, for a before/after table",
+    )
     args = p.parse_args(argv)
+    if args.code is not None:
+        os.environ["PYTHONPATH"] = str(args.code.resolve())  # every measured process
     sections = args.only or list(SECTIONS)
     results = Results(repeats=args.repeats)
     backends = ["local"]
@@ -57,6 +66,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"backends: {', '.join(backends)}; sections: {', '.join(sections)}", file=sys.stderr)
     WORK.mkdir(parents=True, exist_ok=True)
     try:
+        if "quick" in sections:
+            runner_costs.quick_commands(results, WORK, args.repeats)
         if "pipeline" in sections:
             pipeline.measure(results, WORK, args.repeats, backends)
         if "overhead" in sections:

@@ -1,0 +1,72 @@
+"""praxis as a person runs it: the `praxis` command in a fresh process, timed whole.
+
+``python -m benchmarks.compare --code DIR`` measures the praxis of another checkout (DIR's
+``praxis`` and ``sandbox`` come first on PYTHONPATH), for a before/after table made with the
+same measurements on the same machine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from .measure import PYTHON, BenchmarkFailed, Timed, run_timed
+
+PRAXIS = str(Path(PYTHON).with_name("praxis"))  # the console script, as a person types it
+
+
+def praxis(*args: str) -> list[str]:
+    return [PRAXIS, *args]
+
+
+def run_flow(flow: Path, backend: str) -> tuple[Timed, Path]:
+    """``praxis run FLOW --quiet`` on ``backend`` to its end; (timing, the run's folder)."""
+    timed = run_timed(
+        praxis("run", str(flow), "--quiet"), cwd=flow, env={"PRAXIS_SANDBOX": backend}
+    )
+    found = re.search(r"^run (\S+):", timed.stdout, re.MULTILINE)
+    if found is None:
+        raise BenchmarkFailed(f"praxis run printed no run id: {timed.stdout[-300:]!r}")
+    run_dir = flow / "runs" / found.group(1)
+    state = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+    if state["status"] != "done" or state.get("backend") != backend:
+        raise BenchmarkFailed(
+            f"praxis run on {backend}: {state['status']} on {state.get('backend')}: "
+            f"{state.get('error')}"
+        )
+    return timed, run_dir
+
+
+def cold_start(flow: Path, backend: str) -> dict[str, Any]:
+    """From starting ``praxis run`` to the first statement of the first phase's code."""
+    t0 = time.time()
+    proc = subprocess.run(
+        praxis("run", str(flow), "--quiet"),
+        cwd=flow,
+        env={**os.environ, "PRAXIS_SANDBOX": backend},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise BenchmarkFailed(f"praxis run exited {proc.returncode}: {proc.stderr[-300:]}")
+    found = re.search(r"^run (\S+):", proc.stdout, re.MULTILINE)
+    if found is None:
+        raise BenchmarkFailed(f"praxis run printed no run id: {proc.stdout[-300:]!r}")
+    run_dir = flow / "runs" / found.group(1)
+    started = float((run_dir / "output" / "started.txt").read_text(encoding="utf-8"))
+    at = {}
+    for line in (run_dir / "events.jsonl").read_text(encoding="utf-8").splitlines():
+        event = json.loads(line)
+        at.setdefault(event["kind"], event["at"])
+    return {
+        "cold": started - t0,
+        "to_begun": at["run_begun"] - t0,
+        "to_opened": at["sandbox_opened"] - t0,
+        "run_dir": str(run_dir),
+    }
