@@ -247,7 +247,7 @@ WHO = {
 }
 
 
-def route_lines(route: dict) -> list[str]:  # type: ignore[type-arg]
+def route_lines(route: dict[str, Any]) -> list[str]:
     """The route in words: the step, who takes it and why, what to read, the commands."""
     lines = [f"route: {route['step']} ({route['reason']}): {route['why']}; {WHO[route['who']]}"]
     gate = route.get("gate")
@@ -264,7 +264,7 @@ def route_lines(route: dict) -> list[str]:  # type: ignore[type-arg]
     return lines
 
 
-def receipt_lines(receipt: dict, managed: bool) -> list[str]:  # type: ignore[type-arg]
+def receipt_lines(receipt: dict[str, Any], managed: bool) -> list[str]:
     """The receipt in words: one line per phase, its decisions and edits."""
     ok = "ok" if receipt["ok"] else "not ok"
     mode = ", managed" if managed else ""
@@ -460,7 +460,14 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action=_Version, nargs=0, help="show the version and exit")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    def add(name: str, func, help: str, *, run: bool = True, revision: bool = False):  # type: ignore[no-untyped-def]
+    def add(
+        name: str,
+        func: Callable[[argparse.Namespace], int],
+        help: str,
+        *,
+        run: bool = True,
+        revision: bool = False,
+    ) -> argparse.ArgumentParser:
         c = sub.add_parser(name, help=help)
         c.add_argument(
             "flow",
