@@ -27,7 +27,15 @@ from praxis.flows import runner
 from praxis.flows import state as st
 from praxis.flows.model import Flow
 
-from ._flows import docker_sandbox, event_kinds, one_line_error, only_run, praxis, state_of
+from ._flows import (
+    docker_sandbox,
+    event_kinds,
+    one_line_error,
+    only_run,
+    praxis,
+    praxis_here,
+    state_of,
+)
 from ._flows import write_flow as _write_flow
 
 FLOWS = Path(__file__).resolve().parents[2] / "flows"
@@ -44,12 +52,13 @@ class Backend:
     line: str  # the flow.yaml `sandbox:` line
 
 
-@pytest.fixture(params=[pytest.param("docker", marks=pytest.mark.docker), "local"])
+@pytest.fixture(params=[pytest.param("docker", marks=pytest.mark.docker), "local", "fake"])
 def backend(request: pytest.FixtureRequest) -> Backend:
+    """The same test on each backend: docker, local kernels, and the in-process fake."""
     if request.param == "docker":
         image = request.getfixturevalue("docker_image")
         return Backend("docker", docker_sandbox(image, timeout=120))
-    return Backend("local", 'sandbox: {"backend": "local", "timeout": 120}')
+    return Backend(request.param, f'sandbox: {{"backend": "{request.param}", "timeout": 120}}')
 
 
 def write_flow(root: Path, backend: Backend, yaml_text: str, files: dict[str, str]) -> Path:
@@ -355,7 +364,7 @@ def test_item29_a_phase_rewriting_all_it_can_reach_changes_nothing_recorded(
     backend: Backend, tmp_path: Path
 ) -> None:
     text = TAMPER_FLOW
-    if backend.name == "docker":  # the whole container; on local (root, on the host) only cwd
+    if backend.name == "docker":  # the whole container; on the host (as root) only cwd
         text = text.replace("everything: false", "everything: true")
     flow = runner.load_flow(write_flow(tmp_path / "tamper", backend, text, TAMPER_FILES))
     run_id = runner.begin(flow).id
@@ -420,25 +429,25 @@ def _changed_yaml(change: str) -> str:
 
 @pytest.mark.parametrize("change", sorted(CHANGES))
 def test_item30_a_changed_flow_yaml_is_refused_and_the_run_can_be_cancelled(
-    change: str, tmp_path: Path
+    change: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     root = _write_flow(tmp_path / "changing", THREE, THREE_FILES)
-    res = praxis("begin", str(root))
+    res = praxis_here(capsys, "begin", str(root))
     assert res.returncode == 0, res.stderr
     run = root / "runs" / res.stdout.strip()
     (root / "flow.yaml").write_text(_changed_yaml(change))
     recorded = (run / "run.json").read_bytes()
     for argv in (("advance", str(root)), ("rerun", str(root), "--from", "one")):
-        res = praxis(*argv)
+        res = praxis_here(capsys, *argv)
         assert res.returncode == 4, (argv, res.stdout, res.stderr)
         line = one_line_error(res, "Refused:")
         was, now = CHANGES[change]
         assert "flow.yaml changed" in line and was in line and now in line, line
         assert (run / "run.json").read_bytes() == recorded
     assert state_of(run).status == "paused"
-    res = praxis("status", str(root))
+    res = praxis_here(capsys, "status", str(root))
     assert res.returncode == 0 and "Traceback" not in res.stderr, res.stderr
-    res = praxis("cancel", str(root))
+    res = praxis_here(capsys, "cancel", str(root))
     assert res.returncode == 0, res.stderr
     assert state_of(run).status == "cancelled"
 
@@ -455,19 +464,23 @@ LAST_GATED = """
 """
 
 
-def test_approving_the_gate_after_the_last_phase_finishes_the_run(tmp_path: Path) -> None:
+def test_approving_the_gate_after_the_last_phase_finishes_the_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = _write_flow(tmp_path / "last", LAST_GATED, {"one.py": THREE_FILES["one.py"]})
-    res = praxis("run", str(root))
+    res = praxis_here(capsys, "run", str(root))
     assert res.returncode == 0, res.stderr
     run = only_run(root)
-    res = praxis("approve", str(root), "--expect-revision", str(state_of(run).revision))
+    revision = str(state_of(run).revision)
+    res = praxis_here(capsys, "approve", str(root), "--expect-revision", revision)
     assert res.returncode == 0, (res.stdout, res.stderr)
     assert state_of(run).status == "done"
-    res = praxis("rerun", str(root), "--from", "one")
+    res = praxis_here(capsys, "rerun", str(root), "--from", "one")
     assert res.returncode == 0, res.stderr
-    res = praxis("advance", str(root))
+    res = praxis_here(capsys, "advance", str(root))
     assert res.returncode == 0, res.stderr
-    res = praxis("approve", str(root), "--expect-revision", str(state_of(run).revision))
+    revision = str(state_of(run).revision)
+    res = praxis_here(capsys, "approve", str(root), "--expect-revision", revision)
     assert res.returncode == 0, (res.stdout, res.stderr)
     assert state_of(run).status == "done"
 
@@ -516,22 +529,22 @@ REUSE_FILES = {
 
 
 def test_acceptance4_a_rerun_with_identical_output_reuses_later_phases(
-    backend: Backend, tmp_path: Path
+    backend: Backend, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     root = write_flow(tmp_path / "settled", backend, REUSE_FLOW, REUSE_FILES)
     marks = tmp_path / "marks"
     marks.mkdir()
     ledger = marks / "marks.txt"
-    host = backend.name == "local"  # a docker phase cannot reach a host folder
-    res = praxis("run", str(root), *(("-p", f"marks={marks}") if host else ()))
+    host = backend.name != "docker"  # a docker phase cannot reach a host folder
+    res = praxis_here(capsys, "run", str(root), *(("-p", f"marks={marks}") if host else ()))
     assert res.returncode == 0, res.stderr
     run = only_run(root)
     if host:
         assert ledger.read_text().split() == ["one", "two", "three"]
 
-    res = praxis("rerun", str(root), "--from", "one")
+    res = praxis_here(capsys, "rerun", str(root), "--from", "one")
     assert res.returncode == 0, res.stderr
-    res = praxis("advance", str(root))
+    res = praxis_here(capsys, "advance", str(root))
     assert res.returncode == 0, res.stderr
     assert "reused" in res.stdout + res.stderr
     state = state_of(run)
@@ -545,12 +558,12 @@ def test_acceptance4_a_rerun_with_identical_output_reuses_later_phases(
     assert not (run / "attempts" / "two").exists()
     if host:
         assert ledger.read_text().split() == ["one", "two", "three", "one"]
-    res = praxis("status", str(root))
+    res = praxis_here(capsys, "status", str(root))
     assert res.returncode == 0 and "reused" in res.stdout, res.stdout
 
-    res = praxis("rerun", str(root), "--from", "one", "--no-reuse")
+    res = praxis_here(capsys, "rerun", str(root), "--from", "one", "--no-reuse")
     assert res.returncode == 0, res.stderr
-    res = praxis("advance", str(root))
+    res = praxis_here(capsys, "advance", str(root))
     assert res.returncode == 0, res.stderr
     state = state_of(run)
     assert [(p.id, p.attempt, p.reused) for p in state.phases] == [
@@ -567,33 +580,36 @@ def test_acceptance4_a_rerun_with_identical_output_reuses_later_phases(
         ]
 
 
-# --- item 6 of the brief: re-run on docker after a Gate ----------------------------------------
+# --- the same after a Gate through the commands (each backend: item 27) -----------------------
 
 
-@pytest.mark.docker
-def test_sales_report_on_docker_reruns_and_reopens_after_its_gate(
-    tmp_path: Path, docker_image: str
+def test_sales_report_reruns_and_reopens_after_its_gate_through_the_commands(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    root = copy_example("sales-report", tmp_path, Backend("docker", docker_sandbox(docker_image)))
-    res = praxis("run", str(root))
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return praxis_here(capsys, *args)
+
+    fake = Backend("fake", 'sandbox: {"backend": "fake", "timeout": 120}')
+    root = copy_example("sales-report", tmp_path, fake)
+    res = cli("run", str(root))
     assert res.returncode == 0, res.stderr
     run = only_run(root)
-    res = praxis("approve", str(root), "--expect-revision", str(state_of(run).revision))
+    res = cli("approve", str(root), "--expect-revision", str(state_of(run).revision))
     assert res.returncode == 0, res.stderr
     assert state_of(run).status == "done"
     fresh = outputs(run, set())
 
-    res = praxis("rerun", str(root), "--from", "flag")
+    res = cli("rerun", str(root), "--from", "flag")
     assert res.returncode == 0, res.stderr
-    res = praxis("advance", str(root))
+    res = cli("advance", str(root))
     assert res.returncode == 0, res.stderr
     assert (state_of(run).waiting, state_of(run).gate) == ("gate", "flag")
-    res = praxis("reject", str(root), "--reopen", "clean", "--note", "again",
-                 "--expect-revision", str(state_of(run).revision))  # fmt: skip
+    res = cli("reject", str(root), "--reopen", "clean", "--note", "again",
+              "--expect-revision", str(state_of(run).revision))  # fmt: skip
     assert res.returncode == 0, res.stderr
     state = state_of(run)
     assert (state.waiting, state.gate, state.phase("clean").attempt) == ("gate", "flag", 2)
-    res = praxis("approve", str(root), "--expect-revision", str(state.revision))
+    res = cli("approve", str(root), "--expect-revision", str(state.revision))
     assert res.returncode == 0, res.stderr
     assert state_of(run).status == "done"
     assert outputs(run, set()) == fresh
