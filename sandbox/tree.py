@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from .errors import OutputTooLarge, PathRefused
 from .paths import check_name
@@ -314,7 +315,9 @@ def copy_fd_to(fd: int, dest: Path, *, max_bytes: int | None = None, what: str =
     return digest.hexdigest()
 
 
-def _copy(src: int, out: object, max_bytes: int | None, what: str, digest: object) -> None:
+def _copy(
+    src: int, out: BinaryIO, max_bytes: int | None, what: str, digest: hashlib._Hash | None
+) -> None:
     copied = 0
     while True:
         chunk = os.read(src, CHUNK)
@@ -324,5 +327,5 @@ def _copy(src: int, out: object, max_bytes: int | None, what: str, digest: objec
         if max_bytes is not None and copied > max_bytes:
             raise OutputTooLarge(what or "a file", copied, max_bytes)
         if digest is not None:
-            digest.update(chunk)  # type: ignore[attr-defined]
-        out.write(chunk)  # type: ignore[attr-defined]
+            digest.update(chunk)
+        out.write(chunk)

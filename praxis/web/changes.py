@@ -16,6 +16,7 @@ import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from praxis.flows.events import EventLog, EventLogCorrupt, PhaseDone
 from praxis.flows.handle import RunHandle
@@ -25,6 +26,8 @@ from . import csvedit, tables
 MAX_DIFF_BYTES = 64 * 1024 * 1024
 MAX_SHOWN = 500
 MAX_TEXT_LINES = 2000
+
+_T = TypeVar("_T")
 
 
 @dataclass
@@ -219,7 +222,7 @@ def _changed(diff: TableDiff, head: list[str], a: list[str], b: list[str], row: 
     _count(diff, "changed", diff.changed, CellChange(row + 1, cells))
 
 
-def _count(diff: TableDiff, key: str, bucket: list, item: object) -> None:  # type: ignore[type-arg]
+def _count(diff: TableDiff, key: str, bucket: list[_T], item: _T) -> None:
     diff.counts[key] += 1
     if len(bucket) < MAX_SHOWN:
         bucket.append(item)
