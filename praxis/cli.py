@@ -13,29 +13,14 @@ names, table cells, events) is printed escaped.
 from __future__ import annotations
 
 import argparse
-import errno
 import json
-import socket
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
-from sandbox import SandboxUnavailable
-
-from .console import LiveTail, Progress, escape, format_event, table_preview, timeline
 from .errors import EXIT, PraxisError, UsageError, exit_code_of, next_of
-from .flows import contract, runner
-from .flows.context import Approver
-from .flows.events import EventLog, PhaseStarted
-from .flows.handle import NoRun, RunHandle
-from .flows.layout import list_run_ids, run_paths
-from .flows.lock import Busy
-from .flows.params import BadParam, parse_pairs
-from .flows.state import RunState
-from .flows.state_file import StateCorrupt
-from .flows.status import flow_arg, status_of
 from .terminal import (
     cancel_on_signals,
     command,
@@ -43,6 +28,13 @@ from .terminal import (
     quiet_pipes,
     received_signal,
 )
+
+if TYPE_CHECKING:
+    from sandbox import SandboxUnavailable
+
+    from .flows.context import Approver
+    from .flows.handle import RunHandle
+    from .flows.state import RunState
 
 NOT_SEARCHED = ("chat", "serve", "sandbox")  # FLOW may be new (chat), or is not a flow
 
@@ -62,7 +54,9 @@ def _main(argv: list[str] | None) -> int:
         if args.command not in NOT_SEARCHED and getattr(args, "flow", None):
             args.flow = find_flow(args.flow)
         return int(args.func(args))
-    except (PraxisError, SandboxUnavailable) as exc:
+    except Exception as exc:
+        if not _acted_on(exc):
+            raise  # a bug: its traceback
         return _fail(exc, exit_code_of(exc), next_of(exc, args.flow))
     except KeyboardInterrupt:
         how = received_signal()
@@ -70,7 +64,18 @@ def _main(argv: list[str] | None) -> int:
         return 130 if how == "Ctrl-C" else EXIT["cancelled"]
 
 
+def _acted_on(exc: Exception) -> TypeGuard[PraxisError | SandboxUnavailable]:
+    """A PraxisError, or the sandbox's SandboxUnavailable: errors a person can act on.
+    (A command that never imported the sandbox package cannot have raised the latter.)"""
+    errors = sys.modules.get("sandbox.errors")
+    return isinstance(exc, PraxisError) or (
+        errors is not None and isinstance(exc, errors.SandboxUnavailable)
+    )
+
+
 def _fail(exc: Exception, code: int, hint: str) -> int:
+    from .console import escape
+
     print(f"{type(exc).__name__}: {escape(str(exc))}", file=sys.stderr)
     print(f"  next: {command(hint)}", file=sys.stderr)
     return code
@@ -90,6 +95,9 @@ class PortBusy(PraxisError):
 
 
 def _check_port(host: str, port: int) -> None:
+    import errno
+    import socket
+
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
         try:
@@ -104,6 +112,9 @@ def _check_port(host: str, port: int) -> None:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    from .console import escape
+    from .flows import contract
+
     flow, report = contract.load(Path(args.flow))
     for problem in report.problems:
         print(escape(str(problem)))  # flow.yaml is hostile input too
@@ -115,6 +126,8 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_begin(args: argparse.Namespace) -> int:
+    from .flows import runner
+
     run = runner.begin(args.flow, params=_params(args))
     print(run.id)
     return EXIT["ok"]
@@ -135,6 +148,8 @@ def cmd_advance(args: argparse.Namespace) -> int:
 
 
 def _params(args: argparse.Namespace) -> dict[str, str]:
+    from .flows.params import BadParam, parse_pairs
+
     try:
         return parse_pairs(getattr(args, "param", None))
     except BadParam as exc:
@@ -152,6 +167,10 @@ def _advance(
 ) -> int:
     """Advance a run (or begin one and advance it, under one hold of the lock), showing
     progress. SIGTERM and SIGHUP stop it like Ctrl-C: the run is recorded as cancelled."""
+    from .console import Progress
+    from .flows import runner
+    from .flows.params import BadParam
+
     flow = runner.load_flow(flow_ref)
     ids = [p.id for p in flow.phases]
     started = time.monotonic()
@@ -180,6 +199,11 @@ def _approver() -> Approver | None:
 
 
 def _report(flow_ref: str, state: RunState, seconds: float) -> int:
+    from .console import escape, table_preview
+    from .flows import runner
+    from .flows.handle import RunHandle
+    from .flows.status import status_of
+
     flow = runner.load_flow(flow_ref)
     run = RunHandle.open(flow, state.run)
     st = status_of(run)
@@ -219,6 +243,12 @@ def _rel(path: Path) -> str:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
+    from .console import escape, timeline
+    from .flows import runner
+    from .flows.handle import RunHandle
+    from .flows.lock import Busy
+    from .flows.status import status_of
+
     flow = runner.load_flow(args.flow)
     try:  # hand edits are recorded first, when no other process holds the run
         runner.reconcile_run(flow, args.run)
@@ -249,6 +279,8 @@ WHO = {
 
 def route_lines(route: dict[str, Any]) -> list[str]:
     """The route in words: the step, who takes it and why, what to read, the commands."""
+    from .console import escape
+
     lines = [f"route: {route['step']} ({route['reason']}): {route['why']}; {WHO[route['who']]}"]
     gate = route.get("gate")
     if gate:
@@ -266,6 +298,8 @@ def route_lines(route: dict[str, Any]) -> list[str]:
 
 def receipt_lines(receipt: dict[str, Any], managed: bool) -> list[str]:
     """The receipt in words: one line per phase, its decisions and edits."""
+    from .console import escape
+
     ok = "ok" if receipt["ok"] else "not ok"
     mode = ", managed" if managed else ""
     lines = [f"receipt: {ok}, {receipt['done']}/{receipt['total']} phases done{mode}"]
@@ -292,8 +326,16 @@ def _quote(arg: str) -> str:
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
-    flow = runner.load_flow(args.flow)
+    from .console import escape
+    from .flows import contract
+    from .flows.handle import RunHandle
+    from .flows.layout import list_run_ids
+    from .flows.state_file import StateCorrupt
+
+    flow = contract.require(Path(args.flow))
     if args.delete or args.keep is not None:
+        from .flows import runner
+
         if args.keep is not None and args.keep < 0:
             raise Usage("--keep takes a number of runs, 0 or more")
         for run_id in runner.delete_runs(flow, args.delete, keep=args.keep):
@@ -310,6 +352,8 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 
 def cmd_approve(args: argparse.Namespace) -> int:
+    from .flows import runner
+
     state = runner.approve(
         args.flow, args.run, expect_revision=args.expect_revision, gate=args.gate, actor=args.actor
     )
@@ -318,6 +362,8 @@ def cmd_approve(args: argparse.Namespace) -> int:
 
 
 def cmd_manage(args: argparse.Namespace) -> int:
+    from .flows import runner
+
     state = runner.manage(
         args.flow,
         args.run,
@@ -333,6 +379,8 @@ def cmd_manage(args: argparse.Namespace) -> int:
 
 
 def cmd_accept(args: argparse.Namespace) -> int:
+    from .flows import runner
+
     state = runner.accept(
         args.flow, args.output, args.run, actor=args.actor, expect_revision=args.expect_revision
     )
@@ -341,6 +389,8 @@ def cmd_accept(args: argparse.Namespace) -> int:
 
 
 def cmd_reject(args: argparse.Namespace) -> int:
+    from .flows import runner
+
     state = runner.reject(
         args.flow,
         args.reopen,
@@ -355,6 +405,10 @@ def cmd_reject(args: argparse.Namespace) -> int:
 
 
 def cmd_rerun(args: argparse.Namespace) -> int:
+    from .flows import runner
+    from .flows.params import BadParam
+    from .flows.status import flow_arg
+
     try:
         state = runner.rerun(
             args.flow,
@@ -379,6 +433,8 @@ def cmd_rerun(args: argparse.Namespace) -> int:
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
+    from .flows import runner
+
     state, now = runner.cancel(args.flow, args.run, expect_revision=args.expect_revision)
     if now:
         print(f"run {state.run} cancelled")
@@ -388,6 +444,12 @@ def cmd_cancel(args: argparse.Namespace) -> int:
 
 
 def cmd_log(args: argparse.Namespace) -> int:
+    from .console import LiveTail, format_event
+    from .flows import runner
+    from .flows.events import EventLog, PhaseStarted
+    from .flows.handle import NoRun, RunHandle
+    from .flows.layout import list_run_ids, run_paths
+
     flow = runner.load_flow(args.flow)
     ids = list_run_ids(flow.root)
     run_id = args.run or (ids[-1] if ids else None)
@@ -415,7 +477,8 @@ def cmd_log(args: argparse.Namespace) -> int:
 
 
 def cmd_params(args: argparse.Namespace) -> int:
-    from .flows import notebook_params
+    from .console import escape
+    from .flows import notebook_params, runner
     from .flows.notebook_check import NotebookProblem
 
     flow = runner.load_flow(args.flow)

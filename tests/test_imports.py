@@ -23,7 +23,7 @@ with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.St
         code = main(sys.argv[1:])
     except SystemExit as exc:
         code = exc.code
-print(json.dumps({"code": code, "modules": sorted(m.split(".")[0] for m in sys.modules)}))
+print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
 """
 
 
@@ -47,6 +47,17 @@ def test_quick_commands_import_no_heavy_module(flow: Path, command: list[str]) -
     assert loaded == [], f"praxis {' '.join(command)} imported {loaded}"
 
 
+def test_help_imports_no_flow_machinery() -> None:
+    """`praxis --help` (and a mistyped command line) is the parser alone."""
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, "--help"], capture_output=True, text=True, timeout=120
+    )
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["code"] == 0, done.stderr
+    loaded = [m for m in report["modules"] if m.startswith(("praxis.flows", "sandbox", "yaml"))]
+    assert loaded == [], f"praxis --help imported {loaded}"
+
+
 def test_a_run_without_agent_phases_imports_no_model_or_table_stack(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -61,5 +72,6 @@ def test_a_run_without_agent_phases_imports_no_model_or_table_stack(
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert report["code"] == 0, done.stderr
     assert (root / "runs").is_dir()
-    loaded = [m for m in ("pandas", "langchain_core", "starlette") if m in report["modules"]]
+    top = {m.split(".")[0] for m in report["modules"]}
+    loaded = [m for m in ("pandas", "langchain_core", "starlette") if m in top]
     assert loaded == [], f"praxis run imported {loaded}"
