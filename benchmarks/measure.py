@@ -58,7 +58,9 @@ def drive(
     out.unlink(missing_ok=True)
     cmd = [PYTHON, "-m", "benchmarks.drive", str(flow), "--backend", backend, "--out", str(out)]
     cmd += ["--sync"] if sync else []
-    timed = run_timed(cmd, cwd=REPO)
+    # `python -m` puts its working folder first on sys.path: the checkout being measured
+    code = os.environ.get("PYTHONPATH", "").split(os.pathsep)[0] or REPO
+    timed = run_timed(cmd, cwd=Path(code))
     report = json.loads(out.read_text(encoding="utf-8"))
     if report["backend"] != backend:
         raise BenchmarkFailed(f"asked for the {backend} backend, the run used {report['backend']}")
