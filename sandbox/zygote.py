@@ -401,6 +401,11 @@ class Zygote:
             signal.signal(signal.SIGINT, signal.default_int_handler)
             os.umask(0o077)
             os.mkdir(os.path.join(self.folder, key), 0o700)
+            # Dormant, it starts up in its own folder, not the workspace: IPython puts the
+            # working folder on sys.path, and no module a phase left there may load while
+            # this kernel is still the zygote's identity.
+            workspace = os.getcwd()
+            os.chdir(os.path.join(self.folder, key))
             connection_file = private_file(json.dumps(connection).encode())
             zygote = os.getppid()
             argv = [
@@ -418,6 +423,11 @@ class Zygote:
                 os._exit(0)
             os.close(gate)
             self.drop_identity()
+            os.chdir(workspace)
+            manager = getattr(app.shell, "history_manager", None)
+            history = getattr(manager, "dir_hist", None)  # IPython's _dh: where it started
+            if history:
+                history[:] = [type(history[0])(workspace)]
             os.umask(0o022 if self.host_uid == 0 else 0)  # a host user must remove its files
             app.start()
             code = 0

@@ -240,3 +240,25 @@ def test_symlinks_and_fifos_are_never_listed_fetched_or_followed(
     assert not (tmp_path / "planted.txt").exists()
     sandbox.upload(root / "real.txt", "link.txt")  # replaces the link, never writes through it
     assert secret.read_text() == "host only" and (root / "link.txt").read_text() == "r"
+
+
+@pytest.mark.parametrize("sandbox", KERNEL_BACKENDS, indirect=True)
+def test_code_runs_in_the_workspace_where_the_kernel_did_not_start(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """A kernel starts up dormant in a folder of its own (no module a phase left in the
+    workspace can load then); the code it is handed runs in the workspace, and a module
+    there imports (IPython's '' on sys.path), and IPython's _dh says the workspace."""
+    helper = tmp_path / "helper_mod.py"
+    helper.write_text("VALUE = 42\n", encoding="utf-8")
+    sandbox.upload(helper, "helper_mod.py")
+    kernel = sandbox.kernel()
+    try:
+        code = "import os, helper_mod\nprint(helper_mod.VALUE, os.listdir('.'))"
+        result = kernel.execute(code, timeout=60)
+        assert result.ok, result.evalue
+        assert result.stdout.strip() == "42 ['helper_mod.py']"
+        cwd = kernel.execute("import os; print(os.getcwd() == str(_dh[0]))", timeout=60)
+        assert cwd.stdout.strip() == "True"
+    finally:
+        kernel.shutdown()
