@@ -1,0 +1,106 @@
+"""status_of: what a person needs to know about a run in each state, and the exact next
+command (fake sandbox); it only reads."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from praxis.flows import runner
+from praxis.flows.handle import RunHandle
+from praxis.flows.status import Status, flow_arg, status_of
+
+from .helpers import Fakes, three_phase_flow
+
+
+def status(run: RunHandle) -> Status:
+    """The status of ``run`` as a new command would read it."""
+    return status_of(RunHandle.open(run.flow, run.id))
+
+
+@pytest.fixture
+def here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The flow, with the current folder its parent (commands name it as ``demo``)."""
+    monkeypatch.chdir(tmp_path)
+    return three_phase_flow(tmp_path)
+
+
+def test_a_new_run_is_paused_before_its_first_phase(here: Path) -> None:
+    run = runner.begin(here)
+    before = run.paths.state.read_bytes()
+    st = status(run)
+    assert (st.status, st.message, st.next) == (
+        "paused",
+        "paused before load",
+        [f"praxis advance demo --run {run.id}"],
+    )
+    assert [row["id"] for row in st.phases] == ["load", "review", "total"]
+    assert st.review == [] and st.receipt["done"] == 0
+    assert run.paths.state.read_bytes() == before  # status only reads
+
+
+def test_at_a_gate_it_names_the_files_to_review_and_the_bound_commands(here: Path) -> None:
+    run = runner.begin(here)
+    state = runner.advance(here, run.id, sandbox=Fakes())
+    st = status(run)
+    assert st.message == "waiting at the Gate after review: review, then approve or reject"
+    assert st.review == [f"demo/runs/{run.id}/output/flags.csv"]
+    bound = f"--run {run.id} --gate review"
+    assert st.next == [
+        f"praxis approve demo {bound} --expect-revision {state.revision}",
+        f"praxis reject demo {bound} --reopen review --note '...' --expect-revision "
+        f"{state.revision}",
+    ]
+
+
+def test_a_failed_run_says_why_and_offers_the_rerun(tmp_path: Path) -> None:
+    root = three_phase_flow(tmp_path)
+    (root / "scripts" / "load.py").write_text("raise ValueError('bad input')\n")
+    run = runner.begin(root)
+    runner.advance(root, run.id, sandbox=Fakes())
+    st = status(run)
+    assert st.status == "failed" and st.message.startswith("failed: load: ")
+    assert "ValueError: bad input" in st.message
+    assert st.next == [
+        f"praxis rerun {flow_arg(runner.load_flow(root))} --run {run.id} --from load"
+    ]
+
+
+def test_a_done_run_offers_its_log(here: Path) -> None:
+    run = runner.begin(here)
+    state = runner.advance(here, run.id, sandbox=Fakes())
+    runner.approve(here, run.id, expect_revision=state.revision)
+    runner.advance(here, run.id, sandbox=Fakes())
+    st = status(run)
+    assert (st.message, st.next) == ("every phase done", [f"praxis log demo --run {run.id}"])
+    assert st.receipt["ok"] and st.changed == []
+
+
+def test_a_phase_whose_code_changed_since_it_ran_is_named_with_the_rerun(here: Path) -> None:
+    run = runner.begin(here)
+    runner.advance(here, run.id, sandbox=Fakes())
+    (here / "scripts" / "load.py").write_text("print('changed')\n")
+    st = status(run)
+    assert st.changed == ["load"]
+    assert st.message.endswith("; changed since they ran: load (re-run from load)")
+    assert st.next[-1] == f"praxis rerun demo --run {run.id} --from load"
+
+
+def test_a_phase_left_running_by_a_dead_process_is_named(here: Path) -> None:
+    run = runner.begin(here)
+    run.change("start", phase="load", pid=999_999)
+    st = status(run)
+    assert st.message == "phase load was stopped before it finished: no process is running it"
+    assert st.phases[0]["note"] == "stopped before it finished"
+    assert st.next == [f"praxis advance demo --run {run.id}"]
+
+
+def test_a_flow_path_with_a_space_is_quoted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = three_phase_flow(tmp_path / "my flows")
+    monkeypatch.chdir(tmp_path)
+    assert flow_arg(runner.load_flow(root)) == "'my flows/demo'"
+    monkeypatch.chdir(root)
+    assert flow_arg(runner.load_flow(root)) == "."
