@@ -8,7 +8,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from jupyter_client.blocking.client import BlockingKernelClient
 
 from sandbox import ExecTimeout, KernelDied, Sandbox, SandboxUnavailable, open_sandbox
 from sandbox.client import JupyterKernel
@@ -151,34 +150,3 @@ def test_interrupt_stops_running_code_and_the_kernel_lives_on(local_sandbox: San
         kernel.shutdown()
     assert (result.status, result.ename) == ("error", "KeyboardInterrupt")
     assert after.stdout == "still here\n"
-
-
-def _silent_client(tmp_path: Path) -> BlockingKernelClient:
-    """A client whose kernel never answers: nothing listens on its sockets."""
-    client = BlockingKernelClient(transport="ipc", ip=str(tmp_path / "nobody"))
-    client.session.key = b"k"
-    return client
-
-
-def test_ready_gives_up_on_a_kernel_that_never_answers(tmp_path: Path) -> None:
-    killed: list[bool] = []
-    kernel = JupyterKernel(
-        _silent_client(tmp_path), is_alive=lambda: True, kill=lambda: killed.append(True)
-    )
-    with pytest.raises(SandboxUnavailable, match="did not answer within 0.5 s"):
-        kernel.ready(0.5)
-    assert killed == [True]
-    kernel.shutdown()
-    assert killed == [True]
-
-
-def test_ready_names_the_cause_when_the_kernel_is_gone(tmp_path: Path) -> None:
-    kernel = JupyterKernel(
-        _silent_client(tmp_path),
-        is_alive=lambda: False,
-        kill=lambda: None,
-        death_cause=lambda: "out of memory",
-    )
-    with pytest.raises(KernelDied, match="out of memory"):
-        kernel.ready(30)
-    kernel.shutdown()
