@@ -14,6 +14,8 @@ The Python API mirrors the CLI (README: "Python API")::
 
 from __future__ import annotations
 
+from .lazy import exports
+
 _HOME = {
     "Busy": ".flows.lock",
     "FlowInvalid": ".flows.contract",
@@ -23,18 +25,6 @@ _HOME = {
     "Refused": ".errors",
     "Unbound": ".flows.runner",
 }
-
-
-def __getattr__(name: str) -> object:
-    """Names load on first use: `import praxis` (and the CLI) stays fast."""
-    import importlib
-
-    if name not in __all__:
-        raise AttributeError(f"module 'praxis' has no attribute {name!r}")
-    module = importlib.import_module(_HOME.get(name, ".api"), __name__)
-    value = getattr(module, name)
-    globals()[name] = value
-    return value
 
 
 __all__ = [
@@ -62,3 +52,5 @@ __all__ = [
     "rerun",
     "status",
 ]
+# Names load on first use: `import praxis` (and the CLI) stays fast.
+__getattr__ = exports(__name__, __all__, _HOME, default=".api")

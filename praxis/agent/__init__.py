@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from praxis.lazy import exports
+
 if TYPE_CHECKING:  # the names as the type checker sees them; at run time, __getattr__ below
     from .approvals import ApprovalQueue as ApprovalQueue
     from .approvals import ApprovalRefused as ApprovalRefused
@@ -38,14 +40,5 @@ _HOME = {
 }
 
 
-def __getattr__(name: str) -> object:
-    import importlib
-
-    if name not in _HOME:
-        raise AttributeError(f"module 'praxis.agent' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_HOME[name], __name__), name)
-    globals()[name] = value
-    return value
-
-
 __all__ = sorted(_HOME)
+__getattr__ = exports(__name__, __all__, _HOME)
