@@ -116,7 +116,6 @@ class DockerSandbox(StandbyKernels, FolderSandbox):
         pids: int = 256,
         tmp_size: str = "256m",
         disk: str | int = DISK,
-        timeout: float | None = None,  # the runner's per-phase timeout; not used here
         labels: dict[str, str] | None = None,
         stream_limit: int = STREAM_LIMIT,
         display_limit: int = DISPLAY_LIMIT,
