@@ -78,7 +78,6 @@ class Toolbox:
         self.max_runs = limit(ctx, "run_python")
         self.runs = 0
         self.written: set[str] = set()  # workspace files written by code or an extract
-        self.wrote_outputs: set[str] = set()  # staged by write_output
         self.handlers: dict[str, Callable[..., tuple[str, str]]] = {
             "run_python": self.run_python,
             "run_prepared": self.run_prepared,
@@ -180,7 +179,6 @@ class Toolbox:
         dest = self.ctx.staging / name
         dest.parent.mkdir(parents=True, exist_ok=True)
         dest.write_text(text, encoding="utf-8")
-        self.wrote_outputs.add(name)
         self.ctx.record.markdown(f"**write_output** `{name}` ({len(text):,} characters)")
         return "ok", f"wrote {name} ({len(text):,} characters)"
 

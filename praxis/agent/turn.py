@@ -27,7 +27,6 @@ class TurnResult:
     answer: str  # the model's last text
     calls: int  # model calls made
     written: set[str]  # workspace files written by code or an extract
-    staged: set[str]  # outputs written with write_output
 
 
 def run_turn(ctx: PhaseContext) -> TurnResult:
@@ -52,7 +51,7 @@ def run_turn(ctx: PhaseContext) -> TurnResult:
             ctx.record.markdown(text, role="assistant", call=calls)
         requests = list(reply.tool_calls)
         if not requests and not reply.invalid_tool_calls:
-            return TurnResult(text, calls, set(tools.written), set(tools.wrote_outputs))
+            return TurnResult(text, calls, set(tools.written))
         for request in requests:
             call_id = request.get("id") or f"call-{uuid.uuid4().hex[:8]}"
             result = tools.call(request["name"], dict(request.get("args") or {}))

@@ -362,7 +362,7 @@ def after_phase(run: Any, phase: Phase, sandbox: Any = None) -> None:
             failures += script_in_kernel(sandbox, run.flow, name, spec["script"])
     if failures:
         more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
-        raise PhaseError(f"{failures[0]}{more}", detail="\n".join(str(f) for f in failures))
+        raise PhaseError(f"{failures[0]}{more}")
 
 
 def check_data(

@@ -1,9 +1,10 @@
-"""What the runner hands a phase executor, and what the executor hands back.
+"""What the runner hands a phase executor.
 
 The runner does steps 1-3 and 5-7 of a phase (DESIGN.md §5); an executor does step 4:
 it runs the phase's code in ``ctx.kernel``. Executors live in ``praxis/phases/`` and are
-chosen by ``Phase.kind``. An executor raises ``PhaseError`` (or lets a sandbox error
-through) to fail the phase; the runner records it.
+chosen by ``Phase.kind``. What an executor leaves is files: in the workspace, or in
+``ctx.staging`` (``write_output``); the runner collects both. An executor raises
+``PhaseError`` (or lets a sandbox error through) to fail the phase; the runner records it.
 """
 
 from __future__ import annotations
@@ -29,10 +30,6 @@ Approver = Callable[[str, str], bool]  # (phase id, code) -> yes/no
 class PhaseError(PraxisError):
     """Raised by an executor when the phase's code failed; the message names what and where."""
 
-    def __init__(self, message: str, *, detail: str = "") -> None:
-        super().__init__(message)
-        self.detail = detail
-
 
 @dataclass
 class PhaseContext:
@@ -57,16 +54,3 @@ class PhaseContext:
     # or no longer does (None). The runner persists it in run.json.
     waiting: Callable[[str | None], None] = lambda what: None
     extra: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def inputs(self) -> dict[str, str]:
-        """Working input names as they appear in the workspace (same as declared)."""
-        return {name: name for name in self.phase.working}
-
-
-@dataclass
-class PhaseOutcome:
-    """What an executor reports beyond the files it left in the workspace or staging."""
-
-    protected: set[str] = field(default_factory=set)  # names written by code (not transcribed)
-    summary: str = ""

@@ -18,7 +18,7 @@ from sandbox import Kernel, Sandbox
 from sandbox.paths import confined
 
 from . import checks, collect, definition, live, snapshot
-from .context import Approver, PhaseContext, PhaseError, PhaseOutcome
+from .context import Approver, PhaseContext, PhaseError
 from .events import (
     FilesCollected,
     InputsUploaded,
@@ -69,7 +69,7 @@ def run_phase(
         handout = Handout(sandbox, dict(run.state.params), state.note, timeout_of(run, phase))
         pre, digests = prepare(run, phase, sandbox, ws, base_state(run, phase))
         kernel = handout.kernel()  # params and note are set in it
-        outcome = execute(run, phase, sandbox, kernel, record, approver, progress, extra)
+        execute(run, phase, sandbox, kernel, record, approver, progress, extra)
         kernel.shutdown()
         sandbox.quiesce()  # nothing of the phase runs while the host reads what it wrote
         t0 = run.clock()
@@ -81,7 +81,7 @@ def run_phase(
         collect.check_outputs(run.paths, phase)
         checks.after_phase(run, phase, sandbox)  # flow.yaml checks: of the declared tables
         snapshot.save_manifest(run.paths.snapshot(phase.id, attempt, "post"), post)
-        finish(run, phase, started, record, outcome, outputs, digests)
+        finish(run, phase, started, record, outputs, digests)
         return True
     except Exception as exc:  # any error of the phase's, of its files or of the sandbox
         cancelled = run.paths.cancel_request.exists()  # the interrupt came from `praxis cancel`
@@ -240,14 +240,13 @@ def try_reuse(run: RunHandle, phase: Phase, sandbox: Sandbox, ws: snapshot.Works
     return True
 
 
-def gather(run: RunHandle, phase: Phase, ws: snapshot.Workspace) -> list[str]:
+def gather(run: RunHandle, phase: Phase, ws: snapshot.Workspace) -> None:
     """Step 2: upload every working input (replacing what the workspace holds)."""
     t0 = run.clock()
     for name in phase.working:
         sha, size = ws.store.add_file(source_of(run, name))
         ws.place(name, sha, size)
     run.emit(InputsUploaded(phase=phase.id, files=list(phase.working), seconds=run.clock() - t0))
-    return list(phase.working)
 
 
 def source_of(run: RunHandle, name: str) -> Path:
@@ -266,7 +265,7 @@ def execute(
     approver: Approver | None,
     progress: Progress,
     extra: dict[str, Any] | None,
-) -> PhaseOutcome:
+) -> None:
     """Step 4: hand the phase to the executor of its kind, in a fresh kernel."""
     from praxis.phases import executor
 
@@ -293,7 +292,7 @@ def execute(
     )
     inject(ctx)
     with _CancelWatch(run.paths.cancel_request, kernel):
-        return executor(phase.kind)(ctx)
+        executor(phase.kind)(ctx)
 
 
 def inject(ctx: PhaseContext) -> None:
@@ -317,7 +316,6 @@ def finish(
     phase: Phase,
     started: float,
     record: Record,
-    outcome: PhaseOutcome,
     hashes: dict[str, str],
     digests: dict[str, str],
 ) -> None:

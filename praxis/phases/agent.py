@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from praxis.agent import run_turn
-from praxis.flows.context import PhaseContext, PhaseOutcome
+from praxis.flows.context import PhaseContext
 
 
-def run(ctx: PhaseContext) -> PhaseOutcome:
-    """Run the phase's model turn; files written by code are protected from transcription."""
-    result = run_turn(ctx)
-    return PhaseOutcome(protected=set(result.written), summary=result.answer)
+def run(ctx: PhaseContext) -> None:
+    """Run the phase's model turn. Its answer is in the record; files that code or an extract
+    wrote are refused to ``write_output`` during the turn, and beat staged ones at collection."""
+    run_turn(ctx)

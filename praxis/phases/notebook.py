@@ -31,7 +31,7 @@ import nbformat
 from nbformat import NotebookNode
 
 from praxis.flows import notebook_check
-from praxis.flows.context import PhaseContext, PhaseError, PhaseOutcome
+from praxis.flows.context import PhaseContext, PhaseError
 from praxis.flows.events import CodeRan
 from praxis.flows.layout import run_paths
 from sandbox import ExecResult, ExecTimeout, SandboxError
@@ -59,7 +59,7 @@ class Step:
         return "injected parameters" if self.injected else f"cell {self.number}"
 
 
-def run(ctx: PhaseContext) -> PhaseOutcome:
+def run(ctx: PhaseContext) -> None:
     assert ctx.phase.script is not None
     nb = read_notebook(ctx)
     values = parameter_values(ctx)
@@ -81,7 +81,6 @@ def run(ctx: PhaseContext) -> PhaseOutcome:
             _keep_rest(ctx, steps[index + 1 :])
             break
     saves.save()  # the last cell's outputs, before the runner collects files
-    return PhaseOutcome(protected=set(ctx.phase.outputs))
 
 
 def read_notebook(ctx: PhaseContext) -> NotebookNode:
@@ -187,10 +186,7 @@ def run_cell(ctx: PhaseContext, step: Step, total: int, saves: Checkpoints) -> b
         return True
     _ended(meta, started, "error")
     mark_failed(ctx, cell, step)
-    raise PhaseError(
-        f"{ctx.phase.script} {step.label}: {error_text(result)}",
-        detail="\n".join(result.traceback),
-    )
+    raise PhaseError(f"{ctx.phase.script} {step.label}: {error_text(result)}")
 
 
 def clean_exit(result: ExecResult) -> bool:

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import re
 
-from praxis.flows.context import PhaseContext, PhaseError, PhaseOutcome
+from praxis.flows.context import PhaseContext, PhaseError
 from praxis.flows.events import CodeRan
 
 from .notebook import clean_exit, error_text
 
 
-def run(ctx: PhaseContext) -> PhaseOutcome:
+def run(ctx: PhaseContext) -> None:
     assert ctx.phase.script is not None
     source = (ctx.flow.root / ctx.phase.script).read_text(encoding="utf-8")
     ctx.progress(f"running {ctx.phase.script}")
@@ -24,11 +24,7 @@ def run(ctx: PhaseContext) -> PhaseOutcome:
     ctx.emit(CodeRan(phase=ctx.phase.id, label="script", status=result.status, seconds=result.wall))
     if not result.ok and not clean_exit(result):
         where = _line_of(result.traceback)
-        raise PhaseError(
-            f"{ctx.phase.script}{where}: {error_text(result)}",
-            detail="\n".join(result.traceback),
-        )
-    return PhaseOutcome(protected=set(ctx.phase.outputs))
+        raise PhaseError(f"{ctx.phase.script}{where}: {error_text(result)}")
 
 
 def _line_of(traceback: list[str]) -> str:

@@ -6,7 +6,7 @@ import sqlite3
 import threading
 from pathlib import Path
 
-from praxis.agent import ApprovalQueue
+from praxis.agent import ApprovalQueue, run_turn
 from praxis.phases import agent
 
 from .conftest import Make, call, reply
@@ -40,7 +40,7 @@ def test_an_approver_that_says_yes_lets_code_run(make: Make) -> None:
         return True
 
     h = make([reply(call("run_python", code=WRITE_EVIL)), reply(text="ok")], approver=yes)
-    outcome = agent.run(h.ctx)
+    result = run_turn(h.ctx)
     assert (h.workspace / "evil.txt").read_text() == "ran"
     assert asked == [("report", WRITE_EVIL)]
     assert h.waits == ["approval", None]
@@ -49,7 +49,7 @@ def test_an_approver_that_says_yes_lets_code_run(make: Make) -> None:
         "approval_answered",
     ]
     assert h.of("approval_answered")[0].approved is True
-    assert outcome.protected == {"evil.txt"}
+    assert result.written == {"evil.txt"}
 
 
 def test_an_approver_that_says_no_is_reported_to_the_model(make: Make) -> None:
@@ -152,12 +152,12 @@ def test_extract_prepared_writes_csv_and_protects_it(make: Make, flow_root: Path
         queries=("queries/top.sql",),
         outputs=("top.csv",),
     )
-    outcome = agent.run(h.ctx)
+    result = run_turn(h.ctx)
     assert (h.workspace / "top.csv").read_text() == "name,units\npad,7\npen,3\nink,1\n"
     first, second = [m.content for m in h.ctx.extra["model"].received[-1] if m.type == "tool"]
     assert first.startswith("wrote top.csv: 3 rows, columns name, units")
     assert second.startswith("refused: top.csv was written by code or an extract")
-    assert outcome.protected == {"top.csv"}
+    assert result.written == {"top.csv"}
     assert h.of("tool_called")[0].files == ["top.csv"]
 
 

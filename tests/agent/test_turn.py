@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import AIMessage
 
+from praxis.agent import run_turn
 from praxis.flows.context import PhaseError
 from praxis.phases import agent
 
@@ -31,13 +32,13 @@ def test_prepared_script_and_write_output_complete(make: Make, flow_root: Path) 
         scripts=("scripts/totals.py",),
         outputs=("totals.csv", "summary.md"),
     )
-    outcome = agent.run(h.ctx)
+    result = run_turn(h.ctx)
 
     assert (h.workspace / "totals.csv").read_text() == "a\n1\n2\n"
     assert (h.ctx.staging / "summary.md").read_text() == "# Summary\nTwo rows.\n"
     assert not (h.workspace / "summary.md").exists()
-    assert outcome.protected == {"totals.csv"}
-    assert outcome.summary == "All outputs written."
+    assert result.written == {"totals.csv"}
+    assert result.answer == "All outputs written." and result.calls == 3
     assert [e.call for e in h.of("model_called")] == [1, 2, 3]
     assert [(e.tool, e.status) for e in h.of("tool_called")] == [
         ("run_prepared", "ok"),
