@@ -26,6 +26,7 @@ from .flows.status import Status, status_of
 
 if TYPE_CHECKING:
     import pandas
+    from langchain_core.language_models import BaseChatModel
 
 FlowRef = Flow | str | os.PathLike[str]
 SandboxChoice = runner.SandboxFactory | Mapping[str, Any] | None
@@ -66,14 +67,15 @@ def advance(
     approver: Approver | None = None,
     on_event: Callable[[Event], None] | None = None,
     progress: Callable[[str], None] = lambda message: None,
-    extra: dict[str, Any] | None = None,
+    model: BaseChatModel | None = None,
 ) -> RunState:
     """Run phases until a Gate, a failure, the end, or a cancel; returns the state reached.
 
     ``sandbox``: None uses the flow's own ``sandbox:`` section (auto = Docker if a daemon
     answers, else local; ``PRAXIS_SANDBOX`` overrides auto); a mapping such as
     ``{"backend": "local"}`` is laid over that section; a callable ``(flow, run) -> Sandbox``
-    builds the sandbox itself.
+    builds the sandbox itself. ``model``: the chat model of the run's agent phases (a
+    langchain-core chat model), instead of the one flow.yaml's ``model`` names.
     """
     return runner.advance(
         _ref(flow),
@@ -82,7 +84,7 @@ def advance(
         approver=approver,
         on_event=on_event,
         progress=progress,
-        extra=extra,
+        model=model,
     )
 
 

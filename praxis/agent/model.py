@@ -12,7 +12,8 @@ environment wins), in one of two forms:
 ``provider:model`` is taken only for a known provider (``PROVIDERS``); any other prefix is a
 module to import, and the error for one that does not import shows both forms.
 
-A test or an embedding program passes a model object directly as ``ctx.extra["model"]``.
+A test or an embedding program passes a model object directly: ``advance(model=...)``,
+which the phase sees as ``ctx.model``.
 """
 
 from __future__ import annotations
@@ -59,10 +60,9 @@ class ModelUnavailable(PhaseError):
 
 
 def model_for(ctx: PhaseContext, env: Mapping[str, str] | None = None) -> Any:
-    """The chat model of this phase: ``ctx.extra["model"]`` if set, else the resolved spec."""
-    given = ctx.extra.get("model")
-    if given is not None:
-        return given
+    """The chat model of this phase: ``ctx.model`` if set, else the resolved spec."""
+    if ctx.model is not None:
+        return ctx.model
     return resolve_model(ctx.flow.model, env=env)
 
 

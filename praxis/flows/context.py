@@ -20,7 +20,9 @@ from ..errors import PraxisError
 from .events import Event
 from .model import Flow, Phase
 
-if TYPE_CHECKING:  # a Record needs nbformat: imported only where phases run
+if TYPE_CHECKING:  # a Record needs nbformat, a chat model langchain: loaded where phases run
+    from langchain_core.language_models import BaseChatModel
+
     from .record import Record
 
 # An approver answers "may this code run?"; None means nobody can be asked (the answer is no).
@@ -53,4 +55,5 @@ class PhaseContext:
     # Tell the runner the phase now waits on something a restart would lose ("approval"),
     # or no longer does (None). The runner persists it in run.json.
     waiting: Callable[[str | None], None] = lambda what: None
-    extra: dict[str, Any] = field(default_factory=dict)
+    # The chat model of an agent phase; None: the one flow.yaml's model (or PRAXIS_MODEL) names.
+    model: BaseChatModel | None = None

@@ -12,7 +12,7 @@ import shutil
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sandbox import Kernel, Sandbox
 from sandbox.paths import confined
@@ -35,6 +35,9 @@ from .model import Phase
 from .record import Record
 from .state import STOPPED
 
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+
 Progress = Callable[[str], None]
 log = logging.getLogger("praxis")
 MAX_ERROR = 4000  # characters of an error message kept in run.json, events and the record
@@ -47,7 +50,7 @@ def run_phase(
     *,
     approver: Approver | None = None,
     progress: Progress = lambda message: None,
-    extra: dict[str, Any] | None = None,
+    model: BaseChatModel | None = None,
     workspace: snapshot.Workspace | None = None,
     reuse: bool = True,
 ) -> bool:
@@ -69,7 +72,7 @@ def run_phase(
         handout = Handout(sandbox, dict(run.state.params), state.note, timeout_of(run, phase))
         pre, digests = prepare(run, phase, sandbox, ws, base_state(run, phase))
         kernel = handout.kernel()  # params and note are set in it
-        execute(run, phase, sandbox, kernel, record, approver, progress, extra)
+        execute(run, phase, sandbox, kernel, record, approver, progress, model)
         kernel.shutdown()
         sandbox.quiesce()  # nothing of the phase runs while the host reads what it wrote
         t0 = run.clock()
@@ -264,7 +267,7 @@ def execute(
     record: Record,
     approver: Approver | None,
     progress: Progress,
-    extra: dict[str, Any] | None,
+    model: BaseChatModel | None,
 ) -> None:
     """Step 4: hand the phase to the executor of its kind, in a fresh kernel."""
     from praxis.phases import executor
@@ -288,7 +291,7 @@ def execute(
         progress=progress,
         live=live.writer(run.root, phase.id, progress),
         waiting=lambda what: _set_waiting(run, phase, what),
-        extra=dict(extra or {}),
+        model=model,
     )
     inject(ctx)
     with _CancelWatch(run.paths.cancel_request, kernel):

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sandbox import Sandbox, open_sandbox
 
@@ -47,6 +47,9 @@ from .lock import Busy, FlowLock
 from .model import Flow
 from .params import resolve as resolve_params
 from .state import IllegalTransition, RunState
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
 
 SandboxFactory = Callable[[Flow, RunHandle], Sandbox]
 
@@ -174,7 +177,7 @@ def advance(
 ) -> RunState:
     """Run phases until a Gate, a failure, the end, or a cancel. Returns the state reached.
 
-    Options: ``sandbox`` (a factory), ``approver``, ``progress``, ``on_event``, ``extra``,
+    Options: ``sandbox`` (a factory), ``approver``, ``progress``, ``on_event``, ``model``,
     ``reuse`` (False: run stale phases even when nothing they depend on changed).
     """
     flow = load_flow(flow_ref)
@@ -191,7 +194,7 @@ def _advance(
     progress: Callable[[str], None] = lambda message: None,
     on_event: Callable[[Event], None] | None = None,
     clock: Clock = time.time,
-    extra: dict[str, Any] | None = None,
+    model: BaseChatModel | None = None,
     reuse: bool = True,
     opening: Opening | None = None,
 ) -> RunState:
@@ -220,7 +223,7 @@ def _advance(
         try:
             _note_sandbox(run, box)
             ws = snapshot.Workspace(box, snapshot.Store(run.paths.objects), known=_known(run))
-            _loop(run, box, ws, approver, progress, extra, reuse)
+            _loop(run, box, ws, approver, progress, model, reuse)
         finally:
             box.close()
     except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP: a cancel, recorded before it leaves
@@ -273,7 +276,7 @@ def _loop(
     ws: snapshot.Workspace,
     approver: Approver | None,
     progress: Callable[[str], None],
-    extra: dict[str, Any] | None,
+    model: BaseChatModel | None,
     reuse: bool,
 ) -> None:
     from .phase import run_phase  # the executors' imports (nbformat, ...) only when phases run
@@ -293,7 +296,7 @@ def _loop(
             box,
             approver=approver,
             progress=progress,
-            extra=extra,
+            model=model,
             workspace=ws,
             reuse=reuse,
         )

@@ -46,7 +46,7 @@ class Harness:
         return [e for e in self.events if e.kind == kind]
 
     def tool_results(self) -> list[str]:
-        model = self.ctx.extra["model"]
+        model = self.ctx.model
         last = model.received[-1]
         return [m.content for m in last if m.type == "tool"]
 
@@ -119,7 +119,7 @@ def make(tmp_path: Path, flow_root: Path, local_sandbox: Sandbox) -> Iterator[Ma
             note=note,
             approver=approver,
             waiting=h.waits.append,
-            extra={"model": ScriptedChatModel(replies=replies)},
+            model=ScriptedChatModel(replies=replies),
         )
         return h
 

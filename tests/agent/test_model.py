@@ -1,4 +1,4 @@
-"""Resolving the chat model from flow.yaml, PRAXIS_MODEL, or ctx.extra."""
+"""Resolving the chat model from flow.yaml or PRAXIS_MODEL (a model passed in is ctx.model)."""
 
 from __future__ import annotations
 

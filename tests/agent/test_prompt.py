@@ -15,7 +15,7 @@ from .conftest import Make, reply
 
 
 def seen(h: object) -> str:
-    model = h.ctx.extra["model"]  # type: ignore[attr-defined]
+    model = h.ctx.model  # type: ignore[attr-defined]
     return "\n".join(str(m.content) for m in model.received[0])
 
 

@@ -205,7 +205,7 @@ def test_agent_records_hold_model_messages_and_code_outputs(tmp_path: Path) -> N
     )
     run = runner.begin(root)
     state = runner.advance(
-        root, run.id, sandbox=local, approver=lambda phase, code: True, extra={"model": model}
+        root, run.id, sandbox=local, approver=lambda phase, code: True, model=model
     )
     assert state.status == "done", state.error
     nb = read(run.paths.record("count"))
