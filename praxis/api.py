@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import UsageError
 from .flows import contract, runner
-from .flows.context import Approver
+from .flows.context import Approver, OnMessage
 from .flows.contract import Report
 from .flows.events import Event
 from .flows.handle import RunHandle
@@ -66,7 +66,7 @@ def advance(
     sandbox: SandboxChoice = None,
     approver: Approver | None = None,
     on_event: Callable[[Event], None] | None = None,
-    progress: Callable[[str], None] = lambda message: None,
+    on_message: OnMessage = lambda message: None,
     model: BaseChatModel | None = None,
 ) -> RunState:
     """Run phases until a Gate, a failure, the end, or a cancel; returns the state reached.
@@ -74,7 +74,9 @@ def advance(
     ``sandbox``: None uses the flow's own ``sandbox:`` section (auto = Docker if a daemon
     answers, else local; ``PRAXIS_SANDBOX`` overrides auto); a mapping such as
     ``{"backend": "local"}`` is laid over that section; a callable ``(flow, run) -> Sandbox``
-    builds the sandbox itself. ``model``: the chat model of the run's agent phases (a
+    builds the sandbox itself. ``on_event`` is called with each ``Event`` as it is recorded;
+    ``on_message`` with short texts for a person (status lines, and what phases print as
+    ``praxis.flows.live.Output`` pieces). ``model``: the chat model of the run's agent phases (a
     langchain-core chat model), instead of the one flow.yaml's ``model`` names.
     """
     return runner.advance(
@@ -83,7 +85,7 @@ def advance(
         sandbox=_factory(sandbox),
         approver=approver,
         on_event=on_event,
-        progress=progress,
+        on_message=on_message,
         model=model,
     )
 

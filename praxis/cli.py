@@ -177,7 +177,7 @@ def _advance(
     with Progress(len(ids), ids, quiet=quiet) as progress, cancel_on_signals():
         options: dict[str, Any] = {
             "on_event": progress,
-            "progress": progress.message,
+            "on_message": progress.message,
             "approver": _approver(),
             "reuse": reuse,
         }

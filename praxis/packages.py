@@ -108,14 +108,14 @@ def _stderr(line: str) -> None:
 
 
 def sandbox_config(
-    flow: Flow, config: dict[str, Any], progress: Callable[[str], None] = _stderr
+    flow: Flow, config: dict[str, Any], on_message: Callable[[str], None] = _stderr
 ) -> dict[str, Any]:
     """``config`` for ``open_sandbox``: ``packages`` replaced by the image that holds them.
 
     On the docker backend (or auto with a daemon) the flow's package layer is built when
-    missing, with progress lines; a package pip cannot fetch raises PackagesUnavailable
-    naming it, before any phase runs. Other backends run the host's Python: the list is
-    dropped (the local backend cannot install into the host).
+    missing, its progress lines handed to ``on_message``; a package pip cannot fetch raises
+    PackagesUnavailable naming it, before any phase runs. Other backends run the host's
+    Python: the list is dropped (the local backend cannot install into the host).
     """
     out = {k: v for k, v in config.items() if k != "packages"}
     wanted = requirements_of(flow)
@@ -129,6 +129,6 @@ def sandbox_config(
     from sandbox.image.layer import ensure_layer, layer_exists
 
     if not layer_exists(wanted):
-        progress(f"building the sandbox image for {flow.name}'s packages: {', '.join(wanted)}")
-    out["image"] = ensure_layer(wanted, progress=progress)
+        on_message(f"building the sandbox image for {flow.name}'s packages: {', '.join(wanted)}")
+    out["image"] = ensure_layer(wanted, progress=on_message)
     return out

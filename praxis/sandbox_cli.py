@@ -25,11 +25,11 @@ def _build(flow_ref: str | None) -> int:
     """The sandbox image; with a FLOW, also the image with the flow's packages (its tag)."""
     from sandbox.image.build import ensure_image
 
-    def progress(line: str) -> None:
+    def to_stderr(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
     if flow_ref is None:
-        print(ensure_image(progress=progress))
+        print(ensure_image(progress=to_stderr))
         return 0
     from sandbox.image.layer import ensure_layer
 
@@ -40,7 +40,7 @@ def _build(flow_ref: str | None) -> int:
     wanted = requirements_of(flow)
     if not wanted:
         print(f"{flow.name} names no packages; it runs on the sandbox image", file=sys.stderr)
-    print(ensure_layer(wanted, progress=progress))
+    print(ensure_layer(wanted, progress=to_stderr))
     return 0
 
 

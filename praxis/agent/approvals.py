@@ -165,7 +165,7 @@ def ask(ctx: PhaseContext, tool: str, code: str) -> tuple[bool, str]:
         )
         return False, NOBODY
     ctx.emit(ApprovalAsked(phase=phase, tool=tool, code=code, sha256=digest))
-    ctx.progress(f"{phase}: waiting for approval of {tool} code")
+    ctx.on_message(f"{phase}: waiting for approval of {tool} code")
     ctx.waiting("approval")
     try:
         approved = bool(ctx.approver(phase, code))

@@ -27,6 +27,9 @@ if TYPE_CHECKING:  # a Record needs nbformat, a chat model langchain: loaded whe
 
 # An approver answers "may this code run?"; None means nobody can be asked (the answer is no).
 Approver = Callable[[str, str], bool]  # (phase id, code) -> yes/no
+# Takes one short text for a person watching: a status line, or a piece of what a phase prints
+# (a ``live.Output``). Not an ``Event``: those go to ``on_event`` listeners and events.jsonl.
+OnMessage = Callable[[str], None]
 
 
 class PhaseError(PraxisError):
@@ -49,7 +52,7 @@ class PhaseContext:
     note: str | None = None  # the reviewer's note when a Gate reopened this phase
     params: dict[str, Any] = field(default_factory=dict)  # the run's parameters
     approver: Approver | None = None
-    progress: Callable[[str], None] = lambda message: None
+    on_message: OnMessage = lambda message: None
     # (stream, text) as the phase's code prints it: the runner writes runs/<run>/live/<phase>.log
     live: Callable[[str, str], None] = lambda stream, text: None
     # Tell the runner the phase now waits on something a restart would lose ("approval"),

@@ -3,7 +3,7 @@
 The file is plain UTF-8 text, appended as stdout/stderr arrive (both streams, in order), and
 started afresh by each attempt. It stops growing at ``LIMIT`` bytes with one marker line:
 the record keeps the phase's output; this file is for watching it run (`praxis log
---follow`, the reviewer's page). Each piece is also handed to the run's ``progress``
+--follow`, the reviewer's page). Each piece is also handed to the run's ``on_message``
 callable as an ``Output``, a ``str`` that says which stream it came from.
 """
 
@@ -27,7 +27,7 @@ FLAGS = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0) | 
 
 
 class Output(str):
-    """A piece of a phase's printed output, handed to ``progress``; ``stream`` is its name."""
+    """A piece of a phase's printed output, handed to ``on_message``; ``stream`` is its name."""
 
     stream: str = "stdout"
 

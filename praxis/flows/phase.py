@@ -18,7 +18,7 @@ from sandbox import Kernel, Sandbox
 from sandbox.paths import confined
 
 from . import checks, collect, definition, live, snapshot
-from .context import Approver, PhaseContext, PhaseError
+from .context import Approver, OnMessage, PhaseContext, PhaseError
 from .events import (
     FilesCollected,
     InputsUploaded,
@@ -38,7 +38,6 @@ from .state import STOPPED
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
-Progress = Callable[[str], None]
 log = logging.getLogger("praxis")
 MAX_ERROR = 4000  # characters of an error message kept in run.json, events and the record
 
@@ -49,7 +48,7 @@ def run_phase(
     sandbox: Sandbox,
     *,
     approver: Approver | None = None,
-    progress: Progress = lambda message: None,
+    on_message: OnMessage = lambda message: None,
     model: BaseChatModel | None = None,
     workspace: snapshot.Workspace | None = None,
     reuse: bool = True,
@@ -72,7 +71,7 @@ def run_phase(
         handout = Handout(sandbox, dict(run.state.params), state.note, timeout_of(run, phase))
         pre, digests = prepare(run, phase, sandbox, ws, base_state(run, phase))
         kernel = handout.kernel()  # params and note are set in it
-        execute(run, phase, sandbox, kernel, record, approver, progress, model)
+        execute(run, phase, sandbox, kernel, record, approver, on_message, model)
         kernel.shutdown()
         sandbox.quiesce()  # nothing of the phase runs while the host reads what it wrote
         t0 = run.clock()
@@ -266,7 +265,7 @@ def execute(
     kernel: Kernel,
     record: Record,
     approver: Approver | None,
-    progress: Progress,
+    on_message: OnMessage,
     model: BaseChatModel | None,
 ) -> None:
     """Step 4: hand the phase to the executor of its kind, in a fresh kernel."""
@@ -288,8 +287,8 @@ def execute(
         note=run.state.phase(phase.id).note,
         params=dict(run.state.params),
         approver=approver,
-        progress=progress,
-        live=live.writer(run.root, phase.id, progress),
+        on_message=on_message,
+        live=live.writer(run.root, phase.id, on_message),
         waiting=lambda what: _set_waiting(run, phase, what),
         model=model,
     )

@@ -20,7 +20,7 @@ from sandbox import Sandbox, open_sandbox
 from ..errors import EXIT, Refused
 from . import checks, collect, contract, decisions, definition, reconcile, snapshot
 from .atomic import write_atomic
-from .context import Approver
+from .context import Approver, OnMessage
 from .decisions import DecisionRefused, ManagedMode, OutputAccepted
 from .events import (
     Event,
@@ -177,7 +177,8 @@ def advance(
 ) -> RunState:
     """Run phases until a Gate, a failure, the end, or a cancel. Returns the state reached.
 
-    Options: ``sandbox`` (a factory), ``approver``, ``progress``, ``on_event``, ``model``,
+    Options: ``sandbox`` (a factory), ``approver``, ``on_message`` (texts for a person),
+    ``on_event`` (each ``Event`` as it is recorded), ``model``,
     ``reuse`` (False: run stale phases even when nothing they depend on changed).
     """
     flow = load_flow(flow_ref)
@@ -191,7 +192,7 @@ def _advance(
     *,
     sandbox: SandboxFactory = default_sandbox,
     approver: Approver | None = None,
-    progress: Callable[[str], None] = lambda message: None,
+    on_message: OnMessage = lambda message: None,
     on_event: Callable[[Event], None] | None = None,
     clock: Clock = time.time,
     model: BaseChatModel | None = None,
@@ -223,7 +224,7 @@ def _advance(
         try:
             _note_sandbox(run, box)
             ws = snapshot.Workspace(box, snapshot.Store(run.paths.objects), known=_known(run))
-            _loop(run, box, ws, approver, progress, model, reuse)
+            _loop(run, box, ws, approver, on_message, model, reuse)
         finally:
             box.close()
     except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP: a cancel, recorded before it leaves
@@ -275,7 +276,7 @@ def _loop(
     box: Sandbox,
     ws: snapshot.Workspace,
     approver: Approver | None,
-    progress: Callable[[str], None],
+    on_message: OnMessage,
     model: BaseChatModel | None,
     reuse: bool,
 ) -> None:
@@ -295,7 +296,7 @@ def _loop(
             phase,
             box,
             approver=approver,
-            progress=progress,
+            on_message=on_message,
             model=model,
             workspace=ws,
             reuse=reuse,

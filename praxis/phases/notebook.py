@@ -161,7 +161,7 @@ def run_cell(ctx: PhaseContext, step: Step, total: int, saves: Checkpoints) -> b
     meta = cell.metadata["praxis"]  # the node stored (a NotebookNode copies what it is given)
     meta.update(status="running", started_at=_now())
     if step.number is not None:
-        ctx.progress(f"{ctx.phase.script}: cell {step.number} of {total}")
+        ctx.on_message(f"{ctx.phase.script}: cell {step.number} of {total}")
     started = time.time()
     try:
         with saves.around():

@@ -17,7 +17,7 @@ from .notebook import clean_exit, error_text
 def run(ctx: PhaseContext) -> None:
     assert ctx.phase.script is not None
     source = (ctx.flow.root / ctx.phase.script).read_text(encoding="utf-8")
-    ctx.progress(f"running {ctx.phase.script}")
+    ctx.on_message(f"running {ctx.phase.script}")
     cell = ctx.record.code(source, source_file=ctx.phase.script)  # recorded even if it hangs
     result = ctx.kernel.execute(source, timeout=ctx.timeout, on_output=ctx.live)
     ctx.record.outputs(cell, result)
