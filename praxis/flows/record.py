@@ -21,6 +21,7 @@ from typing import Any
 
 import nbformat
 from nbformat import NotebookNode, v4
+from nbformat.corpus.words import generate_corpus_id as random_cell_id
 
 from sandbox import ExecResult
 
@@ -34,7 +35,12 @@ MAX_RECORD = 32 << 20  # bytes of one record notebook
 
 class Record:
     def __init__(self, metadata: dict[str, Any] | None = None) -> None:
-        self.nb: NotebookNode = v4.new_notebook()
+        self.nb = NotebookNode(
+            nbformat=v4.nbformat,
+            nbformat_minor=v4.nbformat_minor,
+            metadata=NotebookNode(),
+            cells=[],
+        )
         self.nb.metadata["kernelspec"] = {
             "name": "python3",
             "display_name": "Python 3",
@@ -54,7 +60,7 @@ class Record:
 
     def markdown(self, text: str, *, tags: list[str] | None = None, **meta: Any) -> NotebookNode:
         """Append a markdown cell (a model message, a note); ``meta`` goes to metadata.praxis."""
-        cell: NotebookNode = v4.new_markdown_cell(text)
+        cell = _cell("markdown", text)
         _label(cell, tags, meta)
         self.nb.cells.append(cell)
         return cell
@@ -72,7 +78,7 @@ class Record:
         Without one the cell is shown as not run; ``outputs`` can fill it in later (an
         executor appends the cell before running it, so a timeout still shows what ran).
         """
-        cell: NotebookNode = v4.new_code_cell(source)
+        cell = _cell("code", source, execution_count=None, outputs=[])
         _label(cell, tags, meta)
         self.nb.cells.append(cell)
         if result is not None:
@@ -128,7 +134,7 @@ class Record:
             self._shrink(len(text))
             text = json.dumps(self.nb, ensure_ascii=False, indent=indent) + "\n"
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, text.encode("utf-8"))
+        write_atomic(path, text.encode("utf-8"), durable=False)
 
     def _shrink(self, size: int) -> None:
         cells = [c for c in self.nb.cells if c.cell_type == "code" and c.get("outputs")]
@@ -138,7 +144,7 @@ class Record:
                 return
             size -= len(json.dumps(cell.outputs, ensure_ascii=False))
             note = f"[outputs dropped: the record of a phase keeps at most {MAX_RECORD} bytes]\n"
-            cell.outputs = [nbformat.v4.new_output("stream", name="stderr", text=note)]
+            cell.outputs = [_new_output("stream", name="stderr", text=note)]
 
     def _stamp(self) -> None:
         """Readable times next to the epoch seconds the runner sets."""
@@ -164,7 +170,15 @@ def _iso(epoch: float) -> str:
 
 
 def _fresh_id() -> str:
-    return v4.new_raw_cell().id  # type: ignore[no-any-return]
+    return str(random_cell_id())
+
+
+def _cell(cell_type: str, source: str, **fields: Any) -> NotebookNode:
+    """A new cell as nbformat's builders make it, without their validation of each node
+    (tens of ms a phase): the record is validated once, as a whole, when it is saved."""
+    return NotebookNode(
+        id=_fresh_id(), cell_type=cell_type, metadata=NotebookNode(), source=source, **fields
+    )
 
 
 def _text(value: Any) -> str:
@@ -185,8 +199,9 @@ def _bundle(data: Any) -> dict[str, Any]:
 
 
 def _new_output(output_type: str, **fields: Any) -> NotebookNode:
-    out: NotebookNode = v4.new_output(output_type, **fields)
-    return out
+    """An output node (validated with the record when it is saved)."""
+    node: NotebookNode = nbformat.from_dict({"output_type": output_type, **fields})
+    return node
 
 
 def _output(raw: dict[str, Any], count: int) -> NotebookNode:
