@@ -83,7 +83,7 @@ def save_manifest(path: Path, manifest: Manifest, **extra: Any) -> None:
         "folders": sorted(n[:-1] for n in manifest if is_folder(n)),
     }
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, json.dumps(data, indent=1).encode() + b"\n")
+    write_atomic(path, json.dumps(data, indent=1).encode() + b"\n", durable=False)
 
 
 def load_manifest(path: Path) -> Manifest | None:
