@@ -50,7 +50,7 @@ def main(rows: int) -> None:
         runner.advance(
             flow,
             run.id,
-            sandbox=lambda f, r: open_sandbox(
+            make_sandbox=lambda f, r: open_sandbox(
                 {"backend": "local"}, workspace=r.paths.workspace, name=r.id
             ),
         )

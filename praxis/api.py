@@ -82,7 +82,7 @@ def advance(
     return runner.advance(
         _ref(flow),
         run,
-        sandbox=_factory(sandbox),
+        make_sandbox=_factory(sandbox),
         approver=approver,
         on_event=on_event,
         on_message=on_message,

@@ -109,8 +109,8 @@ def run(
         _person_only(actor, "put a run in managed mode")
     with FlowLock(lock_path(flow.root)):
         handle = _begin(flow, params, clock)
-        factory = options.pop("sandbox", default_sandbox)
-        opening = Opening(factory(flow, handle))  # the container starts while we go on
+        make_sandbox = options.pop("make_sandbox", default_sandbox)
+        opening = Opening(make_sandbox(flow, handle))  # the container starts while we go on
         try:
             if managed:
                 _set_managed(handle, True, "person")
@@ -177,8 +177,8 @@ def advance(
 ) -> RunState:
     """Run phases until a Gate, a failure, the end, or a cancel. Returns the state reached.
 
-    Options: ``sandbox`` (a factory), ``approver``, ``on_message`` (texts for a person),
-    ``on_event`` (each ``Event`` as it is recorded), ``model``,
+    Options: ``make_sandbox`` (``(flow, run) -> Sandbox``), ``approver``, ``on_message``
+    (texts for a person), ``on_event`` (each ``Event`` as it is recorded), ``model``,
     ``reuse`` (False: run stale phases even when nothing they depend on changed).
     """
     flow = load_flow(flow_ref)
@@ -190,7 +190,7 @@ def _advance(
     flow: Flow,
     run_id: str | None,
     *,
-    sandbox: SandboxFactory = default_sandbox,
+    make_sandbox: SandboxFactory = default_sandbox,
     approver: Approver | None = None,
     on_message: OnMessage = lambda message: None,
     on_event: Callable[[Event], None] | None = None,
@@ -209,7 +209,7 @@ def _advance(
             if opening is not None:
                 opening.abandon()
             return run.state
-        opening = opening or Opening(sandbox(flow, run))
+        opening = opening or Opening(make_sandbox(flow, run))
         check_definition(run)
         blocked = reconcile.refuse_changed(run)
         if blocked:

@@ -36,8 +36,8 @@ class Job:
 
 
 class Advancer:
-    def __init__(self, sandbox: SandboxFactory = runner.default_sandbox) -> None:
-        self.sandbox = sandbox
+    def __init__(self, make_sandbox: SandboxFactory = runner.default_sandbox) -> None:
+        self.make_sandbox = make_sandbox
         self._jobs: dict[Key, Job] = {}
         self._lock = threading.Lock()
         self._closed = False
@@ -74,7 +74,7 @@ class Advancer:
 
     def _advance(self, job: Job) -> None:
         try:
-            runner.advance(job.flow, job.run_id, sandbox=self.sandbox, approver=job.queue)
+            runner.advance(job.flow, job.run_id, make_sandbox=self.make_sandbox, approver=job.queue)
         except Exception as exc:  # shown on the run page; the run's own record has the rest
             job.error = f"{type(exc).__name__}: {exc}"
         finally:

@@ -98,7 +98,7 @@ def test_a_failed_check_fails_the_phase_naming_it(tmp_path) -> None:
     files = dict(FILES, **{"data/orders.csv": "id,amount\n1,10\n1,20\n2,5\n2,6\n2,7\n"})
     flow = write_flow(tmp_path / "f", TWO_GATES % {"backend": "fake"}, files)
     run = runner.begin(flow)
-    state = runner.advance(flow, run.id, sandbox=Fakes())
+    state = runner.advance(flow, run.id, make_sandbox=Fakes())
     assert state.status == "failed" and state.phase("pick").status == "failed"
     error = state.phase("pick").error or ""
     assert error == (
@@ -122,7 +122,7 @@ def test_a_script_check_runs_after_the_phase_and_at_the_gate(tmp_path) -> None:
         tmp_path / "s", yaml_text % {"backend": "fake"}, dict(FILES, **{"checks/total.py": script})
     )
     run = runner.begin(flow)
-    state = runner.advance(flow, run.id, sandbox=Fakes())
+    state = runner.advance(flow, run.id, make_sandbox=Fakes())
     assert state.waiting == "gate"  # 60 kept: passed in the sandbox's kernel
     picks = run.paths.out("picks.csv")
     picks.write_bytes(picks.read_bytes().replace(b",keep", b",drop"))

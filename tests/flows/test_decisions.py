@@ -20,7 +20,7 @@ from .helpers import Fakes, write_flow
 def at_first_gate(tmp_path):  # type: ignore[no-untyped-def]
     flow = two_gates(tmp_path)
     run = runner.begin(flow)
-    state = runner.advance(flow, run.id, sandbox=Fakes())
+    state = runner.advance(flow, run.id, make_sandbox=Fakes())
     assert (state.waiting, state.gate) == ("gate", "pick")
     return flow, run, state
 
@@ -108,7 +108,7 @@ def test_who_may_decide(tmp_path, monkeypatch) -> None:
         runner.reject(flow, "pick", "again", run.id, gate="pick", actor="agent")
     picks.write_bytes(good)
     runner.approve(flow, run.id, gate="pick", actor="agent")
-    runner.advance(flow, run.id, sandbox=Fakes())
+    runner.advance(flow, run.id, make_sandbox=Fakes())
     with pytest.raises(runner.Refused, match="not delegatable: a person decides it"):
         runner.approve(flow, run.id, gate="total", actor="agent")
     with pytest.raises(runner.Refused, match="not delegatable"):
@@ -173,6 +173,6 @@ def test_approving_a_gate_after_the_last_phase_ends_the_run(tmp_path) -> None:
         {"s.py": "open('a.txt', 'w').write('x')\n"},
     )
     run = runner.begin(flow)
-    state = runner.advance(flow, run.id, sandbox=Fakes())
+    state = runner.advance(flow, run.id, make_sandbox=Fakes())
     runner.approve(flow, run.id, gate="only", expect_revision=state.revision)
-    assert runner.advance(flow, run.id, sandbox=Fakes()).status == "done"
+    assert runner.advance(flow, run.id, make_sandbox=Fakes()).status == "done"

@@ -32,7 +32,7 @@ def test_script_error_names_the_script_and_the_exception(tmp_path) -> None:
         {"s.py": "x = 1\nraise ValueError('bad input')\n"},
     )
     run = runner.begin(flow)
-    state = runner.advance(flow, run.id, sandbox=Fakes())
+    state = runner.advance(flow, run.id, make_sandbox=Fakes())
     assert state.status == "failed"
     assert state.phase("a").error.startswith("s.py")
     assert "ValueError: bad input" in state.phase("a").error
@@ -52,19 +52,19 @@ def test_kernel_death_fails_the_phase(tmp_path) -> None:
         {"s.py": "pass"},
     )
     run = runner.begin(flow)
-    state = runner.advance(flow, run.id, sandbox=Fakes(handler=die))
+    state = runner.advance(flow, run.id, make_sandbox=Fakes(handler=die))
     assert state.phase("a").error == "KernelDied: kernel died: out of memory"
 
 
 def test_a_rerun_whose_output_is_unchanged_reuses_the_later_phases(tmp_path) -> None:
     flow = three_phase_flow(tmp_path)
     run = runner.begin(flow)
-    state = runner.advance(flow, run.id, sandbox=Fakes())
+    state = runner.advance(flow, run.id, make_sandbox=Fakes())
     runner.approve(flow, run.id, expect_revision=state.revision)
-    runner.advance(flow, run.id, sandbox=Fakes())
+    runner.advance(flow, run.id, make_sandbox=Fakes())
     runner.rerun(flow, "load", run.id)
     fakes = Fakes()
-    state = runner.advance(flow, run.id, sandbox=fakes)
+    state = runner.advance(flow, run.id, make_sandbox=fakes)
     assert state.waiting == "gate"  # review was reused; its Gate still asks the reviewer
     assert [p.attempt for p in state.phases] == [2, 1, 1]
     assert state.phase("review").reused and state.phase("review").status == "done"

@@ -90,7 +90,7 @@ def test_example_flow_runs_and_its_notebook_sees_the_injected_values(tmp_path: P
         REPO / "flows" / "notebook-example", root, ignore=shutil.ignore_patterns("runs", "run.lock")
     )
     run = runner.begin(root)
-    state = runner.advance(root, run.id, sandbox=local)
+    state = runner.advance(root, run.id, make_sandbox=local)
     assert state.status == "done", state.error
     assert [p.status for p in state.phases] == ["done", "done", "done"]
 
@@ -128,7 +128,7 @@ def test_an_error_in_cell_3_fails_the_phase_naming_the_cell(tmp_path: Path) -> N
     )
     root = one_phase_flow(tmp_path / "flow", nb)
     run = runner.begin(root)
-    state = runner.advance(root, run.id, sandbox=local)
+    state = runner.advance(root, run.id, make_sandbox=local)
     assert state.status == "failed"
     assert state.phase("work").error == "nb/work.ipynb cell 3: ZeroDivisionError: division by zero"
 
@@ -159,7 +159,7 @@ def test_a_cell_past_the_timeout_is_named_and_the_rest_is_kept(tmp_path: Path) -
     )
     root = one_phase_flow(tmp_path / "flow", nb, timeout=2)
     run = runner.begin(root)
-    state = runner.advance(root, run.id, sandbox=local)
+    state = runner.advance(root, run.id, make_sandbox=local)
     assert state.status == "failed"
     assert state.phase("work").error == "nb/work.ipynb cell 2: timed out after 2 s"
     record = nbformat.read(records(root, run.id) / "work.ipynb", as_version=4)

@@ -46,9 +46,9 @@ def flow_of(
     return root
 
 
-def run_flow(root: Path, sandbox=local) -> tuple[RunState, nbformat.NotebookNode]:  # type: ignore[no-untyped-def]
+def run_flow(root: Path, make_sandbox=local) -> tuple[RunState, nbformat.NotebookNode]:  # type: ignore[no-untyped-def]
     run = runner.begin(root)
-    state = runner.advance(root, run.id, sandbox=sandbox)
+    state = runner.advance(root, run.id, make_sandbox=make_sandbox)
     record = nbformat.read(root / "runs" / run.id / "records" / "work.ipynb", as_version=4)
     nbformat.validate(record)
     return state, record
@@ -90,7 +90,7 @@ def test_a_line_magic_error_fails_at_its_cell(tmp_path: Path) -> None:
 @pytest.mark.docker
 def test_a_line_magic_error_fails_at_its_cell_in_docker(tmp_path: Path, docker_image: str) -> None:
     root = flow_of(tmp_path, "line_magic_error.ipynb", sandbox=docker(docker_image))
-    state, record = run_flow(root, sandbox=runner.default_sandbox)
+    state, record = run_flow(root, make_sandbox=runner.default_sandbox)
     assert state.status == "failed" and state.backend == "docker"
     assert str(state.phase("work").error).startswith("nb/work.ipynb cell 2: UsageError: ")
     assert status(code_cells(record)[2]) == "error"
@@ -129,7 +129,7 @@ def test_script_phases_and_run_python_take_the_kernels_word(
         "  - id: go\n    kind: script\n    script: go.py\n"
     )
     run = runner.begin(root)
-    state = runner.advance(root, run.id, sandbox=local)
+    state = runner.advance(root, run.id, make_sandbox=local)
     assert state.status == "failed"
     assert "UsageError: Line magic function `%undefined-magic` not found." in str(state.error)
 
@@ -150,7 +150,7 @@ def test_sys_exit_0_ends_the_notebook_cleanly(tmp_path: Path) -> None:
 @pytest.mark.docker
 def test_sys_exit_0_ends_the_notebook_cleanly_in_docker(tmp_path: Path, docker_image: str) -> None:
     root = flow_of(tmp_path, "exit_zero.ipynb", outputs="[out.txt]", sandbox=docker(docker_image))
-    state, record = run_flow(root, sandbox=runner.default_sandbox)
+    state, record = run_flow(root, make_sandbox=runner.default_sandbox)
     assert state.status == "done" and state.backend == "docker", state.error
     assert status(code_cells(record)[3]) == "not-run"
 
@@ -175,7 +175,7 @@ def test_sys_exit_in_a_script_phase(tmp_path: Path, code: str, error: str | None
         "  - id: go\n    kind: script\n    script: go.py\n    outputs: [out.txt]\n"
     )
     run = runner.begin(root)
-    state = runner.advance(root, run.id, sandbox=local)
+    state = runner.advance(root, run.id, make_sandbox=local)
     if error is None:
         assert state.status == "done", state.error
     else:

@@ -49,7 +49,7 @@ def gated_template(tmp_path_factory: pytest.TempPathFactory) -> GatedRun:
     root = tmp_path_factory.mktemp("gated")
     flow = copy_example(root)
     run = runner.begin(flow)
-    state = runner.advance(flow, run.id, sandbox=local_sandbox)
+    state = runner.advance(flow, run.id, make_sandbox=local_sandbox)
     assert state.waiting == "gate" and state.gate == "flag", state
     return GatedRun(root=root, flow=flow, run_id=run.id)
 
@@ -79,7 +79,7 @@ class Served:
 @pytest.fixture
 def served(gated: GatedRun) -> Iterator[Served]:
     guard = Guard()
-    advancer = Advancer(sandbox=local_sandbox)
+    advancer = Advancer(make_sandbox=local_sandbox)
     app = create_app(gated.root, guard=guard, advancer=advancer)
     with TestClient(app, base_url="http://127.0.0.1:8765") as client:
         yield Served(client, guard, advancer, gated)

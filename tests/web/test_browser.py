@@ -49,7 +49,7 @@ class LiveServer:
     def __init__(self, gated: GatedRun) -> None:
         self.port = free_port()
         self.guard = Guard()
-        self.advancer = Advancer(sandbox=local_sandbox)
+        self.advancer = Advancer(make_sandbox=local_sandbox)
         hosts = {f"127.0.0.1:{self.port}"}
         app = create_app(gated.root, guard=self.guard, advancer=self.advancer, allowed_hosts=hosts)
         config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning")
