@@ -15,12 +15,12 @@ import shutil
 import sys
 from pathlib import Path
 
-from . import pipeline, runner_costs, scale
+from . import pipeline, runner_costs, scale, serve_start
 from .measure import BenchmarkFailed
 from .report import Results, markdown, write
 
 WORK = Path(__file__).resolve().parent / "work"
-SECTIONS = ("quick", "pipeline", "overhead", "cold", "transfer", "scale")
+SECTIONS = ("quick", "pipeline", "overhead", "cold", "serve", "transfer", "scale")
 
 
 def docker_ready() -> str | None:
@@ -74,6 +74,8 @@ def main(argv: list[str] | None = None) -> int:
             runner_costs.overhead(results, WORK, args.repeats, backends)
         if "cold" in sections:
             runner_costs.cold_start(results, WORK, args.repeats, backends)
+        if "serve" in sections:
+            serve_start.measure(results, WORK, args.repeats, backends)
         if "transfer" in sections:
             runner_costs.transfer(results, WORK, max(3, args.repeats // 2), backends[-1])
         if "scale" in sections:

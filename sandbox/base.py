@@ -150,6 +150,11 @@ class Sandbox(ABC):
     def close(self) -> None:
         """Stop kernels and remove the container. Never deletes the workspace. Idempotent."""
 
+    def usable(self) -> bool:
+        """Whether this opened sandbox can still run code (docker: its container is still
+        there and running). Backends that cannot tell say True."""
+        return True
+
     def describe(self) -> dict[str, Any]:
         """What the run's record says about this sandbox (backend, image, isolation)."""
         return {"backend": self.backend, "isolated": self.isolated}

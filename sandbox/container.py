@@ -228,6 +228,17 @@ class DockerSandbox(StandbyKernels, FolderSandbox):
             self._client.close()
             self._client = None
 
+    def usable(self) -> bool:
+        import docker.errors
+
+        if self.container is None or self._client is None:
+            return False
+        try:
+            state = self._client.api.inspect_container(self.container.id)["State"]
+        except docker.errors.DockerException:
+            return False
+        return bool(state.get("Running"))
+
     def describe(self) -> dict[str, Any]:
         return {
             **super().describe(),

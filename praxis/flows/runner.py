@@ -154,6 +154,16 @@ class Opening:
         self._thread.join()
         self._box.close()
 
+    def opened(self) -> bool:
+        """True once the sandbox is open (False while it opens, or if it failed)."""
+        return not self._thread.is_alive() and self._error is None
+
+    def usable(self) -> bool:
+        """False once it failed to open, or its sandbox can no longer run code."""
+        if self._thread.is_alive():
+            return True
+        return self._error is None and self._box.usable()
+
 
 def default_sandbox(flow: Flow, run: RunHandle) -> Sandbox:
     config = {k: v for k, v in flow.sandbox.items() if k != "timeout"}

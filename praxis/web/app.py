@@ -142,6 +142,7 @@ class UI:
         for key, value in request.query_params.items():
             if key.startswith("page.") and value.isdigit():
                 pages[key[5:]] = int(value)
+        self.advancer.prepare(run)  # at a Gate: its sandbox opens before the click
         job = self.advancer.job(run.flow.root, run.id)
         return self.render(
             request,
@@ -358,7 +359,7 @@ def serve(root: Path, *, port: int, host: str = "127.0.0.1", token: str | None =
         print(f"serve: {root} is not a folder; next: praxis serve --root DIR", file=sys.stderr)
         return 2
     guard = Guard(token or secrets.token_urlsafe(32), cookie=f"praxis_session_{port}")
-    advancer = Advancer()
+    advancer = Advancer(keep=1)  # the run on a reviewer's page keeps its sandbox warm
     hosts = {f"{host}:{port}", f"localhost:{port}", f"127.0.0.1:{port}"}
     app = create_app(root, guard=guard, advancer=advancer, allowed_hosts=hosts)
     print(f"praxis: reviewing flows below {root.resolve()}", file=sys.stderr)

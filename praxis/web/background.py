@@ -15,8 +15,11 @@ from pathlib import Path
 
 from praxis.agent.approvals import ApprovalQueue, ApprovalRequest
 from praxis.flows import runner
+from praxis.flows.handle import RunHandle
 from praxis.flows.runner import SandboxFactory
 from sandbox import close_thread_loop
+
+from .warm import WarmSandboxes
 
 Key = tuple[str, str]  # (flow folder, run id)
 
@@ -36,8 +39,14 @@ class Job:
 
 
 class Advancer:
-    def __init__(self, make_sandbox: SandboxFactory = runner.default_sandbox) -> None:
+    """``keep``: how many runs waiting at a Gate keep their sandbox open ahead of the click
+    that continues them (``praxis serve``: 1; praxis.web.warm)."""
+
+    def __init__(
+        self, make_sandbox: SandboxFactory = runner.default_sandbox, *, keep: int = 0
+    ) -> None:
         self.make_sandbox = make_sandbox
+        self.warm = WarmSandboxes(make_sandbox, keep=keep)
         self._jobs: dict[Key, Job] = {}
         self._lock = threading.Lock()
         self._closed = False
@@ -72,9 +81,21 @@ class Advancer:
             job.thread.start()
             return True
 
+    def prepare(self, run: RunHandle) -> None:
+        """Open the sandbox of a run that waits at a Gate, unless this server advances it."""
+        job = self.job(run.flow.root, run.id)
+        if run.state.waiting == "gate" and not (job is not None and job.active):
+            self.warm.prepare(run)
+
     def _advance(self, job: Job) -> None:
         try:
-            runner.advance(job.flow, job.run_id, make_sandbox=self.make_sandbox, approver=job.queue)
+            runner.advance(
+                job.flow,
+                job.run_id,
+                make_sandbox=self.make_sandbox,
+                approver=job.queue,
+                opening=self.warm.take(job.flow, job.run_id),
+            )
         except Exception as exc:  # shown on the run page; the run's own record has the rest
             job.error = f"{type(exc).__name__}: {exc}"
         finally:
@@ -108,3 +129,4 @@ class Advancer:
         for job in jobs:
             job.queue.close()
         self.wait(timeout)
+        self.warm.close()
