@@ -34,7 +34,14 @@ from .base import Kernel, close_thread_loop
 from .cgroup import oom_kills
 from .client import GRACE, JupyterKernel
 from .errors import SandboxUnavailable
-from .forkserver import SOCKET, ForkedKernel, ForkServer, Zygote, connection_files, zygote_source
+from .forkserver import (
+    SOCKET,
+    ForkedKernel,
+    ForkServer,
+    ZygoteSupervisor,
+    connection_files,
+    zygote_source,
+)
 from .output import DISPLAY_LIMIT, STREAM_LIMIT, start_code
 from .standby import SPARES, Standby, StandbyKernels
 from .workspace import FolderSandbox, Workspace, parse_size
@@ -149,7 +156,7 @@ class DockerSandbox(StandbyKernels, FolderSandbox):
         self._private: Path | None = None  # 0700 host folder: host connection files
         self._runtime: Path | None = None  # mounted at /rt: sockets, kernel connection files
         self._standby: Standby | None = None
-        self._zygote: Zygote | None = None
+        self._zygote: ZygoteSupervisor | None = None
         self._count = 0
         self._launches = 0
         self._dirty = False  # a kernel was handed out since the last quiesce
@@ -204,7 +211,7 @@ class DockerSandbox(StandbyKernels, FolderSandbox):
             ) from exc
         try:
             server = ForkServer(self._runtime)
-            self._zygote = Zygote(server, self._launch_zygote, timeout=self.start_timeout)
+            self._zygote = ZygoteSupervisor(server, self._launch_zygote, timeout=self.start_timeout)
         except BaseException:
             self.close()
             raise

@@ -183,8 +183,9 @@ def read_tail(path: Path, limit: int) -> str | None:
         os.close(fd)
 
 
-class Zygote:
-    """A sandbox's zygote: started by ``launch``, started again once if it is found gone.
+class ZygoteSupervisor:
+    """The host's hold on a sandbox's zygote (``sandbox/zygote.py``'s ``Zygote``, the server
+    itself): started by ``launch``, started again once if it is found gone.
 
     ``launch()`` starts the zygote's process without waiting for it and returns a callable
     that tells whether that process has ended.

@@ -29,7 +29,7 @@ from .errors import SandboxUnavailable
 from .forkserver import (
     ForkedKernel,
     ForkServer,
-    Zygote,
+    ZygoteSupervisor,
     connection_files,
     start_local,
     stop_local,
@@ -84,7 +84,7 @@ class LocalSandbox(StandbyKernels, FolderSandbox):
         self._count = 0
         self._lock = threading.Lock()
         self._process: subprocess.Popen[bytes] | None = None  # the zygote's
-        self._zygote: Zygote | None = None
+        self._zygote: ZygoteSupervisor | None = None
         self.server: ForkServer | None = None
 
     @property
@@ -98,7 +98,9 @@ class LocalSandbox(StandbyKernels, FolderSandbox):
         self._runtime = Path(tempfile.mkdtemp(prefix="praxis-rt-"))
         log.warning(self.warning)
         self.server = ForkServer(self._runtime)
-        self._zygote = Zygote(self.server, self._launch_zygote, timeout=self.start_timeout)
+        self._zygote = ZygoteSupervisor(
+            self.server, self._launch_zygote, timeout=self.start_timeout
+        )
         self._standby = Standby(self._start, spares=self.spares, activate=self._activate)
         if self.warm:
             self._standby.warm()

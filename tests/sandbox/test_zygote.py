@@ -17,7 +17,7 @@ import pytest
 from sandbox import KernelDied, SandboxUnavailable
 from sandbox.client import JupyterKernel
 from sandbox.container import DockerSandbox
-from sandbox.forkserver import ForkServer, Zygote, describe_status
+from sandbox.forkserver import ForkServer, ZygoteSupervisor, describe_status
 from sandbox.local import LocalSandbox
 
 from ..labels import TEST_LABELS
@@ -154,7 +154,7 @@ def test_a_dead_zygote_fails_the_running_kernel_and_is_started_again(box: LocalS
 
 def test_a_zygote_that_never_starts_is_sandbox_unavailable(tmp_path: Path) -> None:
     (tmp_path / "zygote.log").write_text("ModuleNotFoundError: No module named 'ipykernel'\n")
-    zygote = Zygote(ForkServer(tmp_path), lambda: lambda: True, timeout=30)
+    zygote = ZygoteSupervisor(ForkServer(tmp_path), lambda: lambda: True, timeout=30)
     with pytest.raises(SandboxUnavailable, match="ended while starting.*ipykernel"):
         zygote.spawn("k1", {})
 
