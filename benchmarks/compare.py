@@ -25,7 +25,7 @@ SECTIONS = ("quick", "pipeline", "overhead", "cold", "serve", "transfer", "scale
 
 def docker_ready() -> str | None:
     """None when the docker backend can run here, else why not."""
-    from sandbox.container import docker_available
+    from sandbox.daemon import available as docker_available
 
     reason = docker_available()
     if reason is not None:

@@ -122,7 +122,7 @@ def sandbox_config(
     if not wanted or out.get("backend", "auto") not in DOCKER_BACKENDS:
         return out
     if out.get("backend", "auto") == "auto":
-        from sandbox.container import docker_available
+        from sandbox.daemon import available as docker_available
 
         if docker_available() is not None:
             return out  # auto falls back to local kernels, which say so themselves

@@ -45,7 +45,7 @@ def _build(flow_ref: str | None) -> int:
 
 
 def _status() -> int:
-    from sandbox.container import docker_available
+    from sandbox.daemon import available as docker_available
 
     reason = docker_available()
     if reason is not None:
@@ -70,7 +70,7 @@ def _still_running(labels: dict[str, str]) -> bool:
 
 def _prune(labels: list[str]) -> int:
     """Remove the containers of runs no longer running (only those with every ``labels``)."""
-    from sandbox.container import docker_available
+    from sandbox.daemon import available as docker_available
     from sandbox.prune import list_sandboxes, prune
 
     reason = docker_available()

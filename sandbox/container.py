@@ -33,6 +33,7 @@ from typing import Any
 from .base import Kernel, close_thread_loop
 from .cgroup import oom_kills
 from .client import GRACE, JupyterKernel
+from .daemon import connect as connect_docker
 from .errors import SandboxUnavailable
 from .forkserver import (
     SOCKET,
@@ -80,22 +81,6 @@ COMMAND = [
 ]
 RUNTIME_PREFIX = "praxis-rt-"  # host runtime folders: praxis-rt-<name>-<random>
 DISK = "10g"  # the workspace's disk quota (a sparse image: only what is written takes space)
-
-
-def docker_available(timeout: float = 2.0) -> str | None:
-    """None when a Docker daemon answers a ping within ``timeout`` s, else a short reason."""
-    import docker  # here, not at the top: the quick commands never load it
-
-    try:
-        client = docker.from_env(timeout=max(1, round(timeout)))
-        try:
-            client.ping()
-        finally:
-            client.close()
-    except Exception as exc:  # DockerException, requests' connection errors and timeouts
-        text = str(exc).strip().splitlines()
-        return (text[0] if text else type(exc).__name__)[:200]
-    return None
 
 
 def _safe(name: str) -> str:
@@ -497,20 +482,6 @@ class DockerSandbox(StandbyKernels, FolderSandbox):
         if baseline is not None and kills is not None and kills > baseline:
             return f"out of memory (the sandbox's memory limit is {self.memory})"
         return forked.death_cause()
-
-
-def connect_docker() -> Any:
-    import docker
-    import docker.errors
-
-    try:
-        client = docker.from_env()
-        client.ping()
-    except docker.errors.DockerException as exc:
-        raise SandboxUnavailable(
-            f"no Docker daemon answers ({exc}); start Docker or use the local backend"
-        ) from exc
-    return client
 
 
 def _stop(container: Any) -> None:

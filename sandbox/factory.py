@@ -38,7 +38,7 @@ def _load(backend: str) -> Callable[..., Sandbox]:
 
 def _docker_reason() -> str | None:
     """None when a Docker daemon answers, else why not."""
-    from .container import docker_available  # loads the docker SDK: only when asked
+    from .daemon import available as docker_available  # the docker SDK: only when asked
 
     return docker_available()
 

@@ -11,7 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .container import RUN_LABEL, connect_docker
+from .container import RUN_LABEL
+from .daemon import connect as connect_docker
 from .errors import SandboxUnavailable
 
 

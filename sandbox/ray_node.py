@@ -130,7 +130,7 @@ def node_folder(name: str, key: str, root: str | None = None) -> Path:
 
 def check_node(image: str | None) -> str:
     """The image tag to use; SandboxUnavailable naming this node when it cannot run it."""
-    from .container import docker_available
+    from .daemon import available as docker_available
 
     host = socket.gethostname()
     reason = docker_available()
@@ -142,10 +142,11 @@ def check_node(image: str | None) -> str:
     import docker
     import docker.errors
 
+    from .daemon import connect
     from .image.build import image_tag
 
     tag = image or image_tag()
-    client = docker.from_env()
+    client = connect()
     try:
         client.images.get(tag)
     except docker.errors.ImageNotFound:

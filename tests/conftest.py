@@ -25,7 +25,7 @@ from .labels import TEST_LABEL
 def docker_reason() -> str | None:
     """None when a Docker daemon answers, else why not."""
     try:
-        from sandbox.container import docker_available
+        from sandbox.daemon import available as docker_available
     except ImportError as exc:
         return f"the docker backend cannot be loaded: {exc}"
     # the docker SDK leaks the unix socket of a failed connect (docker/transport/unixconn.py):

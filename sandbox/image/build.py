@@ -55,18 +55,10 @@ def wheelhouse_dir() -> Path:
 
 
 def docker_client() -> Any:
-    """A docker SDK client, or SandboxUnavailable saying how to get a daemon."""
-    import docker
-    import docker.errors
+    """A docker SDK client for building (long timeout), or SandboxUnavailable."""
+    from ..daemon import connect
 
-    try:
-        client = docker.from_env(timeout=600)
-        client.ping()
-    except docker.errors.DockerException as exc:
-        raise SandboxUnavailable(
-            f"no Docker daemon answers ({exc}); start Docker, then run `praxis sandbox build`"
-        ) from exc
-    return client
+    return connect(timeout=600, next_step="start Docker, then run `praxis sandbox build`")
 
 
 def image_exists(client: Any, tag: str) -> bool:
