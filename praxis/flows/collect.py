@@ -7,7 +7,6 @@ and record move to attempts/<phase>/<n>/, so nothing a run wrote is ever overwri
 from __future__ import annotations
 
 import csv
-import difflib
 import hashlib
 import os
 import shutil
@@ -89,10 +88,10 @@ def _staged(staging: Path) -> list[str]:
 
 def _dest(paths: RunPaths, phase: Phase, name: str, declared: set[str]) -> Path:
     base = paths.output if name in declared else paths.scratch_of(phase.id)
-    dest = base / name
-    if not dest.resolve().is_relative_to(base.resolve()):
-        raise PhaseError(f"refused to collect {name!r}: it leads outside {base}")
-    return dest
+    try:
+        return confined(base, name, must_exist=False)
+    except PathRefused as exc:
+        raise PhaseError(f"refused to collect {name!r}: it {exc.reason}") from None
 
 
 def check_outputs(paths: RunPaths, phase: Phase, scratch: list[str] | None = None) -> None:
@@ -130,6 +129,8 @@ def _near_miss(name: str, paths: RunPaths, phase: Phase, scratch: list[str] | No
                 scratch = [e.name for _, e in zip(range(1000), entries, strict=False)]
         except OSError:
             scratch = []
+    import difflib  # only for a missing output
+
     close = difflib.get_close_matches(name, scratch, n=1, cutoff=0.5)
     return f"; it wrote {close[0]!r} (now in scratch/{phase.id}/): a typo?" if close else ""
 
