@@ -30,7 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .base import Kernel, close_thread_loop
+from .base import Kernel
 from .cgroup import oom_kills
 from .client import GRACE, JupyterKernel
 from .daemon import connect as connect_docker
@@ -43,9 +43,10 @@ from .forkserver import (
     connection_files,
     zygote_source,
 )
-from .output import DISPLAY_LIMIT, STREAM_LIMIT, start_code
-from .standby import SPARES, Standby, StandbyKernels
+from .output import DISPLAY_LIMIT, STREAM_LIMIT
+from .standby import SPARES, Standby
 from .workspace import FolderSandbox, Workspace, parse_size
+from .zygote_kernels import ZygoteKernels
 
 log = logging.getLogger("sandbox")
 
@@ -91,7 +92,7 @@ def _container_name(run: str) -> str:
     return f"praxis-{_safe(run)}-{uuid.uuid4().hex[:6]}"
 
 
-class DockerSandbox(StandbyKernels, FolderSandbox):
+class DockerSandbox(ZygoteKernels, FolderSandbox):
     """A run's hardened container; ``kernel()`` hands out fresh kernels from a warm standby."""
 
     backend = "docker"
@@ -353,52 +354,22 @@ class DockerSandbox(StandbyKernels, FolderSandbox):
             return False
 
     def _start(self) -> JupyterKernel:
-        """Fork one kernel, wait until it answers, install the output cap. Standby thread."""
-        with self._lock:
-            self._count += 1
-            key = f"k{self._count}"
-        zygote = self._zygote
+        """Fork one dormant kernel in the container (its uid comes at ``_activate``)."""
+        key = self._next_key()
         if self.container is None or self._runtime is None or self._private is None:
-            raise SandboxUnavailable("the docker sandbox is closed")
-        if zygote is None:
             raise SandboxUnavailable("the docker sandbox is closed")
         client, info = connection_files(
             key, self._private, str(self._runtime / key / "k"), f"{RUNTIME}/{key}/k"
         )
         baseline = oom_kills(self.container, UID)
-        try:
-            pid = zygote.spawn(key, info, start_code(self.stream_limit))
-        except BaseException:
-            zygote.server.forget(key)
-            (self._private / f"{key}.json").unlink(missing_ok=True)
-            raise
-        forked = ForkedKernel(zygote.server, key, pid, fallback_kill=self._kill_group)
-
-        def kill() -> None:
-            forked.kill()
-            if self._private is not None:
-                (self._private / f"{key}.json").unlink(missing_ok=True)
-
-        kernel = JupyterKernel(
+        return self._fork(
+            key,
             client,
-            is_alive=forked.is_alive,
-            kill=kill,
-            death_cause=lambda: self._death_cause(forked, baseline),
-            grace=self.grace,
-            stream_limit=self.stream_limit,
-            display_limit=self.display_limit,
-            name=key,
+            info,
+            fallback_kill=self._kill_group,
+            files=[self._private / f"{key}.json"],
+            death_cause=lambda forked: self._death_cause(forked, baseline),
         )
-        close_thread_loop()
-        return kernel
-
-    def _activate(self, kernel: Kernel) -> None:
-        """Hand a dormant spare its uid, then wait until it answers (the runner's thread)."""
-        assert isinstance(kernel, JupyterKernel)
-        if self._zygote is None:
-            raise SandboxUnavailable("the docker sandbox is closed")
-        self._zygote.server.activate(kernel.name)
-        kernel.start_up(self.start_timeout, ran_at_start=True)
 
     def kernel(self) -> Kernel:
         self._dirty = True  # code may run from now on

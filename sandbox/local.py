@@ -23,20 +23,19 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .base import Kernel, close_thread_loop
 from .client import GRACE, JupyterKernel
 from .errors import SandboxUnavailable
 from .forkserver import (
-    ForkedKernel,
     ForkServer,
     ZygoteSupervisor,
     connection_files,
     start_local,
     stop_local,
 )
-from .output import DISPLAY_LIMIT, STREAM_LIMIT, start_code
-from .standby import SPARES, Standby, StandbyKernels
+from .output import DISPLAY_LIMIT, STREAM_LIMIT
+from .standby import SPARES, Standby
 from .workspace import FolderSandbox, Workspace
+from .zygote_kernels import ZygoteKernels
 
 log = logging.getLogger("sandbox")
 
@@ -50,7 +49,7 @@ def _kill_group(pid: int) -> None:
         pass
 
 
-class LocalSandbox(StandbyKernels, FolderSandbox):
+class LocalSandbox(ZygoteKernels, FolderSandbox):
     """Kernels as subprocesses of this Python, working directory the workspace. Not isolated."""
 
     backend = "local"
@@ -131,48 +130,14 @@ class LocalSandbox(StandbyKernels, FolderSandbox):
         return lambda: process.poll() is not None
 
     def _start(self) -> JupyterKernel:
-        """Fork one kernel, wait until it answers, install the output cap. Standby thread."""
-        with self._lock:
-            self._count += 1
-            key = f"k{self._count}"
-        zygote = self._zygote
-        if self._runtime is None or zygote is None:
+        """Fork one dormant kernel (it answers once ``_activate`` lets it)."""
+        key = self._next_key()
+        if self._runtime is None:
             raise SandboxUnavailable("the local sandbox is closed")
-        server = zygote.server
         client, info = connection_files(
             key, self._runtime, str(self._runtime / key), str(self._runtime / key)
         )
-        try:
-            pid = zygote.spawn(key, info, start_code(self.stream_limit))
-        except BaseException:
-            server.forget(key)
-            raise
-        forked = ForkedKernel(server, key, pid, fallback_kill=_kill_group)
-        try:
-            kernel = JupyterKernel(
-                client,
-                is_alive=forked.is_alive,
-                kill=forked.kill,
-                death_cause=forked.death_cause,
-                grace=self.grace,
-                stream_limit=self.stream_limit,
-                display_limit=self.display_limit,
-                name=key,
-            )
-        except BaseException:
-            forked.kill()
-            raise
-        finally:
-            close_thread_loop()
-        return kernel
-
-    def _activate(self, kernel: Kernel) -> None:
-        """Let a dormant spare start answering, and wait until it does."""
-        assert isinstance(kernel, JupyterKernel)
-        if self._zygote is None:
-            raise SandboxUnavailable("the local sandbox is closed")
-        self._zygote.server.activate(kernel.name)
-        kernel.start_up(self.start_timeout, ran_at_start=True)
+        return self._fork(key, client, info, fallback_kill=_kill_group)
 
     def quiesce(self) -> None:
         """Kill the kernels handed out (each with its process group). Not isolated: a process
