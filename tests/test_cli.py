@@ -12,7 +12,7 @@ from pathlib import Path
 
 from praxis.flows import state_file
 
-from .flows.helpers import three_phase_flow, write_flow
+from .flows.helpers import one_script_flow, three_phase_flow, write_flow
 
 # praxis installed: its console script is on PATH (see test_cli_edges for when it is not)
 INSTALLED = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
@@ -67,14 +67,8 @@ def test_stale_revision_exits_4_and_changes_nothing(tmp_path) -> None:
 
 
 def test_failed_phase_exits_1_with_one_line_and_the_next_command(tmp_path) -> None:
-    flow = write_flow(
-        tmp_path / "f",
-        """
-        sandbox: {backend: fake}
-        phases:
-          - {id: a, kind: script, script: s.py, outputs: [x.csv]}
-    """,
-        {"s.py": "with open('x.csv', 'w') as fh: fh.write('id\\n')"},
+    flow = one_script_flow(
+        tmp_path / "f", "with open('x.csv', 'w') as fh: fh.write('id\\n')", "x.csv"
     )
     res = praxis("run", str(flow))
     assert res.returncode == 1

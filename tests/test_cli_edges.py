@@ -10,7 +10,7 @@ import pytest
 
 from praxis.cli import main
 
-from .flows.helpers import write_flow
+from .flows.helpers import one_script_flow, write_flow
 from .labels import TEST_LABELS
 
 CONTROL = ("\x1b", "\x07", "\r")
@@ -122,15 +122,7 @@ def test_phase_text_is_escaped_on_the_terminal_in_docker(
 def test_a_missing_output_names_the_near_miss_and_header_only_names_may_be_empty(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    flow = write_flow(
-        tmp_path / "f",
-        """
-        sandbox: {backend: fake}
-        phases:
-          - {id: a, kind: script, script: s.py, outputs: [b.csv]}
-        """,
-        {"s.py": "open('b_typo.csv', 'w').write('id\\n1\\n')\n"},
-    )
+    flow = one_script_flow(tmp_path / "f", "open('b_typo.csv', 'w').write('id\\n1\\n')\n", "b.csv")
     code, _, err = run_cli(capsys, "run", str(flow))
     assert code == 1
     assert (

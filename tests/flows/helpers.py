@@ -25,6 +25,17 @@ def write_flow(root: Path, yaml_text: str, files: dict[str, str]) -> Path:
     return root
 
 
+def one_script_flow(root: Path, source: str, output: str = "x.txt") -> Path:
+    """A flow of one script phase ``a`` (s.py: ``source``) declaring ``output``, on the fake
+    backend."""
+    yaml_text = f"""
+        sandbox: {{backend: fake}}
+        phases:
+          - {{id: a, kind: script, script: s.py, outputs: [{output}]}}
+    """
+    return write_flow(root, yaml_text, {"s.py": source})
+
+
 class Fakes:
     """A sandbox factory for ``runner.advance`` that keeps the sandboxes it made."""
 

@@ -18,7 +18,7 @@ from praxis.flows.model import Phase
 from praxis.flows.snapshot import FOLDER, Item, Manifest, Store
 from sandbox import ExecResult
 
-from .helpers import Fakes, write_flow
+from .helpers import Fakes, one_script_flow, write_flow
 
 
 def kinds(run: RunHandle) -> list[str]:
@@ -65,15 +65,7 @@ def test_declared_outputs_are_checked(tmp_path, script: str, may_be_empty: str, 
 
 
 def test_sandbox_file_wins_over_a_staged_file(tmp_path) -> None:
-    flow = write_flow(
-        tmp_path / "f",
-        """
-        sandbox: {backend: fake}
-        phases:
-          - {id: a, kind: script, script: s.py, outputs: [x.txt]}
-    """,
-        {"s.py": "pass"},
-    )
+    flow = one_script_flow(tmp_path / "f", "pass")
     run = runner.begin(flow)
 
     def stage_then_run(code, workspace):

@@ -14,7 +14,7 @@ from praxis.flows.events import EventLog
 from praxis.flows.handle import RunHandle
 from sandbox import KernelDied, PathRefused
 
-from .helpers import Fakes, three_phase_flow, write_flow
+from .helpers import Fakes, one_script_flow, three_phase_flow, write_flow
 
 
 def kinds(run: RunHandle) -> list[str]:
@@ -22,15 +22,7 @@ def kinds(run: RunHandle) -> list[str]:
 
 
 def test_script_error_names_the_script_and_the_exception(tmp_path) -> None:
-    flow = write_flow(
-        tmp_path / "f",
-        """
-        sandbox: {backend: fake}
-        phases:
-          - {id: a, kind: script, script: s.py, outputs: [x.txt]}
-    """,
-        {"s.py": "x = 1\nraise ValueError('bad input')\n"},
-    )
+    flow = one_script_flow(tmp_path / "f", "x = 1\nraise ValueError('bad input')\n")
     run = runner.begin(flow)
     state = runner.advance(flow, run.id, make_sandbox=Fakes())
     assert state.status == "failed"
@@ -42,15 +34,7 @@ def test_kernel_death_fails_the_phase(tmp_path) -> None:
     def die(code, workspace):
         raise KernelDied("out of memory")
 
-    flow = write_flow(
-        tmp_path / "f",
-        """
-        sandbox: {backend: fake}
-        phases:
-          - {id: a, kind: script, script: s.py, outputs: [x.txt]}
-    """,
-        {"s.py": "pass"},
-    )
+    flow = one_script_flow(tmp_path / "f", "pass")
     run = runner.begin(flow)
     state = runner.advance(flow, run.id, make_sandbox=Fakes(handler=die))
     assert state.phase("a").error == "KernelDied: kernel died: out of memory"

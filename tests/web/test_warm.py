@@ -84,6 +84,12 @@ def _serve(root: Path, make: Counting) -> tuple[TestClient, Advancer, Guard]:
     return client, advancer, guard
 
 
+def _show(client: TestClient, advancer: Advancer, flow: Path, run_id: str) -> None:
+    """The reviewer opens the run's page; its sandbox opens meanwhile."""
+    assert client.get(f"/run?flow=flows/warm&run={run_id}").status_code == 200
+    _wait_ready(advancer, flow, run_id)
+
+
 def _wait_ready(advancer: Advancer, flow: Path, run_id: str) -> None:
     deadline = time.monotonic() + 60
     while not advancer.warm.ready(flow, run_id):
@@ -108,8 +114,7 @@ def test_the_sandbox_opened_while_the_page_is_shown_runs_the_next_phase(
     client, advancer, _ = _serve(flow.parent.parent, make)
     try:
         with client:
-            client.get(f"/run?flow=flows/warm&run={run_id}")
-            _wait_ready(advancer, flow, run_id)
+            _show(client, advancer, flow, run_id)
             assert len(make.made) == 2  # the first advance's, and the warm one
             _approve(client, run_id)
             advancer.wait(120)
@@ -131,14 +136,12 @@ def test_a_warm_sandbox_another_process_removed_is_opened_again(
     client, advancer, _ = _serve(flow.parent.parent, make)
     try:
         with client:
-            client.get(f"/run?flow=flows/warm&run={run_id}")
-            _wait_ready(advancer, flow, run_id)
+            _show(client, advancer, flow, run_id)
             warm = make.made[-1]
             runner.reject(flow, "first", "again", run_id, gate="first")
             assert runner.advance(flow, run_id, make_sandbox=make).waiting == "gate"
             assert not warm.usable()  # that advance removed it
-            client.get(f"/run?flow=flows/warm&run={run_id}")
-            _wait_ready(advancer, flow, run_id)
+            _show(client, advancer, flow, run_id)
             assert make.made[-1] is not warm and make.made[-1].usable()
             _approve(client, run_id)
             advancer.wait(120)
@@ -152,8 +155,7 @@ def test_closing_the_server_closes_its_warm_sandboxes(gated: tuple[Path, str, Co
     flow, run_id, make = gated
     client, advancer, _ = _serve(flow.parent.parent, make)
     with client:
-        client.get(f"/run?flow=flows/warm&run={run_id}")
-        _wait_ready(advancer, flow, run_id)
+        _show(client, advancer, flow, run_id)
     advancer.close()
     assert left_after(run_id) == []
     assert RunHandle.open(runner.load_flow(flow), run_id).state.waiting == "gate"
