@@ -197,6 +197,7 @@ class DockerSandbox(ZygoteKernels, FolderSandbox):
             ) from exc
         try:
             server = ForkServer(self._runtime)
+            self._launches = 0  # this container's command is its zygote's first start
             self._zygote = ZygoteSupervisor(server, self._launch_zygote, timeout=self.start_timeout)
         except BaseException:
             self.close()

@@ -250,6 +250,33 @@ def test_the_kernel_server_starts_with_the_container_and_again_when_it_ended(
         sandbox.close()
 
 
+COUNT_SERVERS = """
+import os
+def cmdline(pid):
+    with open(f"/proc/{pid}/cmdline", "rb") as f:
+        return f.read()
+def parent(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[1])
+found = 0
+for pid in [p for p in os.listdir("/proc") if p.isdigit() and int(p) != os.getpid()]:
+    try:
+        line = cmdline(pid)
+        up = parent(pid)
+        if line.startswith(b"python") and b"zygote.sock" in line:
+            found += not (up and cmdline(up).startswith(b"python"))  # not one of its kernels
+    except OSError:
+        pass
+print(found)
+"""
+
+
+def _servers(sandbox: DockerSandbox) -> int:
+    """How many kernel servers run in the sandbox's container."""
+    done = sandbox.container.exec_run(["python", "-c", COUNT_SERVERS], user="0:0")
+    return int(done.output.decode().strip().splitlines()[-1])
+
+
 def test_reopening_at_once_waits_for_the_killed_container(
     docker_image: str, tmp_path: Path
 ) -> None:
@@ -261,6 +288,7 @@ def test_reopening_at_once_waits_for_the_killed_container(
             kernel = sandbox.kernel()
             code = f"open('round{n}.txt', 'w').write('{n}')"
             assert kernel.execute(code, timeout=60).ok
+            assert _servers(sandbox) == 1  # the container's own, not one more by an exec
             sandbox.close()
             sandbox.open()
             names = sorted(p.name for p in sandbox.workspace.root.glob("round*.txt"))
