@@ -24,6 +24,7 @@ from .errors import EXIT, PraxisError, UsageError, exit_code_of, next_of
 from .terminal import (
     cancel_on_signals,
     command,
+    escape,
     find_flow,
     quiet_pipes,
     received_signal,
@@ -74,8 +75,6 @@ def _acted_on(exc: Exception) -> TypeGuard[PraxisError | SandboxUnavailable]:
 
 
 def _fail(exc: Exception, code: int, hint: str) -> int:
-    from .console import escape
-
     print(f"{type(exc).__name__}: {escape(str(exc))}", file=sys.stderr)
     print(f"  next: {command(hint)}", file=sys.stderr)
     return code
@@ -112,7 +111,6 @@ def _check_port(host: str, port: int) -> None:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from .console import escape
     from .flows import contract
 
     flow, report = contract.load(Path(args.flow))
@@ -199,7 +197,7 @@ def _approver() -> Approver | None:
 
 
 def _report(flow_ref: str, state: RunState, seconds: float) -> int:
-    from .console import escape, table_preview
+    from .console import table_preview
     from .flows import runner
     from .flows.handle import RunHandle
     from .flows.status import status_of
@@ -243,7 +241,7 @@ def _rel(path: Path) -> str:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from .console import escape, timeline
+    from .console import timeline
     from .flows import runner
     from .flows.handle import RunHandle
     from .flows.lock import Busy
@@ -279,8 +277,6 @@ WHO = {
 
 def route_lines(route: dict[str, Any]) -> list[str]:
     """The route in words: the step, who takes it and why, what to read, the commands."""
-    from .console import escape
-
     lines = [f"route: {route['step']} ({route['reason']}): {route['why']}; {WHO[route['who']]}"]
     gate = route.get("gate")
     if gate:
@@ -298,8 +294,6 @@ def route_lines(route: dict[str, Any]) -> list[str]:
 
 def receipt_lines(receipt: dict[str, Any], managed: bool) -> list[str]:
     """The receipt in words: one line per phase, its decisions and edits."""
-    from .console import escape
-
     ok = "ok" if receipt["ok"] else "not ok"
     mode = ", managed" if managed else ""
     lines = [f"receipt: {ok}, {receipt['done']}/{receipt['total']} phases done{mode}"]
@@ -326,7 +320,6 @@ def _quote(arg: str) -> str:
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
-    from .console import escape
     from .flows import contract
     from .flows.handle import RunHandle
     from .flows.layout import list_run_ids
@@ -477,7 +470,6 @@ def cmd_log(args: argparse.Namespace) -> int:
 
 
 def cmd_params(args: argparse.Namespace) -> int:
-    from .console import escape
     from .flows import notebook_params, runner
     from .flows.notebook_check import NotebookProblem
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import itertools
-import re
 import sys
 import threading
 import time
@@ -14,6 +13,7 @@ from typing import TextIO
 from .flows import events as ev
 from .flows.live import Output
 from .flows.state import STOPPED, RunState
+from .terminal import escape
 
 OUTPUT_INDENT = "    "  # a phase's printed output, under its phase line
 PARTIAL_LIMIT = 4096  # characters of an unfinished output line held back
@@ -228,21 +228,3 @@ class LiveTail:
                 self.partial[phase] = ""
             out += [OUTPUT_INDENT + escape(line) for line in done]
         return out
-
-
-def escape(text: str) -> str:
-    """``text`` safe for a terminal: C0/C1 control characters (but newline and tab) shown as
-    ``^X`` / ``\\xNN``."""
-    return _CONTROL.sub(_show_control, text)
-
-
-def _show_control(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    if code < 0x20:
-        return "^" + chr(code + 0x40)
-    if code == 0x7F:
-        return "^?"
-    return f"\\x{code:02x}"
-
-
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")

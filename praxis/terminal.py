@@ -1,10 +1,12 @@
 """What the CLI needs from the terminal it runs in: a closed pipe that ends quietly, the
-name to print commands with, and FLOW found the way git finds a repository.
+name to print commands with, FLOW found the way git finds a repository, and text from a
+phase made safe to print (``escape``).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -168,3 +170,21 @@ def cancel_on_signals() -> Iterator[None]:
 def received_signal() -> str:
     """What stopped the run: 'SIGTERM', 'SIGHUP', or 'Ctrl-C'."""
     return _received[-1] if _received else "Ctrl-C"
+
+
+def escape(text: str) -> str:
+    """``text`` safe for a terminal: C0/C1 control characters (but newline and tab) shown as
+    ``^X`` / ``\\xNN``."""
+    return _CONTROL.sub(_show_control, text)
+
+
+def _show_control(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if code < 0x20:
+        return "^" + chr(code + 0x40)
+    if code == 0x7F:
+        return "^?"
+    return f"\\x{code:02x}"
+
+
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")

@@ -14,15 +14,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sandbox import Kernel, Sandbox
-
 from ..errors import PraxisError
-from .events import Event
 from .model import Flow, Phase
 
 if TYPE_CHECKING:  # a Record needs nbformat, a chat model langchain: loaded where phases run
     from langchain_core.language_models import BaseChatModel
 
+    from sandbox import Kernel, Sandbox
+
+    from .events import Event
     from .record import Record
 
 # An approver answers "may this code run?"; None means nobody can be asked (the answer is no).

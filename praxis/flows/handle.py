@@ -6,17 +6,20 @@ appends the matching event, in that order: the record is on disk before anything
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
 from . import state as st
-from .events import Event, EventLog, RunStateChanged
 from .layout import RunPaths, new_run_id, newest, newest_seq, run_paths
 from .model import Flow
 from .state_file import load, save
+
+if TYPE_CHECKING:
+    from .events import Event, EventLog
 
 Clock = Callable[[], float]
 
@@ -40,7 +43,6 @@ class RunHandle:
         self.paths = paths
         self.state = state
         self.clock = clock
-        self.log = EventLog(paths.events)
         self.listeners: list[Callable[[Event], None]] = []
 
     @classmethod
@@ -94,6 +96,8 @@ class RunHandle:
         save(new, self.paths.state)
         self.state = new
         if new.status != before:
+            from .events import RunStateChanged
+
             self.emit(RunStateChanged(status=new.status, revision=new.revision, reason=event))
         return new
 
@@ -101,6 +105,14 @@ class RunHandle:
         self.log.append(ev)
         for listen in self.listeners:
             listen(ev)
+
+    @functools.cached_property
+    def log(self) -> EventLog:
+        """The run's events.jsonl (events load when a command first reads or writes one:
+        `praxis runs` and `check` never do)."""
+        from .events import EventLog
+
+        return EventLog(self.paths.events)
 
     @property
     def id(self) -> str:
