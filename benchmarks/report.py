@@ -119,6 +119,8 @@ def write(results: Results, command: str) -> tuple[Path, Path]:
     """benchmarks/results/<date>.md and .json; returns their paths."""
     RESULTS.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y-%m-%d-%H%M", time.gmtime(results.started))
+    if (RESULTS / f"{stamp}.md").exists():  # two runs in one minute: keep both
+        stamp = time.strftime("%Y-%m-%d-%H%M%S", time.gmtime(results.started))
     md = RESULTS / f"{stamp}.md"
     md.write_text("# praxis benchmarks\n\n" + markdown(results, command), encoding="utf-8")
     data = {
