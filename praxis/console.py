@@ -160,7 +160,7 @@ MARKS = {"done": "✓", "failed": "✗", "running": "▶", "stale": "~", "pendin
 
 def timeline(state: RunState, width: int = 30) -> str:
     """The phases as rows of bars placed on the run's clock, for `praxis status`."""
-    spans = [(p.started, p.ended or time.time()) for p in state.phases if p.started]
+    spans = [(p.started, p.ended or time.time()) for p in state.phases if p.started is not None]
     t0 = min((a for a, _ in spans), default=0.0)
     total = max((b for _, b in spans), default=t0) - t0 or 1.0
     rows = []
