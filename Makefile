@@ -15,7 +15,7 @@ $(VENV)/.installed: pyproject.toml
 
 # The sandbox image, when a Docker daemon answers (a content-hash tag: seconds when unchanged).
 image: $(VENV)/.installed
-	@if $(PY) -c "import sys; from sandbox.container import docker_available as d; sys.exit(d() is not None)"; then \
+	@if $(PY) -c "import sys; from sandbox.daemon import available as d; sys.exit(d() is not None)"; then \
 		$(PRAXIS) sandbox build; \
 	elif [ "$${PRAXIS_REQUIRE_DOCKER:-0}" = "1" ]; then \
 		echo "PRAXIS_REQUIRE_DOCKER=1 but no Docker daemon answers: start dockerd" >&2; exit 5; \
