@@ -8,7 +8,6 @@ person looked at the run first, checks ``expect_revision``.
 from __future__ import annotations
 
 import os
-import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -45,6 +44,7 @@ from .layout import (
 )
 from .lock import Busy, FlowLock
 from .model import Flow
+from .opening import Opening
 from .params import resolve as resolve_params
 from .state import IllegalTransition, RunState
 
@@ -120,49 +120,6 @@ def run(
             opening.abandon()
             raise
         return _advance(flow, handle.id, clock=clock, opening=opening, **options)
-
-
-class Opening:
-    """``box.open()`` on its own thread: the container and its kernel server start while the
-    runner reads its state and imports the executors. ``box()`` waits and raises what
-    ``open`` raised; ``abandon()`` waits and closes (nothing leaks when the run stops first).
-    """
-
-    def __init__(self, box: Sandbox) -> None:
-        self._box = box
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._open, name="sandbox-open", daemon=True)
-        self._thread.start()
-
-    def _open(self) -> None:
-        try:
-            self._box.open()
-        except BaseException as exc:  # handed to the runner's thread by box()
-            self._error = exc
-
-    def box(self) -> Sandbox:
-        try:
-            self._thread.join()
-        except BaseException:  # Ctrl-C while it opens: the container must not outlive us
-            self.abandon()
-            raise
-        if self._error is not None:
-            raise self._error
-        return self._box
-
-    def abandon(self) -> None:
-        self._thread.join()
-        self._box.close()
-
-    def opened(self) -> bool:
-        """True once the sandbox is open (False while it opens, or if it failed)."""
-        return not self._thread.is_alive() and self._error is None
-
-    def usable(self) -> bool:
-        """False once it failed to open, or its sandbox can no longer run code."""
-        if self._thread.is_alive():
-            return True
-        return self._error is None and self._box.usable()
 
 
 def default_sandbox(flow: Flow, run: RunHandle) -> Sandbox:

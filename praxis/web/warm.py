@@ -17,7 +17,8 @@ from collections import OrderedDict
 from pathlib import Path
 
 from praxis.flows.handle import RunHandle
-from praxis.flows.runner import Opening, SandboxFactory
+from praxis.flows.opening import Opening
+from praxis.flows.runner import SandboxFactory
 
 log = logging.getLogger("praxis")
 
