@@ -211,7 +211,9 @@ def test_close_leaves_no_container_and_keeps_the_workspace(
         sandbox.close()
 
 
-KILL_ZYGOTE = """
+# Run in the container as root: the kernel servers are the python processes with the
+# server's socket in their command line whose parent is not a server (kernels are forks).
+SERVERS = """
 import os, signal
 def cmdline(pid):
     with open(f"/proc/{pid}/cmdline", "rb") as f:
@@ -219,14 +221,21 @@ def cmdline(pid):
 def parent(pid):
     with open(f"/proc/{pid}/stat") as f:
         return int(f.read().rsplit(")", 1)[1].split()[1])
-for pid in [p for p in os.listdir("/proc") if p.isdigit()]:
+def is_server(pid):
+    line, up = cmdline(pid), parent(pid)
+    return line.startswith(b"python") and b"zygote.sock" in line and not (
+        up and cmdline(up).startswith(b"python")
+    )
+servers = []
+for pid in [p for p in os.listdir("/proc") if p.isdigit() and int(p) != os.getpid()]:
     try:
-        # the server (a python whose parent is the container's shell), not one of its kernels
-        if cmdline(pid).startswith(b"python") and cmdline(parent(pid)).startswith(b"sh"):
-            os.kill(int(pid), signal.SIGKILL)
+        if is_server(pid):
+            servers.append(int(pid))
     except OSError:
         pass
 """
+KILL_ZYGOTE = SERVERS + "for pid in servers:\n    os.kill(pid, signal.SIGKILL)\n"
+COUNT_SERVERS = SERVERS + "print(len(servers))\n"
 
 
 def test_the_kernel_server_starts_with_the_container_and_again_when_it_ended(
@@ -248,27 +257,6 @@ def test_the_kernel_server_starts_with_the_container_and_again_when_it_ended(
         assert sandbox.kernel().execute("2 + 2", timeout=60).result == {"text/plain": "4"}
     finally:
         sandbox.close()
-
-
-COUNT_SERVERS = """
-import os
-def cmdline(pid):
-    with open(f"/proc/{pid}/cmdline", "rb") as f:
-        return f.read()
-def parent(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        return int(f.read().rsplit(")", 1)[1].split()[1])
-found = 0
-for pid in [p for p in os.listdir("/proc") if p.isdigit() and int(p) != os.getpid()]:
-    try:
-        line = cmdline(pid)
-        up = parent(pid)
-        if line.startswith(b"python") and b"zygote.sock" in line:
-            found += not (up and cmdline(up).startswith(b"python"))  # not one of its kernels
-    except OSError:
-        pass
-print(found)
-"""
 
 
 def _servers(sandbox: DockerSandbox) -> int:
