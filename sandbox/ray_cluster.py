@@ -10,6 +10,8 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import time
+from typing import Any
 from urllib.parse import urlsplit
 
 from .errors import SandboxUnavailable
@@ -66,12 +68,7 @@ def connect(address: str) -> None:
         return
     _reachable(address)
     try:
-        ray.init(
-            address=address,
-            namespace=NAMESPACE,
-            log_to_driver=False,
-            logging_level=logging.WARNING,
-        )
+        _init(ray, address)
     except Exception as exc:  # ConnectionError, AuthenticationError: Ray's own words follow
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
         hint = ""
@@ -91,6 +88,30 @@ def connect(address: str) -> None:
             "Running on a Ray cluster)",
             address,
         )
+
+
+def _init(ray: Any, address: str, attempts: int = 3) -> None:
+    """``ray.init``; again (up to ``attempts`` times in all) when a Ray client server says its
+    per-client server failed to start: the proxy starts one process per client, and that
+    start can fail once under load while the next one succeeds."""
+    for attempt in range(1, attempts + 1):
+        try:
+            ray.init(
+                address=address,
+                namespace=NAMESPACE,
+                log_to_driver=False,
+                logging_level=logging.WARNING,
+            )
+            return
+        except ConnectionAbortedError as exc:  # "Initialization failure from server"
+            if attempt == attempts:
+                raise
+            log.warning("the Ray client server did not start a server for us (%s); again", exc)
+            try:
+                ray.shutdown()
+            except Exception:
+                log.debug("ray.shutdown after a failed connect", exc_info=True)
+            time.sleep(attempt)
 
 
 def _token_auth() -> bool:

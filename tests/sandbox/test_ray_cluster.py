@@ -7,6 +7,7 @@ import socket
 
 import pytest
 
+from sandbox import ray_cluster
 from sandbox.ray_cluster import RESOURCE, RayUnavailable, _reachable, resolve_address, show
 
 
@@ -42,3 +43,38 @@ def test_resources_are_shown_sorted_memory_in_gib_and_the_marker_left_out() -> N
     demand = {"memory": 3 * (1 << 30), "CPU": 2.0, RESOURCE: 1.0, "gpu-node": 0.5}
     assert show(demand) == "CPU 2, gpu-node 0.5, memory 3g"
     assert show({}) == ""
+
+
+class FlakyRay:
+    """ray's init as a Ray client proxy answers it: the per-client server fails to start
+    ``failures`` times, then the connection works."""
+
+    def __init__(self, failures: int) -> None:
+        self.failures = failures
+        self.inits = 0
+        self.shutdowns = 0
+
+    def init(self, **kw: object) -> None:
+        self.inits += 1
+        if self.inits <= self.failures:
+            raise ConnectionAbortedError("Initialization failure from server: Starting Ray ...")
+
+    def shutdown(self) -> None:
+        self.shutdowns += 1
+
+
+def test_a_client_server_that_failed_to_start_is_asked_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(ray_cluster.time, "sleep", lambda s: None)
+    ray = FlakyRay(failures=2)
+    ray_cluster._init(ray, "ray://127.0.0.1:10001")
+    assert (ray.inits, ray.shutdowns) == (3, 2)
+
+
+def test_a_client_server_that_never_starts_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ray_cluster.time, "sleep", lambda s: None)
+    ray = FlakyRay(failures=5)
+    with pytest.raises(ConnectionAbortedError):
+        ray_cluster._init(ray, "ray://127.0.0.1:10001")
+    assert ray.inits == 3
