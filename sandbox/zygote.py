@@ -271,10 +271,15 @@ class Zygote:
         files as that uid through setfsuid): no fork of the zygote's large memory."""
         if self.kernel_uid is None:
             return {"ok": True}
+        # Done when a listing finds none that can run code AND only pids an earlier listing
+        # saw (and this loop killed, or saw dead). A process forks only before it is killed,
+        # so a child it made after one listing was read shows up, new, in the next.
         deadline = time.monotonic() + SWEEP_SECONDS
+        seen: set[int] = set()
         while True:
-            left = live_processes(self.kernel_uid)
-            if not left:
+            found = processes_of(self.kernel_uid)
+            left = [pid for pid, live in found.items() if live]
+            if not left and found.keys() <= seen:
                 break
             if time.monotonic() > deadline:
                 return {"ok": False, "error": f"{len(left)} process(es) of the phase survive"}
@@ -283,6 +288,7 @@ class Zygote:
                     os.kill(pid, signal.SIGKILL)
                 except OSError:
                     pass
+            seen.update(found)
             self.reap()
             time.sleep(0.001)
         self.reap()
@@ -465,9 +471,10 @@ def _fsuid():
 PF_EXITING = 0x4  # the task is in do_exit: it never runs user code or a syscall again
 
 
-def live_processes(uid):
-    """Pids of processes of ``uid`` that can still run code: not zombies, not exiting."""
-    found = []
+def processes_of(uid):
+    """Every process of ``uid``: pid -> whether it can still run code (not a zombie, not
+    exiting)."""
+    found = {}
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
@@ -483,8 +490,8 @@ def live_processes(uid):
         rest = stat.rsplit(")", 1)[-1].split()
         state = rest[0] if rest else "?"
         flags = int(rest[6]) if len(rest) > 6 and rest[6].isdigit() else 0
-        if uid in uids and state not in ("Z", "X") and not flags & PF_EXITING:
-            found.append(int(name))
+        if uid in uids:
+            found[int(name)] = state not in ("Z", "X") and not flags & PF_EXITING
     return found
 
 
