@@ -8,9 +8,7 @@ same measurements on the same machine.
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -45,20 +43,7 @@ def run_flow(flow: Path, backend: str) -> tuple[Timed, Path]:
 def cold_start(flow: Path, backend: str) -> dict[str, Any]:
     """From starting ``praxis run`` to the first statement of the first phase's code."""
     t0 = time.time()
-    proc = subprocess.run(
-        praxis("run", str(flow), "--quiet"),
-        cwd=flow,
-        env={**os.environ, "PRAXIS_SANDBOX": backend},
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if proc.returncode != 0:
-        raise BenchmarkFailed(f"praxis run exited {proc.returncode}: {proc.stderr[-300:]}")
-    found = re.search(r"^run (\S+):", proc.stdout, re.MULTILINE)
-    if found is None:
-        raise BenchmarkFailed(f"praxis run printed no run id: {proc.stdout[-300:]!r}")
-    run_dir = flow / "runs" / found.group(1)
+    _, run_dir = run_flow(flow, backend)
     started = float((run_dir / "output" / "started.txt").read_text(encoding="utf-8"))
     at = {}
     for line in (run_dir / "events.jsonl").read_text(encoding="utf-8").splitlines():

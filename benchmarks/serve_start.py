@@ -70,11 +70,13 @@ def click_to_code(root: Path, backend: str, *, keep: int) -> dict[str, float]:
             advancer.wait(120)
     finally:
         advancer.close()
-    done = runner.load_flow(flow)
-    started = float((flow / "runs" / run.id / "output" / "started.txt").read_text())
-    if not started:
-        raise BenchmarkFailed(f"run {run.id} of {done.name} did not run its second phase")
-    return {"click": started - t0}
+    started = flow / "runs" / run.id / "output" / "started.txt"
+    if not started.is_file():
+        job = advancer.job(flow, run.id)
+        raise BenchmarkFailed(
+            f"run {run.id} did not run its second phase: {job.error if job else 'not advanced'}"
+        )
+    return {"click": float(started.read_text(encoding="utf-8")) - t0}
 
 
 def _factory(backend: str) -> Any:
