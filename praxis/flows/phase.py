@@ -292,12 +292,12 @@ def execute(
         waiting=lambda what: _set_waiting(run, phase, what),
         model=model,
     )
-    inject(ctx)
+    record_params(ctx)
     with _CancelWatch(run.paths.cancel_request, kernel):
         executor(phase.kind)(ctx)
 
 
-def inject(ctx: PhaseContext) -> None:
+def record_params(ctx: PhaseContext) -> None:
     """The record's metadata shows the ``params`` and ``note`` the kernel was given (the
     hand-out set them before any of the phase's code runs)."""
     ctx.record.metadata["params"] = dict(ctx.params)
