@@ -1,20 +1,23 @@
 """Benchmark 6: from the reviewer's click (Approve) in `praxis serve` to the first statement
 of the next phase, with the run's sandbox kept warm while the page was open, and without.
 
-The web app runs in this process (Starlette's TestClient: the same handlers and threads as
-``praxis serve``, no network); the run waits at a Gate after a first phase.
+The run reaches its Gate with ``praxis run``; then, in a fresh interpreter as a newly
+started ``praxis serve`` would be, the web app runs (Starlette's TestClient: the same
+handlers and threads, no network), its page is shown and Approve clicked.
 """
 
 from __future__ import annotations
 
 import html
+import json
 import re
 import shutil
 import time
 from pathlib import Path
 from typing import Any
 
-from .measure import BenchmarkFailed, median
+from . import command
+from .measure import PYTHON, REPO, BenchmarkFailed, median, run_timed
 from .report import Results, Row
 from .workload import flow_yaml
 
@@ -42,26 +45,22 @@ def click_to_code(root: Path, backend: str, *, keep: int) -> dict[str, float]:
     seconds from the click to the second phase's first statement."""
     from starlette.testclient import TestClient
 
-    from praxis.flows import runner
     from praxis.web.app import create_app
     from praxis.web.background import Advancer
     from praxis.web.security import Guard
 
     flow = gated_flow(root / "flows" / "gated")
     make = _factory(backend)
-    run = runner.begin(flow)
-    state = runner.advance(flow, run.id, make_sandbox=make)
-    if state.waiting != "gate":
-        raise BenchmarkFailed(f"the serve benchmark's run did not stop at its Gate: {state}")
+    run_id = _to_the_gate(flow, backend)
     guard = Guard()
     advancer = Advancer(make_sandbox=make, keep=keep)
     app = create_app(root, guard=guard, advancer=advancer)
     try:
         with TestClient(app, base_url="http://127.0.0.1:8765") as client:
             client.get(f"/?token={guard.token}", follow_redirects=False)
-            page = client.get(f"/run?flow=flows/gated&run={run.id}").text
+            page = client.get(f"/run?flow=flows/gated&run={run_id}").text
             if keep:
-                _wait_warm(advancer, flow, run.id)
+                _wait_warm(advancer, flow, run_id)
             fields = _approve_fields(page)
             t0 = time.time()
             answer = client.post("/approve", data=fields, follow_redirects=False)
@@ -70,13 +69,36 @@ def click_to_code(root: Path, backend: str, *, keep: int) -> dict[str, float]:
             advancer.wait(120)
     finally:
         advancer.close()
-    started = flow / "runs" / run.id / "output" / "started.txt"
+    started = flow / "runs" / run_id / "output" / "started.txt"
     if not started.is_file():
-        job = advancer.job(flow, run.id)
+        job = advancer.job(flow, run_id)
         raise BenchmarkFailed(
-            f"run {run.id} did not run its second phase: {job.error if job else 'not advanced'}"
+            f"run {run_id} did not run its second phase: {job.error if job else 'not advanced'}"
         )
     return {"click": float(started.read_text(encoding="utf-8")) - t0}
+
+
+def _to_the_gate(flow: Path, backend: str) -> str:
+    """``praxis run`` in its own process, to the Gate; the run's id."""
+    timed = run_timed(
+        command.praxis("run", str(flow), "--quiet"), cwd=flow, env={"PRAXIS_SANDBOX": backend}
+    )
+    found = re.search(r"^run (\S+): waiting at the Gate", timed.stdout, re.MULTILINE)
+    if found is None:
+        raise BenchmarkFailed(f"the serve benchmark's run did not stop at its Gate: {timed.stdout}")
+    return found.group(1)
+
+
+def sample(root: Path, backend: str, keep: int) -> dict[str, float]:
+    """``click_to_code`` in a fresh interpreter: nothing of an earlier advance imported."""
+    code = (
+        "import json, sys\nfrom pathlib import Path\n"
+        "from benchmarks.serve_start import click_to_code\n"
+        "print(json.dumps(click_to_code(Path(sys.argv[1]), sys.argv[2], keep=int(sys.argv[3]))))"
+    )
+    timed = run_timed([PYTHON, "-c", code, str(root), backend, str(keep)], cwd=REPO)
+    result: dict[str, float] = json.loads(timed.stdout.strip().splitlines()[-1])
+    return result
 
 
 def _factory(backend: str) -> Any:
@@ -111,7 +133,7 @@ def measure(results: Results, work: Path, repeats: int, backends: list[str]) -> 
             for n in range(repeats):
                 root = work / f"serve-{backend}-{keep}-{n}"
                 try:
-                    got.append(click_to_code(root, backend, keep=keep))
+                    got.append(sample(root, backend, keep))
                 finally:
                     shutil.rmtree(root, ignore_errors=True)
             secs = median([g["click"] for g in got])

@@ -11,6 +11,7 @@ out of reach, until the runner hands one out (``sandbox/standby.py``).
 
 from __future__ import annotations
 
+import importlib
 import logging
 import threading
 from collections import OrderedDict
@@ -44,6 +45,10 @@ class WarmSandboxes:
                 self._open[key] = stale  # open already (or opening)
                 return
             self._open[key] = Opening(self.make_sandbox(run.flow, run))
+            kinds = sorted({phase.kind for phase in run.flow.phases})
+            threading.Thread(
+                target=_load_executors, args=(kinds,), name="executors-load", daemon=True
+            ).start()
             extra = [self._open.popitem(last=False)[1] for _ in range(len(self._open) - self.keep)]
         for opening in [stale, *extra]:
             if opening is not None:
@@ -75,6 +80,17 @@ class WarmSandboxes:
             self._open.clear()
         for opening in openings:
             _quietly_abandon(opening)
+
+
+def _load_executors(kinds: list[str]) -> None:
+    """Import what the run's next advance imports first (the phase steps, nbformat, the
+    executors of its kinds), so that the click does not wait for it either."""
+    try:
+        importlib.import_module("praxis.flows.phase")
+        for kind in kinds:
+            importlib.import_module(f"praxis.phases.{kind}")
+    except Exception:  # the advance imports them again and says what is wrong
+        log.debug("loading the executors ahead of a click", exc_info=True)
 
 
 def _close_later(opening: Opening) -> None:
