@@ -242,16 +242,13 @@ def _rel(path: Path) -> str:
 
 def cmd_status(args: argparse.Namespace) -> int:
     from .console import timeline
-    from .flows import runner
+    from .flows import contract
     from .flows.handle import RunHandle
-    from .flows.lock import Busy
+    from .flows.reconcile import reconcile_if_free
     from .flows.status import status_of
 
-    flow = runner.load_flow(args.flow)
-    try:  # hand edits are recorded first, when no other process holds the run
-        runner.reconcile_run(flow, args.run)
-    except Busy:
-        pass
+    flow = contract.require(Path(args.flow))
+    reconcile_if_free(flow, args.run)  # hand edits first, when no other process holds the run
     run = RunHandle.open(flow, args.run)
     st = status_of(run)
     if args.json:

@@ -8,12 +8,13 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from .flows import events as ev
-from .flows.live import Output
 from .flows.state import STOPPED, RunState
 from .terminal import escape
+
+if TYPE_CHECKING:  # the event types load with the first event: `praxis status` needs none
+    from .flows import events as ev
 
 OUTPUT_INDENT = "    "  # a phase's printed output, under its phase line
 PARTIAL_LIMIT = 4096  # characters of an unfinished output line held back
@@ -38,6 +39,8 @@ class Progress:
         self._ticker: threading.Thread | None = None
 
     def __call__(self, event: ev.Event) -> None:
+        from .flows import events as ev
+
         with self._lock:
             self._clear()
             self._flush_output()  # an unfinished output line goes before the event's line
@@ -74,6 +77,8 @@ class Progress:
     def message(self, text: str) -> None:
         """The run's ``progress``: a phase's printed output (``live.Output``) is shown as it
         comes, indented under the phase line, escaped; other messages are not shown."""
+        from .flows.live import Output
+
         if self.quiet or not isinstance(text, Output):
             return
         with self._lock:

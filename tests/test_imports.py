@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -45,6 +46,48 @@ def test_quick_commands_import_no_heavy_module(flow: Path, command: list[str]) -
     assert report["code"] == 0, done.stderr
     loaded = [m for m in HEAVY if m in report["modules"]]
     assert loaded == [], f"praxis {' '.join(command)} imported {loaded}"
+
+
+# What each quick command does not need: modules taken out of its imports, kept out.
+NOT_NEEDED = {
+    "status": (
+        "praxis.flows.runner",  # status records hand edits through reconcile, not the runner
+        "praxis.flows.opening",
+        "praxis.flows.collect",
+        "praxis.flows.snapshot",  # a run's manifests only at a Gate
+        "praxis.flows.edits",  # only when a hand edit is recorded
+        "praxis.flows.live",
+        "praxis.flows.notebook_check",  # the flow has no notebook phase
+        "sandbox.tree",
+    ),
+    "runs": ("praxis.flows.runner", "praxis.flows.events", "praxis.flows.notebook_check"),
+    "check": (
+        "praxis.flows.context",
+        "praxis.flows.notebook_check",
+        "hashlib",
+        "subprocess",
+        "tempfile",
+    ),
+}
+
+
+def quick_command(flow: Path, command: str) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, command, str(flow)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    report: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["code"] == 0, done.stderr
+    return report
+
+
+@pytest.mark.parametrize("command", sorted(NOT_NEEDED))
+def test_quick_commands_import_only_what_they_show(flow: Path, command: str) -> None:
+    report = quick_command(flow, command)
+    loaded = [m for m in NOT_NEEDED[command] if m in report["modules"]]
+    assert loaded == [], f"praxis {command} imported {loaded}"
 
 
 def test_help_imports_no_flow_machinery() -> None:

@@ -22,14 +22,9 @@ open. Every check reads at most ``MAX_BYTES``; a larger table fails its checks s
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
 import json
 import os
-import shutil
-import subprocess
-import sys
-import tempfile
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -37,7 +32,6 @@ from typing import Any
 
 from sandbox.paths import confined
 
-from .context import PhaseError
 from .model import Flow, Phase
 
 CHECK_KEYS = (
@@ -312,6 +306,11 @@ def _is(kind: str, value: str) -> bool:
 
 def script_locally(flow: Flow, name: str, script: str, data: bytes) -> list[Failure]:
     """Run a ``script:`` check in a local Python process, in a temp folder holding ``name``."""
+    import shutil  # a process and a folder only for a script check: `praxis check` needs none
+    import subprocess
+    import sys
+    import tempfile
+
     code = confined(flow.root, script)
     with tempfile.TemporaryDirectory(prefix="praxis-check-") as tmp:
         (Path(tmp) / Path(name).name).write_bytes(data)
@@ -354,6 +353,8 @@ def script_in_kernel(sandbox: Any, flow: Flow, name: str, script: str) -> list[F
 def after_phase(run: Any, phase: Phase, sandbox: Any = None) -> None:
     """Every check of ``phase``'s outputs, as the phase wrote them; PhaseError on the first
     that fails (naming the check, the column and up to 5 rows)."""
+    from .context import PhaseError
+
     failures: list[Failure] = []
     for name, spec in phase.checks.items():
         path = run.paths.out(name)
@@ -405,6 +406,8 @@ def gate_failures(run: Any, originals: dict[str, str], *, scripts: bool = True) 
 
 
 def sha256_of(path: Path) -> str:
+    import hashlib
+
     h = hashlib.sha256()
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     with os.fdopen(fd, "rb") as fh:

@@ -20,7 +20,7 @@ from typing import Any
 from .. import packages
 from ..errors import UsageError
 from . import checks as table_checks
-from . import notebook_check, safe_yaml, sandbox_config
+from . import safe_yaml, sandbox_config
 from .model import DEFAULT_LIMITS, DEFAULT_SANDBOX, PHASE_KINDS, REVIEW_MODES, Flow, Phase
 from .yaml_values import ValueReader, describe, mib, show
 
@@ -285,6 +285,8 @@ class _Builder(ValueReader):
 
         script = self.entry_file(raw, loc, "script")
         if kind == "notebook" and script is not None:
+            from . import notebook_check  # reads the .ipynb: only a notebook phase needs it
+
             if found := notebook_check.flow_problem(self.root, script):
                 self.error(f"{loc}.script", found)
         prompt = self.entry_file(raw, loc, "prompt")

@@ -17,13 +17,11 @@ import stat
 from dataclasses import dataclass
 from typing import Any
 
-from sandbox.errors import PathRefused
-
-from . import edits, snapshot
-from .collect import sha256
-from .events import ArtifactEdited
+from .checks import sha256_of
 from .handle import RunHandle
-from .layout import writable_names
+from .layout import lock_path, writable_names
+from .lock import Busy, FlowLock
+from .model import Flow
 
 
 @dataclass(frozen=True)
@@ -41,6 +39,8 @@ class Changed:
 
 def phase_version(run: RunHandle, phase_id: str) -> dict[str, str]:
     """Output name -> sha256 as the phase's current attempt wrote it (before any edit)."""
+    from . import snapshot  # at a Gate only: `praxis status` of other runs never loads it
+
     p = run.state.phase(phase_id)
     try:
         post = snapshot.load_manifest(run.paths.snapshot(p.id, p.attempt, "post")) or {}
@@ -57,7 +57,7 @@ def _digest(run: RunHandle, name: str) -> str:
     try:
         if not path.is_file() or path.is_symlink():
             return ""
-        return sha256(path)
+        return sha256_of(path)
     except OSError:
         return ""
 
@@ -76,6 +76,17 @@ def hand_edits(run: RunHandle) -> list[tuple[str, str, str]]:
     return found
 
 
+def reconcile_if_free(flow: Flow, run_id: str | None) -> None:
+    """Record the hand edits of run ``run_id`` (default: the newest) when no other process
+    holds the Flow's lock; when one does, it records them itself (``praxis status`` does
+    this first)."""
+    try:
+        with FlowLock(lock_path(flow.root)):
+            reconcile(RunHandle.open(flow, run_id))
+    except Busy:
+        pass
+
+
 def reconcile(run: RunHandle) -> list[str]:
     """Record the hand edits of the Gate's writable outputs (the caller holds the lock)."""
     done = []
@@ -87,6 +98,11 @@ def reconcile(run: RunHandle) -> list[str]:
 
 def record_edit(run: RunHandle, name: str, old: str, *, by: str, actor: str) -> str:
     """Store the new version, write its diff beside the attempt, move the revision, emit."""
+    from sandbox.errors import PathRefused
+
+    from . import edits, snapshot
+    from .events import ArtifactEdited
+
     gate = str(run.state.gate)
     attempt = run.state.phase(gate).attempt
     store = snapshot.Store(run.paths.objects)
