@@ -2,9 +2,10 @@
 
 ``take`` hands out the oldest warm kernel (waiting if it is still starting), after
 ``activate`` (a spare may wait dormant, out of reach of running code, until it is handed out),
-and at once starts another. A kernel handed out is never taken back: every phase gets a fresh
+and then starts another. A kernel handed out is never taken back: every phase gets a fresh
 interpreter. ``spares`` kernels are kept (each started on its own worker thread), so that
-phases shorter than one kernel start, back to back, still find one ready.
+phases shorter than one kernel start, back to back, still find one ready. Until the first
+kernel is handed out, only it starts: on a cold sandbox it has the CPUs to itself.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from .base import Kernel
-from .client import alive
 from .errors import KernelDied, SandboxError, SandboxUnavailable
 
 log = logging.getLogger("sandbox")
@@ -44,9 +44,11 @@ class Standby:
         self.started = 0  # kernels whose start was requested
 
     def warm(self) -> None:
-        """Start spares now until ``spares`` are ready or starting. Idempotent."""
+        """Start a kernel now, unless one is ready or starting (the other spares start once
+        one is handed out). Idempotent."""
         with self._lock:
-            self._fill()
+            if not self._ready:
+                self._ready.append(self._submit())
 
     def take(self, usable: Callable[[Kernel], bool] | None = None) -> Kernel:
         """The oldest warm kernel (waiting for it if needed); another starts in the background.
@@ -59,7 +61,6 @@ class Standby:
         for _ in range(self.spares + 1):
             with self._lock:
                 current = self._ready.popleft() if self._ready else self._submit()
-                self._fill()
             try:
                 kernel = current.result()
             except SandboxError as exc:
@@ -78,6 +79,7 @@ class Standby:
                 with self._lock:
                     self._out = [k for k in self._out if not getattr(k, "_closed", False)]
                     self._out.append(kernel)
+                    self._fill()  # after the hand-over: the kernel taken started alone
                 return kernel
             kernel.shutdown()
             error = KernelDied("the warm kernel ended before it was handed out")
@@ -130,6 +132,8 @@ class StandbyKernels:
     def kernel(self) -> Kernel:
         if self._standby is None:
             raise SandboxUnavailable(f"the {self.backend} sandbox is not open; call open() first")
+        from .client import alive  # jupyter_client: once a kernel is wanted, not to open
+
         return self._standby.take(usable=alive)
 
     @property

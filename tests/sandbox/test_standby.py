@@ -73,12 +73,14 @@ def made() -> Iterator[Callable[..., tuple[Standby, Starts]]]:
         standby.close()
 
 
-def test_warm_starts_the_spares_and_each_take_starts_one_more(made: Any) -> None:
+def test_warm_starts_one_kernel_and_each_take_fills_the_spares(made: Any) -> None:
     standby, starts = made(spares=2)
     standby.warm()
     standby.warm()  # idempotent
-    assert standby.started == 2
-    first, second = standby.take(), standby.take()
+    assert standby.started == 1  # the first kernel starts alone
+    first = standby.take()
+    assert standby.started == 3  # handed out: both spares start
+    second = standby.take()
     assert first is not second and standby.started == 4
     assert standby.handed_out() == [first, second]
     standby.close()
