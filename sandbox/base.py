@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 OutputCallback = Callable[[str, str], None]  # (stream name, text) as output arrives
+GRACE = 5.0  # seconds an interrupted kernel gets to go idle before it is killed
 
 
 @dataclass(frozen=True)

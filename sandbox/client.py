@@ -18,13 +18,12 @@ from typing import Any
 import zmq
 from jupyter_client.blocking.client import BlockingKernelClient
 
-from .base import ExecResult, Kernel, OutputCallback
+from .base import GRACE, ExecResult, Kernel, OutputCallback
 from .errors import ExecTimeout, KernelDied, SandboxUnavailable
 from .output import DISPLAY_LIMIT, STREAM_LIMIT, WARM_UP, Collector, start_code
 
 log = logging.getLogger("sandbox")
 
-GRACE = 5.0  # seconds an interrupted kernel gets to go idle before it is killed
 POLL = 0.2  # seconds between liveness checks while waiting on iopub
 IOPUB_HWM = 8  # iopub messages queued on the host side; the rest wait in the kernel's queue
 RECONNECT_MS = 10  # zmq's retry interval while the new kernel has not bound its sockets yet

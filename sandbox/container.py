@@ -28,11 +28,10 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .base import Kernel
+from .base import GRACE, Kernel
 from .cgroup import oom_kills
-from .client import GRACE, JupyterKernel
 from .daemon import connect as connect_docker
 from .errors import SandboxUnavailable
 from .forkserver import (
@@ -47,6 +46,9 @@ from .output import DISPLAY_LIMIT, STREAM_LIMIT
 from .standby import SPARES, Standby
 from .workspace import FolderSandbox, Workspace, parse_size
 from .zygote_kernels import ZygoteKernels
+
+if TYPE_CHECKING:
+    from .client import JupyterKernel
 
 log = logging.getLogger("sandbox")
 
@@ -209,14 +211,20 @@ class DockerSandbox(ZygoteKernels, FolderSandbox):
     def close(self) -> None:
         standby, self._standby = self._standby, None
         for kernel in standby.close() if standby is not None else []:
+            from .client import JupyterKernel
+
             if isinstance(kernel, JupyterKernel):
                 kernel.client.stop_channels()  # the container goes next, with every process
                 kernel._closed = True
         self._zygote = None
         container, self.container = self.container, None
-        if container is not None:
-            _stop(container)  # it removes itself (auto_remove): nobody waits for that
-        self.workspace.close()
+        stopping = None
+        if container is not None:  # it removes itself (auto_remove): nobody waits for that
+            stopping = threading.Thread(target=_stop, args=(container,), name="sandbox-stop")
+            stopping.start()
+        self.workspace.close()  # the host's mount, while the kill is on its way
+        if stopping is not None:
+            stopping.join()
         self._remove_runtime()
         if self._client is not None:
             self._client.close()

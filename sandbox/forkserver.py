@@ -25,12 +25,12 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 from pathlib import Path
-from typing import Any
-
-from jupyter_client.blocking.client import BlockingKernelClient
-from jupyter_client.connect import write_connection_file
+from typing import TYPE_CHECKING, Any
 
 from .errors import SandboxUnavailable
+
+if TYPE_CHECKING:
+    from jupyter_client.blocking.client import BlockingKernelClient
 
 log = logging.getLogger("sandbox")
 
@@ -305,6 +305,9 @@ def connection_files(
     sockets named by ``kernel_ip``: the same folder seen from where the kernel runs) goes to
     the zygote in the spawn request and never lands in a file other code could read.
     """
+    from jupyter_client.blocking.client import BlockingKernelClient
+    from jupyter_client.connect import write_connection_file
+
     secret = uuid.uuid4().hex.encode()
     path, info = write_connection_file(
         str(host_folder / f"{key}.json"),

@@ -23,7 +23,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .client import GRACE, JupyterKernel
+from .base import GRACE
+from .client import JupyterKernel
 from .errors import SandboxUnavailable
 from .forkserver import (
     ForkServer,

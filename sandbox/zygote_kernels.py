@@ -1,21 +1,26 @@
 """Fresh kernels forked by a sandbox's zygote: how the local and the docker backend both get
-a kernel (fork it dormant, wrap it, hand it its identity when it is taken)."""
+a kernel (fork it dormant, wrap it, hand it its identity when it is taken).
+
+jupyter_client is imported when the first kernel is made, not with the backend: a container
+starts before its client library has loaded."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
-
-from jupyter_client.blocking.client import BlockingKernelClient
+from typing import TYPE_CHECKING, Any
 
 from .base import Kernel, close_thread_loop
-from .client import JupyterKernel
 from .errors import SandboxUnavailable
 from .forkserver import ForkedKernel, ZygoteSupervisor
 from .output import start_code
 from .standby import StandbyKernels
+
+if TYPE_CHECKING:
+    from jupyter_client.blocking.client import BlockingKernelClient
+
+    from .client import JupyterKernel
 
 
 class ZygoteKernels(StandbyKernels):
@@ -47,6 +52,8 @@ class ZygoteKernels(StandbyKernels):
         """Fork kernel ``key`` (``client``: its connection here; ``info``: as the zygote sees
         it), dormant, with the output cap installed. ``files`` of it go when it is killed or
         fails to start. Standby thread."""
+        from .client import JupyterKernel
+
         zygote = self._zygote
         if zygote is None:
             raise SandboxUnavailable(f"the {self.backend} sandbox is closed")
@@ -89,6 +96,8 @@ class ZygoteKernels(StandbyKernels):
 
     def _activate(self, kernel: Kernel) -> None:
         """Let a dormant spare take its identity and answer; wait until it does."""
+        from .client import JupyterKernel
+
         assert isinstance(kernel, JupyterKernel)
         if self._zygote is None:
             raise SandboxUnavailable(f"the {self.backend} sandbox is closed")

@@ -11,6 +11,7 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -110,7 +111,7 @@ def run(
     with FlowLock(lock_path(flow.root)):
         handle = _begin(flow, params, clock)
         make_sandbox = options.pop("make_sandbox", default_sandbox)
-        opening = Opening(make_sandbox(flow, handle))  # the container starts while we go on
+        opening = Opening(partial(make_sandbox, flow, handle))  # starts while we go on
         try:
             if managed:
                 _set_managed(handle, True, "person")
@@ -176,12 +177,11 @@ def _advance(
             if opening is not None:
                 opening.abandon()
             return run.state
-        opening = opening or Opening(make_sandbox(flow, run))
+        opening = opening or Opening(partial(make_sandbox, flow, run))
         check_definition(run)
         blocked = reconcile.refuse_changed(run)
         if blocked:
             raise Refused(f"run {run.id}: {blocked}", revision=run.state.revision)
-        from . import phase  # noqa: F401  (the executors' imports, while the sandbox opens)
     except BaseException:
         if opening is not None:
             opening.abandon()

@@ -15,6 +15,7 @@ import importlib
 import logging
 import threading
 from collections import OrderedDict
+from functools import partial
 from pathlib import Path
 
 from praxis.flows.handle import RunHandle
@@ -44,7 +45,7 @@ class WarmSandboxes:
             if stale is not None and stale.usable():
                 self._open[key] = stale  # open already (or opening)
                 return
-            self._open[key] = Opening(self.make_sandbox(run.flow, run))
+            self._open[key] = Opening(partial(self.make_sandbox, run.flow, run))
             kinds = sorted({phase.kind for phase in run.flow.phases})
             threading.Thread(
                 target=_load_executors, args=(kinds,), name="executors-load", daemon=True

@@ -1,5 +1,5 @@
-"""A sandbox opening on its own thread: what open raised comes out of box(), and a sandbox
-nobody takes is closed."""
+"""A sandbox made and opened on its own thread: what make or open raised comes out of box(),
+and a sandbox nobody takes is closed."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ class Slow(FakeSandbox):
 
 def test_box_waits_for_the_open_and_gives_the_sandbox(tmp_path: Path) -> None:
     box = Slow(workspace=tmp_path / "ws", name="r")
-    opening = Opening(box)
+    opening = Opening(lambda: box)
     assert not opening.opened() and opening.usable()  # still opening
     box.go.set()
     assert opening.box() is box and box.opened
@@ -45,7 +45,7 @@ def test_box_waits_for_the_open_and_gives_the_sandbox(tmp_path: Path) -> None:
 def test_what_open_raised_comes_out_of_box(tmp_path: Path) -> None:
     box = Slow(workspace=tmp_path / "ws", name="r", fail=True)
     box.go.set()
-    opening = Opening(box)
+    opening = Opening(lambda: box)
     with pytest.raises(SandboxUnavailable, match="no Docker daemon"):
         opening.box()
     assert not opening.opened() and not opening.usable()
@@ -53,7 +53,18 @@ def test_what_open_raised_comes_out_of_box(tmp_path: Path) -> None:
 
 def test_abandon_waits_for_the_open_then_closes(tmp_path: Path) -> None:
     box = Slow(workspace=tmp_path / "ws", name="r")
-    opening = Opening(box)
+    opening = Opening(lambda: box)
     box.go.set()
     opening.abandon()
     assert box.closes == 1
+
+
+def test_what_make_raised_comes_out_of_box_and_abandon_has_nothing_to_close() -> None:
+    def make() -> Slow:
+        raise SandboxUnavailable("unknown sandbox backend 'dokcer'")
+
+    opening = Opening(make)
+    with pytest.raises(SandboxUnavailable, match="dokcer"):
+        opening.box()
+    assert not opening.opened() and not opening.usable()
+    opening.abandon()  # nothing was made: nothing to close
