@@ -44,7 +44,7 @@ def route(
     outputs: dict[str, str] = {}
     for name in _staged(staging):
         sha, _size = store.add_file(confined(staging, name))
-        _file(paths, phase, name, store.path(sha), declared)
+        _file(paths, phase, name, store, sha, declared)
         if name in declared:
             outputs[name] = sha
     for name, item in sorted(post.items()):
@@ -54,19 +54,26 @@ def route(
             check_name(name)
         except PathRefused as exc:
             raise PhaseError(f"refused to collect {exc}") from exc
-        _file(paths, phase, name, store.path(item.sha256), declared)
+        _file(paths, phase, name, store, item.sha256, declared)
         if name in declared:
             outputs[name] = item.sha256
     return outputs
 
 
-def _file(paths: RunPaths, phase: Phase, name: str, obj: Path, declared: set[str]) -> None:
+def _file(
+    paths: RunPaths, phase: Phase, name: str, store: Store, sha: str, declared: set[str]
+) -> None:
+    """Object ``sha`` at ``name`` in output/ or scratch/. The store remembers a read-only
+    output (a link to the object), so a later phase that takes it as an input does not hash
+    it again."""
     dest = _dest(paths, phase, name, declared)
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = dest.with_name(f".{dest.name[:100]}.collect")
     tmp.unlink(missing_ok=True)
+    obj = store.path(sha)
+    editable = name in declared and phase.gated
     try:
-        if name in declared and phase.gated:
+        if editable:
             shutil.copyfile(obj, tmp)  # writable at the Gate: never the store's inode
             os.chmod(tmp, 0o644)
         else:
@@ -74,6 +81,8 @@ def _file(paths: RunPaths, phase: Phase, name: str, obj: Path, declared: set[str
         os.replace(tmp, dest)
     finally:
         tmp.unlink(missing_ok=True)
+    if name in declared and not editable:
+        store.remember(dest, sha)
 
 
 def _staged(staging: Path) -> list[str]:

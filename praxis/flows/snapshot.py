@@ -20,7 +20,7 @@ import json
 import os
 import stat
 import uuid
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ from .atomic import write_atomic
 
 MAX_FILES = 10_000  # new files one phase may leave in the workspace
 MAX_BYTES = 1 << 30  # bytes of new files one phase may leave (their size, holes included)
+KEPT = 4  # manifests a Workspace keeps after saving them (a phase's pre and post, and the last)
 
 
 @dataclass(frozen=True)
@@ -67,23 +68,42 @@ def is_folder(name: str) -> bool:
 
 def digest(manifest: Manifest) -> str:
     """The content of a workspace, as one sha256 (paths and contents; not identities)."""
-    h = hashlib.sha256()
-    for name in sorted(manifest):
-        h.update(f"{name}\0{manifest[name].sha256}\n".encode("utf-8", "surrogateescape"))
-    return h.hexdigest()
+    text = "".join(f"{name}\0{manifest[name].sha256}\n" for name in sorted(manifest))
+    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
 
 
 def save_manifest(path: Path, manifest: Manifest, **extra: Any) -> None:
-    """``files`` (path -> content and identity) and ``folders`` (every folder, empty or not)."""
-    files = {n: asdict(i) for n, i in sorted(manifest.items()) if not is_folder(n)}
-    data = {
-        "digest": digest(manifest),
-        **extra,
-        "files": files,
-        "folders": sorted(n[:-1] for n in manifest if is_folder(n)),
-    }
+    """``files`` (path -> content and identity) and ``folders`` (every folder, empty or not):
+    one JSON object, a line per file and per folder."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, json.dumps(data, indent=1).encode() + b"\n", durable=False)
+    write_atomic(path, manifest_text(manifest, **extra).encode() + b"\n", durable=False)
+
+
+def manifest_text(manifest: Manifest, **extra: Any) -> str:
+    """The JSON of a manifest file (json's C encoder per line: its indenting encoder takes
+    tens of ms on a workspace of thousands of files)."""
+    dumps = json.dumps
+    head = [f" {dumps(k)}: {dumps(v)}," for k, v in {"digest": digest(manifest), **extra}.items()]
+    files = [
+        f'  {dumps(n)}: {{"sha256": {dumps(i.sha256)}, "size": {i.size}, "ino": {i.ino}, '
+        f'"mtime_ns": {i.mtime_ns}, "ctime_ns": {i.ctime_ns}}}'
+        for n, i in sorted(manifest.items())
+        if not is_folder(n)
+    ]
+    folders = [f"  {dumps(n[:-1])}" for n in sorted(manifest) if is_folder(n)]
+    return "\n".join(
+        [
+            "{",
+            *head,
+            ' "files": ' + _block("{", files, "},"),
+            ' "folders": ' + _block("[", folders, "]"),
+            "}",
+        ]
+    )
+
+
+def _block(start: str, lines: list[str], end: str) -> str:
+    return start + ("\n" + ",\n".join(lines) + "\n " if lines else "") + end
 
 
 def load_manifest(path: Path) -> Manifest | None:
@@ -137,6 +157,14 @@ class Store:
             return sha, st.st_size
         finally:
             os.close(fd)
+
+    def remember(self, path: Path, sha: str) -> None:
+        """Host file ``path`` (a copy or a link of object ``sha``, filed by the host) holds
+        ``sha`` as it is now: ``add_file`` of it reads it again only once it has changed."""
+        st = os.lstat(path)
+        if stat.S_ISREG(st.st_mode):
+            key = (str(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+            self._seen[key] = sha
 
     def add_from(self, sandbox: Sandbox, name: str) -> tuple[str, int]:
         """Take workspace file ``name`` (through the sandbox's fetch); (sha256, size)."""
@@ -198,6 +226,21 @@ class Workspace:
         self.placed: Manifest = {}  # placed since the last listing: content known, identity not
         self.stored = (0, 0)  # files and bytes the last snapshot read into the store
         self.settled: tuple[str, Manifest] | None = None  # (phase, pre-state) just settled
+        self._saved: dict[Path, Manifest] = {}  # the manifests this object saved last
+
+    def save(self, path: Path, manifest: Manifest, **extra: Any) -> None:
+        """``save_manifest``, keeping the manifest for ``load`` (the next phase starts from
+        the one the phase before it saved)."""
+        save_manifest(path, manifest, **extra)
+        self._saved.pop(path, None)
+        self._saved[path] = dict(manifest)
+        while len(self._saved) > KEPT:
+            self._saved.pop(next(iter(self._saved)))
+
+    def load(self, path: Path) -> Manifest | None:
+        """``load_manifest``, without reading back a manifest this object saved."""
+        kept = self._saved.get(path)
+        return dict(kept) if kept is not None else load_manifest(path)
 
     def snapshot(self, *, max_new: int = MAX_FILES, max_bytes: int = MAX_BYTES) -> Manifest:
         """The workspace now: every file's content in the store. Files not seen before (new

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from praxis.flows import collect, runner
+from praxis.flows import collect, runner, snapshot
 from praxis.flows.context import PhaseError
 from praxis.flows.events import EventLog
 from praxis.flows.handle import RunHandle
@@ -116,6 +116,24 @@ def test_route_files_new_and_changed_files_and_leaves_the_unchanged(
     assert (paths.scratch_of("load") / "notes" / "scratch.txt").read_bytes() == b"scratch"
     assert not paths.out("same.txt").exists()
     assert not (paths.scratch_of("load") / "same.txt").exists()
+
+
+def test_an_output_taken_as_an_input_is_not_hashed_again(
+    paths: RunPaths, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = Store(paths.objects)
+    post: Manifest = {"clean.csv": stored(store, tmp_path, "clean.csv", b"id\n1\n")}
+    phase = Phase(id="load", kind="script", outputs=("clean.csv",))
+    outputs = collect.route(paths, phase, {}, post, store, paths.staging)
+    read: list[int] = []
+    monkeypatch.setattr(snapshot, "_hash_fd", lambda fd: read.append(fd) or "unused")
+    assert store.add_file(paths.out("clean.csv")) == (outputs["clean.csv"], 5)
+    assert read == []  # the next phase's upload of it: known from route, not read
+    gated = Phase(id="review", kind="script", outputs=("flags.csv",), review="required")
+    post = {"flags.csv": post["clean.csv"]}
+    collect.route(paths, gated, {}, post, store, paths.staging)
+    store.add_file(paths.out("flags.csv"))
+    assert len(read) == 1  # a reviewer may edit a gated output: it is read again
 
 
 def test_a_gated_output_is_a_writable_copy_the_store_never_shares(

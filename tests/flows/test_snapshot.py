@@ -4,6 +4,7 @@ snapshotted and restored through the sandbox's own operations (the fake's folder
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import stat
 from collections.abc import Iterator
@@ -116,6 +117,71 @@ def test_a_manifest_round_trips_with_its_folders(tmp_path: Path) -> None:
     path.write_text('{"files": {"a": {"colour": 1}}}')
     with pytest.raises(ValueError, match="not a manifest"):
         snapshot.load_manifest(path)
+
+
+def test_a_manifest_file_is_json_with_a_line_per_file_and_folder(tmp_path: Path) -> None:
+    manifest = {
+        'd/\u00e9 "q".csv': Item(sha(b"e"), 1, ino=3, mtime_ns=4, ctime_ns=5),
+        "a.txt": Item(sha(b"a"), 1),
+        "d/": Item(FOLDER, 0),
+        "x/y/": Item(FOLDER, 0),
+    }
+    path = tmp_path / "m.json"
+    snapshot.save_manifest(path, manifest, pre="p", definition="d")
+    data = json.loads(path.read_text())
+    assert data["digest"] == snapshot.digest(manifest) and data["pre"] == "p"
+    assert data["files"]['d/\u00e9 "q".csv'] == {
+        "sha256": sha(b"e"),
+        "size": 1,
+        "ino": 3,
+        "mtime_ns": 4,
+        "ctime_ns": 5,
+    }
+    assert list(data["files"]) == sorted(data["files"]) and data["folders"] == ["d", "x/y"]
+    lines = path.read_text().splitlines()
+    assert sum(sha(b"a") in line for line in lines) == 1  # one line per file
+    assert snapshot.load_manifest(path) == manifest
+    for empty in ({}, {"only/": Item(FOLDER, 0)}):
+        snapshot.save_manifest(path, empty)
+        assert snapshot.load_manifest(path) == empty
+
+
+def test_a_workspace_loads_the_manifest_it_saved_without_reading_it(
+    store: Store, box: FakeSandbox, tmp_path: Path
+) -> None:
+    ws = Workspace(box, store)
+    manifest = {"a.txt": Item(sha(b"a"), 1, ino=3, mtime_ns=4, ctime_ns=5)}
+    path = tmp_path / "snapshots" / "p" / "1.post.json"
+    ws.save(path, manifest)
+    assert snapshot.load_manifest(path) == manifest  # on disk, as save_manifest writes it
+    path.unlink()
+    loaded = ws.load(path)
+    assert loaded == manifest
+    assert loaded is not None and loaded is not manifest
+    loaded.clear()  # what a caller does with it never changes what the next load gives
+    assert ws.load(path) == manifest
+    assert ws.load(tmp_path / "other.json") is None  # not saved here: read (and missing)
+    for n in range(snapshot.KEPT):
+        ws.save(tmp_path / f"{n}.json", manifest)
+    assert ws.load(path) is None  # only the last few are kept; the others are read again
+
+
+def test_the_store_remembers_a_file_it_filed_until_it_changes(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    src = tmp_path / "src.csv"
+    src.write_bytes(b"id\n1\n")
+    digest, _ = store.add_file(src)
+    out = tmp_path / "out.csv"
+    os.link(store.path(digest), out)
+    store.remember(out, digest)
+    hashed: list[int] = []
+    real = snapshot._hash_fd
+    monkeypatch.setattr(snapshot, "_hash_fd", lambda fd: hashed.append(fd) or real(fd))
+    assert store.add_file(out) == (digest, 5) and hashed == []  # not read again
+    out.unlink()
+    out.write_bytes(b"id\n2\n")  # another file at the same path
+    assert store.add_file(out) == (sha(b"id\n2\n"), 5) and len(hashed) == 1
 
 
 # --- the workspace ---------------------------------------------------------------------------
