@@ -11,6 +11,7 @@ import os
 import shutil
 import threading
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -61,18 +62,22 @@ def run_phase(
     previous = run.state.phase(phase.id).attempt
     record = Record()
     started = run.clock()
-    mark_running(run, phase, previous, sandbox)
+    handout, early = hand_out(run, phase, sandbox)  # the kernel comes while run.json is written
+    try:
+        mark_running(run, phase, previous, sandbox)
+    except BaseException:
+        if handout is not None:
+            handout.close()
+        raise
     attempt = run.state.phase(phase.id).attempt
     record.metadata.update(_metadata(run, phase, attempt, started))
-    handout: Handout | None = None
     try:
-        sandbox.quiesce()  # nothing of an earlier phase runs from here on
-        state = run.state.phase(phase.id)
-        handout = Handout(sandbox, dict(run.state.params), state.note, timeout_of(run, phase))
-        pre, digests = prepare(run, phase, sandbox, ws, base_state(run, phase))
-        kernel = handout.kernel()  # params and note are set in it
-        execute(run, phase, sandbox, kernel, record, approver, on_message, model)
-        kernel.shutdown()
+        if early is not None:
+            raise early
+        assert handout is not None
+        pre, digests = prepare(run, phase, sandbox, ws, base_state(run, phase, ws))
+        execute(run, phase, sandbox, handout, record, approver, on_message, model)
+        handout.close()  # the kernel is shut down
         sandbox.quiesce()  # nothing of the phase runs while the host reads what it wrote
         t0 = run.clock()
         post = ws.snapshot(max_bytes=collect_limit(run))
@@ -82,7 +87,7 @@ def run_phase(
         run.emit(FilesCollected(phase=phase.id, outputs=sorted(outputs), scratch=scratch))
         collect.check_outputs(run.paths, phase)
         checks.after_phase(run, phase, sandbox)  # flow.yaml checks: of the declared tables
-        snapshot.save_manifest(run.paths.snapshot(phase.id, attempt, "post"), post)
+        ws.save(run.paths.snapshot(phase.id, attempt, "post"), post)
         finish(run, phase, started, record, outputs, digests)
         return True
     except Exception as exc:  # any error of the phase's, of its files or of the sandbox
@@ -116,15 +121,33 @@ def _quiet(call: Callable[[], None]) -> None:
         log.warning("could not stop the sandbox's processes", exc_info=True)
 
 
-def base_state(run: RunHandle, phase: Phase) -> snapshot.Manifest | None:
+def hand_out(
+    run: RunHandle, phase: Phase, sandbox: Sandbox
+) -> tuple[Handout | None, Exception | None]:
+    """Stop what an earlier phase left running, then start handing out this phase's kernel
+    (params and note set in it) on its own thread. What failed is returned, for the phase to
+    fail with once it is marked running."""
+    try:
+        sandbox.quiesce()  # nothing of an earlier phase runs from here on
+        note = run.state.phase(phase.id).note
+        return Handout(sandbox, dict(run.state.params), note, timeout_of(run, phase)), None
+    except Exception as exc:
+        return None, exc
+
+
+def base_state(
+    run: RunHandle, phase: Phase, ws: snapshot.Workspace | None = None
+) -> snapshot.Manifest | None:
     """The workspace a phase starts from: as the phase before it left it (empty for the
     first). None when that was not recorded (a run from before snapshots); ValueError when
-    the record is damaged (the phase fails, saying so)."""
+    the record is damaged (the phase fails, saying so). ``ws`` gives the manifest it saved
+    in this process, not read back."""
     index = run.flow.index(phase.id)
     if index == 0:
         return {}
     before = run.state.phase(run.flow.phases[index - 1].id)
-    return snapshot.load_manifest(run.paths.snapshot(before.id, before.attempt, "post"))
+    path = run.paths.snapshot(before.id, before.attempt, "post")
+    return ws.load(path) if ws is not None else snapshot.load_manifest(path)
 
 
 def mark_running(run: RunHandle, phase: Phase, previous: int, sandbox: Sandbox) -> None:
@@ -156,7 +179,7 @@ def prepare(
     attempt = run.state.phase(phase.id).attempt
     _recorded(run, phase, attempt, "pre", pre, ws, t0)
     digests = {"pre": snapshot.digest(pre), "definition": definition.digest(run, phase)}
-    snapshot.save_manifest(run.paths.snapshot(phase.id, attempt), pre, **digests)
+    ws.save(run.paths.snapshot(phase.id, attempt), pre, **digests)
     return pre, digests
 
 
@@ -220,9 +243,9 @@ def try_reuse(run: RunHandle, phase: Phase, sandbox: Sandbox, ws: snapshot.Works
     had is not run; its outputs, scratch and record stay, the workspace is as it left it."""
     p = run.state.phase(phase.id)
     try:
-        post = snapshot.load_manifest(run.paths.snapshot(phase.id, p.attempt, "post"))
+        post = ws.load(run.paths.snapshot(phase.id, p.attempt, "post"))
         sandbox.quiesce()
-        pre = settle(run, phase, sandbox, ws, base_state(run, phase))
+        pre = settle(run, phase, sandbox, ws, base_state(run, phase, ws))
         ws.settled = (phase.id, pre)  # if it runs after all, it starts from this
         same = (
             post is not None
@@ -262,24 +285,25 @@ def execute(
     run: RunHandle,
     phase: Phase,
     sandbox: Sandbox,
-    kernel: Kernel,
+    kernel: Kernel | Handout,
     record: Record,
     approver: Approver | None,
     on_message: OnMessage,
     model: BaseChatModel | None,
 ) -> None:
-    """Step 4: hand the phase to the executor of its kind, in a fresh kernel."""
+    """Step 4: hand the phase to the executor of its kind, in a fresh kernel (or the one
+    ``kernel``, a hand-out, gives once it has it: what needs no kernel is ready before)."""
     from praxis.phases import executor
 
     run.paths.staging.mkdir(parents=True, exist_ok=True)
-    ctx = PhaseContext(
+    context = partial(
+        PhaseContext,
         flow=run.flow,
         phase=phase,
         run_id=run.id,
         attempt=run.state.phase(phase.id).attempt,
         run_dir=run.root,
         sandbox=sandbox,
-        kernel=kernel,
         timeout=timeout_of(run, phase),
         emit=run.emit,
         record=record,
@@ -292,9 +316,14 @@ def execute(
         waiting=lambda what: _set_waiting(run, phase, what),
         model=model,
     )
-    record_params(ctx)
-    with _CancelWatch(run.paths.cancel_request, kernel):
-        executor(phase.kind)(ctx)
+    run_kind = executor(phase.kind)
+    with _CancelWatch(run.paths.cancel_request) as watch:
+        if isinstance(kernel, Handout):
+            kernel = kernel.kernel()  # params and note are set in it
+        watch.kernel = kernel
+        ctx = context(kernel=kernel)
+        record_params(ctx)
+        run_kind(ctx)
 
 
 def record_params(ctx: PhaseContext) -> None:
@@ -391,18 +420,20 @@ def _message(exc: Exception, sandbox: Sandbox) -> str:
 
 
 class _CancelWatch:
-    """While code runs, interrupt the kernel when `praxis cancel` leaves a request file."""
+    """While code runs, interrupt the kernel when `praxis cancel` leaves a request file.
+    Started before the kernel is there (``kernel`` is set once it is)."""
 
-    def __init__(self, request: Path, kernel: Kernel) -> None:
+    def __init__(self, request: Path) -> None:
         self.request = request
-        self.kernel = kernel
+        self.kernel: Kernel | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, daemon=True)
 
     def _watch(self) -> None:
         while not self._stop.wait(0.5):
-            if self.request.exists():
-                self.kernel.interrupt()
+            kernel = self.kernel
+            if kernel is not None and self.request.exists():
+                kernel.interrupt()
                 return
 
     def __enter__(self) -> _CancelWatch:

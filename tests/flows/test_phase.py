@@ -12,7 +12,8 @@ from praxis.flows import phase as phase_step
 from praxis.flows import runner, snapshot
 from praxis.flows.events import EventLog
 from praxis.flows.handle import RunHandle
-from sandbox import KernelDied, PathRefused
+from sandbox import Kernel, KernelDied, PathRefused, SandboxUnavailable
+from sandbox.fake import FakeSandbox
 
 from .helpers import Fakes, one_script_flow, three_phase_flow, write_flow
 
@@ -84,3 +85,39 @@ def test_the_collect_limit_is_flow_yamls_else_one_gib(tmp_path: Path) -> None:
     assert phase_step.collect_limit(default) == snapshot.MAX_BYTES == 1 << 30
     small = runner.begin(write_flow(tmp_path / "g", TWO % ", collect: 2m", files))
     assert phase_step.collect_limit(small) == 2 << 20
+
+
+class Unstoppable(FakeSandbox):
+    """The fake, handing kernels out on a thread, whose processes cannot be stopped."""
+
+    kernel_in_thread = True
+
+    def quiesce(self) -> None:
+        raise SandboxUnavailable("the kernel server is gone")
+
+
+class NoKernel(FakeSandbox):
+    """The fake, handing kernels out on a thread, where no kernel can start."""
+
+    kernel_in_thread = True
+
+    def kernel(self) -> Kernel:
+        raise SandboxUnavailable("no kernel server")
+
+
+@pytest.mark.parametrize("box", [Unstoppable, NoKernel])
+def test_a_sandbox_that_fails_before_the_code_runs_fails_the_attempt_on_record(
+    tmp_path: Path, box: type[FakeSandbox]
+) -> None:
+    flow = one_script_flow(tmp_path / "f", "pass")
+    run = runner.begin(flow)
+
+    def make(flow: object, run: RunHandle) -> FakeSandbox:
+        return box(workspace=run.paths.workspace, name=run.id)
+
+    state = runner.advance(flow, run.id, make_sandbox=make)
+    assert state.status == "failed"
+    assert state.phase("a").status == "failed" and state.phase("a").attempt == 1
+    assert "SandboxUnavailable" in str(state.phase("a").error)
+    assert kinds(run)[-1] == "phase_failed" and "phase_started" in kinds(run)
+    assert RunHandle.open(runner.load_flow(flow), run.id).state.phase("a").status == "failed"
