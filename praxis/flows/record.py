@@ -15,6 +15,7 @@ added, so whatever a kernel sent, the saved record validates.
 from __future__ import annotations
 
 import json
+import threading
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -33,8 +34,36 @@ JSON_MIME_SUFFIX = "json"  # application/json, application/vnd.*+json keep dicts
 MAX_RECORD = 32 << 20  # bytes of one record notebook
 
 
+_validator: threading.Thread | None = None  # builds nbformat's validator once a process
+
+
+def _build_validator() -> None:
+    from nbformat.validator import get_validator
+
+    try:
+        get_validator(v4.nbformat, v4.nbformat_minor)
+    except Exception:  # validating builds it again, and raises there
+        pass
+
+
+def prepare_validator() -> None:
+    """Build the notebook validator on a thread (compiling its schema takes tens of ms), so
+    the first record saved need not wait for it: a phase's kernel and code take longer."""
+    global _validator
+    if _validator is None:
+        _validator = threading.Thread(target=_build_validator, name="nb-validator", daemon=True)
+        _validator.start()
+
+
+def _validate(nb: NotebookNode) -> None:
+    if _validator is not None:
+        _validator.join()
+    nbformat.validate(nb)
+
+
 class Record:
     def __init__(self, metadata: dict[str, Any] | None = None) -> None:
+        prepare_validator()
         self.nb = NotebookNode(
             nbformat=v4.nbformat,
             nbformat_minor=v4.nbformat_minor,
@@ -127,7 +156,7 @@ class Record:
         checkpoint while the phase runs) skips the validation and the indentation."""
         self._stamp()
         if not quick:
-            nbformat.validate(self.nb)
+            _validate(self.nb)
         indent = None if quick else 1
         text = json.dumps(self.nb, ensure_ascii=False, indent=indent) + "\n"
         if len(text) > MAX_RECORD:

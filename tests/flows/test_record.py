@@ -7,9 +7,11 @@ import re
 from pathlib import Path
 
 import nbformat
+import pytest
 from nbformat import v4
 
 from praxis.agent.scripted import ScriptedChatModel
+from praxis.flows import record as record_module
 from praxis.flows import runner
 from praxis.flows.handle import RunHandle
 from praxis.flows.model import Flow
@@ -40,6 +42,18 @@ def read(path: Path) -> nbformat.NotebookNode:
 
 
 # -- the Record itself ---------------------------------------------------------------------
+
+
+def test_a_record_is_validated_when_saved_with_the_validator_built_aside(tmp_path: Path) -> None:
+    record = Record({"phase": "p"})
+    assert record_module._validator is not None  # building while the phase runs
+    record.code("x = 1")
+    record.save(tmp_path / "ok.ipynb")
+    read(tmp_path / "ok.ipynb")
+    record.cells[0]["cell_type"] = "spreadsheet"  # what no notebook may hold
+    with pytest.raises(nbformat.ValidationError):
+        record.save(tmp_path / "bad.ipynb")
+    assert not (tmp_path / "bad.ipynb").exists()
 
 
 def test_record_keeps_every_kind_of_output_and_validates(tmp_path: Path) -> None:
