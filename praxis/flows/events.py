@@ -44,8 +44,11 @@ class Event:
     at: float = field(default_factory=time.time)
 
     def to_json(self) -> str:
-        data = {"kind": self.kind, **dataclasses.asdict(self)}
-        return json.dumps(data, ensure_ascii=False, default=str)
+        """One line of JSON. Fields are encoded as they are (no deep copy first, as
+        ``dataclasses.asdict`` makes: a phase's list of thousands of scratch files)."""
+        data = {"kind": self.kind}
+        data.update((name, getattr(self, name)) for name in _names(type(self)))
+        return json.dumps(data, ensure_ascii=False, default=_plain)
 
     @staticmethod
     def from_dict(data: dict[str, Any]) -> Event:
@@ -56,6 +59,23 @@ class Event:
             return Unknown(at=float(data.get("at", 0.0)), data={"kind": kind, **data})
         names = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in names})
+
+
+_NAMES: dict[type[Event], tuple[str, ...]] = {}
+
+
+def _names(cls: type[Event]) -> tuple[str, ...]:
+    names = _NAMES.get(cls)
+    if names is None:
+        names = _NAMES[cls] = tuple(f.name for f in dataclasses.fields(cls))
+    return names
+
+
+def _plain(value: Any) -> Any:
+    """What json cannot encode itself: a dataclass as its fields, anything else as text."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    return str(value)
 
 
 @event

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
+from pathlib import Path
+
 import pytest
 
 from praxis.flows import events as ev
@@ -44,3 +48,24 @@ def test_unknown_kinds_are_kept(tmp_path) -> None:
     path.write_text('{"kind": "from_the_future", "at": 1.0, "x": 1}\n')
     (got,) = ev.EventLog(path).read()
     assert isinstance(got, ev.Unknown) and got.data["x"] == 1
+
+
+def test_an_event_line_holds_its_fields_as_json_would_have_them(tmp_path) -> None:
+    @dataclasses.dataclass(frozen=True)
+    class Where:
+        path: str
+
+    scratch = [f"s{n}.txt" for n in range(5000)]
+    log = ev.EventLog(tmp_path / "events.jsonl")
+    log.append(ev.FilesCollected(phase="p", outputs=["a.csv"], scratch=scratch, at=1.0))
+    detail = {"path": Path("/x"), "where": Where("w"), "pair": (1, 2)}
+    log.append(ev.SandboxOpened(backend="docker", isolated=True, detail=detail, at=2.0))
+    first, second = (json.loads(line) for line in log.path.read_text().splitlines())
+    assert first == {
+        "kind": "files_collected",
+        "at": 1.0,
+        "phase": "p",
+        "outputs": ["a.csv"],
+        "scratch": scratch,
+    }
+    assert second["detail"] == {"path": "/x", "where": {"path": "w"}, "pair": [1, 2]}
