@@ -241,11 +241,11 @@ def _rel(path: Path) -> str:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from .console import timeline
     from .flows import contract
     from .flows.handle import RunHandle
     from .flows.reconcile import reconcile_if_free
     from .flows.status import status_of
+    from .status_lines import receipt_lines, route_lines, timeline
 
     flow = contract.require(Path(args.flow))
     reconcile_if_free(flow, args.run)  # hand edits first, when no other process holds the run
@@ -263,57 +263,6 @@ def cmd_status(args: argparse.Namespace) -> int:
     for cmd in st.next:
         print(f"next: {command(cmd)}")
     return EXIT["ok"]
-
-
-WHO = {
-    "anyone": "anyone may take it (a person or an agent)",
-    "agent": "an agent may take it (or a person)",
-    "person": "only a person may take it",
-}
-
-
-def route_lines(route: dict[str, Any]) -> list[str]:
-    """The route in words: the step, who takes it and why, what to read, the commands."""
-    lines = [f"route: {route['step']} ({route['reason']}): {route['why']}; {WHO[route['who']]}"]
-    gate = route.get("gate")
-    if gate:
-        kind = "delegatable" if gate["delegatable"] else "not delegatable"
-        mode = "managed run" if gate["managed"] else "run not managed"
-        lines.append(f"  Gate after {gate['phase']}: {kind}, {mode}")
-    for item in route.get("read", []):
-        lines.append(f"  read: {escape(item['path'])} (sha256 {item['sha256'][:12]})")
-    for problem in route.get("problems", []):
-        lines.append(f"  problem: {escape(problem)}")
-    for argv in route.get("commands", []):
-        lines.append(f"  do: {command(' '.join(_quote(a) for a in argv))}")
-    return lines
-
-
-def receipt_lines(receipt: dict[str, Any], managed: bool) -> list[str]:
-    """The receipt in words: one line per phase, its decisions and edits."""
-    ok = "ok" if receipt["ok"] else "not ok"
-    mode = ", managed" if managed else ""
-    lines = [f"receipt: {ok}, {receipt['done']}/{receipt['total']} phases done{mode}"]
-    for item in receipt["ledger"]:
-        seconds = "" if item["seconds"] is None else f", {item['seconds']:.1f} s"
-        reused = ", reused" if item["reused"] else ""
-        lines.append(
-            f"  {item['phase']}: {item['status']}, {item['attempts']} attempt(s){reused}{seconds}"
-        )
-        for d in item["decisions"]:
-            extra = f", reopened {d['reopen']}" if d["decision"] == "rejected" else ""
-            lines.append(f"    {d['decision']} by {d['actor']} at revision {d['revision']}{extra}")
-        for e in item["edits"]:
-            lines.append(f"    {escape(e['name'])} edited by {e['by']}: {escape(e['diff'])}")
-    for name in receipt.get("changed_outside", []):
-        lines.append(f"  changed outside praxis: {escape(name)}")
-    return lines
-
-
-def _quote(arg: str) -> str:
-    import shlex
-
-    return shlex.quote(arg)
 
 
 def cmd_runs(args: argparse.Namespace) -> int:

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from .flows.state import STOPPED, RunState
+from .flows.state import STOPPED
 from .terminal import escape
 
 if TYPE_CHECKING:  # the event types load with the first event: `praxis status` needs none
@@ -158,33 +158,6 @@ def table_preview(path: Path, rows: int = 8, clip: int = 24) -> str:
 
 def _clip(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
-
-
-MARKS = {"done": "✓", "failed": "✗", "running": "▶", "stale": "~", "pending": "·"}
-
-
-def timeline(state: RunState, width: int = 30) -> str:
-    """The phases as rows of bars placed on the run's clock, for `praxis status`."""
-    spans = [(p.started, p.ended or time.time()) for p in state.phases if p.started is not None]
-    t0 = min((a for a, _ in spans), default=0.0)
-    total = max((b for _, b in spans), default=t0) - t0 or 1.0
-    rows = []
-    for p in state.phases:
-        bar = ""
-        if p.started is not None:
-            start = int((p.started - t0) / total * width)
-            end = max(start + 1, int(((p.ended or time.time()) - t0) / total * width))
-            bar = " " * start + "█" * (end - start)
-        secs = f"{p.seconds:.1f} s" if p.seconds is not None else ""
-        note = escape(p.error or (f"attempt {p.attempt}" if p.attempt > 1 else ""))
-        if p.reused and p.status == "done":
-            note = f"reused (attempt {p.attempt}: nothing it reads changed)"
-        mark = "↺" if p.reused and p.status == "done" else MARKS.get(p.status, "?")
-        word = "reused" if p.reused and p.status == "done" else p.status
-        rows.append(f"  {mark} {word:<8} {p.id:<18} {secs:>8}  {bar:<{width}}  {note}".rstrip())
-    if state.waiting == "gate":
-        rows.append(f"  ⏸ waiting at the Gate after {state.gate}")
-    return "\n".join(rows)
 
 
 def format_event(event: ev.Event) -> str:

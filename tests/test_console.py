@@ -1,11 +1,10 @@
-"""What the terminal shows: the Gate's table preview and the status timeline."""
+"""What the terminal shows while a run advances: the Gate's table preview."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from praxis.console import table_preview, timeline
-from praxis.flows.state import PhaseState, RunState
+from praxis.console import table_preview
 
 
 def test_the_preview_shows_the_first_rows_aligned_and_counts_the_rest(tmp_path: Path) -> None:
@@ -30,19 +29,3 @@ def test_the_preview_of_an_empty_or_unreadable_file_says_so(tmp_path: Path) -> N
     empty.write_text("", encoding="utf-8")
     assert table_preview(empty) == "    (empty file)"
     assert table_preview(tmp_path / "missing.csv").startswith("    (no preview:")
-
-
-def test_the_timeline_places_phases_on_the_run_clock() -> None:
-    state = RunState(
-        run="r",
-        flow="f",
-        phases=[
-            PhaseState(id="a", status="done", attempt=1, started=0.0, ended=10.0),
-            PhaseState(id="b", status="failed", attempt=2, started=10.0, ended=20.0, error="x"),
-            PhaseState(id="c"),
-        ],
-    )
-    rows = timeline(state, width=10).splitlines()
-    assert rows[0].startswith("  ✓ done     a") and rows[0].endswith("10.0 s  █████")
-    assert rows[1].startswith("  ✗ failed   b") and rows[1].endswith("10.0 s       █████  x")
-    assert rows[2].startswith("  · pending  c")

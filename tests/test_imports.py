@@ -59,9 +59,23 @@ NOT_NEEDED = {
         "praxis.flows.live",
         "praxis.flows.notebook_check",  # the flow has no notebook phase
         "sandbox.tree",
+        "praxis.flows.events",  # a log without decisions or edits adds nothing to the receipt
+        "praxis.flows.decisions",
+        "praxis.flows.checks",  # tables are checked only at a Gate
+        "praxis.console",  # the words of status are in status_lines
+        "secrets",  # run ids are made only for a new run
+        "subprocess",
     ),
-    "runs": ("praxis.flows.runner", "praxis.flows.events", "praxis.flows.notebook_check"),
+    "runs": (
+        "praxis.flows.runner",
+        "praxis.flows.events",
+        "praxis.flows.notebook_check",
+        "praxis.flows.checks",
+        "praxis.status_lines",
+        "subprocess",
+    ),
     "check": (
+        "praxis.flows.checks",  # flow.yaml's checks: are read by check_spec
         "praxis.flows.context",
         "praxis.flows.notebook_check",
         "hashlib",

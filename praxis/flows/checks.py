@@ -15,6 +15,7 @@ with a message. After a phase it runs in a fresh kernel of the run's sandbox; at
 local Python process, in a temporary folder holding only a copy of the table.
 ``same_columns`` (default true): at a Gate, an edited table keeps the header the phase wrote.
 
+flow.yaml's ``checks:`` are read and validated by ``check_spec``; this module evaluates them.
 A table at a Gate must still parse: every row as many fields as the header, no quote left
 open. Every check reads at most ``MAX_BYTES``; a larger table fails its checks saying so.
 """
@@ -32,14 +33,13 @@ from typing import Any
 
 from sandbox.paths import confined
 
+from .check_spec import CHECK_KEYS, DTYPES, TABULAR, validate
+from .digest import sha256_of
 from .model import Flow, Phase
 
-CHECK_KEYS = (
-    *("columns", "unique", "not_null", "values", "min_rows", "max_rows", "dtype"),
-    *("script", "same_columns"),
-)
-DTYPES = ("integer", "number", "bool", "date", "string")
-TABULAR = {".csv": ",", ".tsv": "\t"}
+# flow.yaml's part is in check_spec, a file's sha256 in digest
+__all__ = ["CHECK_KEYS", "DTYPES", "TABULAR", "sha256_of", "validate"]
+
 MAX_BYTES = 256 * 1024 * 1024
 MAX_SHOWN_ROWS = 5
 SCRIPT_TIMEOUT = 120.0
@@ -84,79 +84,6 @@ class Table:
 
 class Unreadable(Exception):
     """A table that does not parse (or is too large to check)."""
-
-
-# --- flow.yaml -------------------------------------------------------------------------------
-
-
-def validate(reader: Any, value: Any, loc: str, outputs: tuple[str, ...]) -> dict[str, Any]:
-    """The ``checks:`` of a phase, normalised; problems go to ``reader`` (a ValueReader)."""
-    raw = reader.mapping(value, loc, None)
-    found: dict[str, Any] = {}
-    for name, spec in (raw or {}).items():
-        at = f"{loc}.{name}"
-        if name not in outputs:
-            reader.error(at, f"{name!r} is not an output of this phase")
-            continue
-        body = reader.mapping(spec, at, CHECK_KEYS)
-        if body is None:
-            continue
-        found[name] = _spec(reader, body, at, name)
-    return found
-
-
-def _spec(reader: Any, body: dict[str, Any], at: str, name: str) -> dict[str, Any]:
-    spec: dict[str, Any] = {}
-    tabular = Path(name).suffix.lower() in TABULAR
-    for key in ("columns", "unique", "not_null"):
-        if key in body:
-            spec[key] = _strings(reader, body[key], f"{at}.{key}")
-    for key in ("values", "dtype"):
-        if key in body:
-            spec[key] = _by_column(reader, body[key], f"{at}.{key}", key)
-    for key in ("min_rows", "max_rows"):
-        if key in body:
-            v = body[key]
-            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                reader.error(f"{at}.{key}", f"expected a whole number, 0 or more, got {v!r}")
-            else:
-                spec[key] = v
-    if "same_columns" in body:
-        if not isinstance(body["same_columns"], bool):
-            reader.error(f"{at}.same_columns", "expected true or false")
-        else:
-            spec["same_columns"] = body["same_columns"]
-    if "script" in body:
-        script = reader.string(body["script"], f"{at}.script")
-        if script is not None and reader.name(script, f"{at}.script") is not None:
-            reader.flow_file(script, f"{at}.script")
-            spec["script"] = script
-    if not tabular and set(spec) - {"script"}:
-        reader.error(at, f"{name!r} is not a .csv/.tsv table: only script: checks apply to it")
-    return spec
-
-
-def _strings(reader: Any, value: Any, loc: str) -> list[str]:
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        reader.error(loc, "expected a list of column names")
-        return []
-    return list(value)
-
-
-def _by_column(reader: Any, value: Any, loc: str, key: str) -> dict[str, Any]:
-    raw = reader.mapping(value, loc, None) or {}
-    out: dict[str, Any] = {}
-    for column, item in raw.items():
-        if key == "dtype":
-            if reader.choice(item, f"{loc}.{column}", DTYPES, "dtype") is not None:
-                out[column] = item
-        elif isinstance(item, list) and all(
-            isinstance(v, str | int | float) and not isinstance(v, bool) for v in item
-        ):
-            out[column] = [str(v) for v in item]
-        else:
-            reader.error(f"{loc}.{column}", "expected a list of allowed values")
-    return out
 
 
 # --- reading a table -------------------------------------------------------------------------
@@ -403,17 +330,6 @@ def gate_failures(run: Any, originals: dict[str, str], *, scripts: bool = True) 
             found = script_locally(run.flow, name, spec["script"], data)
         failures += found
     return failures
-
-
-def sha256_of(path: Path) -> str:
-    import hashlib
-
-    h = hashlib.sha256()
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    with os.fdopen(fd, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def summary(failures: list[Failure]) -> str:

@@ -19,8 +19,7 @@ from typing import Any
 
 from .. import packages
 from ..errors import UsageError
-from . import checks as table_checks
-from . import safe_yaml, sandbox_config
+from . import check_spec, safe_yaml, sandbox_config
 from .model import DEFAULT_LIMITS, DEFAULT_SANDBOX, PHASE_KINDS, REVIEW_MODES, Flow, Phase
 from .yaml_values import ValueReader, describe, mib, show
 
@@ -298,7 +297,7 @@ class _Builder(ValueReader):
         outputs = tuple(name for _, name in draft.outputs)
         may_be_empty = self.may_be_empty(raw, loc, outputs)
         review, delegatable = self.review(raw.get("review", "none"), f"{loc}.review")
-        declared = table_checks.validate(self, raw.get("checks", {}), f"{loc}.checks", outputs)
+        declared = check_spec.validate(self, raw.get("checks", {}), f"{loc}.checks", outputs)
         limits = self.limits(raw, loc)
         timeout = (
             sandbox_config.timeout(raw["timeout"], f"{loc}.timeout", self)

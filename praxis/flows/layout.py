@@ -17,12 +17,9 @@
 
 from __future__ import annotations
 
-import calendar
 import json
 import os
-import secrets
 import shutil
-import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,6 +44,8 @@ class NotWritable(Refused):
 def new_run_id(now: float | None = None, after: str | None = None) -> str:
     """An id that sorts after ``after`` (the newest run's): 20261130-052501-3fa9. Ids sort by
     creation, so a clock that went back (or two runs in one second) never reorders runs."""
+    import secrets  # a new run only: the commands that read runs never need it
+
     when = now if now is not None else time.time()
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(when))
     candidate = f"{stamp}-{secrets.token_hex(2)}"
@@ -64,6 +63,8 @@ def new_run_id(now: float | None = None, after: str | None = None) -> str:
 
 
 def _epoch(stamp: str) -> float:
+    import calendar
+
     try:
         return calendar.timegm(time.strptime(stamp, "%Y%m%d-%H%M%S"))
     except ValueError:
@@ -102,6 +103,8 @@ def list_by_creation(flow_root: Path) -> list[str]:
 def remove_run(paths: RunPaths) -> None:
     """Delete a run folder (unmounting a workspace quota mount a dead runner left)."""
     if os.path.ismount(paths.workspace):
+        import subprocess
+
         subprocess.run(["umount", "-l", str(paths.workspace)], capture_output=True, check=False)
     shutil.rmtree(paths.root)
 

@@ -8,9 +8,10 @@ with their actor, and the reviewer edits with a one-line diff summary (the full 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .events import ArtifactEdited, Event, GateApproved, GateRejected
+if TYPE_CHECKING:
+    from .events import Event
 
 
 def receipt(state: Any, events: list[Event], changed: list[str]) -> dict[str, Any]:
@@ -27,6 +28,23 @@ def receipt(state: Any, events: list[Event], changed: list[str]) -> dict[str, An
             "decisions": [],
             "edits": [],
         }
+    if events:  # the event types load only for a log that has some
+        _add_events(ledger, events)
+    done = sum(1 for p in state.phases if p.status == "done")
+    return {
+        "ok": state.status == "done" and not changed,
+        "status": state.status,
+        "done": done,
+        "total": len(state.phases),
+        "changed_outside": list(changed),
+        "ledger": list(ledger.values()),
+    }
+
+
+def _add_events(ledger: dict[str, dict[str, Any]], events: list[Event]) -> None:
+    """The Gate decisions and the edits, each under its phase."""
+    from .events import ArtifactEdited, GateApproved, GateRejected
+
     for ev in events:
         if isinstance(ev, GateApproved | GateRejected) and ev.phase in ledger:
             item: dict[str, Any] = {
@@ -50,12 +68,3 @@ def receipt(state: Any, events: list[Event], changed: list[str]) -> dict[str, An
                     "diff": ev.diff,
                 }
             )
-    done = sum(1 for p in state.phases if p.status == "done")
-    return {
-        "ok": state.status == "done" and not changed,
-        "status": state.status,
-        "done": done,
-        "total": len(state.phases),
-        "changed_outside": list(changed),
-        "ledger": list(ledger.values()),
-    }

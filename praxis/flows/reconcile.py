@@ -17,7 +17,7 @@ import stat
 from dataclasses import dataclass
 from typing import Any
 
-from .checks import sha256_of
+from .digest import sha256_of
 from .handle import RunHandle
 from .layout import lock_path, writable_names
 from .lock import Busy, FlowLock

@@ -6,9 +6,10 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from . import checks, definition, reconcile
+from . import definition, reconcile
+from .digest import sha256_of
 from .handle import RunHandle
 from .layout import lock_path, writable_names
 from .lock import is_held
@@ -16,6 +17,9 @@ from .model import Flow
 from .receipt import receipt as receipt_of
 from .route import Facts, route
 from .state import APPROVAL_LOST, STOPPED, RunState
+
+if TYPE_CHECKING:
+    from .checks import Failure
 
 
 @dataclass
@@ -101,24 +105,28 @@ def status_of(run: RunHandle) -> Status:
     st.route = r.to_dict()
     st.receipt = receipt_of(state, _events(run), [c.name for c in changed])
     if failing:
-        st.message += f"; {len(failing)} check(s) fail: {checks.summary(failing)}"
+        from .checks import summary
+
+        st.message += f"; {len(failing)} check(s) fail: {summary(failing)}"
     if changed:
         st.message += "; changed outside praxis: " + ", ".join(c.name for c in changed)
     return st
 
 
-def gate_checks(run: RunHandle) -> list[checks.Failure]:
+def gate_checks(run: RunHandle) -> list[Failure]:
     """The checks failing now on the writable outputs of the Gate (none when not at one)."""
     if run.state.waiting != "gate" or run.state.gate is None:
         return []
-    return checks.gate_failures(run, reconcile.phase_version(run, run.state.gate))
+    from .checks import gate_failures  # tables are read only at a Gate
+
+    return gate_failures(run, reconcile.phase_version(run, run.state.gate))
 
 
 def facts(
     run: RunHandle,
     held: int | None,
     left_running: bool,
-    failing: list[checks.Failure],
+    failing: list[Failure],
     changed_phases: list[str],
 ) -> Facts:
     """The facts of a run the route is chosen from."""
@@ -129,7 +137,7 @@ def facts(
         for name in writable_names(run.flow, state):
             path = run.paths.out(name)
             if path.is_file() and not path.is_symlink():
-                read.append((_rel(path), checks.sha256_of(path)))
+                read.append((_rel(path), sha256_of(path)))
     changed = tuple(dict.fromkeys((c.name, c.phase) for c, _ in reconcile.blocking(run)))
     at = min(state.cursor, len(state.phases) - 1)
     return Facts(
@@ -150,8 +158,19 @@ def facts(
     )
 
 
+# The kinds of event the receipt shows (Gate decisions, edits), as events.jsonl spells them.
+RECEIPT_KINDS = (b'"gate_approved"', b'"gate_rejected"', b'"artifact_edited"')
+
+
 def _events(run: RunHandle) -> list[Any]:
+    """The run's events, for its receipt. A log that names none of ``RECEIPT_KINDS`` (and
+    escapes no character, which could spell one) adds nothing to it: it is not parsed."""
     try:
+        raw = run.paths.events.read_bytes()
+        if b"\\u" not in raw and not any(kind in raw for kind in RECEIPT_KINDS):
+            return []
+        from . import decisions  # noqa: F401  (its kinds are typed, as when a command wrote them)
+
         return run.log.read()
     except Exception:  # a corrupt log leaves the receipt without decisions, not status broken
         return []

@@ -104,3 +104,29 @@ def test_a_flow_path_with_a_space_is_quoted(
     assert flow_arg(runner.load_flow(root)) == "'my flows/demo'"
     monkeypatch.chdir(root)
     assert flow_arg(runner.load_flow(root)) == "."
+
+
+def test_the_receipt_shows_a_decision_however_its_kind_is_spelled_in_the_log(here: Path) -> None:
+    """A log naming no decision or edit kind adds nothing to the receipt and is not parsed; a
+    kind spelled with a JSON escape is still found."""
+    run = runner.begin(here)
+    state = runner.advance(here, run.id, make_sandbox=Fakes())
+    runner.approve(here, run.id, expect_revision=state.revision)
+    log = run.paths.events.read_bytes()
+    assert b'"gate_approved"' in log
+    decided = status(run).receipt["ledger"][1]["decisions"]
+    assert [(d["decision"], d["actor"]) for d in decided] == [("approved", "person")]
+    run.paths.events.write_bytes(log.replace(b'"gate_approved"', b'"gate\\u005fapproved"'))
+    assert status(run).receipt["ledger"][1]["decisions"] == decided
+    run.paths.events.write_bytes(log.replace(b'"gate_approved"', b'"gate_noted"'))
+    assert status(run).receipt["ledger"][1]["decisions"] == []
+
+
+def test_a_corrupt_log_leaves_the_receipt_without_decisions(here: Path) -> None:
+    run = runner.begin(here)
+    state = runner.advance(here, run.id, make_sandbox=Fakes())
+    runner.approve(here, run.id, expect_revision=state.revision)
+    run.paths.events.write_bytes(b"not json\n" + run.paths.events.read_bytes())
+    st = status(run)
+    assert all(p["decisions"] == [] for p in st.receipt["ledger"])
+    assert st.receipt["done"] == 2  # the phases come from run.json

@@ -1,0 +1,84 @@
+"""What `praxis status` prints in words: the phases on the run's clock, the route, the receipt.
+
+Text that came from a phase (errors, file names, problems) is escaped.
+"""
+
+from __future__ import annotations
+
+import shlex
+import time
+from typing import Any
+
+from .flows.state import RunState
+from .terminal import command, escape
+
+MARKS = {"done": "✓", "failed": "✗", "running": "▶", "stale": "~", "pending": "·"}
+
+
+def timeline(state: RunState, width: int = 30) -> str:
+    """The phases as rows of bars placed on the run's clock, for `praxis status`."""
+    spans = [(p.started, p.ended or time.time()) for p in state.phases if p.started is not None]
+    t0 = min((a for a, _ in spans), default=0.0)
+    total = max((b for _, b in spans), default=t0) - t0 or 1.0
+    rows = []
+    for p in state.phases:
+        bar = ""
+        if p.started is not None:
+            start = int((p.started - t0) / total * width)
+            end = max(start + 1, int(((p.ended or time.time()) - t0) / total * width))
+            bar = " " * start + "█" * (end - start)
+        secs = f"{p.seconds:.1f} s" if p.seconds is not None else ""
+        note = escape(p.error or (f"attempt {p.attempt}" if p.attempt > 1 else ""))
+        if p.reused and p.status == "done":
+            note = f"reused (attempt {p.attempt}: nothing it reads changed)"
+        mark = "↺" if p.reused and p.status == "done" else MARKS.get(p.status, "?")
+        word = "reused" if p.reused and p.status == "done" else p.status
+        rows.append(f"  {mark} {word:<8} {p.id:<18} {secs:>8}  {bar:<{width}}  {note}".rstrip())
+    if state.waiting == "gate":
+        rows.append(f"  ⏸ waiting at the Gate after {state.gate}")
+    return "\n".join(rows)
+
+
+WHO = {
+    "anyone": "anyone may take it (a person or an agent)",
+    "agent": "an agent may take it (or a person)",
+    "person": "only a person may take it",
+}
+
+
+def route_lines(route: dict[str, Any]) -> list[str]:
+    """The route in words: the step, who takes it and why, what to read, the commands."""
+    lines = [f"route: {route['step']} ({route['reason']}): {route['why']}; {WHO[route['who']]}"]
+    gate = route.get("gate")
+    if gate:
+        kind = "delegatable" if gate["delegatable"] else "not delegatable"
+        mode = "managed run" if gate["managed"] else "run not managed"
+        lines.append(f"  Gate after {gate['phase']}: {kind}, {mode}")
+    for item in route.get("read", []):
+        lines.append(f"  read: {escape(item['path'])} (sha256 {item['sha256'][:12]})")
+    for problem in route.get("problems", []):
+        lines.append(f"  problem: {escape(problem)}")
+    for argv in route.get("commands", []):
+        lines.append(f"  do: {command(' '.join(shlex.quote(a) for a in argv))}")
+    return lines
+
+
+def receipt_lines(receipt: dict[str, Any], managed: bool) -> list[str]:
+    """The receipt in words: one line per phase, its decisions and edits."""
+    ok = "ok" if receipt["ok"] else "not ok"
+    mode = ", managed" if managed else ""
+    lines = [f"receipt: {ok}, {receipt['done']}/{receipt['total']} phases done{mode}"]
+    for item in receipt["ledger"]:
+        seconds = "" if item["seconds"] is None else f", {item['seconds']:.1f} s"
+        reused = ", reused" if item["reused"] else ""
+        lines.append(
+            f"  {item['phase']}: {item['status']}, {item['attempts']} attempt(s){reused}{seconds}"
+        )
+        for d in item["decisions"]:
+            extra = f", reopened {d['reopen']}" if d["decision"] == "rejected" else ""
+            lines.append(f"    {d['decision']} by {d['actor']} at revision {d['revision']}{extra}")
+        for e in item["edits"]:
+            lines.append(f"    {escape(e['name'])} edited by {e['by']}: {escape(e['diff'])}")
+    for name in receipt.get("changed_outside", []):
+        lines.append(f"  changed outside praxis: {escape(name)}")
+    return lines
