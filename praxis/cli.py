@@ -50,7 +50,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
-    args = parser().parse_args(argv)
+    words = sys.argv[1:] if argv is None else argv
+    known = words[0] if words and words[0] in COMMANDS else None  # else: every command's help
+    args = parser(known).parse_args(words)
     try:
         if args.command not in NOT_SEARCHED and getattr(args, "flow", None):
             args.flow = find_flow(args.flow)
@@ -456,10 +458,19 @@ def cmd_chat(args: argparse.Namespace) -> int:
 # --- parser ----------------------------------------------------------------------------
 
 
-def parser() -> argparse.ArgumentParser:
+COMMANDS = (
+    *("check", "run", "begin", "advance", "status", "runs", "approve", "reject", "manage"),
+    *("accept", "rerun", "cancel", "log", "params", "chat", "sandbox", "serve"),
+)
+
+
+def parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The command line. Given ``command`` (a command line's first argument), only that
+    command's own parser is built: building all of them costs every command ~6 ms."""
     p = argparse.ArgumentParser(prog="praxis", description="Run data flows in sandboxed kernels.")
     p.add_argument("--version", action=_Version, nargs=0, help="show the version and exit")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    made: dict[str, argparse.ArgumentParser] = {}
 
     def add(
         name: str,
@@ -468,7 +479,9 @@ def parser() -> argparse.ArgumentParser:
         *,
         run: bool = True,
         revision: bool = False,
-    ) -> argparse.ArgumentParser:
+    ) -> None:
+        if command is not None and name != command:
+            return
         c = sub.add_parser(name, help=help)
         c.add_argument(
             "flow",
@@ -487,86 +500,103 @@ def parser() -> argparse.ArgumentParser:
                 help="refuse if the run changed since revision N",
             )
         c.set_defaults(func=func)
-        return c
+        made[name] = c
+
+    def option(names: tuple[str, ...], *flags: str, **how: Any) -> None:
+        """An option of the commands ``names`` (of those being built)."""
+        for name in names:
+            if name in made:
+                made[name].add_argument(*flags, **how)
 
     add("check", cmd_check, "check a flow definition; exit 2 on errors", run=False)
     add("run", cmd_run, "begin a run and advance it", run=False)
     add("begin", cmd_begin, "a new run paused at phase 1; prints its id", run=False)
     add("advance", cmd_advance, "run until a Gate, a failure, the end")
-    st = add("status", cmd_status, "state and the exact next command")
-    st.add_argument("--json", action="store_true")
-    rn = add("runs", cmd_runs, "list runs, newest first (or delete some)", run=False)
-    rn.add_argument("--delete", action="append", default=[], metavar="ID", help="delete a run")
-    rn.add_argument("--keep", type=int, metavar="N", help="delete all but the newest N runs")
-    ap = add("approve", cmd_approve, "approve the Gate and continue", revision=True)
-    rj = add("reject", cmd_reject, "reopen a phase with a note, and continue", revision=True)
-    rj.add_argument("--reopen", required=True, metavar="PHASE")
-    rj.add_argument("--note", required=True, metavar="TEXT")
-    for c in (ap, rj):
-        c.add_argument("--gate", metavar="PHASE", help="the Gate you decide (the phase it follows)")
-    mg = add("manage", cmd_manage, "let an agent decide the run's delegatable Gates", revision=True)
-    mg.add_argument("--off", action="store_true", help="take managed mode back")
-    ac = add("accept", cmd_accept, "accept an output changed outside praxis", revision=True)
-    ac.add_argument("--output", required=True, metavar="NAME")
-    for c in (ap, rj, mg, ac):
-        c.add_argument(
-            "--as",
-            dest="actor",
-            choices=["person", "agent"],
-            help="who decides (default: $PRAXIS_ACTOR, else person)",
-        )
-    rr = add("rerun", cmd_rerun, "re-run from a phase (later phases become stale)", revision=True)
-    rr.add_argument("--from", dest="from_phase", required=True, metavar="PHASE")
-    rr.add_argument("--no-reuse", action="store_true", help="run every later phase again")
+    add("status", cmd_status, "state and the exact next command")
+    option(("status",), "--json", action="store_true")
+    add("runs", cmd_runs, "list runs, newest first (or delete some)", run=False)
+    option(("runs",), "--delete", action="append", default=[], metavar="ID", help="delete a run")
+    option(("runs",), "--keep", type=int, metavar="N", help="delete all but the newest N runs")
+    add("approve", cmd_approve, "approve the Gate and continue", revision=True)
+    add("reject", cmd_reject, "reopen a phase with a note, and continue", revision=True)
+    option(("reject",), "--reopen", required=True, metavar="PHASE")
+    option(("reject",), "--note", required=True, metavar="TEXT")
+    option(
+        ("approve", "reject"),
+        "--gate",
+        metavar="PHASE",
+        help="the Gate you decide (the phase it follows)",
+    )
+    add("manage", cmd_manage, "let an agent decide the run's delegatable Gates", revision=True)
+    option(("manage",), "--off", action="store_true", help="take managed mode back")
+    add("accept", cmd_accept, "accept an output changed outside praxis", revision=True)
+    option(("accept",), "--output", required=True, metavar="NAME")
+    option(
+        ("approve", "reject", "manage", "accept"),
+        "--as",
+        dest="actor",
+        choices=["person", "agent"],
+        help="who decides (default: $PRAXIS_ACTOR, else person)",
+    )
+    add("rerun", cmd_rerun, "re-run from a phase (later phases become stale)", revision=True)
+    option(("rerun",), "--from", dest="from_phase", required=True, metavar="PHASE")
+    option(("rerun",), "--no-reuse", action="store_true", help="run every later phase again")
     add("cancel", cmd_cancel, "cancel a run", revision=True)
-    lg = add("log", cmd_log, "the run's events")
-    lg.add_argument("--follow", action="store_true", help="and what running phases print")
-    pm = add("params", cmd_params, "a notebook's parameters, their defaults and types", run=False)
-    pm.add_argument("--phase", metavar="ID", help="only this notebook phase")
-    for name in ("run", "advance"):
-        sub.choices[name].add_argument(
-            "--quiet", action="store_true", help="hide what phases print"
-        )
-    sub.choices["run"].add_argument(
-        "--managed", action="store_true", help="let an agent decide the delegatable Gates"
+    add("log", cmd_log, "the run's events")
+    option(("log",), "--follow", action="store_true", help="and what running phases print")
+    add("params", cmd_params, "a notebook's parameters, their defaults and types", run=False)
+    option(("params",), "--phase", metavar="ID", help="only this notebook phase")
+    option(("run", "advance"), "--quiet", action="store_true", help="hide what phases print")
+    option(
+        ("run",), "--managed", action="store_true", help="let an agent decide the delegatable Gates"
     )
-    sub.choices["advance"].add_argument(
-        "--no-reuse", action="store_true", help="run stale phases even if nothing changed"
+    option(
+        ("advance",),
+        "--no-reuse",
+        action="store_true",
+        help="run stale phases even if nothing changed",
     )
-    for name in ("run", "begin", "rerun"):
-        sub.choices[name].add_argument(
-            "-p",
-            "--param",
-            action="append",
-            default=[],
-            metavar="NAME=VALUE",
-            help="a run parameter (flow.yaml params:), typed by its default",
-        )
-
-    ch = add("chat", cmd_chat, "write or change a flow with a model (FLOW may be new)", run=False)
-    ch.add_argument("--message", metavar="TEXT", help="send one message, print the answer, exit")
-    ch.add_argument("--resume", action="store_true", help="continue the newest transcript")
-    ch.add_argument(
-        "--max-calls", type=int, default=30, metavar="N", help="model calls per message"
-    )
-
-    sb = sub.add_parser("sandbox", help="build the sandbox image, show status, prune containers")
-    sb.add_argument("action", choices=["build", "status", "prune"])
-    sb.add_argument(
-        "flow", metavar="FLOW", nargs="?", help="build: also the image with this flow's packages"
-    )
-    sb.add_argument(
-        "--label",
+    option(
+        ("run", "begin", "rerun"),
+        "-p",
+        "--param",
         action="append",
         default=[],
-        metavar="KEY=VALUE",
-        help="prune: only containers carrying this label (repeatable)",
+        metavar="NAME=VALUE",
+        help="a run parameter (flow.yaml params:), typed by its default",
     )
-    sb.set_defaults(func=cmd_sandbox)
-    sv = sub.add_parser("serve", help="the reviewer web UI over every flow below DIR")
-    sv.add_argument("--root", default=".", metavar="DIR")
-    sv.add_argument("--port", type=int, default=8765)
-    sv.set_defaults(func=cmd_serve, flow=".")
+
+    add("chat", cmd_chat, "write or change a flow with a model (FLOW may be new)", run=False)
+    option(("chat",), "--message", metavar="TEXT", help="send one message, print the answer, exit")
+    option(("chat",), "--resume", action="store_true", help="continue the newest transcript")
+    option(
+        ("chat",), "--max-calls", type=int, default=30, metavar="N", help="model calls per message"
+    )
+
+    if command in (None, "sandbox"):
+        sb = sub.add_parser(
+            "sandbox", help="build the sandbox image, show status, prune containers"
+        )
+        sb.add_argument("action", choices=["build", "status", "prune"])
+        sb.add_argument(
+            "flow",
+            metavar="FLOW",
+            nargs="?",
+            help="build: also the image with this flow's packages",
+        )
+        sb.add_argument(
+            "--label",
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            help="prune: only containers carrying this label (repeatable)",
+        )
+        sb.set_defaults(func=cmd_sandbox)
+    if command in (None, "serve"):
+        sv = sub.add_parser("serve", help="the reviewer web UI over every flow below DIR")
+        sv.add_argument("--root", default=".", metavar="DIR")
+        sv.add_argument("--port", type=int, default=8765)
+        sv.set_defaults(func=cmd_serve, flow=".")
     return p
 
 

@@ -3,12 +3,13 @@ near misses named. (Printed commands, closed pipes and FLOW: test_terminal.py.)"
 
 from __future__ import annotations
 
+import argparse
 import socket
 from pathlib import Path
 
 import pytest
 
-from praxis.cli import main
+from praxis.cli import COMMANDS, main, parser
 
 from .flows.helpers import one_script_flow, write_flow
 from .labels import TEST_LABELS
@@ -171,3 +172,30 @@ def test_check_names_phases_by_id_and_suggests(
         "flow.yaml: phases[flag].inputs.working[0]: 'clean.cvs' is neither a file of the flow "
         "nor an output of an earlier phase; did you mean 'clean.csv'?",
     ]
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_command_parser_built_alone_is_the_one_built_with_all(command: str) -> None:
+    """A command line builds only its command's parser: same options, defaults and help."""
+    whole = parser()
+    assert list(subcommands(whole)) == list(COMMANDS)
+    alone = subcommands(parser(command))
+    assert list(alone) == [command]
+    assert alone[command].format_help() == subcommands(whole)[command].format_help()
+    assert defaults(alone[command]) == defaults(subcommands(whole)[command])
+
+
+def defaults(p: argparse.ArgumentParser) -> dict[str, object]:
+    return {a.dest: a.default for a in p._actions} | dict(p._defaults)
+
+
+def subcommands(p: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    found = [a for a in p._actions if isinstance(a, argparse._SubParsersAction)]
+    return dict(found[0].choices)
+
+
+def test_a_mistyped_command_is_told_every_command(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit:
+        main(["stauts"])
+    assert exit.value.code == 2
+    assert "invalid choice: 'stauts' (choose from 'check', 'run'," in capsys.readouterr().err
