@@ -138,6 +138,13 @@ class Sandbox(ABC):
     def kernel(self) -> Kernel:
         """A FRESH interpreter for one phase; a warm standby makes this fast."""
 
+    def kernel_running(self, code: str, *, timeout: float) -> tuple[Kernel, ExecResult]:
+        """A fresh kernel, and the result of ``code`` run in it first, once. A backend may
+        send ``code`` as part of the hand-over (one round trip fewer); this default runs it
+        after ``kernel()``."""
+        kernel = self.kernel()
+        return kernel, kernel.execute(code, timeout=timeout)
+
     @abstractmethod
     def quiesce(self) -> None:
         """Stop every process that code in this sandbox started (its kernels included) and

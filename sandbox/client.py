@@ -106,18 +106,49 @@ class JupyterKernel(Kernel):
 
         Raises KernelDied if the process ends meanwhile, SandboxUnavailable past ``timeout``.
         """
+        self._ready(time.monotonic() + timeout, timeout)
+
+    def ready_running(self, code: str, timeout: float = 60.0) -> ExecResult:
+        """``ready``, with ``code`` as the first probe instead of a kernel_info: one round
+        trip where ``ready`` then ``execute`` take two. ``code`` runs once. Its result comes
+        from its reply and the output iopub delivered; if iopub was not connected yet (its
+        idle does not come), kernel_info probes follow until it is, and output sent before
+        then is missing from the result."""
         deadline = time.monotonic() + timeout
+        started = time.monotonic()
+        collector = Collector(self.stream_limit, self.display_limit)
+        try:
+            msg_id = self.client.execute(code, store_history=False, allow_stdin=False)
+            reply = None
+            while reply is None:
+                self._check_alive_or_expired(deadline, timeout)
+                reply = self._wait_reply(msg_id, min(1.0, max(0.0, deadline - time.monotonic())))
+            delivered = self._drain(msg_id, collector, time.monotonic() + READY_IOPUB)
+        except zmq.ZMQError as exc:
+            raise SandboxUnavailable(f"cannot reach the kernel: {exc}") from exc
+        content = reply.get("content")
+        result = collector.finish(
+            time.monotonic() - started, content if isinstance(content, dict) else None
+        )
+        if not delivered:
+            self._ready(deadline, timeout)
+        return result
+
+    def _check_alive_or_expired(self, deadline: float, timeout: float) -> None:
+        if not self.alive():
+            cause = self.cause()
+            self.shutdown()
+            raise KernelDied(cause)
+        if time.monotonic() > deadline:
+            self.shutdown()
+            raise SandboxUnavailable(
+                f"the kernel did not answer within {timeout:g} s; check that ipykernel "
+                "is installed where the kernel runs"
+            )
+
+    def _ready(self, deadline: float, timeout: float) -> None:
         while True:
-            if not self.alive():
-                cause = self.cause()
-                self.shutdown()
-                raise KernelDied(cause)
-            if time.monotonic() > deadline:
-                self.shutdown()
-                raise SandboxUnavailable(
-                    f"the kernel did not answer within {timeout:g} s; check that ipykernel "
-                    "is installed where the kernel runs"
-                )
+            self._check_alive_or_expired(deadline, timeout)
             try:
                 # kernel_info makes busy/idle on iopub: once its idle arrives, iopub delivers.
                 # Ask again if it does not: our subscription may have reached the kernel late.

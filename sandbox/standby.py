@@ -16,12 +16,17 @@ from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from .base import Kernel
+from .base import ExecResult, Kernel
 from .errors import KernelDied, SandboxError, SandboxUnavailable
 
 log = logging.getLogger("sandbox")
 
 SPARES = 2  # warm kernels a sandbox keeps: a kernel start (~40 ms) outlasts a trivial phase
+
+
+# Hands a dormant spare its identity: (kernel, first code or None, its timeout) -> the code's
+# result (None without code).
+Activate = Callable[[Kernel, str | None, float], ExecResult | None]
 
 
 class Standby:
@@ -32,7 +37,7 @@ class Standby:
         start: Callable[[], Kernel],
         *,
         spares: int = SPARES,
-        activate: Callable[[Kernel], None] | None = None,
+        activate: Activate | None = None,
     ) -> None:
         self._start = start
         self._activate = activate
@@ -51,11 +56,22 @@ class Standby:
                 self._ready.append(self._submit())
 
     def take(self, usable: Callable[[Kernel], bool] | None = None) -> Kernel:
+        """``take_running`` without code."""
+        return self.take_running(usable)[0]
+
+    def take_running(
+        self,
+        usable: Callable[[Kernel], bool] | None = None,
+        code: str | None = None,
+        timeout: float = 60.0,
+    ) -> tuple[Kernel, ExecResult | None]:
         """The oldest warm kernel (waiting for it if needed); another starts in the background.
 
         A kernel that failed to start, or that ``usable`` rejects (it died while waiting, e.g.
         killed by the phase before), is dropped and the next one tried, ``spares`` + 1 times
         in all; then whatever ``start`` raised (e.g. SandboxUnavailable) is raised.
+        ``code`` (optional) runs first in the kernel handed out, within the hand-over when
+        ``activate`` takes it; its result comes with the kernel.
         """
         error: Exception | None = None
         for _ in range(self.spares + 1):
@@ -68,9 +84,10 @@ class Standby:
                 error = exc
                 continue
             if usable is None or usable(kernel):
+                result = None
                 if self._activate is not None:
                     try:
-                        self._activate(kernel)
+                        result = self._activate(kernel, code, timeout)
                     except SandboxError as exc:
                         log.debug("standby kernel failed to activate (%s); next", exc)
                         kernel.shutdown()
@@ -80,7 +97,9 @@ class Standby:
                     self._out = [k for k in self._out if not getattr(k, "_closed", False)]
                     self._out.append(kernel)
                     self._fill()  # after the hand-over: the kernel taken started alone
-                return kernel
+                if code is not None and result is None:
+                    result = kernel.execute(code, timeout=timeout)
+                return kernel, result
             kernel.shutdown()
             error = KernelDied("the warm kernel ended before it was handed out")
         assert error is not None
@@ -135,6 +154,15 @@ class StandbyKernels:
         from .client import alive  # jupyter_client: once a kernel is wanted, not to open
 
         return self._standby.take(usable=alive)
+
+    def kernel_running(self, code: str, *, timeout: float) -> tuple[Kernel, ExecResult]:
+        if self._standby is None:
+            raise SandboxUnavailable(f"the {self.backend} sandbox is not open; call open() first")
+        from .client import alive
+
+        kernel, result = self._standby.take_running(usable=alive, code=code, timeout=timeout)
+        assert result is not None
+        return kernel, result
 
     @property
     def kernels_started(self) -> int:

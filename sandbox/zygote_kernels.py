@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .base import Kernel, close_thread_loop
+from .base import ExecResult, Kernel, close_thread_loop
 from .errors import SandboxUnavailable
 from .forkserver import ForkedKernel, ZygoteSupervisor
 from .output import start_code
@@ -94,12 +94,18 @@ class ZygoteKernels(StandbyKernels):
         finally:
             close_thread_loop()
 
-    def _activate(self, kernel: Kernel) -> None:
-        """Let a dormant spare take its identity and answer; wait until it does."""
+    def _activate(
+        self, kernel: Kernel, code: str | None = None, timeout: float = 60.0
+    ) -> ExecResult | None:
+        """Let a dormant spare take its identity and answer; wait until it does. ``code``, if
+        any, is the first probe of its readiness: its result is returned."""
         from .client import JupyterKernel
 
         assert isinstance(kernel, JupyterKernel)
         if self._zygote is None:
             raise SandboxUnavailable(f"the {self.backend} sandbox is closed")
         self._zygote.server.activate(kernel.name)
-        kernel.start_up(self.start_timeout, ran_at_start=True)
+        if code is None:
+            kernel.ready(self.start_timeout)
+            return None
+        return kernel.ready_running(code, max(self.start_timeout, timeout))

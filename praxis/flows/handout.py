@@ -1,8 +1,9 @@
 """A phase's kernel, handed out on a thread while the runner prepares the workspace.
 
 Handing out a warm kernel (it takes its uid and starts answering) and setting ``params`` and
-``note`` in it take two round trips to the kernel; restoring the workspace and uploading the
-inputs take host file operations. Neither needs the other, so they overlap. Only the
+``note`` in it take one round trip to the kernel (the params cell is the hand-over's first
+probe: ``Sandbox.kernel_running``); restoring the workspace and uploading the inputs take
+host file operations. Neither needs the other, so they overlap. Only the
 runner's own code runs in the kernel before ``kernel()`` returns it: the phase's code runs
 after the workspace is ready and recorded.
 """
@@ -37,8 +38,7 @@ class Handout:
 
     def _take(self) -> None:
         try:
-            self._kernel = self._sandbox.kernel()
-            result = self._kernel.execute(self._code, timeout=self._timeout)
+            self._kernel, result = self._sandbox.kernel_running(self._code, timeout=self._timeout)
             if not result.ok:
                 raise PhaseError(f"could not set params and note in the kernel: {result.evalue}")
         except BaseException as exc:  # raised on the runner's thread by kernel()

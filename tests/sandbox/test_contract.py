@@ -204,6 +204,21 @@ def test_each_kernel_is_a_fresh_interpreter(sandbox: Sandbox) -> None:
 
 
 @pytest.mark.parametrize("sandbox", ALL_BACKENDS, indirect=True)
+def test_kernel_running_hands_out_a_kernel_in_which_the_code_ran_once(sandbox: Sandbox) -> None:
+    code = "ran = globals().get('ran', 0) + 1\nprint('first', ran)"
+    kernel, result = sandbox.kernel_running(code, timeout=TIMEOUT)
+    try:
+        assert result.ok and result.stdout == "first 1\n"
+        again = kernel.execute("print(ran)", timeout=TIMEOUT)
+        assert again.stdout == "1\n"  # once, in the kernel handed out
+        failed = sandbox.kernel_running("1 / 0", timeout=TIMEOUT)
+        assert failed[1].ename == "ZeroDivisionError"
+        failed[0].shutdown()
+    finally:
+        kernel.shutdown()
+
+
+@pytest.mark.parametrize("sandbox", ALL_BACKENDS, indirect=True)
 def test_kernels_start_in_the_workspace(sandbox: Sandbox) -> None:
     run(sandbox, "open('here.txt', 'w').write('x')")
     assert set(sandbox.listing()) == {"here.txt"}

@@ -123,18 +123,49 @@ def test_activate_runs_on_the_kernel_handed_out_and_a_failure_tries_the_next(
 ) -> None:
     seen: list[Made] = []
 
-    def activate(kernel: Kernel) -> None:
-        assert isinstance(kernel, Made)
+    def activate(kernel: Kernel, code: str | None, timeout: float) -> ExecResult | None:
+        assert isinstance(kernel, Made) and code is None
         seen.append(kernel)
         if len(seen) == 1:
             raise KernelDied("activation failed")
         kernel.activated = True
+        return None
 
     standby, _ = made(spares=2, activate=activate)
     kernel = standby.take()
     assert isinstance(kernel, Made) and kernel.activated
     assert seen[0]._closed and seen[0] is not kernel
     assert standby.handed_out() == [kernel]
+
+
+def test_code_runs_once_in_the_kernel_handed_out_within_the_activation_if_it_takes_it(
+    made: Any,
+) -> None:
+    ran: list[tuple[int, str | None]] = []
+
+    def activate(kernel: Kernel, code: str | None, timeout: float) -> ExecResult | None:
+        assert isinstance(kernel, Made)
+        ran.append((kernel.n, code))
+        return ExecResult(status="ok", stdout="set") if code is not None else None
+
+    standby, _ = made(spares=2, activate=activate)
+    kernel, result = standby.take_running(code="params = {}")
+    assert isinstance(kernel, Made) and ran == [(kernel.n, "params = {}")]
+    assert result is not None and result.stdout == "set"
+
+    class Counting(Made):
+        def execute(self, code: str, *, timeout: float, on_output: Any = None) -> ExecResult:
+            executed.append(code)
+            return ExecResult(status="ok")
+
+    executed: list[str] = []
+    plain = Standby(lambda: Counting(0), spares=1)  # no activation: the code is executed
+    try:
+        kernel, result = plain.take_running(code="params = {}")
+        assert executed == ["params = {}"] and result is not None and result.ok
+        assert plain.take_running()[1] is None and executed == ["params = {}"]
+    finally:
+        plain.close()
 
 
 def test_close_shuts_the_spares_and_returns_the_kernels_still_out(made: Any) -> None:
