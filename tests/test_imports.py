@@ -65,6 +65,8 @@ NOT_NEEDED = {
         "praxis.console",  # the words of status are in status_lines
         "secrets",  # run ids are made only for a new run
         "subprocess",
+        "tempfile",  # nothing is written when there is no hand edit to record
+        "difflib",  # a near miss is looked for only in a definition with a mistake
     ),
     "runs": (
         "praxis.flows.runner",
@@ -73,11 +75,13 @@ NOT_NEEDED = {
         "praxis.flows.checks",
         "praxis.status_lines",
         "subprocess",
+        "tempfile",
     ),
     "check": (
         "praxis.flows.checks",  # flow.yaml's checks: are read by check_spec
         "praxis.flows.context",
         "praxis.flows.notebook_check",
+        "difflib",
         "hashlib",
         "subprocess",
         "tempfile",

@@ -10,12 +10,13 @@ a phase more than its bookkeeping does).
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 
 def write_atomic(path: Path, data: bytes, *, mode: int | None = None, durable: bool = True) -> None:
     """Replace ``path`` with ``data`` atomically (O_EXCL temp: never a file planted there)."""
+    import tempfile  # a command that only reads never writes
+
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:100]}.", suffix=".tmp")
     try:
         try:

@@ -24,13 +24,12 @@ backend knows is an error with the nearest known key suggested.
 
 from __future__ import annotations
 
-import difflib
 import math
 import os
 import re
 from typing import Any
 
-from .yaml_values import ValueReader, describe, show
+from .yaml_values import ValueReader, describe, nearest, show
 
 COMMON = ("backend", "timeout", "packages", "collect")
 TUNING = ("stream_limit", "display_limit", "grace", "start_timeout", "warm", "spares")
@@ -105,8 +104,8 @@ def check(raw: dict[str, Any], backend: str | None, reader: ValueReader) -> None
                 + f" {verb}); it is ignored here",
             )
             continue
-        close = difflib.get_close_matches(key, known, n=1)
-        hint = f"did you mean {close[0]!r}?" if close else "known: " + ", ".join(known)
+        close = nearest(key, known)
+        hint = f"did you mean {close!r}?" if close else "known: " + ", ".join(known)
         reader.error(f"sandbox.{key}", f"unknown key for the {backend} backend ({hint})")
     if backend == "ray":
         _ray(raw, reader)

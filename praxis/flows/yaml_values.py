@@ -8,7 +8,6 @@ problem of a document rather than stop at the first.
 from __future__ import annotations
 
 import datetime
-import difflib
 import math
 import re
 import stat
@@ -45,8 +44,8 @@ class ValueReader:
             if not isinstance(key, str):
                 self.error(loc, f"key {describe(key)} is not a string (quote it)")
             elif allowed is not None and key not in allowed:
-                close = difflib.get_close_matches(key, allowed, n=1)
-                hint = f"did you mean {close[0]!r}?" if close else "known: " + ", ".join(allowed)
+                close = nearest(key, allowed)
+                hint = f"did you mean {close!r}?" if close else "known: " + ", ".join(allowed)
                 self.error(loc, f"unknown key {show(key)} ({hint})")
             else:
                 out[key] = item
@@ -64,8 +63,8 @@ class ValueReader:
     def choice(self, value: Any, loc: str, choices: tuple[str, ...], what: str) -> str | None:
         s = self.string(value, loc)
         if s is not None and s not in choices:
-            close = difflib.get_close_matches(s, choices, n=1)
-            hint = f"did you mean {close[0]!r}? " if close else ""
+            close = nearest(s, choices)
+            hint = f"did you mean {close!r}? " if close else ""
             self.error(loc, f"{show(s)} is not a {what} ({hint}use one of: {', '.join(choices)})")
             return None
         return s
@@ -155,3 +154,11 @@ def describe(value: Any) -> str:
     if isinstance(value, dict):
         return "a mapping"
     return type(value).__name__
+
+
+def nearest(word: str, known: tuple[str, ...] | list[str]) -> str | None:
+    """The known word closest to a misspelt ``word``, if one is close enough."""
+    import difflib  # only for a definition with a mistake in it
+
+    close = difflib.get_close_matches(word, known, n=1)
+    return close[0] if close else None
