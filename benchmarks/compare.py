@@ -55,6 +55,9 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.code is not None:
         os.environ["PYTHONPATH"] = str(args.code.resolve())  # every measured process
+    # Measured processes cache their bytecode, as python does by default, whatever the shell
+    # says: the warm-up round writes it, and no figure includes compiling praxis's source.
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     sections = args.only or list(SECTIONS)
     results = Results(repeats=args.repeats)
     backends = ["local"]
