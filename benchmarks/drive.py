@@ -18,7 +18,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from sandbox import FileStat, Kernel, Sandbox
+from sandbox import ExecResult, FileStat, Kernel, Sandbox
 
 
 class TimedSandbox(Sandbox):
@@ -58,6 +58,12 @@ class TimedSandbox(Sandbox):
 
     def kernel(self) -> Kernel:
         return self._timed("kernel", self.inner.kernel)  # type: ignore[no-any-return]
+
+    def kernel_running(self, code: str, *, timeout: float) -> tuple[Kernel, ExecResult]:
+        """Timed as "kernel": the hand-over, with the params cell it carries."""
+        return self._timed(  # type: ignore[no-any-return]
+            "kernel", lambda: self.inner.kernel_running(code, timeout=timeout)
+        )
 
     def close(self) -> None:
         self._timed("close", self.inner.close)

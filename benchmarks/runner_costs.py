@@ -67,7 +67,8 @@ def overhead(results: Results, work: Path, repeats: int, backends: list[str]) ->
                     med["overhead"] * 1000,
                     "ms",
                     limit=30,
-                    note=f"of which waiting for a kernel {med['kernel_wait'] * 1000:.0f} ms; "
+                    note=f"the kernel's hand-over (params set; beside the workspace's "
+                    f"preparation) {med['kernel_wait'] * 1000:.0f} ms; "
                     f"plus {med['between_phases'] * 1000:.0f} ms between phases",
                 ),
             )
