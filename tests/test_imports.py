@@ -14,6 +14,8 @@ import pytest
 
 from praxis.flows import runner
 
+from .flows.helpers import Fakes, one_script_flow
+
 FLOWS = Path(__file__).resolve().parent.parent / "flows"
 HEAVY = ("pandas", "langchain_core", "starlette", "docker", "nbformat", "jupyter_client", "zmq")
 PROBE = """
@@ -46,6 +48,15 @@ def test_quick_commands_import_no_heavy_module(flow: Path, command: list[str]) -
     assert report["code"] == 0, done.stderr
     loaded = [m for m in HEAVY if m in report["modules"]]
     assert loaded == [], f"praxis {' '.join(command)} imported {loaded}"
+
+
+@pytest.fixture(scope="module")
+def done_flow(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A flow whose run is done (its output hashed, its phase's definition recorded)."""
+    root = one_script_flow(tmp_path_factory.mktemp("done"), "open('x.txt', 'w').write('x')")
+    run = runner.begin(root)
+    assert runner.advance(root, run.id, make_sandbox=Fakes()).status == "done"
+    return root
 
 
 # What each quick command does not need: modules taken out of its imports, kept out.
@@ -102,8 +113,11 @@ def quick_command(flow: Path, command: str) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("command", sorted(NOT_NEEDED))
-def test_quick_commands_import_only_what_they_show(flow: Path, command: str) -> None:
-    report = quick_command(flow, command)
+@pytest.mark.parametrize("which", ["flow", "done_flow"])
+def test_quick_commands_import_only_what_they_show(
+    request: pytest.FixtureRequest, which: str, command: str
+) -> None:
+    report = quick_command(request.getfixturevalue(which), command)
     loaded = [m for m in NOT_NEEDED[command] if m in report["modules"]]
     assert loaded == [], f"praxis {command} imported {loaded}"
 
