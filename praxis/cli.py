@@ -13,7 +13,6 @@ names, table cells, events) is printed escaped.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from collections.abc import Callable
@@ -254,6 +253,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     run = RunHandle.open(flow, args.run)
     st = status_of(run)
     if args.json:
+        import json
+
         print(json.dumps(st.to_dict(), indent=1))
         return EXIT["ok"]
     print(f"{flow.name} run {st.run}: {st.status} (revision {st.revision}) - {escape(st.message)}")

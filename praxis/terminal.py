@@ -9,9 +9,7 @@ import os
 import re
 import shlex
 import shutil
-import signal
 import sys
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -148,6 +146,8 @@ _received: list[str] = []
 
 
 def _interrupt(signum: int, frame: Any) -> None:
+    import signal
+
     _received.append(signal.Signals(signum).name)
     raise KeyboardInterrupt
 
@@ -156,6 +156,9 @@ def _interrupt(signum: int, frame: Any) -> None:
 def cancel_on_signals() -> Iterator[None]:
     """While a run advances, SIGTERM and SIGHUP stop it as Ctrl-C does (KeyboardInterrupt):
     the runner records a cancel and removes the sandbox on its way out."""
+    import signal  # only a command that runs phases needs them
+    import threading
+
     if threading.current_thread() is not threading.main_thread():
         yield
         return

@@ -19,14 +19,16 @@ from .flows.helpers import Fakes, one_script_flow
 FLOWS = Path(__file__).resolve().parent.parent / "flows"
 HEAVY = ("pandas", "langchain_core", "starlette", "docker", "nbformat", "jupyter_client", "zmq")
 PROBE = """
-import contextlib, io, json, sys
+import contextlib, io, sys
 from praxis.cli import main
 with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
     try:
         code = main(sys.argv[1:])
     except SystemExit as exc:
         code = exc.code
-print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
+modules = sorted(sys.modules)  # before the probe's own json
+import json
+print(json.dumps({"code": code, "modules": modules}))
 """
 
 
@@ -78,6 +80,7 @@ NOT_NEEDED = {
         "subprocess",
         "tempfile",  # nothing is written when there is no hand edit to record
         "difflib",  # a near miss is looked for only in a definition with a mistake
+        "signal",  # only a command that runs phases is stopped by SIGTERM and SIGHUP
     ),
     "runs": (
         "praxis.flows.runner",
@@ -87,6 +90,7 @@ NOT_NEEDED = {
         "praxis.status_lines",
         "subprocess",
         "tempfile",
+        "signal",
     ),
     "check": (
         "praxis.flows.checks",  # flow.yaml's checks: are read by check_spec
@@ -94,6 +98,8 @@ NOT_NEEDED = {
         "praxis.flows.notebook_check",
         "difflib",
         "hashlib",
+        "json",  # flow.yaml is YAML; only `status --json` and the run's files are JSON
+        "signal",
         "subprocess",
         "tempfile",
     ),
