@@ -126,6 +126,11 @@ class Sandbox(ABC):
         sockets, devices), never followed. Backends that cannot tell report none."""
         return set()
 
+    def survey(self) -> tuple[dict[str, FileStat], set[str], set[str]]:
+        """``listing()``, ``folders()`` and ``strays()`` at once; a backend that can look at
+        its workspace once for all three does."""
+        return self.listing(), self.folders(), self.strays()
+
     def make_folder(self, name: str) -> None:
         """Create workspace folder ``name`` (and those above it)."""
         raise NotImplementedError(f"the {self.backend} sandbox cannot make empty folders")

@@ -155,6 +155,17 @@ class Workspace:
             for name, e in self.tree.listing().items()
         }
 
+    def survey(self) -> tuple[dict[str, FileStat], set[str], set[str]]:
+        """The listing, the folders and the strays, from one walk of the tree."""
+        folders: set[str] = set()
+        strays: set[str] = set()
+        found = self.tree.listing(folders=folders, others=strays)
+        files = {
+            name: FileStat(size=e.size, mtime_ns=e.mtime_ns, ino=e.ino, ctime_ns=e.ctime_ns)
+            for name, e in found.items()
+        }
+        return files, folders, strays
+
     def fetch(self, name: str, dest: Path, *, max_bytes: int | None = None) -> str:
         """Copy workspace file ``name`` to ``dest`` (regular files inside the workspace only);
         the sha256 of what was copied."""
@@ -204,6 +215,9 @@ class FolderSandbox(Sandbox):
 
     def strays(self) -> set[str]:
         return self.workspace.strays()
+
+    def survey(self) -> tuple[dict[str, FileStat], set[str], set[str]]:
+        return self.workspace.survey()
 
     def make_folder(self, name: str) -> None:
         self.workspace.make_folder(name)

@@ -121,6 +121,7 @@ def test_the_listing_names_files_with_their_identity(ws: Workspace) -> None:
     info = (ws.root / "d" / "a.txt").stat()
     assert (listing["d/a.txt"].size, listing["d/a.txt"].ino) == (3, info.st_ino)
     assert ws.folders() == {"d"} and ws.strays() == {"link"}
+    assert ws.survey() == (listing, {"d"}, {"link"})  # the three from one walk
 
 
 def test_sealing_makes_every_file_read_only(ws: Workspace) -> None:
