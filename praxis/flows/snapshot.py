@@ -20,6 +20,7 @@ import json
 import os
 import stat
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -246,7 +247,7 @@ class Workspace:
         """The workspace now: every file's content in the store. Files not seen before (new
         or changed) are fetched into the store: at most ``max_new`` of them, ``max_bytes`` in
         all, else OutputTooLarge. Call it only while no sandbox process runs."""
-        listing = self.sandbox.listing()
+        listing, folders, _ = self.sandbox.survey()
         for name in listing:
             try:
                 name.encode("utf-8")
@@ -275,7 +276,7 @@ class Workspace:
                 sha, size = self.store.add_from(self.sandbox, name)
                 item = Item(sha, size)
             manifest[name] = item.seen_as(st)
-        for folder in self.sandbox.folders():
+        for folder in folders:
             manifest[folder + "/"] = Item(FOLDER, 0)
         self.known, self.placed = manifest, {}
         self.stored = (len(unknown), total)
@@ -296,10 +297,13 @@ class Workspace:
     def restore(self, target: Manifest) -> list[str]:
         """Make the workspace hold exactly ``target``: its files and folders, and nothing
         else (no link, FIFO or socket a phase left); the names removed or replaced."""
-        changed = sorted(self.sandbox.strays())  # a link a phase left never reaches another
+        listing, folders, strays = self.sandbox.survey()  # one look at the workspace
+        changed = sorted(strays)  # a link a phase left never reaches another
         for name in changed:
             self.sandbox.remove(name)
-        listing = self.sandbox.listing()
+        if changed:  # removing one takes the folders it leaves empty with it: look again
+            listing, folders, _ = self.sandbox.survey()
+        removed = False
         files = {n: i for n, i in target.items() if not is_folder(n)}
         for name, st in listing.items():
             item, current = files.get(name), self._item(name, st)
@@ -308,6 +312,7 @@ class Workspace:
                 self.known.pop(name, None)
                 self.placed.pop(name, None)
                 changed.append(name)
+                removed = True
             elif current is None or current.sha256 != item.sha256:
                 self.place(name, item.sha256, item.size)
                 changed.append(name)
@@ -316,15 +321,18 @@ class Workspace:
                 self.place(name, item.sha256, item.size)
                 changed.append(name)
         wanted = {n[:-1] for n in target if is_folder(n)}
-        for name in files:  # the folders that hold a file (all a manifest had before folders)
-            parts = name.split("/")[:-1]
-            wanted.update("/".join(parts[: i + 1]) for i in range(len(parts)))
-        changed += self._restore_folders(wanted)
+        holding = _parents(files)  # the folders that hold a file (all a manifest had before)
+        wanted |= holding
+        # a removal may take emptied folders with it; a file placed made the folders above it
+        now = None if removed else folders | holding
+        changed += self._restore_folders(wanted, now)
         return sorted(changed)
 
-    def _restore_folders(self, wanted: set[str]) -> list[str]:
+    def _restore_folders(self, wanted: set[str], current: set[str] | None) -> list[str]:
+        """Make the folders ``wanted``; ``current`` are those there now (None: look)."""
         try:
-            current = self.sandbox.folders()
+            if current is None:
+                current = self.sandbox.folders()
             for folder in sorted(current - wanted, key=lambda f: -f.count("/")):
                 self.sandbox.remove_folder(folder)  # deepest first; only once empty
             for folder in sorted(wanted - current):
@@ -332,3 +340,12 @@ class Workspace:
         except NotImplementedError:
             return []
         return sorted(f + "/" for f in (current ^ wanted))
+
+
+def _parents(names: Iterable[str]) -> set[str]:
+    """Every folder above each of ``names``."""
+    found: set[str] = set()
+    for name in names:
+        parts = name.split("/")[:-1]
+        found.update("/".join(parts[: i + 1]) for i in range(len(parts)))
+    return found

@@ -14,7 +14,7 @@ import pytest
 
 from praxis.flows import snapshot
 from praxis.flows.snapshot import FOLDER, Item, NotRecordable, Store, Workspace
-from sandbox import PathRefused
+from sandbox import FileStat, PathRefused
 from sandbox.fake import FakeSandbox
 
 
@@ -262,3 +262,59 @@ def test_restore_brings_back_a_deleted_file_and_an_empty_folder(
     assert (Path(box.workspace.root) / "a.txt").read_bytes() == b"a"
     assert (Path(box.workspace.root) / "empty").is_dir()
     assert ws.restore(before) == []  # already there: nothing changes
+
+
+class Looking(FakeSandbox):
+    """The fake, counting how often the runner looks at the whole workspace."""
+
+    looks = 0
+
+    def survey(self) -> tuple[dict[str, FileStat], set[str], set[str]]:
+        self.looks += 1
+        return super().survey()
+
+    def listing(self) -> dict[str, FileStat]:
+        self.looks += 1
+        return super().listing()
+
+    def folders(self) -> set[str]:
+        self.looks += 1
+        return super().folders()
+
+    def strays(self) -> set[str]:
+        self.looks += 1
+        return super().strays()
+
+
+def test_restoring_and_recording_look_at_the_workspace_once_each(
+    store: Store, tmp_path: Path
+) -> None:
+    box = Looking(workspace=tmp_path / "ws", name="r")
+    box.open()
+    write(box, "d/a.txt", b"a")
+    os.mkdir(Path(box.workspace.root) / "empty")
+    ws = Workspace(box, store)
+    before = ws.snapshot()
+    assert box.looks == 1
+    assert ws.restore(before) == [] and box.looks == 2
+    write(box, "d/b.txt", b"b")  # a phase adds a file, in a new folder too
+    write(box, "new/c.txt", b"c")
+    looks = box.looks
+    assert ws.restore(before) == ["d/b.txt", "new/c.txt"]  # new/ went with its file
+    assert box.looks == looks + 2  # a removal may take folders with it: they are looked at
+    assert snapshot.digest(ws.snapshot()) == snapshot.digest(before)
+    assert not (Path(box.workspace.root) / "new").exists()
+
+
+def test_restore_keeps_a_folder_that_a_removal_emptied(store: Store, box: FakeSandbox) -> None:
+    root = Path(box.workspace.root)
+    os.mkdir(root / "links")
+    os.mkdir(root / "files")
+    ws = Workspace(box, store)
+    before = ws.snapshot()
+    assert {"links/", "files/"} <= set(before)
+    os.symlink("/etc/passwd", root / "links" / "l")  # removing them empties both folders
+    write(box, "files/x.txt", b"x")
+    assert ws.restore(before) == ["files/", "files/x.txt", "links/", "links/l"]
+    assert (root / "links").is_dir() and (root / "files").is_dir()
+    assert sorted(p.relative_to(root).as_posix() for p in root.rglob("*")) == ["files", "links"]
