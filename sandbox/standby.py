@@ -149,20 +149,24 @@ class StandbyKernels:
     _standby: Standby | None
 
     def kernel(self) -> Kernel:
+        return self._take(None, 0.0)[0]
+
+    def kernel_running(self, code: str, *, timeout: float) -> tuple[Kernel, ExecResult]:
+        kernel, result = self._take(code, timeout)
+        assert result is not None
+        return kernel, result
+
+    def _handing_out(self) -> None:
+        """Called before every kernel is handed out (by ``kernel`` and ``kernel_running``
+        alike): code may run in the sandbox from then on."""
+
+    def _take(self, code: str | None, timeout: float) -> tuple[Kernel, ExecResult | None]:
         if self._standby is None:
             raise SandboxUnavailable(f"the {self.backend} sandbox is not open; call open() first")
         from .client import alive  # jupyter_client: once a kernel is wanted, not to open
 
-        return self._standby.take(usable=alive)
-
-    def kernel_running(self, code: str, *, timeout: float) -> tuple[Kernel, ExecResult]:
-        if self._standby is None:
-            raise SandboxUnavailable(f"the {self.backend} sandbox is not open; call open() first")
-        from .client import alive
-
-        kernel, result = self._standby.take_running(usable=alive, code=code, timeout=timeout)
-        assert result is not None
-        return kernel, result
+        self._handing_out()
+        return self._standby.take_running(usable=alive, code=code, timeout=timeout)
 
     @property
     def kernels_started(self) -> int:

@@ -11,7 +11,7 @@ TEST_LABEL = f"praxis.test={SESSION}"
 def left_after(run_id: str, timeout: float = 30.0) -> list[str]:
     """Names of the containers of run ``run_id`` still there once none is, or ``timeout`` s.
 
-    A sandbox's container is killed when its run stops and the daemon removes it by itself
+    A sandbox's container is ended when its run stops and the daemon removes it by itself
     (auto_remove): it may take a moment, never forever."""
     import time
 
@@ -23,9 +23,10 @@ def left_after(run_id: str, timeout: float = 30.0) -> list[str]:
     try:
         deadline = time.monotonic() + timeout
         while True:
-            found = client.containers.list(all=True, filters={"label": f"{RUN_LABEL}={run_id}"})
+            # the list's rows as they are: a container may go between a listing and an inspect
+            found = client.api.containers(all=True, filters={"label": f"{RUN_LABEL}={run_id}"})
             if not found or time.monotonic() > deadline:
-                return [c.name for c in found]
+                return [str(row["Names"][0]).lstrip("/") for row in found]
             time.sleep(0.1)
     finally:
         client.close()

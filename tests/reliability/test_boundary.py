@@ -84,8 +84,11 @@ def _remove_containers(run_id: str) -> None:
     """Clean-up after a failed assertion: the session's finaliser would fail on them too."""
     client = docker.from_env()
     try:
-        for c in client.containers.list(all=True, filters={"label": f"{RUN_LABEL}={run_id}"}):
-            c.remove(force=True)
+        for row in client.api.containers(all=True, filters={"label": f"{RUN_LABEL}={run_id}"}):
+            try:
+                client.api.remove_container(row["Id"], force=True)
+            except docker.errors.NotFound:  # it went by itself meanwhile
+                pass
     finally:
         client.close()
 

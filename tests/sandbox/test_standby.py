@@ -189,3 +189,28 @@ def test_a_sandbox_not_open_has_no_kernel_to_hand_out() -> None:
     with pytest.raises(SandboxUnavailable, match="the local sandbox is not open"):
         Closed().kernel()
     assert Closed().kernels_started == 0
+
+
+def test_every_hand_out_is_announced_to_the_sandbox_whichever_way_it_is_asked(
+    made: Any,
+) -> None:
+    """A backend sweeps at quiesce only after a kernel was handed out (docker's dirty flag):
+    ``kernel_running`` must say so as ``kernel`` does, or what its phase starts survives."""
+    standby, _ = made(spares=1)
+
+    class Counting(StandbyKernels):
+        backend = "local"
+
+        def __init__(self) -> None:
+            self._standby = standby
+            self.announced = 0
+
+        def _handing_out(self) -> None:
+            self.announced += 1
+
+    box = Counting()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("sandbox.client.alive", lambda kernel: True)
+        box.kernel()
+        box.kernel_running("params = {}", timeout=5)
+    assert box.announced == 2
