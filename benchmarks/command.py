@@ -8,6 +8,7 @@ same measurements on the same machine.
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 from pathlib import Path
@@ -55,3 +56,32 @@ def cold_start(flow: Path, backend: str) -> dict[str, Any]:
         "to_opened": at["sandbox_opened"] - t0,
         "run_dir": str(run_dir),
     }
+
+
+# The floor of a cold start on docker: a fresh process that starts a fresh container of the
+# sandbox image (no network, as the sandbox's), whose python imports what a kernel has
+# (ipykernel's kernel app, pandas) and then runs its first statement. No runner, no kernel.
+FLOOR = """
+import sys, docker
+client = docker.from_env()
+client.containers.run(
+    sys.argv[1],
+    ["python", "-c", "import ipykernel.kernelapp, pandas, time; "
+     "open('/w/started.txt', 'w').write(repr(time.time()))"],
+    network_mode="none", mounts=[docker.types.Mount("/w", sys.argv[2], type="bind")],
+    remove=True,
+)
+"""
+
+
+def cold_floor(work: Path) -> float:
+    """Seconds from starting the FLOOR process to its container's first statement."""
+    from sandbox.image.build import image_tag
+
+    work.mkdir(parents=True, exist_ok=True)
+    os.chmod(work, 0o777)  # the image's python may run as another uid
+    marker = work / "started.txt"
+    marker.unlink(missing_ok=True)
+    t0 = time.time()
+    run_timed([PYTHON, "-c", FLOOR, image_tag(), str(work.resolve())])
+    return float(marker.read_text(encoding="utf-8")) - t0

@@ -30,6 +30,16 @@ for n in range(1, 6):
 """
 
 
+# The floor of any runner: the same five steps in ONE python process (one start, one pandas
+# import, then the work), each step in fresh globals, as a phase gets a fresh namespace.
+ONE_PROCESS = """
+import sys, pandas
+for n in range(1, 6):
+    with open(f"step{n}.py") as fh:
+        exec(compile(fh.read(), f"step{n}.py", "exec"), {"__name__": "__main__"})
+"""
+
+
 def systems(work: Path, backends: list[str]) -> dict[str, Callable[[], dict[str, Any]]]:
     data = workload.write_sales(work / "data" / "s0.csv")
     flow = workload.pipeline_flow(work / "pipeline", data)
@@ -39,6 +49,9 @@ def systems(work: Path, backends: list[str]) -> dict[str, Callable[[], dict[str,
 
     def run_bare() -> dict[str, Any]:
         return {"seconds": run_timed(["sh", "-c", chain], cwd=bare).seconds}
+
+    def run_one_process() -> dict[str, Any]:
+        return {"seconds": run_timed([PYTHON, "-c", ONE_PROCESS], cwd=bare).seconds}
 
     def run_papermill() -> dict[str, Any]:
         return {"seconds": run_timed([PYTHON, "-c", PAPERMILL, str(bare)], cwd=bare).seconds}
@@ -54,6 +67,7 @@ def systems(work: Path, backends: list[str]) -> dict[str, Callable[[], dict[str,
 
     found: dict[str, Callable[[], dict[str, Any]]] = {
         "bare": run_bare,
+        "one-process": run_one_process,
         "papermill": run_papermill,
     }
     for backend in backends:
@@ -81,6 +95,15 @@ def measure(results: Results, work: Path, repeats: int, backends: list[str]) -> 
     results.add(
         Row(section, "bare python, 5 scripts", secs["bare"], "s"),
         Row(section, "papermill, 5 notebooks", secs["papermill"], "s"),
+        Row(
+            section,
+            "floor: the 5 steps in one python process",
+            secs["one-process"],
+            "s",
+            note=f"{ratio(secs['one-process'], secs['bare']):.2f}x bare python, "
+            f"{ratio(secs['one-process'], secs['papermill']):.2f}x papermill: no runner "
+            "that starts an interpreter does better",
+        ),
     )
     for backend in backends:
         s = secs[f"praxis-{backend}"]

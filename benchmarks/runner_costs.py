@@ -99,6 +99,20 @@ def cold_start(results: Results, work: Path, repeats: int, backends: list[str]) 
                 f"{med['to_opened']:.2f} s",
             ),
         )
+    if "docker" in backends:
+        command.cold_floor(work / "floor")  # warm-up
+        floor = median([command.cold_floor(work / "floor") for _ in range(repeats)])
+        details["floor"] = floor
+        results.add(
+            Row(
+                "3. cold start",
+                "floor: a fresh container's python importing ipykernel and pandas, docker",
+                floor,
+                "s",
+                note="from a fresh process starting it to its first statement: no runner, "
+                "no kernel",
+            )
+        )
     results.details["cold_start"] = details
 
 
