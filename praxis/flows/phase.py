@@ -62,19 +62,14 @@ def run_phase(
     previous = run.state.phase(phase.id).attempt
     record = Record()
     started = run.clock()
-    handout, early = hand_out(run, phase, sandbox)  # the kernel comes while run.json is written
-    try:
-        mark_running(run, phase, previous, sandbox)
-    except BaseException:
-        if handout is not None:
-            handout.close()
-        raise
+    mark_running(run, phase, previous, sandbox)
     attempt = run.state.phase(phase.id).attempt
     record.metadata.update(_metadata(run, phase, attempt, started))
+    handout: Handout | None = None
     try:
-        if early is not None:
-            raise early
-        assert handout is not None
+        sandbox.quiesce()  # nothing of an earlier phase runs from here on
+        state = run.state.phase(phase.id)
+        handout = Handout(sandbox, dict(run.state.params), state.note, timeout_of(run, phase))
         pre, digests = prepare(run, phase, sandbox, ws, base_state(run, phase, ws))
         execute(run, phase, sandbox, handout, record, approver, on_message, model)
         handout.close()  # the kernel is shut down
@@ -119,20 +114,6 @@ def _quiet(call: Callable[[], None]) -> None:
         call()
     except Exception:
         log.warning("could not stop the sandbox's processes", exc_info=True)
-
-
-def hand_out(
-    run: RunHandle, phase: Phase, sandbox: Sandbox
-) -> tuple[Handout | None, Exception | None]:
-    """Stop what an earlier phase left running, then start handing out this phase's kernel
-    (params and note set in it) on its own thread. What failed is returned, for the phase to
-    fail with once it is marked running."""
-    try:
-        sandbox.quiesce()  # nothing of an earlier phase runs from here on
-        note = run.state.phase(phase.id).note
-        return Handout(sandbox, dict(run.state.params), note, timeout_of(run, phase)), None
-    except Exception as exc:
-        return None, exc
 
 
 def base_state(
