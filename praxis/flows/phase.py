@@ -247,11 +247,13 @@ def try_reuse(run: RunHandle, phase: Phase, sandbox: Sandbox, ws: snapshot.Works
 
 
 def gather(run: RunHandle, phase: Phase, ws: snapshot.Workspace) -> None:
-    """Step 2: upload every working input (replacing what the workspace holds)."""
+    """Step 2: upload every working input (replacing what the workspace holds), unless the
+    workspace holds it already (an earlier phase's output where that phase left it)."""
     t0 = run.clock()
     for name in phase.working:
         sha, size = ws.store.add_file(source_of(run, name))
-        ws.place(name, sha, size)
+        if not ws.holds(name, sha):
+            ws.place(name, sha, size)
     run.emit(InputsUploaded(phase=phase.id, files=list(phase.working), seconds=run.clock() - t0))
 
 

@@ -225,6 +225,7 @@ class Workspace:
         self.store = store
         self.known: Manifest = dict(known or {})
         self.placed: Manifest = {}  # placed since the last listing: content known, identity not
+        self.seen: dict[str, FileStat] = {}  # the files as this object last looked at them
         self.stored = (0, 0)  # files and bytes the last snapshot read into the store
         self.settled: tuple[str, Manifest] | None = None  # (phase, pre-state) just settled
         self._saved: dict[Path, Manifest] = {}  # the manifests this object saved last
@@ -278,7 +279,7 @@ class Workspace:
             manifest[name] = item.seen_as(st)
         for folder in folders:
             manifest[folder + "/"] = Item(FOLDER, 0)
-        self.known, self.placed = manifest, {}
+        self.known, self.placed, self.seen = manifest, {}, listing
         self.stored = (len(unknown), total)
         return manifest
 
@@ -288,6 +289,20 @@ class Workspace:
             return self.placed[name]
         item = self.known.get(name)
         return item if item is not None and item.same_file(st) else None
+
+    def holds(self, name: str, sha: str) -> bool:
+        """Whether the workspace holds content ``sha`` at ``name`` as an upload would leave
+        it: put there by this object, or seen there by its last look as it recorded it, on
+        an isolated backend (whose ``quiesce`` makes every file read-only to later code;
+        elsewhere only an upload is read-only)."""
+        placed = self.placed.get(name)
+        if placed is not None:
+            return placed.sha256 == sha
+        st = self.seen.get(name)
+        if st is None or not self.sandbox.isolated:
+            return False
+        item = self._item(name, st)
+        return item is not None and item.sha256 == sha
 
     def place(self, name: str, sha: str, size: int) -> None:
         """Put the stored content ``sha`` at workspace path ``name`` (read-only there)."""
@@ -303,6 +318,7 @@ class Workspace:
             self.sandbox.remove(name)
         if changed:  # removing one takes the folders it leaves empty with it: look again
             listing, folders, _ = self.sandbox.survey()
+        self.seen = dict(listing)
         removed = False
         files = {n: i for n, i in target.items() if not is_folder(n)}
         for name, st in listing.items():
@@ -311,6 +327,7 @@ class Workspace:
                 self.sandbox.remove(name)
                 self.known.pop(name, None)
                 self.placed.pop(name, None)
+                self.seen.pop(name, None)
                 changed.append(name)
                 removed = True
             elif current is None or current.sha256 != item.sha256:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -121,3 +122,50 @@ def test_a_sandbox_that_fails_before_the_code_runs_fails_the_attempt_on_record(
     assert "SandboxUnavailable" in str(state.phase("a").error)
     assert kinds(run)[-1] == "phase_failed" and "phase_started" in kinds(run)
     assert RunHandle.open(runner.load_flow(flow), run.id).state.phase("a").status == "failed"
+
+
+class Sealing(FakeSandbox):
+    """The fake as an isolated backend: quiesce makes every workspace file read-only."""
+
+    isolated = True
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.uploads: list[str] = []
+
+    def upload(self, src: Path, name: str) -> None:
+        self.uploads.append(name)
+        super().upload(src, name)
+
+    def quiesce(self) -> None:
+        self.workspace.seal()
+
+
+@pytest.mark.parametrize(("isolated", "uploads"), [(True, ["data/in.csv"]), (False, None)])
+def test_an_input_the_workspace_holds_already_is_not_uploaded_again_where_sealed(
+    tmp_path: Path, isolated: bool, uploads: list[str] | None
+) -> None:
+    files = {
+        "a.py": "open('x.txt', 'w').write('from a')",
+        "b.py": "open('y.txt', 'w').write(open('x.txt').read() + open('data/in.csv').read())",
+        "data/in.csv": "x\n",
+    }
+    root = write_flow(tmp_path / "f", TWO % "", files)
+    run = runner.begin(root)
+    made: list[Sealing] = []
+
+    def make(flow: object, run: RunHandle) -> Sealing:
+        made.append(Sealing(workspace=run.paths.workspace, name=run.id))
+        made[-1].isolated = isolated
+        return made[-1]
+
+    state = runner.advance(root, run.id, make_sandbox=make)
+    assert state.status == "done"
+    assert run.paths.out("y.txt").read_text() == "from ax\n"
+    expected = uploads if uploads is not None else ["x.txt", "data/in.csv"]
+    assert made[0].uploads == expected  # a's x.txt stays where a left it, sealed
+    runner.rerun(root, "b", run.id)  # a new process: the workspace is looked at afresh
+    state = runner.advance(root, run.id, make_sandbox=make, reuse=False)
+    assert state.status == "done" and state.phase("b").attempt == 2
+    assert made[1].uploads == expected
+    assert run.paths.out("y.txt").read_text() == "from ax\n"
