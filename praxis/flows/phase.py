@@ -180,7 +180,7 @@ def settle(
     if base is not None:
         ws.restore(base)
     gather(run, phase, ws)
-    return ws.snapshot()
+    return ws.snapshot(settled=True)
 
 
 def collect_limit(run: RunHandle) -> int:

@@ -226,6 +226,8 @@ class Workspace:
         self.known: Manifest = dict(known or {})
         self.placed: Manifest = {}  # placed since the last listing: content known, identity not
         self.seen: dict[str, FileStat] = {}  # the files as this object last looked at them
+        # files and folders as restore last saw them, while nothing has changed them since
+        self.look: tuple[dict[str, FileStat], set[str]] | None = None
         self.stored = (0, 0)  # files and bytes the last snapshot read into the store
         self.settled: tuple[str, Manifest] | None = None  # (phase, pre-state) just settled
         self._saved: dict[Path, Manifest] = {}  # the manifests this object saved last
@@ -244,11 +246,16 @@ class Workspace:
         kept = self._saved.get(path)
         return dict(kept) if kept is not None else load_manifest(path)
 
-    def snapshot(self, *, max_new: int = MAX_FILES, max_bytes: int = MAX_BYTES) -> Manifest:
+    def snapshot(
+        self, *, max_new: int = MAX_FILES, max_bytes: int = MAX_BYTES, settled: bool = False
+    ) -> Manifest:
         """The workspace now: every file's content in the store. Files not seen before (new
         or changed) are fetched into the store: at most ``max_new`` of them, ``max_bytes`` in
-        all, else OutputTooLarge. Call it only while no sandbox process runs."""
-        listing, folders, _ = self.sandbox.survey()
+        all, else OutputTooLarge. Call it only while no sandbox process runs. ``settled``:
+        no phase ran since this object restored the workspace; when neither that restore
+        nor anything since changed a file, its look at the workspace is the workspace."""
+        look, self.look = self.look, None
+        listing, folders = look if settled and look is not None else self.sandbox.survey()[:2]
         for name in listing:
             try:
                 name.encode("utf-8")
@@ -306,6 +313,7 @@ class Workspace:
 
     def place(self, name: str, sha: str, size: int) -> None:
         """Put the stored content ``sha`` at workspace path ``name`` (read-only there)."""
+        self.look = None
         self.sandbox.upload(self.store.path(sha), name)
         self.placed[name] = Item(sha, size)
 
@@ -319,6 +327,7 @@ class Workspace:
         if changed:  # removing one takes the folders it leaves empty with it: look again
             listing, folders, _ = self.sandbox.survey()
         self.seen = dict(listing)
+        looked = len(changed)  # the changes this look saw done
         removed = False
         files = {n: i for n, i in target.items() if not is_folder(n)}
         for name, st in listing.items():
@@ -343,6 +352,7 @@ class Workspace:
         # a removal may take emptied folders with it; a file placed made the folders above it
         now = None if removed else folders | holding
         changed += self._restore_folders(wanted, now)
+        self.look = (listing, folders) if len(changed) == looked else None
         return sorted(changed)
 
     def _restore_folders(self, wanted: set[str], current: set[str] | None) -> list[str]:

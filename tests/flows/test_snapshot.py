@@ -297,12 +297,20 @@ def test_restoring_and_recording_look_at_the_workspace_once_each(
     before = ws.snapshot()
     assert box.looks == 1
     assert ws.restore(before) == [] and box.looks == 2
+    assert ws.snapshot(settled=True) == before and box.looks == 2  # restore's look, unchanged
+    assert ws.snapshot(settled=True) == before and box.looks == 3  # no restore since: looks
     write(box, "d/b.txt", b"b")  # a phase adds a file, in a new folder too
     write(box, "new/c.txt", b"c")
     looks = box.looks
     assert ws.restore(before) == ["d/b.txt", "new/c.txt"]  # new/ went with its file
     assert box.looks == looks + 2  # a removal may take folders with it: they are looked at
-    assert snapshot.digest(ws.snapshot()) == snapshot.digest(before)
+    assert snapshot.digest(ws.snapshot(settled=True)) == snapshot.digest(before)
+    assert box.looks == looks + 3  # restore changed the workspace: its look is not it
+    ws.restore(before)
+    ws.place("d/a.txt", before["d/a.txt"].sha256, 1)  # an upload after restore's look
+    looks = box.looks
+    after = ws.snapshot(settled=True)
+    assert box.looks == looks + 1 and after["d/a.txt"] != before["d/a.txt"]  # a new file
     assert not (Path(box.workspace.root) / "new").exists()
 
 
