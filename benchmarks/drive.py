@@ -47,11 +47,26 @@ class TimedSandbox(Sandbox):
     def listing(self) -> dict[str, FileStat]:
         return self._timed("listing", self.inner.listing)  # type: ignore[no-any-return]
 
-    def fetch(self, name: str, dest: Path) -> None:
-        self._timed("fetch", self.inner.fetch, name, dest)
+    def fetch(self, name: str, dest: Path) -> str | None:
+        return self._timed("fetch", self.inner.fetch, name, dest)  # type: ignore[no-any-return]
 
     def remove(self, name: str) -> None:
         self._timed("remove", self.inner.remove, name)
+
+    def survey(self) -> tuple[dict[str, FileStat], set[str], set[str]]:
+        return self._timed("listing", self.inner.survey)  # type: ignore[no-any-return]
+
+    def folders(self) -> set[str]:
+        return self.inner.folders()
+
+    def strays(self) -> set[str]:
+        return self.inner.strays()
+
+    def make_folder(self, name: str) -> None:
+        self.inner.make_folder(name)
+
+    def remove_folder(self, name: str) -> None:
+        self.inner.remove_folder(name)
 
     def quiesce(self) -> None:
         self._timed("quiesce", self.inner.quiesce)
