@@ -88,6 +88,9 @@ def _load_executors(kinds: list[str]) -> None:
     executors of its kinds), so that the click does not wait for it either."""
     try:
         importlib.import_module("praxis.flows.phase")
+        from praxis.flows.record import prepare_validator
+
+        prepare_validator()  # the records' validator, built now rather than beside the phase
         for kind in kinds:
             importlib.import_module(f"praxis.phases.{kind}")
     except Exception:  # the advance imports them again and says what is wrong

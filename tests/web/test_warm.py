@@ -159,3 +159,16 @@ def test_closing_the_server_closes_its_warm_sandboxes(gated: tuple[Path, str, Co
     advancer.close()
     assert left_after(run_id) == []
     assert RunHandle.open(runner.load_flow(flow), run_id).state.waiting == "gate"
+
+
+def test_warming_also_builds_the_records_validator(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Built beside the click's phase instead, it took the CPU that phase's start needed."""
+    from praxis.flows import record
+    from praxis.web import warm
+
+    monkeypatch.setattr(record, "_validator", None)
+    warm._load_executors(["script"])
+    built = record._validator
+    assert built is not None
+    built.join(30)
+    assert not built.is_alive()
