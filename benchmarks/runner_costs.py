@@ -7,12 +7,23 @@ benchmarks.drive records around the real sandbox.
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
 
 from . import command, workload
-from .measure import PYTHON, BenchmarkFailed, drive, events, free_bytes, median, ratio, run_timed
+from .measure import (
+    PYTHON,
+    BenchmarkFailed,
+    drive,
+    events,
+    free_bytes,
+    median,
+    ratio,
+    run_timed,
+)
 from .report import Results, Row
 
 GB = 1_000_000_000
@@ -73,6 +84,43 @@ def overhead(results: Results, work: Path, repeats: int, backends: list[str]) ->
                 ),
             )
     results.details["overhead"] = details
+    if "docker" in backends:
+        phase_cpu(results, work, repeats)
+
+
+def phase_cpu(results: Results, work: Path, repeats: int) -> None:
+    """The CPU one more back-to-back phase costs on docker, host and container: on a machine
+    of N cores no runner can take less than CPU / N of wall time for it."""
+    one = workload.trivial_flow(work / "cpu-one", phases=1)
+    five = workload.trivial_flow(work / "cpu-five")
+    got: dict[str, list[dict[str, Any]]] = {"one": [], "five": []}
+    for _ in range(max(1, repeats)):
+        for name, flow in (("one", one), ("five", five)):
+            # run as a file: the praxis measured is the one PYTHONPATH names (--code), if any
+            cmd = [PYTHON, str(Path(__file__).with_name("phase_cpu.py")), str(flow)]
+            sample = json.loads(run_timed(cmd, cwd=flow).stdout.strip().splitlines()[-1])
+            if sample["status"] != "done" or sample["container"] is None:
+                raise BenchmarkFailed(f"phase CPU: {sample}")
+            got[name].append(sample)
+    extra = workload.STEPS - 1
+    per = {
+        k: (median([s[k] for s in got["five"]]) - median([s[k] for s in got["one"]])) / extra
+        for k in ("host", "container", "wall")
+    }
+    cores = os.cpu_count() or 1
+    results.details["phase_cpu"] = {"samples": got, "per_phase": per, "cores": cores}
+    results.add(
+        Row(
+            "2. runner overhead",
+            "CPU per phase, trivial script, back to back, docker (host + container)",
+            (per["host"] + per["container"]) * 1000,
+            "ms",
+            note=f"host {per['host'] * 1000:.0f} ms, container {per['container'] * 1000:.0f} ms "
+            f"(a fresh kernel's start-up, its code, its end): at least "
+            f"{(per['host'] + per['container']) * 1000 / cores:.0f} ms of wall time a phase "
+            f"on {cores} cores; measured {per['wall'] * 1000:.0f} ms",
+        )
+    )
 
 
 def cold_start(results: Results, work: Path, repeats: int, backends: list[str]) -> None:

@@ -141,7 +141,7 @@ def bare_folder(root: Path, data: Path) -> Path:
     return root
 
 
-def trivial_flow(root: Path, *, sleep: float = 0.0) -> Path:
+def trivial_flow(root: Path, *, sleep: float = 0.0, phases: int = STEPS) -> Path:
     """Five trivial phases, each copying a few bytes from the previous one's output.
 
     With ``sleep`` each phase also waits that long, leaving the warm standby time to be
@@ -150,8 +150,8 @@ def trivial_flow(root: Path, *, sleep: float = 0.0) -> Path:
     (root / "scripts").mkdir(parents=True, exist_ok=True)
     (root / "data").mkdir(exist_ok=True)
     (root / "data" / "t0.txt").write_text("ok\n", encoding="utf-8")
-    phases = []
-    for n in range(1, STEPS + 1):
+    count, phases = phases, []
+    for n in range(1, count + 1):
         src = "data/t0.txt" if n == 1 else f"t{n - 1}.txt"
         code = f"from pathlib import Path\nPath('t{n}.txt').write_text(Path('{src}').read_text())\n"
         if sleep:
