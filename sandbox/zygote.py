@@ -44,6 +44,7 @@ it started) and when the process that started it goes away.
 
 import contextlib
 import ctypes
+import gc
 import json
 import os
 import re
@@ -582,6 +583,12 @@ def main(argv):
     except Exception:
         traceback.print_exc()
         return 1
+    # What the preload made is shared with every kernel forked from here until one writes to
+    # its pages. A full collection looks at (and writes to) every object: frozen, the
+    # preload's objects are never looked at, so a kernel's full collection takes about 1 ms
+    # instead of 40-65 ms here, and does not copy the shared pages.
+    gc.collect()
+    gc.freeze()
     zygote = Zygote(path, kernel_uid, kernel_gid, peers)
     zygote.listen()
     sys.stderr.write(f"zygote {os.getpid()} listening on {path}\n")

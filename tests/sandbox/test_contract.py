@@ -218,6 +218,14 @@ def test_kernel_running_hands_out_a_kernel_in_which_the_code_ran_once(sandbox: S
         kernel.shutdown()
 
 
+@pytest.mark.parametrize("sandbox", KERNEL_BACKENDS, indirect=True)
+def test_the_objects_a_kernel_inherits_are_out_of_its_garbage_collections(
+    sandbox: Sandbox,
+) -> None:
+    # what the kernel server imported once (pandas, ipykernel) is frozen before each fork
+    assert run(sandbox, "import gc\nprint(gc.get_freeze_count() > 10_000)") == "True\n"
+
+
 @pytest.mark.parametrize("sandbox", ALL_BACKENDS, indirect=True)
 def test_kernels_start_in_the_workspace(sandbox: Sandbox) -> None:
     run(sandbox, "open('here.txt', 'w').write('x')")
