@@ -1,11 +1,5 @@
-"""flow.yaml ``checks:``, as read from the file: each phase's checks validated and normalised.
-
-```yaml
-checks:
-  review.csv: {columns: [order_id, action], unique: [order_id], not_null: [action],
-               values: {action: [keep, drop]}, min_rows: 1, max_rows: 100000,
-               dtype: {amount: number}, script: checks/review.py, same_columns: true}
-```
+"""flow.yaml ``checks:``, as read from the file: each phase's checks validated and normalised
+(the format, with an example, is in ``praxis.flows.checks``).
 
 Evaluating them on a table is ``checks``' job; reading flow.yaml (``praxis check``, every
 command that loads a flow) needs only this.
