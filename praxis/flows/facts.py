@@ -35,10 +35,10 @@ def state_facts(state: RunState, flow: Flow, *, flow_arg: str, program: Sequence
     gate = state.gate if state.waiting == "gate" else None
     at = min(state.cursor, len(state.phases) - 1)
     began = state.definition.get("phases")
-    failure, repeats = None, 0
+    failure, repeats, retries = None, 0, 0
     if state.status == "failed" and state.phases:
         p = state.phases[at]
-        failure, repeats = one_line(p.error or "") or None, p.repeats
+        failure, repeats, retries = one_line(p.error or "") or None, p.repeats, p.retries
     return Facts(
         flow=flow_arg,
         run=state.run,
@@ -52,6 +52,7 @@ def state_facts(state: RunState, flow: Flow, *, flow_arg: str, program: Sequence
         program=tuple(program),
         failure=failure,
         repeats=repeats,
+        retries=retries,
         flow_changed=began is not None and began != [p.id for p in flow.phases],
         rerunnable=tuple(p.id for p in state.phases if allows(state, "rerun", phase=p.id)),
     )

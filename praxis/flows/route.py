@@ -20,7 +20,8 @@ gate_needs_person      person     decide: the Gate is not delegatable
 cancelled              person     rerun: a person cancelled the run; resuming it is theirs
 definition_changed     anyone     rerun: a done phase's flow.yaml entry or files changed
 failed_repeatedly      person     fix: the phase failed again with the same error, from the
-                                  same definition and inputs: re-running cannot help
+                                  same definition and inputs (or three times in a row from
+                                  them, whatever the errors): re-running cannot help
 failed                 anyone     rerun: a phase failed (once, or differently than before)
 params_changed         anyone     advance: the run's parameters changed (``rerun -p``) after
                                   earlier phases ran; ``rerun --from`` one of them re-runs it
@@ -61,6 +62,7 @@ REASONS: dict[str, str] = {
     "done": "every phase is done",
 }
 REPEATED = 2  # attempts in a row failing the same way that hand the run to a person
+RETRIED = 3  # attempts in a row failing from the same inputs and definition, whatever the error
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,7 @@ class Facts:
     failure: str | None = None  # the failed phase's error, one line
     record: tuple[str, str] | None = None  # (path, sha256) of the failed phase's record
     repeats: int = 0  # attempts in a row the failed phase failed the same way
+    retries: int = 0  # attempts in a row it failed from the same digests, whatever the error
     params_changed: tuple[str, ...] = ()  # done phases that ran with other parameters
     flow_changed: bool = False  # flow.yaml's phases are not the run's
     missing_outputs: tuple[str, ...] = ()  # of changed_outputs, those whose file is gone
@@ -160,10 +163,15 @@ def route(f: Facts) -> Route:
             return make("rerun", "definition_changed", "anyone", *again, problems=problems)
     if f.status == "failed":
         problems, read = _failure(f)
-        if f.repeats >= REPEATED:
+        if f.repeats >= REPEATED or f.retries >= RETRIED:
+            times = (
+                f"failed {f.repeats} times in a row the same way"
+                if f.repeats >= REPEATED
+                else f"failed {f.retries} times in a row from the same inputs and definition"
+            )
             return make(
                 "fix", "failed_repeatedly", "person", *rerun(f.cursor_phase), cmd("status"),
-                problems=[*problems, f"failed {f.repeats} times in a row the same way"], read=read,
+                problems=[*problems, times], read=read,
             )  # fmt: skip
         again = rerun(f.cursor_phase)
         who = "anyone" if again else "person"

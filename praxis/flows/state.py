@@ -173,10 +173,12 @@ class PhaseState:
     reused: bool = False  # the last done attempt stands for a re-run that changed nothing
     backend: str | None = None  # where the attempt ran
     isolated: bool | None = None
-    # The last failed attempt's error and digests (pre, definition), and how many attempts in
-    # a row failed so with nothing changed: kept across attempts, cleared when one is done.
+    # The last failed attempt's error and digests (pre, definition); how many attempts in a
+    # row failed so (the same error, nothing changed), and how many in a row failed from the
+    # same digests whatever the error: kept across attempts, cleared when one is done.
     failure: dict[str, str] = field(default_factory=dict)
     repeats: int = 0
+    retries: int = 0
 
     @property
     def seconds(self) -> float | None:
@@ -410,7 +412,7 @@ def _finish(
     p = s.phase(str(phase))
     p.ended, p.hashes, p.waiting, p.pid, p.note = now, dict(hashes), None, None, None
     p.digests = dict(digests or {})  # the attempt's pre-state and definition: reuse compares
-    p.failure, p.repeats = {}, 0
+    p.failure, p.repeats, p.retries = {}, 0, 0
     s.cursor = s.index(p.id) + 1
     for later in s.phases[s.cursor :]:
         if later.status == "done":
@@ -432,10 +434,13 @@ def _fail(
     if digests:
         p.digests = dict(digests)
     if error in (STOPPED, APPROVAL_LOST):
-        p.failure, p.repeats = {}, 0
+        p.failure, p.repeats, p.retries = {}, 0, 0
     else:
-        failure = {"error": error, **{k: v for k, v in p.digests.items() if k in SAME}}
+        same = {k: v for k, v in p.digests.items() if k in SAME}
+        before = {k: v for k, v in p.failure.items() if k in SAME}
+        failure = {"error": error, **same}
         p.repeats = p.repeats + 1 if failure == p.failure else 1
+        p.retries = p.retries + 1 if p.failure and same == before else 1
         p.failure = failure
     s.error = f"{p.id}: {error}"
     s.cursor = s.index(p.id)
@@ -496,7 +501,7 @@ def _cancel(s: RunState, phase: str | None, now: float) -> None:
         if p.status == "running":
             _knock_on(p, "fail")
             p.ended, p.error, p.pid = now, STOPPED, None
-            p.failure, p.repeats = {}, 0
+            p.failure, p.repeats, p.retries = {}, 0, 0
 
 
 def _edit(s: RunState, phase: str | None, now: float, name: str = "", sha256: str = "") -> None:

@@ -164,3 +164,11 @@ def test_facts_round_trip_through_their_json() -> None:
     for _, facts, *_ in CASES:
         again = Facts.from_dict(json.loads(json.dumps(facts.to_dict())))
         assert again == facts and route(again) == route(facts)
+
+
+def test_three_failures_in_a_row_from_the_same_inputs_go_to_a_person_whatever_the_errors() -> None:
+    failed = dataclasses.replace(BASE, status="failed", repeats=1, retries=2)
+    assert route(failed).reason == "failed"
+    r = route(dataclasses.replace(failed, retries=3))
+    assert (r.reason, r.who) == ("failed_repeatedly", "person")
+    assert r.problems[-1] == "failed 3 times in a row from the same inputs and definition"

@@ -109,7 +109,7 @@ def test_illegal_move_raises_and_changes_nothing() -> None:
     )
 
 
-FAILED_ONCE = {"failure": {"error": "boom"}, "repeats": 1}
+FAILED_ONCE = {"failure": {"error": "boom"}, "repeats": 1, "retries": 1}
 
 
 def test_failure_then_rerun_marks_later_done_phases_stale() -> None:
@@ -321,7 +321,7 @@ def test_a_failure_repeated_from_the_same_digests_counts_and_a_change_resets_it(
     s = attempt(again(s), "boom", digests={**digests, "pre": "q"})
     assert s.phase("a").repeats == 1  # an input changed: not a repeat
     s = attempt(again(s), "other", digests={**digests, "pre": "q"})
-    assert s.phase("a").repeats == 1  # another error
+    assert (s.phase("a").repeats, s.phase("a").retries) == (1, 2)  # another error, same inputs
     s = attempt(again(s), st.STOPPED)
     assert (s.phase("a").repeats, s.phase("a").failure) == (0, {})  # a stop is no failure
     s = st.apply(again(attempt(again(s), "boom", digests=digests)), "start", phase="a", now=4)
