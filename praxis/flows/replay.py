@@ -57,7 +57,7 @@ def replay(entries: list[Event], title: str) -> Replay:
             out.changes += 1
             out.lines.append(head)
             out.lines.append(f"   facts: {describe(facts)}")
-            key = (facts.status, facts.cursor_phase, facts.gate, e.route.get("reason"))
+            key = (facts.status, facts.cursor_phase, facts.gate)
             if key in seen:
                 out.loops += 1
                 seen[key][1] += 1
