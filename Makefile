@@ -10,7 +10,7 @@ PYTEST_ARGS ?=
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
-	$(VENV)/bin/pip install -q -e '.[dev,ray]'
+	$(VENV)/bin/pip install -q -e '.[dev,ray,mcp]'
 	touch $@
 
 # The sandbox image, when a Docker daemon answers (a content-hash tag: seconds when unchanged).
@@ -33,6 +33,7 @@ test: image
 
 # The pure and fake-sandbox layers only: no Docker, no browser, no real kernel (seconds).
 FAST = tests/flows/test_state.py tests/flows/test_route.py tests/flows/test_events.py \
+	tests/flows/test_route_states.py tests/flows/test_facts.py tests/flows/test_trace.py \
 	tests/flows/test_lock.py tests/flows/test_runner.py tests/flows/test_decisions.py \
 	tests/flows/test_layout.py tests/flows/test_snapshot.py tests/flows/test_state_file.py \
 	tests/flows/test_collect.py tests/flows/test_phase.py \

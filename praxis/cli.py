@@ -13,6 +13,7 @@ names, table cells, events) is printed escaped.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
     from .flows.handle import RunHandle
     from .flows.state import RunState
 
-NOT_SEARCHED = ("chat", "serve", "sandbox")  # FLOW may be new (chat), or is not a flow
+NOT_SEARCHED = ("chat", "serve", "sandbox", "mcp")  # FLOW may be new (chat), or is not a flow
 
 
 class Usage(UsageError):
@@ -52,6 +53,13 @@ def _main(argv: list[str] | None) -> int:
     words = sys.argv[1:] if argv is None else argv
     known = words[0] if words and words[0] in COMMANDS else None  # else: every command's help
     args = parser(known).parse_args(words)
+    code = _dispatch(args)
+    if args.command in TRACED and _tracing(args):
+        _trace(args, words, code)
+    return code
+
+
+def _dispatch(args: argparse.Namespace) -> int:
     try:
         if args.command not in NOT_SEARCHED and getattr(args, "flow", None):
             args.flow = find_flow(args.flow)
@@ -64,6 +72,47 @@ def _main(argv: list[str] | None) -> int:
         how = received_signal()
         print(f"\ncancelled ({how}): the run is recorded as cancelled", file=sys.stderr)
         return 130 if how == "Ctrl-C" else EXIT["cancelled"]
+
+
+# The commands a trace records (those on one run); `--trace` or PRAXIS_TRACE=1 turns it on.
+TRACED = (
+    *("run", "begin", "advance", "status", "approve", "reject", "manage", "accept"),
+    *("rerun", "cancel", "log"),
+)
+
+
+def _tracing(args: argparse.Namespace) -> bool:
+    if getattr(args, "trace", False):
+        return True
+    if not os.environ.get("PRAXIS_TRACE"):
+        return False  # the trace module (and the event types) load only when it may be on
+    from .flows.trace import enabled
+
+    return enabled()
+
+
+def _trace(args: argparse.Namespace, words: list[str], code: int) -> None:
+    """Record the command and the route after it in the run's trace.jsonl. A command whose
+    run cannot be opened (none yet, a flow.yaml with errors) has nothing to record into."""
+    from .flows import trace
+    from .flows.contract import FlowInvalid
+    from .flows.decisions import BadActor, actor_of
+    from .flows.handle import NoRun, RunHandle
+    from .terminal import program_argv
+
+    try:
+        from .flows import runner
+
+        run = RunHandle.open(runner.load_flow(args.flow), getattr(args, "run", None))
+        try:
+            actor = actor_of(getattr(args, "actor", None))
+        except BadActor:
+            actor = "?"
+        trace.record(run, [*program_argv(), *words], actor, code)
+    except (NoRun, FlowInvalid):
+        return
+    except Exception as exc:  # a trace that cannot be written never changes the outcome
+        print(f"trace: not recorded ({type(exc).__name__}: {escape(str(exc))})", file=sys.stderr)
 
 
 def _acted_on(exc: Exception) -> TypeGuard[PraxisError | SandboxUnavailable]:
@@ -297,7 +346,12 @@ def cmd_approve(args: argparse.Namespace) -> int:
     from .flows import runner
 
     state = runner.approve(
-        args.flow, args.run, expect_revision=args.expect_revision, gate=args.gate, actor=args.actor
+        args.flow,
+        args.run,
+        expect_revision=args.expect_revision,
+        gate=args.gate,
+        actor=args.actor,
+        acks=args.ack,
     )
     print(f"approved the Gate (revision {state.revision}); continuing", file=sys.stderr)
     return _advance(args.flow, state.run)
@@ -341,6 +395,7 @@ def cmd_reject(args: argparse.Namespace) -> int:
         expect_revision=args.expect_revision,
         gate=args.gate,
         actor=args.actor,
+        acks=args.ack,
     )
     print(f"reopened {args.reopen} (revision {state.revision}); continuing", file=sys.stderr)
     return _advance(args.flow, state.run)
@@ -436,6 +491,31 @@ def cmd_params(args: argparse.Namespace) -> int:
     return EXIT["ok"]
 
 
+def cmd_replay(args: argparse.Namespace) -> int:
+    from .flows import runner, trace
+    from .flows.handle import RunHandle
+    from .flows.replay import replay
+
+    run = RunHandle.open(runner.load_flow(args.flow), args.run)
+    entries = trace.read(run)
+    if not entries:
+        raise Usage(
+            f"run {run.id} has no trace: its commands ran without PRAXIS_TRACE=1 (or --trace)"
+        )
+    result = replay(entries, f"{run.flow.name} run {run.id}")
+    for line in result.lines:
+        print(escape(line))
+    return EXIT["failed"] if result.differ else EXIT["ok"]
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    try:
+        from .mcp_server import serve  # the MCP SDK loads only for `praxis mcp`
+    except ImportError as exc:
+        raise Usage(f"praxis mcp needs the MCP SDK ({exc}): pip install 'praxis[mcp]'") from None
+    return serve(Path(args.root))
+
+
 def cmd_sandbox(args: argparse.Namespace) -> int:
     from .sandbox_cli import run_sandbox_command
 
@@ -461,7 +541,8 @@ def cmd_chat(args: argparse.Namespace) -> int:
 
 COMMANDS = (
     *("check", "run", "begin", "advance", "status", "runs", "approve", "reject", "manage"),
-    *("accept", "rerun", "cancel", "log", "params", "chat", "sandbox", "serve"),
+    *("accept", "rerun", "cancel", "log", "replay", "params", "chat", "sandbox", "serve"),
+    "mcp",
 )
 
 
@@ -493,6 +574,13 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
         )
         if run:
             c.add_argument("--run", help="a run id (default: the newest run)")
+        if name in TRACED:
+            c.add_argument(
+                "--trace",
+                action="store_true",
+                help="record the command and the route after it in the run's trace.jsonl "
+                "(also: PRAXIS_TRACE=1)",
+            )
         if revision:
             c.add_argument(
                 "--expect-revision",
@@ -542,9 +630,17 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
     add("rerun", cmd_rerun, "re-run from a phase (later phases become stale)", revision=True)
     option(("rerun",), "--from", dest="from_phase", required=True, metavar="PHASE")
     option(("rerun",), "--no-reuse", action="store_true", help="run every later phase again")
+    option(
+        ("approve", "reject"),
+        "--ack",
+        action="append",
+        metavar="SHA256",
+        help="acknowledge a file of route.read by its sha256 (an agent must, for each)",
+    )
     add("cancel", cmd_cancel, "cancel a run", revision=True)
     add("log", cmd_log, "the run's events")
     option(("log",), "--follow", action="store_true", help="and what running phases print")
+    add("replay", cmd_replay, "the run's trace, per fact change; recomputes every route")
     add("params", cmd_params, "a notebook's parameters, their defaults and types", run=False)
     option(("params",), "--phase", metavar="ID", help="only this notebook phase")
     option(("run", "advance"), "--quiet", action="store_true", help="hide what phases print")
@@ -598,6 +694,10 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
         sv.add_argument("--root", default=".", metavar="DIR")
         sv.add_argument("--port", type=int, default=8765)
         sv.set_defaults(func=cmd_serve, flow=".")
+    if command in (None, "mcp"):
+        mc = sub.add_parser("mcp", help="an MCP server over stdio for agents (flows below DIR)")
+        mc.add_argument("--root", default=".", metavar="DIR")
+        mc.set_defaults(func=cmd_mcp, flow=".")
     return p
 
 

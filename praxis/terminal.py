@@ -89,16 +89,22 @@ def quiet_pipes() -> Iterator[None]:
 def program(argv0: str | None = None, on_path: str | None = None) -> str:
     """How to invoke this praxis from the current folder: ``praxis`` when that name on PATH is
     this program, else the path it was invoked by (``.venv/bin/praxis``)."""
+    return shlex.join(program_argv(argv0, on_path))
+
+
+def program_argv(argv0: str | None = None, on_path: str | None = None) -> list[str]:
+    """``program()`` as the first items of an argv list, for a program that runs a command as
+    given (``["praxis"]``, ``[".venv/bin/praxis"]``, ``["/usr/bin/python3", "-m", "praxis"]``)."""
     argv0 = sys.argv[0] if argv0 is None else argv0
     on_path = shutil.which("praxis") if on_path is None else on_path
     me = Path(argv0)
     if me.name == "praxis" and me.is_file():
         if on_path and Path(on_path).resolve() == me.resolve():
-            return "praxis"
-        return shlex.quote(_shown(me))
+            return ["praxis"]
+        return [_shown(me)]
     if on_path or me.name != "__main__.py":
-        return "praxis"
-    return f"{shlex.quote(_shown(Path(sys.executable)))} -m praxis"  # python -m praxis
+        return ["praxis"]
+    return [_shown(Path(sys.executable)), "-m", "praxis"]  # python -m praxis
 
 
 def command(text: str) -> str:

@@ -37,7 +37,17 @@ def digest(run: RunHandle, phase: Phase) -> str:
     return digest_of(run.flow, phase, run.state.params)
 
 
+def digests(run: RunHandle, phase: Phase) -> dict[str, str]:
+    """The attempt's ``definition`` digest and its ``code`` digest (the same without the
+    run's parameters: when only ``definition`` moved, the parameters changed)."""
+    return digests_of(run.flow, phase, run.state.params)
+
+
 def digest_of(flow: Flow, phase: Phase, params: dict[str, Any]) -> str:
+    return digests_of(flow, phase, params)["definition"]
+
+
+def digests_of(flow: Flow, phase: Phase, params: dict[str, Any]) -> dict[str, str]:
     files = {}
     for name in files_of(flow, phase):
         try:
@@ -46,5 +56,10 @@ def digest_of(flow: Flow, phase: Phase, params: dict[str, Any]) -> str:
             files[name] = "missing"
     entry = dataclasses.asdict(phase)
     data = {"entry": entry, "files": files, "params": params}
+    code = {"entry": entry, "files": files}
+    return {"definition": _sha(data), "code": _sha(code)}
+
+
+def _sha(data: dict[str, Any]) -> str:
     text = json.dumps(data, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()

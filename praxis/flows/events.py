@@ -223,6 +223,7 @@ class GateApproved(Event):
     phase: str
     revision: int
     actor: str = "person"
+    acked: list[dict[str, str]] = field(default_factory=list)  # {name, sha256} acknowledged
 
 
 @event
@@ -234,6 +235,7 @@ class GateRejected(Event):
     note: str
     revision: int
     actor: str = "person"
+    acked: list[dict[str, str]] = field(default_factory=list)
 
 
 @event

@@ -138,6 +138,10 @@ class RunPaths:
         return self.root / "events.jsonl"
 
     @property
+    def trace(self) -> Path:
+        return self.root / "trace.jsonl"
+
+    @property
     def output(self) -> Path:
         return self.root / "output"
 

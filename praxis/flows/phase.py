@@ -66,6 +66,7 @@ def run_phase(
     attempt = run.state.phase(phase.id).attempt
     record.metadata.update(_metadata(run, phase, attempt, started))
     handout: Handout | None = None
+    digests: dict[str, str] = {}  # the attempt's, once recorded: a failure names them
     try:
         sandbox.quiesce()  # nothing of an earlier phase runs from here on
         state = run.state.phase(phase.id)
@@ -87,7 +88,8 @@ def run_phase(
         return True
     except Exception as exc:  # any error of the phase's, of its files or of the sandbox
         cancelled = run.paths.cancel_request.exists()  # the interrupt came from `praxis cancel`
-        fail(run, phase, started, record, STOPPED if cancelled else _message(exc, sandbox))
+        error = STOPPED if cancelled else _message(exc, sandbox)
+        fail(run, phase, started, record, error, digests)
         return False
     except BaseException:
         fail(run, phase, started, record, STOPPED)
@@ -159,7 +161,7 @@ def prepare(
     pre = settle(run, phase, sandbox, ws, base)
     attempt = run.state.phase(phase.id).attempt
     _recorded(run, phase, attempt, "pre", pre, ws, t0)
-    digests = {"pre": snapshot.digest(pre), "definition": definition.digest(run, phase)}
+    digests = {"pre": snapshot.digest(pre), **definition.digests(run, phase)}
     ws.save(run.paths.snapshot(phase.id, attempt), pre, **digests)
     return pre, digests
 
@@ -351,12 +353,19 @@ def finish(
         run.emit(PhasesStale(phases=newly, because=f"{phase.id} ran again"))
 
 
-def fail(run: RunHandle, phase: Phase, started: float, record: Record, error: str) -> None:
+def fail(
+    run: RunHandle,
+    phase: Phase,
+    started: float,
+    record: Record,
+    error: str,
+    digests: dict[str, str] | None = None,
+) -> None:
     record.error(error)
     try:
         _save_record(run, phase, record, "failed")
     finally:
-        run.change("fail", phase=phase.id, error=error)
+        run.change("fail", phase=phase.id, error=error, digests=digests)
         run.emit(
             PhaseFailed(
                 phase=phase.id,

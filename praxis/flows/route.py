@@ -1,55 +1,73 @@
 """The route: from the facts of a run, the one next step, why, what to read, and the exact
 commands. A pure function (``route(facts)``): the same facts always give the same route.
 
-Reasons (a fixed list; ``REASONS`` below says each in words):
+Reasons (a fixed list; ``REASONS`` below says each in words), in the order they are tried:
 
 =====================  =========  ==========================================================
 reason                 who        step and commands
 =====================  =========  ==========================================================
 running                anyone     wait: another process advances the run (``log --follow``)
-stopped                anyone     advance: a phase was left running by a process that died
-ready                  anyone     advance: paused before a phase
-output_changed         person     an input of the next phases was changed outside praxis:
-                                  re-run its producer, or ``accept`` it
-definition_changed     anyone     rerun: phases whose definition changed since they ran
+flow_changed           person     fix: flow.yaml's phases are not those the run began with;
+                                  cancel it and start a new run
+stopped                anyone     advance: the process that advanced the run is gone
+output_changed         person     accept: an input of the next phases was changed outside
+                                  praxis: re-run its producer, or ``accept`` it
 gate_checks_fail       person     fix: a check fails at the Gate; edit the files or reject
 gate_delegated         agent      decide: an agent may approve or reject (delegatable Gate,
                                   managed run, checks pass)
 gate_not_managed       person     decide: delegatable, but no person granted managed mode
 gate_needs_person      person     decide: the Gate is not delegatable
-failed                 anyone     rerun: a phase failed
-cancelled              anyone     rerun: the run was cancelled
+cancelled              person     rerun: a person cancelled the run; resuming it is theirs
+definition_changed     anyone     rerun: a done phase's flow.yaml entry or files changed
+failed_repeatedly      person     fix: the phase failed again with the same error, from the
+                                  same definition and inputs (or three times in a row from
+                                  them, whatever the errors): re-running cannot help
+failed                 anyone     rerun: a phase failed (once, or differently than before)
+params_changed         anyone     advance: the run's parameters changed (``rerun -p``) after
+                                  earlier phases ran; ``rerun --from`` one of them re-runs it
+ready                  anyone     advance: paused before a phase
 done                   anyone     none: every phase done
 =====================  =========  ==========================================================
 
 ``who`` says who may take the step: ``anyone`` (an agent operating praxis too), ``agent`` (a
 Gate decision delegated to agents: a person may take it as well), ``person`` (only a person).
+Every command starts with the program praxis was invoked by (``Facts.program``); one whose
+``who`` is ``agent`` says ``--as agent`` and acknowledges each file of ``read`` by its sha256
+(``--ack``). A re-run is proposed only from a phase the run's state allows it from
+(``Facts.rerunnable``, computed by the state tables), so no command of a route is refused in
+the state it was chosen for.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 REASONS: dict[str, str] = {
     "running": "another process is advancing the run",
-    "stopped": "a phase was left running by a process that is gone; advance records it",
-    "ready": "the run is paused before its next phase",
+    "stopped": "the process that advanced the run is gone; advance records where it stopped",
+    "flow_changed": "flow.yaml's phases are not those the run began with: start a new run",
     "output_changed": "an output the next phases read was changed outside praxis",
-    "definition_changed": "phases changed in flow.yaml since they ran",
     "gate_checks_fail": "a check fails on the outputs at the Gate",
     "gate_delegated": "the Gate is delegatable and the run is managed: an agent may decide it",
     "gate_not_managed": "the Gate is delegatable, but no person put the run in managed mode",
     "gate_needs_person": "the Gate is not delegatable: a person decides it",
+    "cancelled": "the run was cancelled: a person decides whether to resume it",
+    "definition_changed": "a done phase's flow.yaml entry or files changed since it ran",
+    "failed_repeatedly": "the phase failed again the same way, with nothing changed: a person "
+    "must fix the cause before it is re-run",
     "failed": "a phase failed",
-    "cancelled": "the run was cancelled",
+    "params_changed": "the run's parameters changed after earlier phases ran with others",
+    "ready": "the run is paused before its next phase",
     "done": "every phase is done",
 }
+REPEATED = 2  # attempts in a row failing the same way that hand the run to a person
+RETRIED = 3  # attempts in a row failing from the same inputs and definition, whatever the error
 
 
 @dataclass(frozen=True)
 class Facts:
-    """What the route depends on; nothing else."""
+    """What the route depends on; nothing else (``trace.jsonl`` records them)."""
 
     flow: str  # the flow as named on the command line
     run: str
@@ -61,10 +79,32 @@ class Facts:
     managed: bool = False
     checks_failing: tuple[str, ...] = ()  # messages of failed checks at the Gate
     read: tuple[tuple[str, str], ...] = ()  # (path, sha256) of the files to review
-    held: bool = False  # a process holds the Flow's lock
+    held: bool = False  # a process holds the run's lock
     left_running: bool = False  # a phase is `running` in run.json
     changed_outputs: tuple[tuple[str, str], ...] = ()  # (output, producer) blocking the next
-    changed_phases: tuple[str, ...] = ()  # phases whose definition changed
+    changed_phases: tuple[str, ...] = ()  # done phases whose definition changed
+    program: tuple[str, ...] = ("praxis",)  # how praxis was invoked
+    failure: str | None = None  # the failed phase's error, one line
+    record: tuple[str, str] | None = None  # (path, sha256) of the failed phase's record
+    repeats: int = 0  # attempts in a row the failed phase failed the same way
+    retries: int = 0  # attempts in a row it failed from the same digests, whatever the error
+    params_changed: tuple[str, ...] = ()  # done phases that ran with other parameters
+    flow_changed: bool = False  # flow.yaml's phases are not the run's
+    missing_outputs: tuple[str, ...] = ()  # of changed_outputs, those whose file is gone
+    rerunnable: tuple[str, ...] | None = None  # phases a re-run may start from (None: any)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Facts:
+        """Facts as ``to_dict`` wrote them (lists back to tuples); unknown keys are ignored."""
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: _tuples(v) for k, v in data.items() if k in known})
+
+
+def _tuples(value: Any) -> Any:
+    return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
 
 
 @dataclass
@@ -83,54 +123,103 @@ class Route:
 
 
 def route(f: Facts) -> Route:
-    base = ["praxis"]
     run = ["--run", f.run]
     rev = ["--expect-revision", str(f.revision)]
 
     def cmd(verb: str, *rest: str) -> list[str]:
-        return [*base, verb, f.flow, *run, *rest]
+        return [*f.program, verb, f.flow, *run, *rest]
+
+    def rerun(phase: str | None) -> list[list[str]]:
+        """The re-run from ``phase``, if the run's state allows one from there."""
+        if phase is None or (f.rerunnable is not None and phase not in f.rerunnable):
+            return []
+        return [cmd("rerun", "--from", phase, *rev)]
 
     def make(step: str, reason: str, who: str, *commands: list[str], **kw: Any) -> Route:
         return Route(step, reason, who, REASONS[reason], commands=list(commands), **kw)
 
-    if f.left_running and f.held:
+    if f.held and (f.left_running or f.status == "running"):
         return make("wait", "running", "anyone", cmd("log", "--follow"), cmd("status", "--json"))
-    if f.left_running:
+    if f.flow_changed:
+        cancel = [cmd("cancel", *rev)] if f.status in ("paused", "failed", "running") else []
+        return make("fix", "flow_changed", "person", *cancel, [*f.program, "run", f.flow])
+    if f.left_running or f.status == "running":
         return make("advance", "stopped", "anyone", cmd("advance"))
-    if f.status == "running":
-        return make("wait", "running", "anyone", cmd("log", "--follow"), cmd("status", "--json"))
-    if f.gate is not None:
-        gate = {"phase": f.gate, "delegatable": f.delegatable, "managed": f.managed}
-        read = [{"path": p, "sha256": s} for p, s in f.read]
-        decide = [
-            cmd("approve", "--gate", f.gate, *rev),
-            cmd("reject", "--gate", f.gate, "--reopen", f.gate, "--note", "...", *rev),
-        ]
-        if f.checks_failing:
-            return make(
-                "fix", "gate_checks_fail", "person", decide[1], cmd("status"),
-                gate=gate, read=read, problems=list(f.checks_failing),
-            )  # fmt: skip
-        if f.delegatable and f.managed:
-            return make("decide", "gate_delegated", "agent", *decide, gate=gate, read=read)
-        reason = "gate_not_managed" if f.delegatable else "gate_needs_person"
-        return make("decide", reason, "person", *decide, gate=gate, read=read)
     if f.changed_outputs:
         name, producer = f.changed_outputs[0]
+        accept = [] if name in f.missing_outputs else [cmd("accept", "--output", name, *rev)]
         return make(
-            "accept", "output_changed", "person",
-            cmd("rerun", "--from", producer, *rev), cmd("accept", "--output", name, *rev),
+            "accept", "output_changed", "person", *rerun(producer), *accept,
             problems=[f"{n} (of {p}) changed outside praxis" for n, p in f.changed_outputs],
         )  # fmt: skip
-    if f.changed_phases and f.status in ("paused", "failed", "done", "cancelled"):
-        first = f.changed_phases[0]
+    if f.gate is not None:
+        return _gate_route(f, cmd, rev, make)
+    if f.status == "cancelled":
+        return make("rerun", "cancelled", "person", *rerun(f.cursor_phase))
+    if f.changed_phases and f.status in ("paused", "failed", "done"):
+        problems = [f"{p} changed since it ran" for p in f.changed_phases]
+        again = rerun(f.changed_phases[0])
+        if again:
+            return make("rerun", "definition_changed", "anyone", *again, problems=problems)
+    if f.status == "failed":
+        problems, read = _failure(f)
+        if f.repeats >= REPEATED or f.retries >= RETRIED:
+            times = (
+                f"failed {f.repeats} times in a row the same way"
+                if f.repeats >= REPEATED
+                else f"failed {f.retries} times in a row from the same inputs and definition"
+            )
+            return make(
+                "fix", "failed_repeatedly", "person", *rerun(f.cursor_phase), cmd("status"),
+                problems=[*problems, times], read=read,
+            )  # fmt: skip
+        again = rerun(f.cursor_phase)
+        who = "anyone" if again else "person"
+        return make("rerun", "failed", who, *again, problems=problems, read=read)
+    notes = [f"{p} ran with other parameters than the run's now" for p in f.params_changed]
+    if f.status == "paused" and notes:
         return make(
-            "rerun", "definition_changed", "anyone", cmd("rerun", "--from", first, *rev),
-            problems=[f"{p} changed since it ran" for p in f.changed_phases],
+            "advance", "params_changed", "anyone", cmd("advance"), *rerun(f.params_changed[0]),
+            problems=notes,
         )  # fmt: skip
     if f.status == "paused":
         return make("advance", "ready", "anyone", cmd("advance"))
-    if f.status in ("failed", "cancelled"):
-        target = f.cursor_phase or ""
-        return make("rerun", f.status, "anyone", cmd("rerun", "--from", target, *rev))
-    return make("none", "done", "anyone")
+    return make("none", "done", "anyone", problems=notes)
+
+
+def _gate_route(f: Facts, cmd: Any, rev: list[str], make: Any) -> Route:
+    """The route at a Gate: fix (a check fails), or decide (by an agent or by a person)."""
+    assert f.gate is not None
+    gate = {"phase": f.gate, "delegatable": f.delegatable, "managed": f.managed}
+    read = [{"path": p, "sha256": s} for p, s in f.read]
+    approve = ["--gate", f.gate, *rev]
+    reject = ["--gate", f.gate, "--reopen", f.gate, "--note", "...", *rev]
+    if f.checks_failing:
+        return make(  # type: ignore[no-any-return]
+            "fix", "gate_checks_fail", "person", cmd("reject", *reject), cmd("status"),
+            gate=gate, read=read, problems=list(f.checks_failing),
+        )  # fmt: skip
+    if f.delegatable and f.managed:
+        agent = ["--as", "agent", *(a for _, sha in f.read for a in ("--ack", sha))]
+        return make(  # type: ignore[no-any-return]
+            "decide", "gate_delegated", "agent",
+            cmd("approve", *approve, *agent), cmd("reject", *reject, *agent),
+            gate=gate, read=read,
+        )  # fmt: skip
+    reason = "gate_not_managed" if f.delegatable else "gate_needs_person"
+    return make(  # type: ignore[no-any-return]
+        "decide", reason, "person", cmd("approve", *approve), cmd("reject", *reject),
+        gate=gate, read=read,
+    )  # fmt: skip
+
+
+def _failure(f: Facts) -> tuple[list[str], list[dict[str, str]]]:
+    """The failed phase's error and its record, as problems and a file to read."""
+    problems = []
+    if f.failure:
+        problems.append(f"{f.cursor_phase}: {f.failure}")
+    if f.record is None:
+        return problems, []
+    path, sha = f.record
+    problems.append(f"record: {path}")
+    return problems, [{"path": path, "sha256": sha}]

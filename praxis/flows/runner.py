@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from sandbox import Sandbox, open_sandbox
 
 from ..errors import EXIT, Refused
+from . import acks as acks_of
 from . import checks, collect, contract, decisions, definition, reconcile, snapshot
 from .atomic import write_atomic
 from .context import Approver, OnMessage
@@ -280,13 +281,16 @@ def _loop(
 
 
 def recover(run: RunHandle) -> None:
-    """A phase left running by a process that died becomes failed (we hold the lock)."""
+    """A phase left running by a process that died becomes failed; a run it left running
+    between two phases is paused before the next (we hold the lock)."""
     for p in run.state.phases:
         if p.status == "running":
             run.change("recover", phase=p.id)
             run.emit(
                 PhaseFailed(phase=p.id, attempt=p.attempt, error=str(run.state.phase(p.id).error))
             )
+    if run.state.status == "running":
+        run.change("pause")
 
 
 @contextmanager
@@ -359,8 +363,11 @@ def _at_gate(run: RunHandle, gate: str | None, decision: str) -> str:
     return at
 
 
-def _authorize(run: RunHandle, actor: str, decision: str, gate: str) -> None:
-    """Refused (and recorded) when ``actor`` may not take ``decision`` at this Gate."""
+def _authorize(
+    run: RunHandle, actor: str, decision: str, gate: str, acks: list[str] | None
+) -> list[dict[str, str]]:
+    """Refused (and recorded) when ``actor`` may not take ``decision`` at this Gate, or does
+    not acknowledge the files to read as they are; what it acknowledged."""
     phase = run.flow.phase(gate)
     failing = checks.gate_failures(run, reconcile.phase_version(run, gate))
     from .status import flow_arg
@@ -375,7 +382,11 @@ def _authorize(run: RunHandle, actor: str, decision: str, gate: str) -> None:
         flow=flow_arg(run.flow),
     )
     if why is None:
-        return
+        try:
+            return acks_of.verify(run, actor, acks)
+        except acks_of.NotAcknowledged as exc:
+            run.emit(DecisionRefused(phase=gate, decision=decision, actor=actor, reason=str(exc)))
+            raise
     if failing:
         why += ": " + checks.summary(failing)
     run.emit(DecisionRefused(phase=gate, decision=decision, actor=actor, reason=why))
@@ -468,17 +479,19 @@ def approve(
     expect_revision: int | None = None,
     gate: str | None = None,
     actor: str | None = None,
+    acks: list[str] | None = None,
     clock: Clock = time.time,
 ) -> RunState:
     """Approve the Gate the run waits at; bound to ``expect_revision`` or ``gate`` (else
     Unbound). Hand edits are recorded first; an agent needs a delegatable Gate and managed
-    mode; no one approves while a check fails. Does not advance."""
+    mode, and acknowledges each file to read by its sha256 (``acks``); no one approves while
+    a check fails. Does not advance."""
     who = decisions.actor_of(actor)
     with _opened(flow_ref, run_id, expect_revision, clock, bound=("approve", gate)) as run:
         at = _at_gate(run, gate, "approve")
-        _authorize(run, who, "approve", at)
+        acked = _authorize(run, who, "approve", at, acks)
         _change(run, "approve", phase=at)
-        run.emit(GateApproved(phase=at, revision=run.state.revision, actor=who))
+        run.emit(GateApproved(phase=at, revision=run.state.revision, actor=who, acked=acked))
         return run.state
 
 
@@ -522,20 +535,29 @@ def reject(
     expect_revision: int | None = None,
     gate: str | None = None,
     actor: str | None = None,
+    acks: list[str] | None = None,
     clock: Clock = time.time,
 ) -> RunState:
     """Reject at the Gate: ``reopen`` (the gated phase or an earlier) runs again with the note.
-    Bound like ``approve``; an agent needs a delegatable Gate, managed mode, passing checks."""
+    Bound like ``approve``; an agent needs a delegatable Gate, managed mode, passing checks
+    and acknowledgements."""
     who = decisions.actor_of(actor)
     with _opened(flow_ref, run_id, expect_revision, clock, bound=("reject", gate)) as run:
         _known_phase(run.flow, reopen)
         at = _at_gate(run, gate, "reject")
-        _authorize(run, who, "reject", at)
+        acked = _authorize(run, who, "reject", at, acks)
         stale = _stale_after(run, reopen)
         _change(run, "reject", phase=reopen, note=note)
         kept = _archive(run, reopen)
         run.emit(
-            GateRejected(phase=at, reopen=reopen, note=note, revision=run.state.revision, actor=who)
+            GateRejected(
+                phase=at,
+                reopen=reopen,
+                note=note,
+                revision=run.state.revision,
+                actor=who,
+                acked=acked,
+            )
         )
         run.emit(RerunRequested(phase=reopen, kept=kept))
         if stale:

@@ -42,6 +42,7 @@ Event = Literal[
     "accept",  # a person accepts an output changed outside a Gate
     "params",  # the run's parameters change (between advances)
     "manage",  # managed mode granted or taken back
+    "pause",  # a run left running between phases by a process that is gone
 ]
 # Moves that events make to phases other than the one they name: never events themselves.
 KnockOn = Literal["stale", "reset"]
@@ -77,6 +78,7 @@ RUN_MOVES: dict[RunStatus, dict[Event, RunStatus]] = {
         "cancel": "cancelled",
         "accept": "running",
         "manage": "running",
+        "pause": "paused",
     },
     "failed": {
         "rerun": "paused",
@@ -171,6 +173,12 @@ class PhaseState:
     reused: bool = False  # the last done attempt stands for a re-run that changed nothing
     backend: str | None = None  # where the attempt ran
     isolated: bool | None = None
+    # The last failed attempt's error and digests (pre, definition); how many attempts in a
+    # row failed so (the same error, nothing changed), and how many in a row failed from the
+    # same digests whatever the error: kept across attempts, cleared when one is done.
+    failure: dict[str, str] = field(default_factory=dict)
+    repeats: int = 0
+    retries: int = 0
 
     @property
     def seconds(self) -> float | None:
@@ -275,10 +283,15 @@ def _recorded(s: RunState, phase: str, kw: Mapping[str, Any]) -> bool:
     return kw.get("name") in s.phase(phase).hashes
 
 
+def _between_phases(s: RunState, phase: str, kw: Mapping[str, Any]) -> bool:
+    return not any(p.status == "running" for p in s.phases)
+
+
 AT_GATE = Guard("run", "not at a Gate", _at_gate)
 NOT_AFTER_GATE = Guard("phase", "after the Gate", _not_after_gate)
 REACHED = Guard("phase", "not reached yet", _reached)
 RECORDED = Guard("output", "not recorded for {phase}", _recorded)
+BETWEEN_PHASES = Guard("run", "running a phase", _between_phases)
 
 GUARDS: dict[Event, tuple[Guard, ...]] = {
     "approve": (AT_GATE,),
@@ -286,6 +299,7 @@ GUARDS: dict[Event, tuple[Guard, ...]] = {
     "reject": (AT_GATE, NOT_AFTER_GATE, REACHED),
     "rerun": (REACHED,),
     "accept": (RECORDED,),
+    "pause": (BETWEEN_PHASES,),
 }
 
 
@@ -296,6 +310,31 @@ def apply(
     state: RunState, event: str, *, phase: str | None = None, now: float, **kw: Any
 ) -> RunState:
     """The state after ``event``; ``state`` itself is never modified."""
+    ev, phase_to, run_to = _moves(state, event, phase, kw)
+    new = copy.deepcopy(state)
+    new.status = run_to
+    if phase_to is not None:
+        new.phase(str(phase)).status = phase_to
+    HANDLERS[ev](new, phase, now, **kw)
+    new.revision += 1
+    new.updated = now
+    return new
+
+
+def allows(state: RunState, event: str, *, phase: str | None = None, **kw: Any) -> bool:
+    """Whether ``apply`` would take ``event`` in ``state`` (the same tables and guards)."""
+    try:
+        _moves(state, event, phase, kw)
+    except IllegalTransition:
+        return False
+    return True
+
+
+def _moves(
+    state: RunState, event: str, phase: str | None, kw: Mapping[str, Any]
+) -> tuple[Event, PhaseStatus | None, RunStatus]:
+    """The event, and the phase's and the run's status after it; IllegalTransition when the
+    tables or a guard refuse it."""
     if not _is_event(event):
         raise IllegalTransition("run", state.status, event)
     phase_to = _phase_move(state.phase(str(phase)).status, event) if event in PHASE_EVENTS else None
@@ -303,14 +342,7 @@ def apply(
     for guard in GUARDS.get(event, ()):
         if not guard.holds(state, str(phase), kw):
             raise IllegalTransition(guard.what, guard.refusal.format(phase=phase), event)
-    new = copy.deepcopy(state)
-    new.status = run_to
-    if phase_to is not None:
-        new.phase(str(phase)).status = phase_to
-    HANDLERS[event](new, phase, now, **kw)
-    new.revision += 1
-    new.updated = now
-    return new
+    return event, phase_to, run_to
 
 
 def _is_event(event: str) -> TypeGuard[Event]:
@@ -380,17 +412,43 @@ def _finish(
     p = s.phase(str(phase))
     p.ended, p.hashes, p.waiting, p.pid, p.note = now, dict(hashes), None, None, None
     p.digests = dict(digests or {})  # the attempt's pre-state and definition: reuse compares
+    p.failure, p.repeats, p.retries = {}, 0, 0
     s.cursor = s.index(p.id) + 1
     for later in s.phases[s.cursor :]:
         if later.status == "done":
             _knock_on(later, "stale")
 
 
-def _fail(s: RunState, phase: str | None, now: float, error: str) -> None:
+def _fail(
+    s: RunState,
+    phase: str | None,
+    now: float,
+    error: str,
+    digests: dict[str, str] | None = None,
+) -> None:
+    """The attempt failed with ``error``; ``digests`` are its pre-state and definition, when
+    it got as far as recording them. The same error from the same digests as the attempt
+    before counts as a repeat; a stop (a cancel, a crash, a lost approval) counts as none."""
     p = s.phase(str(phase))
     p.ended, p.error, p.waiting, p.pid = now, error, None, None
+    if digests:
+        p.digests = dict(digests)
+    if error in (STOPPED, APPROVAL_LOST):
+        p.failure, p.repeats, p.retries = {}, 0, 0
+    else:
+        same = {k: v for k, v in p.digests.items() if k in SAME}
+        before = {k: v for k, v in p.failure.items() if k in SAME}
+        failure = {"error": error, **same}
+        p.repeats = p.repeats + 1 if failure == p.failure else 1
+        p.retries = p.retries + 1 if p.failure and same == before else 1
+        p.failure = failure
     s.error = f"{p.id}: {error}"
     s.cursor = s.index(p.id)
+
+
+# What makes two failed attempts the same besides their error: the definition and the
+# pre-state they ran from.
+SAME = ("pre", "definition")
 
 
 def _recover(s: RunState, phase: str | None, now: float) -> None:
@@ -443,6 +501,7 @@ def _cancel(s: RunState, phase: str | None, now: float) -> None:
         if p.status == "running":
             _knock_on(p, "fail")
             p.ended, p.error, p.pid = now, STOPPED, None
+            p.failure, p.repeats, p.retries = {}, 0, 0
 
 
 def _edit(s: RunState, phase: str | None, now: float, name: str = "", sha256: str = "") -> None:
@@ -462,6 +521,10 @@ def _manage(s: RunState, phase: str | None, now: float, managed: bool = True) ->
     s.managed = bool(managed)
 
 
+def _pause(s: RunState, phase: str | None, now: float) -> None:
+    """Nothing beyond the run's status: the cursor is at the phase that runs next."""
+
+
 HANDLERS: dict[Event, Handler] = {
     "start": _start,
     "reuse": _reuse,
@@ -479,4 +542,5 @@ HANDLERS: dict[Event, Handler] = {
     "accept": _accept,
     "params": _params,
     "manage": _manage,
+    "pause": _pause,
 }

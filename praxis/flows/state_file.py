@@ -25,8 +25,17 @@ class StateCorrupt(RecordCorrupt):
 
 def save(state: RunState, path: Path) -> None:
     """Write run.json atomically: tmp file, fsync, os.replace, fsync of the folder."""
-    data = json.dumps(state.to_dict(), indent=1, sort_keys=True).encode("utf-8") + b"\n"
-    write_atomic(path, data)
+    data = state.to_dict()
+    for phase in data["phases"]:
+        for name, empty in LATER.items():
+            if phase.get(name) == empty:
+                del phase[name]  # a run that never used it is written as before it existed
+    text = json.dumps(data, indent=1, sort_keys=True).encode("utf-8") + b"\n"
+    write_atomic(path, text)
+
+
+# Fields of a phase added within schema 1, and their empty value: written only when not empty.
+LATER: dict[str, object] = {"failure": {}, "repeats": 0, "retries": 0}
 
 
 def load(path: Path) -> RunState:
@@ -95,6 +104,9 @@ _PHASE_TYPES: dict[str, tuple[type, ...]] = {
     "reused": (bool,),
     "backend": (str, type(None)),
     "isolated": (bool, type(None)),
+    "failure": (dict,),
+    "repeats": (int,),
+    "retries": (int,),
 }
 
 

@@ -5,21 +5,18 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from . import definition, reconcile
-from .digest import sha256_of
+from . import reconcile
+from .facts import changes, facts, flow_text, gate_checks
+from .facts import shown as _rel
 from .handle import RunHandle
 from .layout import lock_path, writable_names
 from .lock import is_held
 from .model import Flow
 from .receipt import receipt as receipt_of
-from .route import Facts, route
+from .route import route
 from .state import APPROVAL_LOST, STOPPED, RunState
-
-if TYPE_CHECKING:
-    from .checks import Failure
 
 
 @dataclass
@@ -37,6 +34,7 @@ class Status:
     holder: int | None = None
     backend: str | None = None
     changed: list[str] = field(default_factory=list)  # phases whose definition changed since
+    params_changed: list[str] = field(default_factory=list)  # ran with other parameters
     params: dict[str, Any] = field(default_factory=dict)
     managed: bool = False
     checks: list[dict[str, Any]] = field(default_factory=list)  # failing at the Gate
@@ -51,15 +49,6 @@ class Status:
 def flow_arg(flow: Flow) -> str:
     """How a person would name the flow on the command line from the current folder."""
     return shlex.quote(flow_text(flow))
-
-
-def flow_text(flow: Flow) -> str:
-    """The flow's folder relative to the current folder (or absolute), unquoted: an argv item."""
-    try:
-        rel = flow.root.resolve().relative_to(Path.cwd().resolve())
-        return str(rel) if str(rel) != "." else "."
-    except ValueError:
-        return str(flow.root)
 
 
 def status_of(run: RunHandle) -> Status:
@@ -88,7 +77,7 @@ def status_of(run: RunHandle) -> Status:
     st.review = [_rel(run.paths.out(n)) for n in writable_names(flow, state)]
     st.next = next_commands(flow, state, run.id, held, running is not None)
     st.params = dict(state.params)
-    st.changed = changed_phases(run)
+    st.changed, st.params_changed = changes(run)
     if not st.message:
         st.message = _message(state, held)
     if st.changed and state.status != "running":
@@ -96,12 +85,14 @@ def status_of(run: RunHandle) -> Status:
             f"; changed since they ran: {', '.join(st.changed)} (re-run from {st.changed[0]})"
         )
         st.next.append(f"praxis rerun {flow_arg(flow)} --run {run.id} --from {st.changed[0]}")
+    if st.params_changed and state.status != "running":
+        st.message += f"; ran with other parameters: {', '.join(st.params_changed)}"
     st.managed = state.managed
     failing = gate_checks(run)
     st.checks = [f.to_dict() for f in failing]
     changed = reconcile.changed_outputs(run)
     st.changed_outputs = [c.to_dict() for c in changed]
-    r = route(facts(run, held, running is not None, failing, st.changed))
+    r = route(facts(run, held, failing, st.changed, st.params_changed))
     st.route = r.to_dict()
     st.receipt = receipt_of(state, _events(run), [c.name for c in changed])
     if failing:
@@ -111,51 +102,6 @@ def status_of(run: RunHandle) -> Status:
     if changed:
         st.message += "; changed outside praxis: " + ", ".join(c.name for c in changed)
     return st
-
-
-def gate_checks(run: RunHandle) -> list[Failure]:
-    """The checks failing now on the writable outputs of the Gate (none when not at one)."""
-    if run.state.waiting != "gate" or run.state.gate is None:
-        return []
-    from .checks import gate_failures  # tables are read only at a Gate
-
-    return gate_failures(run, reconcile.phase_version(run, run.state.gate))
-
-
-def facts(
-    run: RunHandle,
-    held: int | None,
-    left_running: bool,
-    failing: list[Failure],
-    changed_phases: list[str],
-) -> Facts:
-    """The facts of a run the route is chosen from."""
-    state = run.state
-    gate = state.gate if state.waiting == "gate" else None
-    read: list[tuple[str, str]] = []
-    if gate is not None:
-        for name in writable_names(run.flow, state):
-            path = run.paths.out(name)
-            if path.is_file() and not path.is_symlink():
-                read.append((_rel(path), sha256_of(path)))
-    changed = tuple(dict.fromkeys((c.name, c.phase) for c, _ in reconcile.blocking(run)))
-    at = min(state.cursor, len(state.phases) - 1)
-    return Facts(
-        flow=flow_text(run.flow),
-        run=run.id,
-        status=state.status,
-        revision=state.revision,
-        cursor_phase=state.phases[at].id if state.phases else None,
-        gate=gate,
-        delegatable=bool(gate and run.flow.phase(gate).delegatable),
-        managed=state.managed,
-        checks_failing=tuple(str(f) for f in failing),
-        read=tuple(read),
-        held=held is not None,
-        left_running=left_running,
-        changed_outputs=changed,
-        changed_phases=tuple(changed_phases),
-    )
 
 
 # The kinds of event the receipt shows (Gate decisions, edits), as events.jsonl spells them.
@@ -176,19 +122,6 @@ def _events(run: RunHandle) -> list[Any]:
         return []
 
 
-def changed_phases(run: RunHandle) -> list[str]:
-    """Done phases whose definition (flow.yaml entry, code files, params) is not what ran."""
-    if run.state.definition.get("phases") != [p.id for p in run.flow.phases]:
-        return []  # another flow.yaml altogether: advance says so
-    changed = []
-    for p in run.state.phases:
-        recorded = p.digests.get("definition")
-        if p.status in ("done", "stale") and recorded:
-            if definition.digest_of(run.flow, run.flow.phase(p.id), run.state.params) != recorded:
-                changed.append(p.id)
-    return changed
-
-
 def _phase_row(p: Any, state: RunState) -> dict[str, Any]:
     return {
         "id": p.id,
@@ -200,13 +133,6 @@ def _phase_row(p: Any, state: RunState) -> dict[str, Any]:
         "reused": p.reused,
         "backend": p.backend,
     }
-
-
-def _rel(path: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(path)
 
 
 def _message(state: RunState, held: int | None) -> str:

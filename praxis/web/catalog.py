@@ -106,12 +106,12 @@ def flow_rows(root: Path) -> list[FlowRow]:
             rows.append(FlowRow(ref=ref, name=folder.name, problem=str(first)))
             continue
         row = FlowRow(ref=ref, name=flow.name, description=flow.description)
-        row.runs = [_run_row(folder, rid) for rid in reversed(list_run_ids(folder))]
+        row.runs = [run_row(folder, rid) for rid in reversed(list_run_ids(folder))]
         rows.append(row)
     return rows
 
 
-def _run_row(folder: Path, run_id: str) -> RunRow:
+def run_row(folder: Path, run_id: str) -> RunRow:
     try:
         return RunRow(run_id, load_state(run_paths(folder, run_id).state))
     except StateCorrupt as exc:

@@ -9,6 +9,7 @@ import pytest
 
 from praxis import cli
 from praxis.flows import runner
+from praxis.flows.digest import sha256_of
 from praxis.flows.events import EventLog
 from praxis.flows.handle import RunHandle
 from praxis.flows.status import status_of
@@ -107,7 +108,7 @@ def test_who_may_decide(tmp_path, monkeypatch) -> None:
     with pytest.raises(runner.Refused, match="check"):  # never while a check fails
         runner.reject(flow, "pick", "again", run.id, gate="pick", actor="agent")
     picks.write_bytes(good)
-    runner.approve(flow, run.id, gate="pick", actor="agent")
+    runner.approve(flow, run.id, gate="pick", actor="agent", acks=[sha256_of(picks)])
     runner.advance(flow, run.id, make_sandbox=Fakes())
     with pytest.raises(runner.Refused, match="not delegatable: a person decides it"):
         runner.approve(flow, run.id, gate="total", actor="agent")
@@ -176,3 +177,39 @@ def test_approving_a_gate_after_the_last_phase_ends_the_run(tmp_path) -> None:
     state = runner.advance(flow, run.id, make_sandbox=Fakes())
     runner.approve(flow, run.id, gate="only", expect_revision=state.revision)
     assert runner.advance(flow, run.id, make_sandbox=Fakes()).status == "done"
+
+
+def test_an_agent_acknowledges_each_file_to_read_by_its_current_sha256(tmp_path, capsys) -> None:
+    flow, run, state = at_first_gate(tmp_path)
+    runner.manage(flow, run.id)
+    picks = run.paths.out("picks.csv")
+    sha = sha256_of(picks)
+    bound = ("approve", str(flow), "--run", run.id, "--gate", "pick", "--as", "agent")
+    code, _, err = main(capsys, *bound)
+    assert code == 4 and f"agent did not acknowledge runs/{run.id}/output/picks.csv" in err
+    code, _, err = main(capsys, *bound, "--ack", "0" * 64)
+    assert code == 4 and "picks.csv is not the file acknowledged" in err
+    code, _, err = main(capsys, *bound, "--ack", sha, "--ack", "1" * 64)
+    assert code == 4 and "matches no file to read" in err
+    refused = [e for e in events(run) if e.kind == "decision_refused"]
+    assert len(refused) == 3 and all(e.actor == "agent" for e in refused)
+    assert RunHandle.open(run.flow, run.id).state.gate == "pick"  # nothing was decided
+    route = status_of(RunHandle.open(run.flow, run.id)).route
+    assert route["read"] == [{"path": str(picks), "sha256": sha}]  # as the cwd names it
+    assert route["commands"][0][-2:] == ["--ack", sha]
+    code, _, err = main(capsys, *bound, "--ack", sha)
+    assert code == 0, err
+    approved = [e for e in events(run) if e.kind == "gate_approved"]
+    assert [(e.actor, e.acked) for e in approved] == [
+        ("agent", [{"name": "picks.csv", "sha256": sha}])
+    ]
+
+
+def test_a_person_may_omit_acks_and_is_held_to_those_given(tmp_path, capsys) -> None:
+    flow, run, state = at_first_gate(tmp_path)
+    bound = ("approve", str(flow), "--run", run.id, "--gate", "pick")
+    assert main(capsys, *bound, "--ack", "0" * 64)[0] == 4
+    code, _, err = main(capsys, *bound)
+    assert code == 0, err
+    approved = [e for e in events(run) if e.kind == "gate_approved"]
+    assert [(e.actor, e.acked) for e in approved] == [("person", [])]

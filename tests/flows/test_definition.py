@@ -78,3 +78,13 @@ def test_a_run_records_flow_yamls_sha256_and_phase_ids(tmp_path: Path) -> None:
     assert definition.of_flow(flow)["sha256"] != recorded["sha256"]
     (tmp_path / "flow.yaml").unlink()
     assert definition.of_flow(flow)["phases"] == ["load", "ask"]
+
+
+def test_the_code_digest_stays_with_the_params_and_moves_with_the_code(tmp_path: Path) -> None:
+    flow = flow_in(tmp_path)
+    base = definition.digests_of(flow, ASK, {"n": 1})
+    other = definition.digests_of(flow, ASK, {"n": 2})
+    assert other["definition"] != base["definition"] and other["code"] == base["code"]
+    assert base["definition"] == definition.digest_of(flow, ASK, {"n": 1})  # as recorded before
+    (tmp_path / "ask.md").write_text("Ask again.\n")
+    assert definition.digests_of(flow, ASK, {"n": 1})["code"] != base["code"]

@@ -15,6 +15,7 @@ import pytest
 
 from praxis import cli
 
+from ..route_agent import program_of
 from .gates import two_gates
 
 Call = Callable[[list[str], str], tuple[int, str, str]]  # (argv without "praxis", actor)
@@ -41,6 +42,11 @@ def as_process(argv: list[str], actor: str) -> tuple[int, str, str]:
     return done.returncode, done.stdout, done.stderr
 
 
+def words(argv: list[str]) -> list[str]:
+    """A route's command after the program it starts with (the one praxis was invoked by)."""
+    return argv[len(program_of(argv)) :]
+
+
 def operate(flow: Path, call: Call, steps: int = 12) -> tuple[dict, list[tuple[str, int]]]:  # type: ignore[type-arg]
     """Loop as an agent until the route is done or needs a person; the last status and
     (reason, exit code) of each step taken."""
@@ -52,9 +58,7 @@ def operate(flow: Path, call: Call, steps: int = 12) -> tuple[dict, list[tuple[s
         route = status["route"]
         if route["step"] == "none" or route["who"] == "person":
             return status, taken
-        argv = route["commands"][0]
-        assert argv[0] == "praxis"
-        code, out, err = call(argv[1:], "agent")
+        code, out, err = call(words(route["commands"][0]), "agent")
         taken.append((route["reason"], code))
         assert code == 0, err
     raise AssertionError(f"no end after {steps} steps: {taken}")
@@ -74,9 +78,9 @@ def scenario(flow: Path, call: Call) -> None:
     assert route["gate"]["delegatable"] is False
     assert [r["path"].endswith("total.csv") for r in route["read"]] == [True]
     approve = route["commands"][0]
-    code, _, err = call(approve[1:], "agent")  # the agent tries anyway
+    code, _, err = call(words(approve), "agent")  # the agent tries anyway
     assert code == 4 and "not delegatable: a person decides it" in err
-    code, _, err = call(approve[1:], "person")
+    code, _, err = call(words(approve), "person")
     assert code == 0, err
     status, taken = operate(flow, call)
     assert status["route"]["reason"] == "done" and taken == []
@@ -103,7 +107,7 @@ def test_without_managed_mode_the_agent_stops_at_the_first_gate(
     assert call(["run", str(flow), "--quiet"], "person")[0] == 0
     status, taken = operate(flow, call)
     assert taken == [] and status["route"]["reason"] == "gate_not_managed"
-    code, _, err = call(status["route"]["commands"][0][1:], "agent")
+    code, _, err = call(words(status["route"]["commands"][0]), "agent")
     assert code == 4 and "not in managed mode" in err
 
 

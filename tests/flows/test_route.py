@@ -1,5 +1,6 @@
 """Route selection from facts alone: every run state, every kind of Gate, with and without
-managed mode. No run folder, no kernel."""
+managed mode, repeated failures, changed parameters. No run folder, no kernel. (Every
+reachable state's commands against the state tables: test_route_states.py.)"""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ CASES = [
      "advance", "stopped", "anyone", ADVANCE),
     ("failed", dataclasses.replace(BASE, status="failed"), "rerun", "failed", "anyone", rerun("b")),
     ("cancelled", dataclasses.replace(BASE, status="cancelled"),
-     "rerun", "cancelled", "anyone", rerun("b")),
+     "rerun", "cancelled", "person", rerun("b")),
     ("done", dataclasses.replace(BASE, status="done", cursor_phase=None),
      "none", "done", "anyone", None),
     ("definition changed", dataclasses.replace(BASE, status="done", changed_phases=("b", "c")),
@@ -46,7 +47,7 @@ CASES = [
     ("gate, delegatable, not managed", dataclasses.replace(GATE, delegatable=True),
      "decide", "gate_not_managed", "person", APPROVE),
     ("gate, delegatable, managed", dataclasses.replace(GATE, delegatable=True, managed=True),
-     "decide", "gate_delegated", "agent", APPROVE),
+     "decide", "gate_delegated", "agent", [*APPROVE, "--as", "agent", "--ack", "ab" * 32]),
     ("gate, delegatable, managed, checks fail",
      dataclasses.replace(GATE, delegatable=True, managed=True, checks_failing=("bad",)),
      "fix", "gate_checks_fail", "person", REJECT),
@@ -54,6 +55,15 @@ CASES = [
      "fix", "gate_checks_fail", "person", REJECT),
     ("gate, held by a process", dataclasses.replace(GATE, held=True),
      "decide", "gate_needs_person", "person", APPROVE),
+    ("failed twice the same way", dataclasses.replace(BASE, status="failed", repeats=2),
+     "fix", "failed_repeatedly", "person", rerun("b")),
+    ("params changed, paused", dataclasses.replace(BASE, params_changed=("a",)),
+     "advance", "params_changed", "anyone", ADVANCE),
+    ("flow.yaml's phases changed", dataclasses.replace(BASE, flow_changed=True),
+     "fix", "flow_changed", "person", ["praxis", "cancel", "flows/f", "--run", "r1",
+                                       "--expect-revision", "7"]),
+    ("running between phases, nobody holds it", dataclasses.replace(BASE, status="running"),
+     "advance", "stopped", "anyone", ADVANCE),
 ]  # fmt: skip
 
 
@@ -76,7 +86,8 @@ def test_a_gate_route_names_the_gate_and_the_files_to_read() -> None:
     r = route(dataclasses.replace(GATE, delegatable=True, managed=True))
     assert r.gate == {"phase": "a", "delegatable": True, "managed": True}
     assert r.read == [{"path": "runs/r1/output/a.csv", "sha256": "ab" * 32}]
-    assert r.commands == [APPROVE, REJECT]
+    agent = ["--as", "agent", "--ack", "ab" * 32]
+    assert r.commands == [[*APPROVE, *agent], [*REJECT, *agent]]
     failing = route(dataclasses.replace(GATE, checks_failing=("a.csv: check values failed",)))
     assert failing.problems == ["a.csv: check values failed"]
     assert APPROVE not in failing.commands  # approving is refused while a check fails
@@ -86,3 +97,78 @@ def test_an_output_changed_outside_offers_rerun_and_accept() -> None:
     r = route(dataclasses.replace(BASE, changed_outputs=(("a.csv", "a"),)))
     accept = ["praxis", "accept", "flows/f", "--run", "r1", "--output", "a.csv"]
     assert r.commands == [rerun("a"), [*accept, "--expect-revision", "7"]]
+    gone = route(dataclasses.replace(r_facts := BASE, changed_outputs=(("a.csv", "a"),),
+                                     missing_outputs=("a.csv",)))  # fmt: skip
+    assert gone.commands == [rerun("a")] and r_facts is BASE  # a missing file is not accepted
+
+
+def test_every_command_starts_with_the_program_praxis_was_invoked_by() -> None:
+    program = ("/opt/venv/bin/python", "-m", "praxis")
+    for _, facts, *_ in CASES:
+        for argv in route(dataclasses.replace(facts, program=program)).commands:
+            assert tuple(argv[:3]) == program and argv[3] != "praxis"
+
+
+def test_a_delegated_gate_says_as_agent_and_acknowledges_every_file_to_read() -> None:
+    files = (("runs/r1/output/a.csv", "ab" * 32), ("runs/r1/output/b.md", "cd" * 32))
+    r = route(dataclasses.replace(GATE, delegatable=True, managed=True, read=files))
+    acks = ["--as", "agent", "--ack", "ab" * 32, "--ack", "cd" * 32]
+    assert r.commands == [[*APPROVE, *acks], [*REJECT, *acks]]
+    for reason, facts in [("person", GATE), ("person", dataclasses.replace(GATE, read=files))]:
+        assert all("--as" not in argv and "--ack" not in argv for argv in route(facts).commands)
+        assert route(facts).who == reason
+
+
+def test_a_failure_carries_its_error_and_record_and_a_repeat_goes_to_a_person() -> None:
+    failed = dataclasses.replace(
+        BASE,
+        status="failed",
+        failure="scripts/b.py line 3: ValueError: column 'amount' is missing",
+        record=("runs/r1/records/b.ipynb", "ef" * 32),
+        repeats=1,
+    )
+    once = route(failed)
+    assert (once.step, once.reason, once.who) == ("rerun", "failed", "anyone")
+    assert once.problems == [
+        "b: scripts/b.py line 3: ValueError: column 'amount' is missing",
+        "record: runs/r1/records/b.ipynb",
+    ]
+    assert once.read == [{"path": "runs/r1/records/b.ipynb", "sha256": "ef" * 32}]
+    again = route(dataclasses.replace(failed, repeats=2))
+    assert (again.step, again.reason, again.who) == ("fix", "failed_repeatedly", "person")
+    assert once.problems[0] in again.problems and again.read == once.read
+
+
+def test_a_parameter_change_is_its_own_reason_never_a_changed_flow_yaml() -> None:
+    paused = route(dataclasses.replace(BASE, params_changed=("a",)))
+    assert paused.reason == "params_changed" and "flow.yaml" not in paused.why
+    assert paused.commands == [ADVANCE, rerun("a")]  # the person's choice first: advance
+    done = route(dataclasses.replace(BASE, status="done", params_changed=("a",)))
+    assert (done.step, done.reason, done.commands) == ("none", "done", [])
+    assert done.problems == ["a ran with other parameters than the run's now"]
+
+
+def test_a_rerun_the_state_does_not_allow_is_never_proposed() -> None:
+    """``rerunnable`` comes from the state tables: a phase not in it is never a target."""
+    facts = dataclasses.replace(BASE, status="done", changed_phases=("c",), rerunnable=("a",))
+    r = route(facts)
+    assert all(argv[argv.index("--from") + 1] == "a" for argv in r.commands if "--from" in argv)
+    assert r.reason != "definition_changed"
+    failed = route(dataclasses.replace(BASE, status="failed", rerunnable=()))
+    assert (failed.who, failed.commands) == ("person", [])
+
+
+def test_facts_round_trip_through_their_json() -> None:
+    import json
+
+    for _, facts, *_ in CASES:
+        again = Facts.from_dict(json.loads(json.dumps(facts.to_dict())))
+        assert again == facts and route(again) == route(facts)
+
+
+def test_three_failures_in_a_row_from_the_same_inputs_go_to_a_person_whatever_the_errors() -> None:
+    failed = dataclasses.replace(BASE, status="failed", repeats=1, retries=2)
+    assert route(failed).reason == "failed"
+    r = route(dataclasses.replace(failed, retries=3))
+    assert (r.reason, r.who) == ("failed_repeatedly", "person")
+    assert r.problems[-1] == "failed 3 times in a row from the same inputs and definition"

@@ -109,13 +109,16 @@ def test_illegal_move_raises_and_changes_nothing() -> None:
     )
 
 
+FAILED_ONCE = {"failure": {"error": "boom"}, "repeats": 1, "retries": 1}
+
+
 def test_failure_then_rerun_marks_later_done_phases_stale() -> None:
     s = st.apply(ran(fresh(), "a", "b"), "start", phase="c", now=3)
     failed = st.apply(s, "fail", phase="c", now=4, error="boom")
     assert failed == moved(
         s,
         4,
-        {"c": dict(status="failed", ended=4, error="boom", pid=None)},
+        {"c": dict(status="failed", ended=4, error="boom", pid=None) | FAILED_ONCE},
         status="failed",
         error="c: boom",
     )
@@ -296,3 +299,41 @@ def test_the_tables_name_the_same_events() -> None:
     assert st.PHASE_EVENTS == in_phase_table & set(st.EVENTS)
     assert in_phase_table - set(st.EVENTS) == {"stale", "reset"}
     assert set(st.GUARDS) <= set(st.EVENTS)
+
+
+def test_a_failure_repeated_from_the_same_digests_counts_and_a_change_resets_it() -> None:
+    digests = {"pre": "p", "definition": "d", "code": "c"}
+
+    def attempt(s: st.RunState, error: str, **kw: object) -> st.RunState:
+        s = st.apply(s, "start", phase="a", now=1)
+        return st.apply(s, "fail", phase="a", now=2, error=error, **kw)
+
+    def again(s: st.RunState) -> st.RunState:
+        return st.apply(s, "rerun", phase="a", now=3)
+
+    s = attempt(fresh(), "boom", digests=digests)
+    assert (s.phase("a").repeats, s.phase("a").failure) == (
+        1,
+        {"error": "boom", "pre": "p", "definition": "d"},
+    )
+    s = attempt(again(s), "boom", digests=digests)
+    assert s.phase("a").repeats == 2  # the same error, from the same definition and pre-state
+    s = attempt(again(s), "boom", digests={**digests, "pre": "q"})
+    assert s.phase("a").repeats == 1  # an input changed: not a repeat
+    s = attempt(again(s), "other", digests={**digests, "pre": "q"})
+    assert (s.phase("a").repeats, s.phase("a").retries) == (1, 2)  # another error, same inputs
+    s = attempt(again(s), st.STOPPED)
+    assert (s.phase("a").repeats, s.phase("a").failure) == (0, {})  # a stop is no failure
+    s = st.apply(again(attempt(again(s), "boom", digests=digests)), "start", phase="a", now=4)
+    done = st.apply(s, "finish", phase="a", now=5, hashes={}, digests=digests)
+    assert (done.phase("a").repeats, done.phase("a").failure) == (0, {})
+
+
+def test_a_run_left_running_between_phases_pauses_and_never_while_a_phase_runs() -> None:
+    s = ran(fresh(), "a")
+    assert s.status == "running"
+    paused = st.apply(s, "pause", now=3)
+    assert paused == moved(s, 3, status="paused")
+    running = st.apply(paused, "start", phase="b", now=4)
+    assert refused(running, "pause", now=5) == "cannot pause a run that is running a phase"
+    assert not st.allows(running, "pause") and st.allows(s, "pause")

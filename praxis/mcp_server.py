@@ -1,0 +1,358 @@
+"""`praxis mcp`: the route's verbs as tools of a Model Context Protocol server over stdio
+(the official ``mcp`` SDK's ``MCPServer``).
+
+Its client is always an ``agent``: a Gate decision is taken as ``actor="agent"``, under the
+same delegation rules as ``--as agent`` (a delegatable Gate, a managed run, passing checks,
+each file of ``route.read`` acknowledged). Flows are named by their folder relative to
+``--root`` (``flows/sales-report``); nothing outside it is reachable, and a run file is read
+only when the run's route names it, bounded and escaped. A refusal is a tool error whose text
+starts with its code (``refused``, ``busy``, ``usage``, ...: the CLI's exit codes by name).
+Each tool is a thin call of the function the CLI calls; ``status`` adds ``calls``, the route's
+commands as the tool calls that take them. Long calls (advance, and approve and reject, which
+advance) report progress per phase.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.from_thread
+import anyio.to_thread
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+from .errors import EXIT, PraxisError, exit_code_of
+from .flows import runner, trace
+from .flows.events import Event, PhaseDone, PhaseFailed, PhaseReused, PhaseStarted
+from .flows.handle import RunHandle
+from .flows.layout import list_run_ids
+from .flows.status import status_of
+from .terminal import escape, program_argv
+from .web import catalog
+
+MAX_READ = 64 << 10  # characters of a run file a tool returns
+MAX_LOG = 500  # events the log tool returns
+ACTOR = "agent"
+CODES = {code: name for name, code in EXIT.items()}
+# The CLI's verbs that are tools, and the CLI options they take as arguments.
+VERBS = ("status", "advance", "approve", "reject", "rerun", "cancel", "log")
+OPTIONS = {
+    "--run": "run",
+    "--gate": "gate",
+    "--expect-revision": "expect_revision",
+    "--reopen": "reopen",
+    "--note": "note",
+    "--from": "from_phase",
+    "--ack": "acks",
+}
+
+
+def serve(root: Path) -> int:
+    """Serve the flows below ``root`` on stdin/stdout until the client closes them."""
+    base = root.resolve()
+    if not base.is_dir():
+        from .errors import UsageError
+
+        raise UsageError(f"--root {root} is not a folder")
+    os.chdir(base)  # flows, runs and the route's paths are named relative to the root
+    server(base).run("stdio")
+    return EXIT["ok"]
+
+
+def server(root: Path) -> MCPServer:
+    app: MCPServer = MCPServer(
+        "praxis",
+        instructions=(
+            "Operate praxis runs by their route: call status, take route.step with the tool "
+            "in status.calls[0], call status again. Stop when route.who is 'person' or the "
+            "step is 'none'. Read each file of route.read (read_file) before approve or "
+            "reject, and pass its sha256 in acks."
+        ),
+    )
+    tools = Tools(root)
+    for fn in (
+        tools.flows,
+        tools.runs,
+        tools.status,
+        tools.advance,
+        tools.approve,
+        tools.reject,
+        tools.rerun,
+        tools.cancel,
+        tools.read_file,
+        tools.log,
+    ):
+        app.add_tool(fn)
+    return app
+
+
+class Tools:
+    """The tools, bound to the root. Each docstring is the tool's description."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def flows(self) -> list[dict[str, Any]]:
+        """The flows below the root: folder (the `flow` argument of every tool), name,
+        description, a problem if flow.yaml does not load, and runs (newest first)."""
+        return [
+            {
+                "flow": row.ref,
+                "name": row.name,
+                "description": row.description,
+                "problem": row.problem,
+                "runs": [_run_row(r) for r in row.runs],
+            }
+            for row in catalog.flow_rows(self.root)
+        ]
+
+    def runs(self, flow: str) -> list[dict[str, Any]]:
+        """The runs of a flow, newest first: id, status, and the Gate it waits at."""
+        try:
+            folder = catalog.flow_folder(self.root, _ref(flow))
+        except PraxisError as exc:
+            raise _error(exc) from None
+        return [_run_row(catalog.run_row(folder, rid)) for rid in reversed(list_run_ids(folder))]
+
+    def status(self, flow: str, run: str | None = None) -> dict[str, Any]:
+        """A run's state, its route (step, reason, who, read, commands, problems), its
+        receipt, and `calls`: the route's commands as the tool calls that take them."""
+        return self._call("status", flow, run, {}, lambda handle: None)
+
+    async def advance(self, flow: str, ctx: Context, run: str | None = None) -> dict[str, Any]:
+        """Run the run's phases until a Gate, a failure or the end (progress per phase);
+        returns its status."""
+        handle = self._open(flow, run, "advance")
+        await self._advance(handle, ctx, {"flow": flow, "run": run})
+        return self._result("advance", handle, {"flow": flow, "run": run})
+
+    async def approve(
+        self,
+        flow: str,
+        gate: str,
+        expect_revision: int,
+        ctx: Context,
+        run: str | None = None,
+        acks: list[str] | None = None,
+    ) -> dict[str, Any]:
+        """Approve the Gate after phase `gate`, as an agent, bound to `expect_revision`;
+        `acks`: the sha256 of each file of route.read. Then advance; returns the status."""
+        args = {"flow": flow, "run": run, "gate": gate, "expect_revision": expect_revision}
+        handle = self._open(flow, run, "approve")
+        self._do("approve", handle, args | {"acks": acks}, lambda: runner.approve(
+            handle.flow, handle.id, expect_revision=expect_revision, gate=gate, actor=ACTOR,
+            acks=list(acks or []),
+        ))  # fmt: skip
+        await self._advance(handle, ctx, args)
+        return self._result("approve", handle, args)
+
+    async def reject(
+        self,
+        flow: str,
+        gate: str,
+        reopen: str,
+        note: str,
+        expect_revision: int,
+        ctx: Context,
+        run: str | None = None,
+        acks: list[str] | None = None,
+    ) -> dict[str, Any]:
+        """Reject at the Gate after phase `gate`, as an agent: phase `reopen` runs again with
+        `note`. Bound and acknowledged like approve. Then advance; returns the status."""
+        args = {"flow": flow, "run": run, "gate": gate, "reopen": reopen, "note": note}
+        handle = self._open(flow, run, "reject")
+        self._do("reject", handle, args | {"acks": acks}, lambda: runner.reject(
+            handle.flow, reopen, note, handle.id, expect_revision=expect_revision, gate=gate,
+            actor=ACTOR, acks=list(acks or []),
+        ))  # fmt: skip
+        await self._advance(handle, ctx, args)
+        return self._result("reject", handle, args)
+
+    def rerun(
+        self, flow: str, from_phase: str, expect_revision: int, run: str | None = None
+    ) -> dict[str, Any]:
+        """Put a failed, cancelled or done run back at phase `from_phase` (later phases
+        become stale); advance runs it. Returns the status."""
+        args = {"flow": flow, "run": run, "from_phase": from_phase}
+        return self._call("rerun", flow, run, args, lambda handle: runner.rerun(
+            handle.flow, from_phase, handle.id, expect_revision=expect_revision
+        ))  # fmt: skip
+
+    def cancel(self, flow: str, expect_revision: int, run: str | None = None) -> dict[str, Any]:
+        """Cancel a run (a running phase is stopped). Returns the status."""
+        return self._call("cancel", flow, run, {"flow": flow, "run": run}, lambda handle: (
+            runner.cancel(handle.flow, handle.id, expect_revision=expect_revision)
+        ))  # fmt: skip
+
+    def read_file(self, flow: str, path: str, run: str | None = None) -> dict[str, Any]:
+        """A file the run's route names (route.read): its text (at most 64 KiB, control
+        characters escaped) and sha256, the digest to acknowledge. Any other path is refused."""
+        handle = self._open(flow, run, "read_file")
+        named = [item["path"] for item in status_of(handle).route.get("read", [])]
+        if path not in named:
+            raise ToolError(
+                f"refused: {path!r} is not a file the route of run {handle.id} names "
+                f"(route.read: {', '.join(named) or 'none'})"
+            )
+        return _read_bounded(handle, path)
+
+    def log(self, flow: str, run: str | None = None, last: int = 100) -> list[str]:
+        """The run's last `last` events (at most 500), one line each, escaped."""
+        from .console import format_event
+
+        handle = self._open(flow, run, "log")
+        events = handle.log.read()[-max(1, min(last, MAX_LOG)) :]
+        return [format_event(e) for e in events]
+
+    # -- the plumbing every tool shares ---------------------------------------------------
+
+    def _open(self, flow: str, run: str | None, tool: str) -> RunHandle:
+        try:
+            loaded = catalog.load_flow(self.root, _ref(flow))
+            return RunHandle.open(loaded, run)
+        except PraxisError as exc:
+            raise _error(exc) from None
+
+    def _call(
+        self, tool: str, flow: str, run: str | None, args: dict[str, Any], act: Callable[..., Any]
+    ) -> dict[str, Any]:
+        handle = self._open(flow, run, tool)
+        self._do(tool, handle, args, lambda: act(handle))
+        return self._result(tool, handle, args)
+
+    def _do(
+        self, tool: str, handle: RunHandle, args: dict[str, Any], act: Callable[[], Any]
+    ) -> None:
+        try:
+            act()
+        except PraxisError as exc:
+            _traced(handle, tool, args, exit_code_of(exc))
+            raise _error(exc) from None
+
+    def _result(self, tool: str, handle: RunHandle, args: dict[str, Any]) -> dict[str, Any]:
+        now = RunHandle.open(handle.flow, handle.id)
+        st = status_of(now)
+        code = EXIT["failed"] if st.status == "failed" and tool != "status" else EXIT["ok"]
+        _traced(now, tool, args, code)
+        data = st.to_dict()
+        data["calls"] = calls(st.route)
+        return data
+
+    async def _advance(self, handle: RunHandle, ctx: Context, args: dict[str, Any]) -> None:
+        total = len(handle.flow.phases)
+        done = [sum(1 for p in handle.state.phases if p.status == "done")]
+
+        def on_event(ev: Event) -> None:
+            if isinstance(ev, PhaseDone | PhaseReused):
+                done[0] += 1
+            if isinstance(ev, PhaseStarted | PhaseDone | PhaseReused | PhaseFailed):
+                message = f"{ev.phase}: {ev.kind.removeprefix('phase_')}"
+                anyio.from_thread.run(ctx.report_progress, done[0], total, message)
+
+        def go() -> None:
+            runner.advance(handle.flow, handle.id, on_event=on_event)
+
+        try:
+            await anyio.to_thread.run_sync(go)
+        except PraxisError as exc:
+            _traced(handle, "advance", args, exit_code_of(exc))
+            raise _error(exc) from None
+        except Exception as exc:  # the sandbox's SandboxUnavailable: not a bug of ours
+            if type(exc).__name__ not in ("SandboxUnavailable", "PackagesUnavailable"):
+                raise
+            raise ToolError(f"unavailable: {type(exc).__name__}: {escape(str(exc))}") from None
+
+
+def calls(route: dict[str, Any]) -> list[dict[str, Any] | None]:
+    """Each of the route's commands as the tool call that takes it (None: not a tool, such
+    as ``accept`` or starting a new run, which only a person does)."""
+    return [call_of(argv) for argv in route.get("commands", [])]
+
+
+def call_of(argv: list[str]) -> dict[str, Any] | None:
+    """``praxis VERB FLOW --option value ...`` as ``{"tool": VERB, "arguments": {...}}``."""
+    verbs = [i for i, word in enumerate(argv) if word in VERBS]
+    if not verbs:
+        return None
+    at = verbs[0]
+    arguments: dict[str, Any] = {"flow": argv[at + 1]} if len(argv) > at + 1 else {}
+    words = argv[at + 2 :]
+    for i, word in enumerate(words[:-1]):
+        name = OPTIONS.get(word)
+        if name == "acks":
+            arguments.setdefault("acks", []).append(words[i + 1])
+        elif name == "expect_revision":
+            arguments[name] = int(words[i + 1])
+        elif name is not None:
+            arguments[name] = words[i + 1]
+    return {"tool": argv[at], "arguments": arguments}
+
+
+def _run_row(row: catalog.RunRow) -> dict[str, Any]:
+    state = row.state
+    if state is None:
+        return {"run": row.id, "status": "unreadable", "problem": row.error}
+    gate = state.gate if state.waiting == "gate" else None
+    return {"run": row.id, "status": state.status, "gate": gate, "revision": state.revision}
+
+
+def _ref(flow: str) -> str:
+    return flow.strip().rstrip("/").removeprefix("./") or "."
+
+
+def _error(exc: PraxisError) -> ToolError:
+    code = CODES.get(exit_code_of(exc), "failed")
+    return ToolError(f"{code}: {type(exc).__name__}: {escape(str(exc))}")
+
+
+def _traced(handle: RunHandle, tool: str, args: dict[str, Any], code: int) -> None:
+    if not trace.enabled():
+        return
+    shown = {k: v for k, v in args.items() if v is not None}
+    try:
+        fresh = RunHandle.open(handle.flow, handle.id)
+        argv = [*program_argv(), "mcp", tool, json.dumps(shown, sort_keys=True)]
+        trace.record(fresh, argv, ACTOR, code)
+    except Exception:  # a trace that cannot be written never changes the outcome
+        return
+
+
+def _read_bounded(handle: RunHandle, path: str) -> dict[str, Any]:
+    """The first MAX_READ characters of the run file ``path`` (relative to the root), never
+    through a link, and the sha256 of the whole file as read."""
+    from sandbox.errors import PathRefused
+    from sandbox.paths import confined
+
+    run_root = handle.root.resolve()
+    target = (Path.cwd() / path).resolve()
+    try:
+        if not target.is_relative_to(run_root):
+            raise PathRefused(path, "is not a file of the run")
+        confined(handle.root, str(target.relative_to(run_root)))
+        fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except (PathRefused, OSError) as exc:
+        raise ToolError(f"refused: {path}: {escape(str(exc))}") from None
+    digest, head, size = hashlib.sha256(), b"", 0
+    with os.fdopen(fd, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+            if len(head) <= MAX_READ * 4:
+                head += chunk[: MAX_READ * 4 + 1 - len(head)]
+            size += len(chunk)
+    binary = b"\0" in head[:8192]
+    text = "" if binary else head.decode("utf-8", errors="replace")
+    truncated = binary or len(text) > MAX_READ or len(head) < size
+    return {
+        "path": path,
+        "sha256": digest.hexdigest(),
+        "bytes": size,
+        "binary": binary,
+        "truncated": truncated,
+        "text": escape(text[:MAX_READ]),
+    }

@@ -1,0 +1,205 @@
+"""The route never proposes a command praxis would refuse: every state a run of a three-phase
+flow can reach (by the runner's own moves through the state tables), crossed with what the
+files may say (a held lock, failing checks, changed definitions, parameters and outputs, a
+changed flow.yaml), gives a route whose every command the same tables and decision rules
+accept. Pure: states from ``state.apply``, facts from ``facts.state_facts``."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from praxis.flows import decisions
+from praxis.flows import state as st
+from praxis.flows.facts import state_facts
+from praxis.flows.model import Flow, Phase
+from praxis.flows.route import Facts, route
+
+IDS = ("a", "b", "c")
+SHA = "ab" * 32
+
+
+def flow(delegatable: bool) -> Flow:
+    phases = tuple(
+        Phase(
+            id=p,
+            kind="script",
+            script=f"{p}.py",
+            outputs=(f"{p}.csv",),
+            review="required" if p == "b" else "none",
+            delegatable=delegatable and p == "b",
+        )
+        for p in IDS
+    )
+    return Flow(name="f", root=Path("/nowhere"), phases=phases)
+
+
+def moves(s: st.RunState) -> Iterator[tuple[str, dict[str, Any]]]:
+    """What the runner and the commands may do next (the runner starts the cursor's phase of
+    a run not at a Gate, pauses at a Gate only after the gated phase b, ends a run with no
+    phase left)."""
+    nxt = s.next_phase
+    digests = {"pre": "p", "definition": "d", "code": "c"}
+    if nxt is not None and s.waiting is None:
+        yield "start", {"phase": nxt.id}
+        yield "reuse", {"phase": nxt.id}
+    for p in s.phases:
+        if p.status == "running":
+            yield "finish", {"phase": p.id, "hashes": {f"{p.id}.csv": "h"}, "digests": digests}
+            yield "fail", {"phase": p.id, "error": "boom", "digests": digests}
+            yield "fail", {"phase": p.id, "error": "other"}
+            yield "recover", {"phase": p.id}
+    if s.phases[1].status == "done" and s.cursor == 2:
+        yield "gate", {"phase": "b"}
+    if nxt is None:
+        yield "end", {}
+    yield "approve", {"phase": s.gate}
+    for p in IDS:
+        yield "reject", {"phase": p, "note": "n"}
+        yield "rerun", {"phase": p}
+    yield "cancel", {}
+    yield "pause", {}
+    yield "manage", {"managed": not s.managed}
+
+
+def key(s: st.RunState) -> tuple[Any, ...]:
+    phases = tuple((p.status, min(p.repeats, 2), bool(p.hashes)) for p in s.phases)
+    return (s.status, s.cursor, s.waiting, s.gate, s.managed, phases)
+
+
+def reachable(limit: int = 5000) -> list[st.RunState]:
+    first = st.new_run("r", "f", list(IDS), now=0.0, definition={"phases": list(IDS)})
+    seen = {key(first): first}
+    todo = [first]
+    while todo and len(seen) < limit:
+        s = todo.pop()
+        for event, kw in moves(s):
+            if not st.allows(s, event, **kw):
+                continue
+            new = st.apply(s, event, now=1.0, **kw)
+            if key(new) not in seen:
+                seen[key(new)] = new
+                todo.append(new)
+    return list(seen.values())
+
+
+STATES = reachable()
+
+
+def variations(s: st.RunState, delegatable: bool) -> Iterator[Facts]:
+    """The state's facts, crossed with what the run's files and processes may add."""
+    base = state_facts(s, flow(delegatable), flow_arg="f", program=("praxis",))
+    done = [p.id for p in s.phases if p.status == "done"]
+    before = [p.id for p in s.phases[: s.cursor] if p.status == "done" and p.hashes]
+    gate = base.gate is not None
+    for held, failing, changed, params, outside, moved, missing in itertools.product(
+        (False, True),
+        ((), ("b.csv: check values failed",)) if gate else ((),),
+        ((), tuple(done[:1])) if done else ((),),
+        ((), tuple(done[-1:])) if done else ((),),
+        ((), ((f"{before[0]}.csv", before[0]),)) if before else ((),),
+        (False, True),
+        (False, True) if before else (False,),
+    ):
+        yield dataclasses.replace(
+            base,
+            held=held,
+            checks_failing=failing,
+            read=(("runs/r/output/b.csv", SHA),) if gate else (),
+            changed_phases=changed,
+            params_changed=params,
+            changed_outputs=outside,
+            missing_outputs=tuple(n for n, _ in outside) if missing else (),
+            flow_changed=moved,
+        )
+
+
+def options(argv: list[str]) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for i, word in enumerate(argv):
+        if word.startswith("--") and i + 1 < len(argv) and not argv[i + 1].startswith("--"):
+            found.setdefault(word, []).append(argv[i + 1])
+        elif word.startswith("--"):
+            found.setdefault(word, [])
+    return found
+
+
+def refusal(s: st.RunState, f: Facts, delegatable: bool, who: str, argv: list[str]) -> str | None:
+    """Why praxis would refuse ``argv`` in state ``s`` (exit 4), or not make progress with
+    it; None when it takes it. The runner's own rules: the state tables (``allows``), who may
+    decide (``decisions.refusal``), the revision, acknowledgements, flow.yaml's phases."""
+    verb, opts = argv[1], options(argv)
+    if verb in ("status", "log", "run"):
+        return None
+    if opts.get("--expect-revision", [str(s.revision)]) != [str(s.revision)]:
+        return "stale revision"
+    if f.flow_changed and verb != "cancel":
+        return "flow.yaml changed: advance and rerun refuse"
+    actor = opts.get("--as", ["person"])[0]
+    if verb == "advance":  # a held lock is Busy (exit 3: try again), not a refusal
+        if f.left_running or s.status == "running":
+            return None  # recovers, then runs
+        if s.status != "paused" or s.waiting is not None:
+            return "advance does nothing here: no progress"
+        return "a changed input blocks the next phase" if f.changed_outputs else None
+    if verb == "rerun":
+        ok = st.allows(s, "rerun", phase=opts["--from"][0]) and not f.left_running
+        return None if ok else "rerun not allowed"
+    if verb == "cancel":
+        return None if st.allows(s, "cancel") else "cancel not allowed"
+    if verb == "accept":
+        producer = dict(f.changed_outputs)[opts["--output"][0]]
+        ok = st.allows(s, "accept", phase=producer, name=opts["--output"][0])
+        return None if ok and opts["--output"][0] not in f.missing_outputs else "accept refused"
+    if verb in ("approve", "reject"):
+        event = {"approve": {}, "reject": {"phase": opts.get("--reopen", [""])[0]}}[verb]
+        if not st.allows(s, verb, **event) or opts["--gate"] != [s.gate]:
+            return f"{verb} not allowed"
+        gate = flow(delegatable).phase(str(s.gate))
+        why = decisions.refusal(
+            actor, verb, gate, managed=s.managed, failing=len(f.checks_failing), run="r", flow="f"
+        )
+        if why:
+            return why
+        if actor == "agent" and opts.get("--ack", []) != [sha for _, sha in f.read]:
+            return "not acknowledged"
+        return None
+    return f"unknown verb {verb}"
+
+
+def test_the_states_cover_every_run_status_and_a_repeated_failure() -> None:
+    assert {s.status for s in STATES} == set(st.RUN_STATUSES)
+    assert any(p.repeats >= 2 for s in STATES for p in s.phases)
+    assert any(s.waiting == "gate" and s.managed for s in STATES)
+    assert len(STATES) > 100
+
+
+@pytest.mark.parametrize("delegatable", [False, True])
+def test_no_route_proposes_a_command_praxis_refuses(delegatable: bool) -> None:
+    checked = 0
+    reasons = set()
+    for s in STATES:
+        for f in variations(s, delegatable):
+            r = route(f)
+            reasons.add(r.reason)
+            assert r == route(f)  # the same facts, the same route
+            for argv in r.commands:
+                who = r.who
+                why = refusal(s, f, delegatable, who, argv)
+                assert why is None, (why, argv, r.reason, key(s), f)
+                if who != "agent":
+                    assert "--as" not in argv
+                checked += 1
+            if r.who == "agent":
+                assert all(
+                    "--as" in argv for argv in r.commands if argv[1] in ("approve", "reject")
+                )
+            if r.who != "person" and r.step != "none":
+                assert r.commands, (r, key(s))  # an agent always has something to run
+    assert checked > 1000
+    assert "failed_repeatedly" in reasons and "params_changed" in reasons

@@ -1,0 +1,147 @@
+"""`praxis mcp` (item 35), end to end with the official SDK's own stdio client: the route's
+verbs as tools, the client always an agent under the same delegation rules, run files read
+only when the route names them (bounded, escaped), nothing outside --root, a refusal a tool
+error with its code, progress reported while phases run. On docker."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from praxis.flows.events import EventLog
+from praxis.mcp_server import call_of, calls
+
+from .reliability._flows import docker_sandbox, write_flow
+from .reliability.test_route_converges import CONV, CONV_FILES
+from .route_agent import agent_env, venv_program
+
+mcp = pytest.importorskip("mcp")
+
+
+def test_a_routes_commands_become_the_tool_calls_that_take_them() -> None:
+    sha = "ab" * 32
+    argv = ["/v/bin/praxis", "approve", "f", "--run", "R", "--gate", "b", "--expect-revision",
+            "7", "--as", "agent", "--ack", sha, "--ack", "cd" * 32]  # fmt: skip
+    assert call_of(argv) == {
+        "tool": "approve",
+        "arguments": {"flow": "f", "run": "R", "gate": "b", "expect_revision": 7,
+                      "acks": [sha, "cd" * 32]},
+    }  # fmt: skip
+    rerun = ["python", "-m", "praxis", "rerun", "f", "--run", "R", "--from", "c"]
+    assert call_of(rerun) == {"tool": "rerun", "arguments": {"flow": "f", "run": "R",
+                                                             "from_phase": "c"}}  # fmt: skip
+    assert calls({"commands": [["praxis", "accept", "f", "--output", "x"]]}) == [None]
+
+
+class Client:
+    """The SDK's stdio client on `praxis mcp --root ROOT`, with no `praxis` on PATH and the
+    server's environment saying PRAXIS_ACTOR=person (the client is an agent all the same)."""
+
+    def __init__(self, root: Path) -> None:
+        from mcp import StdioServerParameters
+
+        self.params = StdioServerParameters(
+            command=venv_program()[0],
+            args=[*venv_program()[1:], "mcp", "--root", str(root)],
+            env=agent_env(PRAXIS_ACTOR="person"),
+        )
+        self.progress: list[tuple[float, float | None, str | None]] = []
+
+    async def session(self, body: Any) -> Any:
+        from mcp import ClientSession
+        from mcp.client.stdio import stdio_client
+
+        async with stdio_client(self.params) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                return await body(session)
+
+    async def progressed(self, progress: float, total: float | None, message: str | None) -> None:
+        self.progress.append((progress, total, message))
+
+
+def data(result: Any) -> Any:
+    """A tool's structured result (a list comes as ``{"result": [...]}``)."""
+    assert not result.is_error, result.content[0].text
+    found = result.structured_content
+    return found["result"] if set(found) == {"result"} else found
+
+
+def error(result: Any) -> str:
+    assert result.is_error
+    return str(result.content[0].text)
+
+
+@pytest.mark.docker
+def test_an_mcp_client_follows_the_route_as_an_agent_and_is_refused_as_one(
+    tmp_path: Path, docker_image: str
+) -> None:
+    root = tmp_path / "root"
+    write_flow(root / "conv", CONV % {"sandbox": docker_sandbox(docker_image)}, CONV_FILES)
+    (tmp_path / "secret.txt").write_text("outside the root")
+    started = subprocess.run(
+        [*venv_program(), "run", "conv", "--managed", "--quiet"],
+        cwd=root, env=agent_env(), capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert started.returncode == 0, started.stderr
+    client = Client(root)
+
+    async def body(s: Any) -> dict[str, Any]:
+        names = {t.name for t in (await s.list_tools()).tools}
+        assert names == {"flows", "runs", "status", "advance", "approve", "reject", "rerun",
+                         "cancel", "read_file", "log"}  # fmt: skip
+        flows = data(await s.call_tool("flows", {}))
+        assert [f["flow"] for f in flows] == ["conv"]
+        run = flows[0]["runs"][0]["run"]
+        st = data(await s.call_tool("status", {"flow": "conv"}))
+        route = st["route"]
+        assert (route["reason"], route["who"]) == ("gate_delegated", "agent")
+        call = st["calls"][0]
+        assert call["tool"] == "approve" and call["arguments"]["acks"] == [
+            route["read"][0]["sha256"]
+        ]
+        # what the route names is read, bounded and escaped; nothing else is
+        path = route["read"][0]["path"]
+        got = data(await s.call_tool("read_file", {"flow": "conv", "path": path}))
+        assert (got["text"], got["sha256"]) == ("a1b", route["read"][0]["sha256"])
+        for other in ("../secret.txt", str(tmp_path / "secret.txt"), "conv/flow.yaml",
+                      f"conv/runs/{run}/run.json"):  # fmt: skip
+            text = error(await s.call_tool("read_file", {"flow": "conv", "path": other}))
+            assert "refused" in text and "outside the root" not in text
+        assert "usage: NotFound" in error(await s.call_tool("status", {"flow": ".."}))
+        # an approval that acknowledges nothing is refused, as a tool error with its code
+        bare = {k: v for k, v in call["arguments"].items() if k != "acks"}
+        text = error(await s.call_tool("approve", bare))
+        assert "refused: NotAcknowledged" in text and "did not acknowledge" in text
+        # the route's call, taken as given: the agent's approval, then progress per phase
+        st = data(await s.call_tool(call["tool"], call["arguments"],
+                                    progress_callback=client.progressed))  # fmt: skip
+        assert (st["route"]["reason"], st["route"]["who"]) == ("gate_needs_person", "person")
+        person_gate = st["calls"][0]["arguments"]
+        text = error(await s.call_tool("approve", {**person_gate, "acks": [
+            item["sha256"] for item in st["route"]["read"]]}))  # fmt: skip
+        assert "refused: Refused" in text and "not delegatable" in text
+        log = data(await s.call_tool("log", {"flow": "conv", "last": 5}))
+        assert len(log) == 5
+        return st
+
+    st = anyio.run(client.session, body)
+    run = st["run"]
+    events = EventLog(root / "conv/runs" / run / "events.jsonl").read()
+    approved = [(e.phase, e.actor) for e in events if e.kind == "gate_approved"]  # type: ignore[attr-defined]
+    refused = [(e.decision, e.actor) for e in events if e.kind == "decision_refused"]  # type: ignore[attr-defined]
+    assert approved == [("b", "agent")]
+    assert refused == [("approve", "agent"), ("approve", "agent")]
+    messages = [m for _, _, m in client.progress]
+    assert "c: started" in messages and "d: done" in messages
+    assert client.progress[-1][:2] == (4.0, 4.0)
+    replay = subprocess.run(
+        [*venv_program(), "replay", "conv", "--run", run],
+        cwd=root, env=agent_env(), capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert replay.returncode == 0, replay.stdout
+    assert "praxis mcp approve" in replay.stdout and "[route command 1]" in replay.stdout
