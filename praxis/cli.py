@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 
 from .errors import EXIT, PraxisError, UsageError, exit_code_of, next_of
 from .terminal import (
+    NoFlowHere,
     cancel_on_signals,
     command,
     escape,
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     from .flows.state import RunState
 
 NOT_SEARCHED = ("chat", "serve", "sandbox")  # FLOW may be new (chat), or is not a flow
+OVERVIEW = ("status", "runs")  # above several flows: list them with their newest run
 
 
 class Usage(UsageError):
@@ -54,7 +56,12 @@ def _main(argv: list[str] | None) -> int:
     args = parser(known).parse_args(words)
     try:
         if args.command not in NOT_SEARCHED and getattr(args, "flow", None):
-            args.flow = find_flow(args.flow)
+            try:
+                args.flow = find_flow(args.flow)
+            except NoFlowHere as here:
+                if args.command not in OVERVIEW:
+                    raise
+                return _overview(here)
         return int(args.func(args))
     except Exception as exc:
         if not _acted_on(exc):
@@ -73,6 +80,24 @@ def _acted_on(exc: Exception) -> TypeGuard[PraxisError | SandboxUnavailable]:
     return isinstance(exc, PraxisError) or (
         errors is not None and isinstance(exc, errors.SandboxUnavailable)
     )
+
+
+def _overview(here: NoFlowHere) -> int:
+    """``status`` / ``runs`` in a folder above flows: each flow and its newest run."""
+    import shlex
+
+    from .overview import describe, latest
+
+    if not here.below:
+        return _fail(here, here.exit_code, here.next(here.arg))
+    found = describe(Path(here.arg), [Path(p) for p in here.below])
+    width = max(len(f.path) for f in found)
+    print(f"{escape(here.arg)} holds no flow.yaml; the flows below it:")
+    for f in found:
+        print(f"  {escape(f.path).ljust(width)}  {escape(f.newest)}")
+    chosen = latest(found) or found[0]
+    print(f"next: {command(f'praxis status {shlex.quote(chosen.path)}')}")
+    return EXIT["ok"]
 
 
 def _fail(exc: Exception, code: int, hint: str) -> int:
