@@ -24,6 +24,7 @@ from .terminal import (
     NoFlowHere,
     cancel_on_signals,
     command,
+    commands_in,
     escape,
     find_flow,
     quiet_pipes,
@@ -101,7 +102,7 @@ def _overview(here: NoFlowHere) -> int:
 
 
 def _fail(exc: Exception, code: int, hint: str) -> int:
-    print(f"{type(exc).__name__}: {escape(str(exc))}", file=sys.stderr)
+    print(f"{type(exc).__name__}: {commands_in(escape(str(exc)))}", file=sys.stderr)
     print(f"  next: {command(hint)}", file=sys.stderr)
     return code
 
@@ -226,7 +227,7 @@ def _report(flow_ref: str, state: RunState, seconds: float) -> int:
     from .console import table_preview
     from .flows import runner
     from .flows.handle import RunHandle
-    from .flows.status import status_of
+    from .flows.status import flow_arg, status_of
 
     flow = runner.load_flow(flow_ref)
     run = RunHandle.open(flow, state.run)
@@ -248,9 +249,16 @@ def _report(flow_ref: str, state: RunState, seconds: float) -> int:
         print(f"  {command(st.next[1])}")
         return EXIT["ok"]
     if state.status == "failed":
-        print(f"PhaseFailed: {escape(state.error or '')}", file=sys.stderr)
+        from .flows.hints import missing_package
+
+        print(f"PhaseFailed: {commands_in(escape(state.error or ''))}", file=sys.stderr)
         print(f"  record: {_rel(run.paths.record(state.phases[state.cursor].id))}", file=sys.stderr)
-        print(f"  next: {command(st.next[0])}", file=sys.stderr)
+        if state.isolated and missing_package(state.error or ""):
+            build = f"praxis sandbox build {flow_arg(run.flow)}"
+            print(f"  next: {command(build)}   (once the package is in flow.yaml)", file=sys.stderr)
+            print(f"  then: {command(st.next[0])}", file=sys.stderr)
+        else:
+            print(f"  next: {command(st.next[0])}", file=sys.stderr)
         return EXIT["failed"]
     if state.status == "done":
         print(f"outputs in {_rel(run.paths.output)}/")

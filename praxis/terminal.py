@@ -129,6 +129,15 @@ def command(text: str) -> str:
     return text
 
 
+def commands_in(text: str) -> str:
+    """``text`` with each command it quotes (`praxis ...`, in backticks) written with the name
+    this praxis is reachable by, as ``command`` writes a printed one."""
+    name = program()
+    if name == "praxis":
+        return text
+    return text.replace("`praxis ", f"`{name} ").replace("`sudo praxis ", f"`sudo {name} ")
+
+
 def _shown(path: Path) -> str:
     absolute = Path(os.path.abspath(path))
     try:
