@@ -22,8 +22,10 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 
 from .errors import EXIT, PraxisError, UsageError, exit_code_of, next_of
 from .terminal import (
+    NoFlowHere,
     cancel_on_signals,
     command,
+    commands_in,
     escape,
     find_flow,
     quiet_pipes,
@@ -38,6 +40,7 @@ if TYPE_CHECKING:
     from .flows.state import RunState
 
 NOT_SEARCHED = ("chat", "serve", "sandbox", "mcp")  # FLOW may be new (chat), or is not a flow
+OVERVIEW = ("status", "runs")  # above several flows: list them with their newest run
 
 
 class Usage(UsageError):
@@ -62,7 +65,12 @@ def _main(argv: list[str] | None) -> int:
 def _dispatch(args: argparse.Namespace) -> int:
     try:
         if args.command not in NOT_SEARCHED and getattr(args, "flow", None):
-            args.flow = find_flow(args.flow)
+            try:
+                args.flow = find_flow(args.flow)
+            except NoFlowHere as here:
+                if args.command not in OVERVIEW:
+                    raise
+                return _overview(here)
         return int(args.func(args))
     except Exception as exc:
         if not _acted_on(exc):
@@ -124,8 +132,26 @@ def _acted_on(exc: Exception) -> TypeGuard[PraxisError | SandboxUnavailable]:
     )
 
 
+def _overview(here: NoFlowHere) -> int:
+    """``status`` / ``runs`` in a folder above flows: each flow and its newest run."""
+    import shlex
+
+    from .overview import describe, latest
+
+    if not here.below:
+        return _fail(here, here.exit_code, here.next(here.arg))
+    found = describe(Path(here.arg), [Path(p) for p in here.below])
+    width = max(len(f.path) for f in found)
+    print(f"{escape(here.arg)} holds no flow.yaml; the flows below it:")
+    for f in found:
+        print(f"  {escape(f.path).ljust(width)}  {escape(f.newest)}")
+    chosen = latest(found) or found[0]
+    print(f"next: {command(f'praxis status {shlex.quote(chosen.path)}')}")
+    return EXIT["ok"]
+
+
 def _fail(exc: Exception, code: int, hint: str) -> int:
-    print(f"{type(exc).__name__}: {escape(str(exc))}", file=sys.stderr)
+    print(f"{type(exc).__name__}: {commands_in(escape(str(exc)))}", file=sys.stderr)
     print(f"  next: {command(hint)}", file=sys.stderr)
     return code
 
@@ -250,7 +276,7 @@ def _report(flow_ref: str, state: RunState, seconds: float) -> int:
     from .console import table_preview
     from .flows import runner
     from .flows.handle import RunHandle
-    from .flows.status import status_of
+    from .flows.status import flow_arg, status_of
 
     flow = runner.load_flow(flow_ref)
     run = RunHandle.open(flow, state.run)
@@ -272,9 +298,16 @@ def _report(flow_ref: str, state: RunState, seconds: float) -> int:
         print(f"  {command(st.next[1])}")
         return EXIT["ok"]
     if state.status == "failed":
-        print(f"PhaseFailed: {escape(state.error or '')}", file=sys.stderr)
+        from .flows.hints import missing_package
+
+        print(f"PhaseFailed: {commands_in(escape(state.error or ''))}", file=sys.stderr)
         print(f"  record: {_rel(run.paths.record(state.phases[state.cursor].id))}", file=sys.stderr)
-        print(f"  next: {command(st.next[0])}", file=sys.stderr)
+        if state.isolated and missing_package(state.error or ""):
+            build = f"praxis sandbox build {flow_arg(run.flow)}"
+            print(f"  next: {command(build)}   (once the package is in flow.yaml)", file=sys.stderr)
+            print(f"  then: {command(st.next[0])}", file=sys.stderr)
+        else:
+            print(f"  next: {command(st.next[0])}", file=sys.stderr)
         return EXIT["failed"]
     if state.status == "done":
         print(f"outputs in {_rel(run.paths.output)}/")

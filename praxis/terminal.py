@@ -27,6 +27,26 @@ class NotAFlow(UsageError):
         return "praxis check FLOW"
 
 
+class NoFlowHere(NotAFlow):
+    """Raised for a folder that holds no flow.yaml, with none above it; ``below`` are the flow
+    folders found under it (as shown), nearest first."""
+
+    def __init__(self, arg: str, below: list[str]) -> None:
+        if below:
+            more = f" and {len(below) - 3} more" if len(below) > 3 else ""
+            found = f"; flows below it: {', '.join(below[:3])}{more}"
+        else:
+            found = "; no flow below it either (README: Your first flow)"
+        super().__init__(f"{arg} is not a flow: it holds no flow.yaml{found}")
+        self.arg = arg
+        self.below = below
+
+    def next(self, flow: str) -> str:
+        if self.below:
+            return f"praxis status {shlex.quote(self.below[0])}"
+        return "praxis check FLOW"
+
+
 # -- a closed pipe ---------------------------------------------------------------------------
 
 
@@ -115,6 +135,15 @@ def command(text: str) -> str:
     return text
 
 
+def commands_in(text: str) -> str:
+    """``text`` with each command it quotes (`praxis ...`, in backticks) written with the name
+    this praxis is reachable by, as ``command`` writes a printed one."""
+    name = program()
+    if name == "praxis":
+        return text
+    return text.replace("`praxis ", f"`{name} ").replace("`sudo praxis ", f"`sudo {name} ")
+
+
 def _shown(path: Path) -> str:
     absolute = Path(os.path.abspath(path))
     try:
@@ -143,7 +172,9 @@ def find_flow(arg: str) -> str:
     for parent in path.resolve().parents:
         if (parent / DEFINITION).is_file():
             return _shown(parent) if parent != Path.cwd() else "."
-    return arg
+    from .overview import flows_below  # a folder above the flows: say which are there
+
+    raise NoFlowHere(arg, [_shown(found) for found in flows_below(path)])
 
 
 # -- signals that cancel a run ---------------------------------------------------------------

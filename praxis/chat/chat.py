@@ -31,6 +31,9 @@ from .workfiles import Write
 
 MAX_CALLS = 30
 NOTE = "[praxis] "
+# A chat without a model: the scripted model replaying this session writes a small flow
+SCRIPTED = "praxis.agent.scripted:ScriptedChatModel"
+EXAMPLE_SESSION = Path(__file__).resolve().with_name("example_session.json")
 
 KEY_HELP: dict[str, str] = {
     # top level
@@ -378,8 +381,12 @@ def resolve_chat_model(root: Path, env: Mapping[str, str] | None = None) -> Any:
         return resolve_model(spec, env=env)
     except ModelUnavailable as exc:
         if "no chat model" in str(exc):
+            from praxis.agent.scripted import SCRIPT_ENV
+
             raise ModelUnavailable(
                 f"no chat model for the chat: set {ENV}=openai:gpt-4.1-mini (or any "
-                "provider:model, or package.module:Class), or 'model:' in flow.yaml"
+                "provider:model, or package.module:Class), or 'model:' in flow.yaml; to try "
+                f"the chat without one, set {ENV}={SCRIPTED} and {SCRIPT_ENV}={EXAMPLE_SESSION} "
+                "(a scripted session that writes a small flow)"
             ) from None
         raise

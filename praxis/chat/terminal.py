@@ -7,6 +7,7 @@ the last write changed), ``/diff`` (this session's changes), ``/check`` (the con
 
 from __future__ import annotations
 
+import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -15,6 +16,8 @@ from typing import Any, TextIO
 from praxis.agent.approvals import terminal_approver
 from praxis.errors import PraxisError
 from praxis.flows import contract
+from praxis.terminal import command as printed
+from praxis.terminal import commands_in
 
 from .chat import Chat, ChatEvent, open_chat, resolve_chat_model
 from .trial import try_phases
@@ -91,8 +94,8 @@ def main(
                 chat.interrupted()
                 out.write("\npraxis: stopped; the transcript keeps what happened\n")
                 return 130
-            out.write(f"praxis: transcript {_rel(chat.transcript.path)}; go on with: "
-                      f"praxis chat {flow} --resume\n")  # fmt: skip
+            resume_it = printed(f"praxis chat {shlex.quote(flow)} --resume")
+            out.write(f"praxis: transcript {_rel(chat.transcript.path)}; go on with: {resume_it}\n")
             return 0
         return repl(chat, flow, stdin or sys.stdin, out)
     except PraxisError as exc:  # the model cannot be called; the transcript keeps the turn
@@ -109,7 +112,8 @@ def repl(chat: Chat, flow: str, inp: TextIO, out: TextIO) -> int:
         while True:
             line = _read(inp, out)
             if line is None or line.strip() in ("/quit", "/exit"):
-                out.write("praxis: bye. Check the flow with: praxis check " + flow + "\n")
+                check_it = printed(f"praxis check {shlex.quote(flow)}")
+                out.write(f"praxis: bye. Check the flow with: {check_it}\n")
                 return 0
             text = line.strip()
             if not text:
@@ -205,6 +209,6 @@ def _error(exc: PraxisError, flow: str) -> int:
 
 
 def _fail(message: str, hint: str, code: int = 2) -> int:
-    print(message, file=sys.stderr)
-    print(f"  next: {hint}", file=sys.stderr)
+    print(commands_in(message), file=sys.stderr)
+    print(f"  next: {printed(hint)}", file=sys.stderr)
     return code

@@ -15,6 +15,8 @@ import tokenize
 from dataclasses import dataclass
 from typing import Any
 
+from sandbox.errors import SandboxError
+
 from . import notebook_check
 from .model import Flow, Phase
 
@@ -120,13 +122,73 @@ def report(flow: Flow, phase_id: str | None = None) -> tuple[list[str], list[str
             lines.append(f"{where}: parameters of cell {found.cell}")
             lines += [p.line() for p in found.parameters] or ["  (none: the cell assigns nothing)"]
         lines.append(f"  praxis also sets: {', '.join(INJECTED_NAMES)}")
-        for name in wanted:
-            if name not in found.names:
-                warnings.append(
-                    f"warning: flow parameter {name!r} is not a parameter of {where}; "
-                    f"add `{name} = {wanted[name]!r}` to its parameters cell"
-                )
+    for name in unread(flow, wanted):
+        warnings.append(
+            f"warning: flow parameter {name!r} is read by no phase (no script, notebook or "
+            f"prompt names it); read it as params[{name!r}], or add `{name} = {wanted[name]!r}` "
+            "to a notebook's parameters cell"
+        )
     return lines, warnings
+
+
+def unread(flow: Flow, names: dict[str, Any]) -> list[str]:
+    """The flow parameters no phase names. Python sources (scripts, notebooks' code cells)
+    read a name that appears in them as a name or a string; an agent's prompt is given every
+    parameter, so a flow with an agent phase reads them all."""
+    left = dict.fromkeys(names)
+    for phase in flow.phases:
+        if not left:
+            break
+        if phase.kind == "agent":
+            return []
+        for name in _named_in(flow, phase) & left.keys():
+            del left[name]
+    return list(left)
+
+
+def _named_in(flow: Flow, phase: Phase) -> set[str]:
+    """Names and string literals of a script or notebook phase's code (empty if unreadable)."""
+    try:
+        if phase.kind == "notebook":
+            nb = notebook_check.read(flow.root / str(phase.script))
+            sources = [_text(c.source) for c in nb.cells if c.cell_type == "code"]
+        else:
+            sources = [_read_script(flow, str(phase.script))]
+    except (OSError, ValueError, SandboxError, notebook_check.NotebookProblem):
+        return set()  # `praxis check` says why it cannot be read
+    found: set[str] = set()
+    for source in sources:
+        found |= _tokens(source)
+    return found
+
+
+def _read_script(flow: Flow, name: str) -> str:
+    from sandbox.paths import confined
+
+    with confined(flow.root, name).open("rb") as fh:
+        return fh.read(notebook_check.MAX_BYTES).decode("utf-8", "replace")
+
+
+def _text(source: Any) -> str:
+    return "".join(source) if isinstance(source, list) else str(source)
+
+
+def _tokens(source: str) -> set[str]:
+    found: set[str] = set()
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+            if tok.type == tokenize.NAME:
+                found.add(tok.string)
+            elif tok.type == tokenize.STRING:
+                try:
+                    value = ast.literal_eval(tok.string)
+                except (ValueError, SyntaxError, MemoryError, RecursionError):
+                    continue
+                if isinstance(value, str):
+                    found.add(value)
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        pass  # IPython magics, or a cell cut short: what was read so far counts
+    return found
 
 
 def _type_of(value: ast.expr | None) -> str:

@@ -32,6 +32,7 @@ from .events import (
 )
 from .handle import RunHandle
 from .handout import Handout
+from .hints import with_hint
 from .model import Phase
 from .record import Record
 from .state import STOPPED
@@ -408,7 +409,7 @@ def _message(exc: Exception, sandbox: Sandbox) -> str:
             text += f" (the workspace's disk quota is {quota >> 20} MiB: sandbox.disk)"
     if len(text) > MAX_ERROR:
         text = text[:MAX_ERROR] + f" … [{len(text) - MAX_ERROR} characters cut]"
-    return text
+    return with_hint(text, isolated=sandbox.isolated)
 
 
 class _CancelWatch:

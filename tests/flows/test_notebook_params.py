@@ -65,8 +65,25 @@ def test_params_warns_of_a_flow_parameter_the_notebook_does_not_declare(tmp_path
         assert res.returncode == 0
         warned = res.stderr.splitlines()
     assert warned == [
-        "warning: flow parameter 'week' is not a parameter of nb/work.ipynb (phase work); "
-        "add `week = '2026-W48'` to its parameters cell"
+        "warning: flow parameter 'week' is read by no phase (no script, notebook or prompt "
+        "names it); read it as params['week'], or add `week = '2026-W48'` to a notebook's "
+        "parameters cell"
+    ]
+
+
+def test_params_does_not_warn_of_a_parameter_a_script_phase_reads(tmp_path: Path) -> None:
+    root = flow_of(tmp_path, "parameters.ipynb", outputs="[out.txt]")
+    (root / "tally.py").write_text("print(params['week'])\n")
+    text = (root / "flow.yaml").read_text()
+    text = text.replace("phases:", "params: {threshold: 8.0, week: 2026-W48, unused: 1}\nphases:")
+    text += "  - id: tally\n    kind: script\n    script: tally.py\n"
+    (root / "flow.yaml").write_text(text)
+    res = praxis("params", str(root))
+    assert res.returncode == 0, res.stderr
+    assert res.stderr.splitlines() == [
+        "warning: flow parameter 'unused' is read by no phase (no script, notebook or prompt "
+        "names it); read it as params['unused'], or add `unused = 1` to a notebook's "
+        "parameters cell"
     ]
 
 
