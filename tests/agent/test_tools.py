@@ -201,4 +201,7 @@ def test_extract_without_a_database_says_so(make: Make) -> None:
         approver=lambda phase, code: True,
     )
     agent.run(h.ctx)
-    assert h.tool_results()[0] == "error: this flow declares no 'database' in flow.yaml"
+    assert h.tool_results()[0] == (
+        "error: this flow declares no 'database' in flow.yaml, and this phase has no "
+        "CSV, TSV or Parquet working input to query"
+    )
