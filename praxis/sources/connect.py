@@ -133,8 +133,11 @@ class Session:
     def close(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
-        if self._open_stream:  # stopped early (a cap): do not wait for the rest of the result
+        if self._open_stream:  # stopped early (a cap): never wait for the rest of the result
+            # a server blocked on sending rows acts on a cancel only once they are read, so
+            # the connection is dropped, not rolled back: the server ends the query with it
             self.interrupt()
+            self.conn.invalidate()
         for step in (self.conn.rollback, self.conn.close, self.engine.dispose):
             try:
                 step()
