@@ -201,6 +201,10 @@ def profile(path: Path) -> str:
     size = path.stat().st_size
     if size > PROFILE_MAX_BYTES:
         return f"{size:,} bytes: too large to profile here; inspect it with code."
+    if path.suffix.lower() == ".parquet":  # from its metadata and first rows: bounded
+        from praxis import parquet
+
+        return parquet.profile(path, SAMPLE_ROWS)
     try:
         frame = _read_table(path)
     except Exception as exc:  # a malformed file is reported to the model, not fatal

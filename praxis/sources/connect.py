@@ -256,6 +256,7 @@ def _views(raw: Any, tables: Mapping[str, Path]) -> None:
     """Each input a temporary view named by its workspace name; then only those files are
     readable, and the configuration is locked so no query can loosen it."""
     cur = raw.cursor()
+    cur.execute("SET enable_progress_bar = false")  # it would print on praxis's terminal
     for name, path in tables.items():
         reader = "read_parquet" if name.lower().endswith(".parquet") else "read_csv"
         extra = ", delim = '\\t'" if name.lower().endswith(".tsv") else ""
