@@ -1,12 +1,14 @@
 """Project-wide fixtures and the ``docker`` marker policy.
 
 Tests marked ``docker`` are skipped when no Docker daemon answers, and FAIL instead when
-``PRAXIS_REQUIRE_DOCKER=1`` (as in CI), so a broken daemon never looks green there.
+``PRAXIS_REQUIRE_DOCKER=1`` (as in CI), so a broken daemon never looks green there. The
+``postgres`` fixture follows the same rule with ``PRAXIS_REQUIRE_POSTGRES=1``.
 """
 
 from __future__ import annotations
 
 import gc
+import importlib.util
 import os
 import subprocess
 import warnings
@@ -18,6 +20,7 @@ import pytest
 
 from sandbox import Sandbox, open_sandbox
 
+from . import pg_server
 from .labels import TEST_LABEL
 
 
@@ -86,6 +89,24 @@ def docker_image() -> str:
     from sandbox.image.build import ensure_image
 
     return ensure_image(progress=lambda _line: None)
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[pg_server.Server]:
+    """A PostgreSQL server of this session on a unix socket (tests/pg_server.py)."""
+    where = pg_server.bindir()
+    reason = None
+    if where is None:
+        reason = "no PostgreSQL server binaries: apt-get install postgresql"
+    elif importlib.util.find_spec("psycopg") is None:
+        reason = "psycopg is not installed: pip install 'praxis[postgres]'"
+    if reason is not None:
+        if os.environ.get("PRAXIS_REQUIRE_POSTGRES") == "1":
+            pytest.fail(f"PRAXIS_REQUIRE_POSTGRES=1 but {reason}")
+        pytest.skip(reason)
+    assert where is not None
+    with pg_server.running(where) as server:
+        yield server
 
 
 def _remove_test_containers() -> None:

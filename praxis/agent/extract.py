@@ -1,31 +1,41 @@
-"""Run SQL on the host against the flow's data source and save the result as CSV.
+"""Run SQL on the host against the phase's data and save the result in the workspace.
 
-``flow.database`` is a SQLite file of the flow (opened read-only) or a URL with ``://``
-(through SQLAlchemy, when installed). The query runs on the host, never in the sandbox; only
-the CSV result enters the workspace.
+The data is the flow's ``database:`` (a SQLite file, or a SQLite, DuckDB or PostgreSQL URL:
+``praxis.sources``). With no database, or a DuckDB one, the phase's CSV, TSV and Parquet
+working inputs are tables too, named as the workspace names them (``SELECT * FROM
+'sales.parquet'``): DuckDB reads copies of them, taken from the workspace by descriptor. The
+query runs on the host, never in the sandbox, read-only, within the phase's timeout; only
+the result enters the workspace, as CSV, TSV or Parquet by the name's extension.
 """
 
 from __future__ import annotations
 
-import csv
-import sqlite3
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sandbox.paths import confined
+from praxis.flows.context import PhaseContext
+from praxis.sources import sink
+from praxis.sources.connect import QueryError, Unavailable, open_session
+from praxis.sources.source import BadSource, Source, parse
+from sandbox.errors import SandboxError
 
-MAX_ROWS = 1_000_000
+TABULAR = (".csv", ".tsv", ".parquet")
+FILES_ONLY = "duckdb:///:memory:"
+DEFAULT_SECONDS = 600.0
+
+Fetch = Callable[[str, Path], object]  # copy workspace file ``name`` to a host path
+Upload = Callable[[Path, str], object]  # place a host file at workspace ``name``
 
 
 class ExtractError(Exception):
-    """The query could not run (bad SQL, no database); the message is shown to the model."""
+    """The query could not run (bad SQL, a refused write, a cap); the message is for the model."""
 
 
 class SourceUnavailable(ExtractError):
-    """The flow has no usable data source (none declared, missing file, no SQLAlchemy)."""
+    """The phase has no usable data source (none declared, a missing file or driver)."""
 
 
 @dataclass(frozen=True)
@@ -42,80 +52,123 @@ class Extracted:
         return text
 
 
-def run_query(database: str | None, root: Path, query: str, dest: Path) -> Extracted:
-    """Run ``query`` against ``database`` and write the result as CSV to host file ``dest``."""
-    if not database:
-        raise SourceUnavailable("this flow declares no 'database' in flow.yaml")
-    if "://" in database:
-        columns, rows = _sqlalchemy_rows(database, query)
-        return _write_csv(dest, columns, rows)
-    try:
-        path = confined(root, database)
-    except Exception as exc:
-        raise SourceUnavailable(f"database {database!r}: {exc}") from exc
-    uri = path.resolve().as_uri() + "?mode=ro"
-    conn = sqlite3.connect(uri, uri=True)
-    try:
-        conn.execute("PRAGMA query_only = ON")
-        cursor = conn.execute(query)
-        columns = [d[0] for d in cursor.description or ()]
-        if not columns:
-            raise ExtractError("the statement returned no result set; extract needs a SELECT")
-        return _write_csv(dest, columns, cursor)
-    except sqlite3.Error as exc:
-        raise ExtractError(f"SQL error: {exc}") from exc
-    finally:
-        conn.close()
+@dataclass(frozen=True)
+class Data:
+    """What one phase's extracts may read: the flow's database and the phase's tables."""
 
+    database: str | None  # flow.yaml's ``database:`` as written
+    root: Path  # the flow folder (relative database files live there)
+    inputs: Sequence[str] = ()  # the phase's working inputs (workspace names)
+    fetch: Fetch | None = None  # how to copy an input out of the workspace
+    seconds: float = DEFAULT_SECONDS  # the phase's budget for one extract
 
-def _sqlalchemy_rows(url: str, query: str) -> tuple[list[str], list[Sequence[Any]]]:
-    try:
-        import sqlalchemy
-    except ImportError as exc:
-        raise SourceUnavailable(
-            f"database {url.split('://')[0]}://... needs SQLAlchemy: pip install sqlalchemy "
-            "and the database's driver"
-        ) from exc
-    engine = sqlalchemy.create_engine(url)
-    try:
-        with engine.connect() as conn:
-            result = conn.execute(sqlalchemy.text(query))
-            if not result.returns_rows:
-                raise ExtractError("the statement returned no result set; extract needs a SELECT")
-            columns = list(result.keys())
-            rows: list[Sequence[Any]] = [tuple(r) for r in result.fetchmany(MAX_ROWS + 1)]
-            conn.rollback()
-        return columns, rows
-    except sqlalchemy.exc.SQLAlchemyError as exc:
-        raise ExtractError(f"SQL error: {exc}") from exc
-    finally:
-        engine.dispose()
-
-
-def _write_csv(dest: Path, columns: list[str], rows: Iterable[Sequence[Any]]) -> Extracted:
-    count = 0
-    sample: list[tuple[Any, ...]] = []
-    with dest.open("w", newline="", encoding="utf-8") as fh:
-        writer = csv.writer(fh, lineterminator="\n")
-        writer.writerow(columns)
-        for row in rows:
-            if count >= MAX_ROWS:
-                raise ExtractError(
-                    f"the query returns more than {MAX_ROWS:,} rows; filter or aggregate in SQL"
+    def source(self) -> Source:
+        tables = self.tables()
+        if not self.database:
+            if not tables:
+                raise SourceUnavailable(
+                    "this flow declares no 'database' in flow.yaml, and this phase has no "
+                    "CSV, TSV or Parquet working input to query"
                 )
-            writer.writerow(row)
-            if count < 5:
-                sample.append(tuple(row))
-            count += 1
-    return Extracted(dest.name, columns, count, sample)
+            return parse(FILES_ONLY)
+        try:
+            return parse(self.database)
+        except BadSource as exc:
+            raise SourceUnavailable(f"database: {exc}") from None
+
+    def tables(self) -> list[str]:
+        """The working inputs an extract may query as tables (a DuckDB source only)."""
+        return [n for n in self.inputs if n.lower().endswith(TABULAR)]
 
 
-def extract_to_workspace(
-    database: str | None, root: Path, query: str, upload: Any, name: str
-) -> Extracted:
-    """Run the query into a temporary CSV and ``upload(path, name)`` it into the workspace."""
+def data_of(ctx: PhaseContext) -> Data:
+    """What this phase's extracts read: the flow's database and the phase's working inputs."""
+    return Data(
+        database=ctx.flow.database,
+        root=ctx.flow.root,
+        inputs=ctx.phase.working,
+        fetch=ctx.sandbox.fetch,
+        seconds=ctx.timeout,
+    )
+
+
+def run_query(data: Data, query: str, dest: Path) -> Extracted:
+    """Run ``query`` and write its result to host file ``dest`` (format by its extension)."""
+    problem = sink.format_problem(dest.name)
+    if problem:
+        raise ExtractError(problem)
+    source = data.source()
+    with tempfile.TemporaryDirectory(prefix="praxis-query-") as tmp:
+        scratch = Path(tmp)
+        tables = _copies(data, scratch) if source.engine == "duckdb" else {}
+        try:
+            with open_session(
+                source, data.root, seconds=data.seconds, scratch=scratch, tables=tables
+            ) as session:
+                columns, batches = session.rows(query)
+                (scratch / "spool").mkdir()
+                written = sink.write(dest, columns, batches, scratch / "spool")
+        except Unavailable as exc:
+            _discard(dest)
+            raise SourceUnavailable(str(exc)) from None
+        except (QueryError, sink.CapReached) as exc:
+            _discard(dest)
+            raise ExtractError(str(exc)) from None
+    return Extracted(dest.name, columns, written.rows, written.sample)
+
+
+def _copies(data: Data, scratch: Path) -> dict[str, Path]:
+    """A host copy of each tabular input, by a name of praxis's own choosing."""
+    names = data.tables()
+    if names and data.fetch is None:
+        raise SourceUnavailable("this phase's files cannot be copied for a query")
+    folder = scratch / "inputs"
+    folder.mkdir()
+    copies: dict[str, Path] = {}
+    for i, name in enumerate(names):
+        dest = folder / f"{i}{Path(name).suffix.lower()}"
+        try:
+            assert data.fetch is not None
+            data.fetch(name, dest)
+        except (SandboxError, OSError) as exc:  # refused or missing: the model is told
+            raise SourceUnavailable(f"working input {name} cannot be read: {exc}") from None
+        copies[name] = dest
+    return copies
+
+
+def _discard(dest: Path) -> None:
+    dest.unlink(missing_ok=True)
+
+
+def extract_to_workspace(data: Data, query: str, upload: Upload, name: str) -> Extracted:
+    """Run the query into a temporary file and ``upload(path, name)`` it into the workspace."""
     with tempfile.TemporaryDirectory(prefix="praxis-extract-") as tmp:
-        dest = Path(tmp) / "result.csv"
-        result = run_query(database, root, query, dest)
+        dest = Path(tmp) / f"result{Path(name).suffix.lower()}"
+        result = run_query(data, query, dest)
         upload(dest, name)
     return Extracted(name, result.columns, result.rows, result.sample)
+
+
+def describe(data: Data) -> str:
+    """What the prompt tells the model of its extracts: the engine, and the files as tables."""
+    try:
+        source = data.source()
+    except SourceUnavailable:
+        return ""
+    tables = ", ".join(f"'{n}'" for n in data.tables()) if source.engine == "duckdb" else ""
+    lines = [f"extract and extract_prepared run read-only SQL on {_engine(source)}."]
+    if tables:
+        lines.append(f"These working inputs are tables there, by their names: {tables} "
+                     f"(for example SELECT * FROM {tables.split(', ')[0]}).")  # fmt: skip
+    lines.append(
+        "The result is written as CSV, TSV or Parquet by the extension of `name`; one extract "
+        f"keeps at most {sink.MAX_ROWS:,} rows and {sink.MAX_BYTES // 2**20} MiB."
+    )
+    return " ".join(lines)
+
+
+def _engine(source: Source) -> str:
+    if source.text == FILES_ONLY:
+        return "DuckDB"
+    return {"sqlite": "the flow's SQLite database", "duckdb": "the flow's DuckDB database",
+            "postgresql": "the flow's PostgreSQL database"}[source.engine]  # fmt: skip

@@ -39,8 +39,8 @@ Tools:
 - run_prepared(name): run a prepared script (no approval needed).
 - run_python(code): run Python in the kernel. Code that is not exactly a prepared script \
 waits for a person's approval and may be refused.
-- extract_prepared(query_name, name): run a prepared SQL query on the flow's database and \
-save the result as CSV file `name` in the workspace.
+- extract_prepared(query_name, name): run a prepared SQL query on the phase's data (the \
+task says which) and save the result as file `name` in the workspace (.csv, .tsv or .parquet).
 - extract(query, name): the same with your own SQL (needs approval).
 - write_output(name, text): write a declared text output (a summary, a report). It refuses \
 names that code or an extract wrote: data is produced by code, never transcribed.
@@ -65,6 +65,7 @@ def task_message(ctx: PhaseContext) -> str:
         _working(ctx),
         _reference(ctx),
         _prepared(ctx),
+        _data(ctx),
         _limits(ctx),
     ]
     return "\n\n".join(s for s in sections if s)
@@ -200,6 +201,10 @@ def profile(path: Path) -> str:
     size = path.stat().st_size
     if size > PROFILE_MAX_BYTES:
         return f"{size:,} bytes: too large to profile here; inspect it with code."
+    if path.suffix.lower() == ".parquet":  # from its metadata and first rows: bounded
+        from praxis import parquet
+
+        return parquet.profile(path, SAMPLE_ROWS)
     try:
         frame = _read_table(path)
     except Exception as exc:  # a malformed file is reported to the model, not fatal
@@ -245,6 +250,13 @@ def _prepared(ctx: PhaseContext) -> str:
             text = clip(_read_text(ctx, rel, ctx.flow.root), SCRIPT_CHARS)
             parts.append(f"## `{Path(rel).stem}` ({rel})\n\n```sql\n{text.rstrip()}\n```")
     return "\n\n".join(parts)
+
+
+def _data(ctx: PhaseContext) -> str:
+    from .extract import data_of, describe
+
+    text = describe(data_of(ctx))
+    return f"# Data for extracts\n\n{text}" if text else ""
 
 
 def _limits(ctx: PhaseContext) -> str:

@@ -18,12 +18,13 @@ from typing import Any
 
 from praxis.flows.context import PhaseContext
 from praxis.flows.events import CodeRan
+from praxis.sources import sink
 from sandbox import ExecResult
 from sandbox.paths import name_problem
 
 from . import approvals
 from .events import ToolCalled
-from .extract import ExtractError, extract_to_workspace
+from .extract import ExtractError, data_of, extract_to_workspace
 from .prompt import clip, limit
 
 RESULT_CHARS = 4_000
@@ -48,15 +49,15 @@ SCHEMAS = [
     tool_schema("run_prepared", "Run a prepared script by name.", name="the script's name"),
     tool_schema(
         "extract",
-        "Run a SQL query on the flow's database; save the result as a CSV file.",
+        "Run a SQL query on the phase's data (see the task); save the result as a file.",
         query="SQL SELECT statement",
-        name="workspace file name for the CSV",
+        name="workspace file name: .csv, .tsv or .parquet",
     ),
     tool_schema(
         "extract_prepared",
-        "Run a prepared SQL query by name; save the result as a CSV file.",
+        "Run a prepared SQL query by name; save the result as a file.",
         query_name="the prepared query's name",
-        name="workspace file name for the CSV",
+        name="workspace file name: .csv, .tsv or .parquet",
     ),
     tool_schema(
         "write_output",
@@ -198,10 +199,9 @@ class Toolbox:
         self.ctx.record.markdown(f"**{label}** → `{name}`\n\n```sql\n{query.strip()}\n```")
         before = self.ctx.sandbox.listing()
         try:
-            done = extract_to_workspace(
-                self.ctx.flow.database, self.ctx.flow.root, query, self.ctx.sandbox.upload, name
-            )
+            done = extract_to_workspace(data_of(self.ctx), query, self.ctx.sandbox.upload, name)
         except ExtractError as exc:
+            self.ctx.record.markdown(f"**{label} failed**: {exc}")
             return "error", f"error: {exc}"
         self._note_written(before)
         self.written.add(name)
@@ -217,7 +217,8 @@ class Toolbox:
         problem = name_problem(name)
         if problem:
             return f"refused: file name {name!r} {problem}"
-        return None
+        problem = sink.format_problem(name)
+        return f"refused: {problem}" if problem else None
 
     def _prepared_name(self, code: str) -> str | None:
         for stem, rel in self.scripts.items():

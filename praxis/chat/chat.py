@@ -44,7 +44,8 @@ KEY_HELP: dict[str, str] = {
         "packages: [...]}"
     ),
     "model": "the chat model of agent phases, 'provider:model' (PRAXIS_MODEL overrides it)",
-    "database": "a SQLite file of the flow or a SQLAlchemy URL, for agent extracts",
+    "database": "a SQLite file of the flow, or a sqlite:///, duckdb:/// or postgresql+psycopg:// "
+    "URL (passwords as ${NAME} from the environment), for agent extracts",
     "phases": "the ordered list of phases (at least one)",
     "params": (
         "run parameters with their defaults, {name: value}; `praxis run FLOW -p name=value` "

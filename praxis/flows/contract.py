@@ -242,10 +242,15 @@ class _Builder(ValueReader):
         return found
 
     def database(self, value: Any) -> str | None:
+        """A SQLite file of the flow, or a URL (SQLAlchemy is loaded only for a URL)."""
         s = self.string(value, "database")
-        if s is not None and "://" not in s and self.name(s, "database") is not None:
-            self.flow_file(s, "database")
-        return s
+        if s is None or ("://" not in s and self.name(s, "database") is None):
+            return s
+        from ..sources import source
+
+        if "://" not in s and (problem := source.file_problem(self.root, s)):
+            self.error("database", problem)  # a database may be larger than other flow files
+        return s if "://" not in s or source.check(s, self.root, self) else None
 
     def phases(self, value: Any) -> tuple[Phase, ...]:
         if not isinstance(value, list):

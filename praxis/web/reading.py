@@ -7,17 +7,19 @@ hashing never holds up the event loop.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from praxis import parquet
 from praxis.flows import live
 from praxis.flows.handle import RunHandle
 from sandbox.errors import PathRefused
 from sandbox.paths import confined
 
-from . import catalog, changes, csvedit, notebook, render, tables, views
+from . import catalog, changes, csvedit, notebook, parquet_view, render, tables, views
 
 if TYPE_CHECKING:
     from .app import UI
@@ -58,6 +60,8 @@ class Reader:
             run = self.open(request)
             name = q.get("name", "")
             path = confined(run.paths.output, name)
+            if parquet.is_parquet(name):
+                return self.parquet_rows(path, q.get("start", ""), q.get("n", ""))
             if not tables.is_table(name):
                 raise catalog.NotFound(f"{name} is not a table")
             idx = csvedit.index(path)
@@ -75,6 +79,19 @@ class Reader:
                 "version": idx.token,
             }
         )
+
+    def parquet_rows(self, path: Path, start_text: str, n_text: str) -> Response:
+        start = int(start_text) if start_text.isdigit() else 0
+        count = int(n_text) if n_text.isdigit() else tables.PAGE_ROWS
+        try:
+            total = parquet.shape(path).rows
+            rows = parquet_view.rows_of(path, start, count)
+        except parquet.NotReadable as exc:
+            return JSONResponse({"error": str(exc)}, status_code=404)
+        version = parquet_view.version(path)
+        shown = [[i, c] for i, cells in rows for c in range(len(cells))]  # every cell: read-only
+        data = {"start": start, "rows": rows, "clipped": shown, "total": total, "version": version}
+        return JSONResponse(data)
 
     def text(self, request: Request) -> Response:
         """The text of an output as its edit box shows it (up to views.MAX_TEXT_EDIT bytes)."""
@@ -133,6 +150,12 @@ class Reader:
                 ctx["table"], kind = tables.page_of(path, page), "table"
             except csvedit.NotATable:
                 kind = "text"
+        elif parquet.is_parquet(name):
+            try:
+                page = int(q["page"]) if q.get("page", "").isdigit() else 1
+                ctx["table"], kind = parquet_view.page_of(path, page), "table"
+            except parquet.NotReadable as exc:
+                ctx["problem"] = str(exc)
         elif lower.endswith(views.TEXT_SUFFIXES + (".jsonl", ".csv", ".tsv", ".ipynb")):
             kind = "text"
         if kind == "text":

@@ -19,6 +19,8 @@ from . import changes, tables
 
 def text_save(path: Path, text: str) -> bytes:
     """The bytes of a whole-file text edit of ``path``; BadEdit when it may not be saved."""
+    if path.name.lower().endswith(".parquet"):
+        raise tables.BadEdit(f"{path.name} is Parquet: it is read-only here; change it by hand")
     if tables.is_table(path.name):
         return tables.check_text(path, text)
     data = text.replace("\r\n", "\n")

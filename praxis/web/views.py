@@ -14,12 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from praxis import parquet
 from praxis.flows.events import Event, EventLog, EventLogCorrupt
 from praxis.flows.handle import RunHandle
 from praxis.flows.layout import writable_names
 from praxis.flows.state import RunState
 
-from . import csvedit, render, tables
+from . import csvedit, parquet_view, render, tables
 
 TEXT_SUFFIXES = (".md", ".txt", ".json", ".yaml", ".yml", ".sql", ".py", ".log", ".html", ".xml")
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp")
@@ -52,6 +53,7 @@ class Artifact:
     text: str | None = None
     problem: str | None = None  # why it is offered as text only, or not at all
     lazy: bool = False  # the text box is filled when opened (/text), not in the page
+    readonly: bool = False  # shown as a table, never edited in the page (Parquet)
 
     @property
     def markdown(self) -> bool:
@@ -178,6 +180,12 @@ def artifact(path: Path, page: int) -> Artifact:
         elif size <= MAX_TEXT_EDIT:
             art.text, art.lazy = "", True
         return art
+    if parquet.is_parquet(name):
+        try:
+            return Artifact(name, "table", size, table=parquet_view.page_of(path, page),
+                            readonly=True)  # fmt: skip
+        except parquet.NotReadable as exc:
+            return Artifact(name, "binary", size, problem=str(exc))
     if lower.endswith(IMAGE_SUFFIXES) or lower.endswith(".svg"):
         return Artifact(name, "image", size)
     if lower.endswith(TEXT_SUFFIXES):

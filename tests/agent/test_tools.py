@@ -201,4 +201,41 @@ def test_extract_without_a_database_says_so(make: Make) -> None:
         approver=lambda phase, code: True,
     )
     agent.run(h.ctx)
-    assert h.tool_results()[0] == "error: this flow declares no 'database' in flow.yaml"
+    assert h.tool_results()[0] == (
+        "error: this flow declares no 'database' in flow.yaml, and this phase has no "
+        "CSV, TSV or Parquet working input to query"
+    )
+
+
+def test_extract_queries_the_phases_parquet_input_and_writes_parquet(
+    make: Make, flow_root: Path
+) -> None:
+    import pandas as pd
+
+    from praxis.agent.prompt import task_message
+
+    (flow_root / "data").mkdir()
+    sales = pd.DataFrame({"region": ["n", "s", "n"], "amount": [1.5, 2.0, 3.0]})
+    sales.to_parquet(flow_root / "data" / "sales.parquet")
+    query = "SELECT region, sum(amount) AS amount FROM 'data/sales.parquet' GROUP BY 1 ORDER BY 1"
+    h = make(
+        [
+            reply(
+                call("extract", query=query, name="by_region.parquet"),
+                call("extract", query="SELECT 1", name="one.xlsx"),
+            ),
+            reply(text="ok"),
+        ],
+        approver=lambda phase, code: True,
+        working=("data/sales.parquet",),
+        outputs=("by_region.parquet",),
+    )
+    assert "'data/sales.parquet' (for example SELECT * FROM 'data/sales.parquet')" in (
+        task_message(h.ctx)
+    )
+    agent.run(h.ctx)
+    wrote, refused = h.tool_results()
+    assert wrote.startswith("wrote by_region.parquet: 2 rows, columns region, amount")
+    assert refused.startswith("refused: an extract is written as .csv, .tsv, .parquet")
+    got = pd.read_parquet(h.workspace / "by_region.parquet")
+    assert got.to_dict("list") == {"region": ["n", "s"], "amount": [4.5, 2.0]}

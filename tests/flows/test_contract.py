@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import textwrap
 from pathlib import Path
 
@@ -386,8 +387,52 @@ def test_inputs_get_a_suggestion_from_the_flow_folder(tmp_path: Path) -> None:
 def test_database_is_a_file_of_the_flow_or_a_url(tmp_path: Path) -> None:
     folder = make(tmp_path, SCRIPT_PHASE + "database: shop.sqlite\n")
     assert only(folder) == "flow.yaml: database: 'shop.sqlite' does not exist in the flow folder"
-    (folder / "flow.yaml").write_text(SCRIPT_PHASE + "database: pg://db/x\n")
-    assert contract.require(folder).database == "pg://db/x"
+    (folder / "flow.yaml").write_text(SCRIPT_PHASE + "database: postgresql://db/x\n")
+    assert contract.require(folder).database == "postgresql://db/x"
+
+
+@pytest.mark.parametrize(
+    ("url", "says"),
+    [
+        ("pg://db/x", "'pg://db/x': praxis reads sqlite, duckdb, postgresql databases"),
+        ("mysql://u@h/x", "praxis reads sqlite, duckdb, postgresql databases (it holds them"),
+        ("postgresql+psycopg2://h/x", "write postgresql or postgresql+psycopg:// (praxis's"),
+        ("duckdb:///data/none.duckdb", "'data/none.duckdb' does not exist in the flow folder"),
+        ("sqlite:///../up.sqlite", "'../up.sqlite' leads outside the flow folder"),
+        ("sqlite://", "'sqlite://' is an empty database: name the SQLite file"),
+        ("postgresql://u:hunter2@h/x", "'postgresql://u:***@h/x' holds a password: write ${"),
+        ("postgresql://u@h/x?password=hunter2", "'postgresql://u@h/x?password=***' holds"),
+    ],
+)
+def test_a_database_url_is_checked_without_showing_a_password(
+    tmp_path: Path, url: str, says: str
+) -> None:
+    folder = make(tmp_path, SCRIPT_PHASE + f"database: '{url}'\n")
+    _, report = contract.load(folder)
+    assert [p.location for p in report.errors] == ["database"]
+    assert says in str(report.errors[0])
+    assert "hunter2" not in str(report)
+
+
+def test_an_unset_reference_is_a_warning_and_a_missing_driver_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = "postgresql+psycopg://reader:${PRAXIS_T_PW}@db/shop"
+    folder = make(tmp_path, SCRIPT_PHASE + f"database: '{url}'\n")
+    monkeypatch.delenv("PRAXIS_T_PW", raising=False)
+    flow, report = contract.load(folder)
+    assert flow is not None and flow.database == url  # kept as written: the reference
+    assert report.lines() == [
+        "flow.yaml: database: warning: ${PRAXIS_T_PW} is not set in this environment: "
+        "set it before a run"
+    ]
+    monkeypatch.setenv("PRAXIS_T_PW", "s3cret")
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # as if the extra were not installed
+    _, report = contract.load(folder)
+    assert report.lines() == [
+        "flow.yaml: database: postgresql needs psycopg, which is not installed: "
+        f"{sys.executable} -m pip install 'praxis[postgres]'"
+    ]
 
 
 # -- paths ---------------------------------------------------------------------------------------

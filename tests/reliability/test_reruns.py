@@ -118,10 +118,19 @@ def kinds_count(run: Path, kind: str) -> int:
 
 @pytest.mark.parametrize("name", EXAMPLES)
 def test_item27_example_reruns_and_reopens_give_identical_outputs(
-    name: str, backend: Backend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    name: str,
+    backend: Backend,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    request: pytest.FixtureRequest,
 ) -> None:
     for key, value in SCRIPTED.items():
         monkeypatch.setenv(key, value)
+    if (FLOWS / name / "data" / "shop.sql").is_file():  # the example's PostgreSQL database
+        server = request.getfixturevalue("postgres")
+        server.create("shop", (FLOWS / name / "data" / "shop.sql").read_text())
+        monkeypatch.setenv("PGPASSWORD", server.password)
+        monkeypatch.setenv("PGHOST", str(server.folder))
     flow = runner.load_flow(copy_example(name, tmp_path, backend))
     # an agent phase is never reused and may word its outputs differently on each attempt:
     # its outputs are checked for presence only, the others byte for byte
