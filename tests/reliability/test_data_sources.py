@@ -99,7 +99,8 @@ def test_item36_extracts_are_read_only_and_leave_no_secret(
     # the password is nowhere: not in a file of the flow folder (run, store, .praxis) ...
     secret = postgres.password.encode()
     files = every_file(flow)
-    assert folder / "records" / "summarise.ipynb" in files  # and trace.jsonl where it is kept
+    assert folder / "records" / "summarise.ipynb" in files
+    assert folder / "trace.jsonl" in files  # every command and route, traced
     assert any(p.is_relative_to(folder / "objects") for p in files)  # the content store
     assert [p for p in files if secret in p.read_bytes()] == []
     # ... not in what the commands printed ...
