@@ -270,8 +270,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def cmd_runs(args: argparse.Namespace) -> int:
     from .flows import contract
-    from .flows.handle import RunHandle
-    from .flows.layout import list_run_ids
+    from .flows.handle import RunHandle, listing
     from .flows.state_file import StateCorrupt
 
     flow = contract.require(Path(args.flow))
@@ -283,13 +282,17 @@ def cmd_runs(args: argparse.Namespace) -> int:
         for run_id in runner.delete_runs(flow, args.delete, keep=args.keep):
             print(f"deleted run {run_id}")
         return EXIT["ok"]
-    for run_id in reversed(list_run_ids(flow.root)):
-        try:
-            state = RunHandle.open(flow, run_id).state
-            extra = f" at Gate after {state.gate}" if state.waiting == "gate" else ""
-            print(f"{run_id}  {state.status}{extra}")
-        except StateCorrupt as exc:
-            print(f"{run_id}  unreadable: {escape(exc.reason)}")
+    lines = []
+    with listing(flow) as ids:  # no run created or deleted while they are read
+        for run_id in reversed(ids):
+            try:
+                state = RunHandle.open(flow, run_id).state
+                extra = f" at Gate after {state.gate}" if state.waiting == "gate" else ""
+                lines.append(f"{run_id}  {state.status}{extra}")
+            except StateCorrupt as exc:
+                lines.append(f"{run_id}  unreadable: {escape(exc.reason)}")
+    for line in lines:
+        print(line)
     return EXIT["ok"]
 
 
@@ -445,7 +448,6 @@ def cmd_sandbox(args: argparse.Namespace) -> int:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from .web.app import serve  # the web stack loads only for `praxis serve`
-
     _check_port("127.0.0.1", args.port)
     return int(serve(Path(args.root), port=args.port) or 0)
 

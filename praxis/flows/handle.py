@@ -17,7 +17,16 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
 from . import state as st
-from .layout import RunPaths, new_run_id, newest, newest_seq, run_paths, runs_dir
+from .layout import (
+    RunPaths,
+    list_run_ids,
+    lock_path,
+    new_run_id,
+    newest,
+    newest_seq,
+    run_paths,
+    runs_dir,
+)
 from .lock import ADVANCING, PATIENCE, Lock, Vanished
 from .model import Flow
 from .state_file import load, save
@@ -70,6 +79,23 @@ def held(
         raise NoRun(flow, paths.id) from None
     try:
         yield lock
+    finally:
+        lock.release()
+
+
+@contextmanager
+def listing(flow: Flow) -> Iterator[list[str]]:
+    """The flow's run ids, oldest first, with the Flow's lock held shared for as long as the
+    block runs: no run is created or deleted meanwhile (each waits a moment). A flow folder
+    this process may not write is listed without it."""
+    lock = Lock(lock_path(flow.root), "listing", shared=True, patience=PATIENCE)
+    try:
+        lock.acquire()
+    except OSError:  # a folder this process may only read (or a read-only disk)
+        yield list_run_ids(flow.root)
+        return
+    try:
+        yield list_run_ids(flow.root)
     finally:
         lock.release()
 
