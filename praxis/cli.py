@@ -448,8 +448,12 @@ def cmd_sandbox(args: argparse.Namespace) -> int:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from .web.app import serve  # the web stack loads only for `praxis serve`
+    from .web.background import MAX_RUNS_LIMIT
+
+    if not 1 <= args.max_runs <= MAX_RUNS_LIMIT:
+        raise Usage(f"--max-runs takes a number of runs from 1 to {MAX_RUNS_LIMIT}")
     _check_port("127.0.0.1", args.port)
-    return int(serve(Path(args.root), port=args.port) or 0)
+    return int(serve(Path(args.root), port=args.port, max_runs=args.max_runs) or 0)
 
 
 def cmd_chat(args: argparse.Namespace) -> int:
@@ -599,6 +603,13 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
         sv = sub.add_parser("serve", help="the reviewer web UI over every flow below DIR")
         sv.add_argument("--root", default=".", metavar="DIR")
         sv.add_argument("--port", type=int, default=8765)
+        sv.add_argument(
+            "--max-runs",
+            type=int,
+            default=4,
+            metavar="N",
+            help="runs advanced at once (each in its own sandbox; more wait for a place)",
+        )
         sv.set_defaults(func=cmd_serve, flow=".")
     return p
 
