@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
 from . import state as st
+from .atomic import fsync_folder
 from .layout import (
     RunPaths,
     list_run_ids,
@@ -100,14 +101,6 @@ def listing(flow: Flow) -> Iterator[list[str]]:
         lock.release()
 
 
-def _sync_folder(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 class RunHandle:
     def __init__(self, flow: Flow, paths: RunPaths, state: st.RunState, clock: Clock) -> None:
         self.flow = flow
@@ -159,7 +152,7 @@ class RunHandle:
                 staged(staging)
             paths = run_paths(flow.root, run_id)
             os.rename(staging.root, paths.root)
-            _sync_folder(runs)
+            fsync_folder(runs)
         except BaseException:
             shutil.rmtree(staging.root, ignore_errors=True)
             raise
