@@ -109,6 +109,19 @@ class Serve:
             env={**os.environ, **(env or {})},
         )
         self.token = self._token()
+        self._wait_listening()
+
+    def _wait_listening(self) -> None:
+        """serve prints its URL just before its server listens: wait for the port."""
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), 1).close()
+                return
+            except OSError:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"praxis serve never listened: {self.stderr}") from None
+                time.sleep(0.05)
 
     def _token(self) -> str:
         assert self.proc.stderr is not None
