@@ -3,15 +3,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
+import pytest
 from playwright.sync_api import expect, sync_playwright
 
 from .conftest import GatedRun
-from .test_browser import ARGS, CHROMIUM, SHOTS, LiveServer, live, pytestmark  # noqa: F401
+from .test_browser import ARGS, CHROMIUM, SHOTS, LiveServer
+from .test_browser import pytestmark as pytestmark
 
 
-def test_a_run_started_on_the_flows_page_is_followed_there(
-    gated: GatedRun, live: LiveServer
-) -> None:
+@pytest.fixture
+def live_server(gated: GatedRun) -> Iterator[LiveServer]:
+    with LiveServer(gated) as server:
+        yield server
+
+
+def test_a_run_started_on_the_flows_page_is_followed_there(live_server: LiveServer) -> None:
+    live = live_server
     SHOTS.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=ARGS, headless=True)
