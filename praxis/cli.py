@@ -352,8 +352,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def cmd_runs(args: argparse.Namespace) -> int:
     from .flows import contract
-    from .flows.handle import RunHandle
-    from .flows.layout import list_run_ids
+    from .flows.handle import RunHandle, listing
     from .flows.state_file import StateCorrupt
 
     flow = contract.require(Path(args.flow))
@@ -365,13 +364,17 @@ def cmd_runs(args: argparse.Namespace) -> int:
         for run_id in runner.delete_runs(flow, args.delete, keep=args.keep):
             print(f"deleted run {run_id}")
         return EXIT["ok"]
-    for run_id in reversed(list_run_ids(flow.root)):
-        try:
-            state = RunHandle.open(flow, run_id).state
-            extra = f" at Gate after {state.gate}" if state.waiting == "gate" else ""
-            print(f"{run_id}  {state.status}{extra}")
-        except StateCorrupt as exc:
-            print(f"{run_id}  unreadable: {escape(exc.reason)}")
+    lines = []
+    with listing(flow) as ids:  # no run created or deleted while they are read
+        for run_id in reversed(ids):
+            try:
+                state = RunHandle.open(flow, run_id).state
+                extra = f" at Gate after {state.gate}" if state.waiting == "gate" else ""
+                lines.append(f"{run_id}  {state.status}{extra}")
+            except StateCorrupt as exc:
+                lines.append(f"{run_id}  unreadable: {escape(exc.reason)}")
+    for line in lines:
+        print(line)
     return EXIT["ok"]
 
 
@@ -558,9 +561,12 @@ def cmd_sandbox(args: argparse.Namespace) -> int:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from .web.app import serve  # the web stack loads only for `praxis serve`
+    from .web.background import MAX_RUNS_LIMIT
 
+    if not 1 <= args.max_runs <= MAX_RUNS_LIMIT:
+        raise Usage(f"--max-runs takes a number of runs from 1 to {MAX_RUNS_LIMIT}")
     _check_port("127.0.0.1", args.port)
-    return int(serve(Path(args.root), port=args.port) or 0)
+    return int(serve(Path(args.root), port=args.port, max_runs=args.max_runs) or 0)
 
 
 def cmd_chat(args: argparse.Namespace) -> int:
@@ -726,6 +732,13 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
         sv = sub.add_parser("serve", help="the reviewer web UI over every flow below DIR")
         sv.add_argument("--root", default=".", metavar="DIR")
         sv.add_argument("--port", type=int, default=8765)
+        sv.add_argument(
+            "--max-runs",
+            type=int,
+            default=4,
+            metavar="N",
+            help="runs advanced at once (each in its own sandbox; more wait for a place)",
+        )
         sv.set_defaults(func=cmd_serve, flow=".")
     if command in (None, "mcp"):
         mc = sub.add_parser("mcp", help="an MCP server over stdio for agents (flows below DIR)")

@@ -20,7 +20,7 @@ PraxisError               1  something failed                                   
 │   ├── NotFound             a URL names what is not below the served root      web.catalog
 │   ├── Unreadable           drafts a page sent that it does not write          web.drafts
 │   └── TranscriptError      a chat transcript that cannot be read              chat.transcript
-├── Busy                  3  another process holds the flow's lock              flows.lock
+├── Busy                  3  another process holds the run's lock (or flow's)   flows.lock
 ├── Refused               4  not allowed now; nothing was changed               (here)
 │   ├── Unbound           2  approve/reject bound to no revision and no Gate    flows.runner
 │   ├── NotWritable          a file the Gate does not open for writing          flows.layout

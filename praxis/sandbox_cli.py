@@ -7,7 +7,7 @@ from pathlib import Path
 
 from sandbox import SandboxUnavailable
 
-from .flows.layout import lock_path
+from .flows.layout import run_paths
 from .flows.lock import is_held
 
 
@@ -63,9 +63,11 @@ def _status() -> int:
 
 
 def _still_running(labels: dict[str, str]) -> bool:
-    """A container is kept while the flow it serves is being advanced (its lock is held)."""
-    root = labels.get("praxis.flow")
-    return root is not None and is_held(lock_path(Path(root))) is not None
+    """A container is kept while the run it serves is being advanced (its lock is held)."""
+    root, run = labels.get("praxis.flow"), labels.get("praxis.run")
+    if root is None or not run or "/" in run or run.startswith("."):
+        return False
+    return is_held(run_paths(Path(root), run).lock) is not None
 
 
 def _prune(labels: list[str]) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import threading
 import time
 from typing import Any
 from urllib.parse import urlsplit
@@ -51,14 +52,22 @@ def _reachable(address: str) -> None:
 
 
 _connected: list[str] = []  # the address this process joined (Ray allows one cluster)
+_connecting = threading.Lock()
 
 
 def connect(address: str) -> None:
-    """Join the cluster at ``address`` as a driver (or reuse this process's connection)."""
+    """Join the cluster at ``address`` as a driver (or reuse this process's connection). One
+    thread at a time: sandboxes opened at once on threads of one process (``praxis serve``'s
+    runs) would each call ``ray.init``, and all but one would fail."""
     try:
         import ray
     except ImportError:
         raise RayUnavailable("the ray backend needs Ray: pip install 'praxis[ray]'") from None
+    with _connecting:
+        _connect(ray, address)
+
+
+def _connect(ray: Any, address: str) -> None:
     if ray.is_initialized():
         if _connected and address not in ("auto", _connected[0]):
             raise RayUnavailable(

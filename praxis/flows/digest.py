@@ -1,17 +1,46 @@
-"""The sha256 of a file of a run, read never through a link."""
+"""The sha256 of a file of a run, read never through a link.
+
+A digest is kept for the version of the file it was read from (device, inode, size, mtime
+and ctime of the open file: any write changes the ctime), so that a page shown again, or a
+status asked for again, does not read an unchanged output again. Only for a file last
+changed a while ago: the clock that stamps ctime ticks coarsely, and a write in the same
+tick as the read could leave the stamp as it was (git's "racy clean" entries).
+"""
 
 from __future__ import annotations
 
 import hashlib
 import os
+import threading
+import time
+from collections import OrderedDict
 from pathlib import Path
+
+CACHE_SIZE = 1024
+SETTLED_NS = 2_000_000_000  # a file changed longer ago than this is cached
+_cache: OrderedDict[tuple[int, int, int, int, int], str] = OrderedDict()
+_cache_lock = threading.Lock()
 
 
 def sha256_of(path: Path) -> str:
     """Hex sha256 of ``path``'s content; OSError (ELOOP for a link) when it cannot be read."""
-    h = hashlib.sha256()
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fd)
+        key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        with _cache_lock:
+            known = _cache.get(key)
+            if known is not None:
+                _cache.move_to_end(key)
+                return known
+        h = hashlib.sha256()
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             h.update(chunk)
-    return h.hexdigest()
+        digest = h.hexdigest()
+        settled = time.time_ns() - st.st_ctime_ns > SETTLED_NS
+        if settled and os.fstat(fd).st_ctime_ns == st.st_ctime_ns:
+            with _cache_lock:
+                _cache[key] = digest
+                while len(_cache) > CACHE_SIZE:
+                    _cache.popitem(last=False)
+        return digest

@@ -18,7 +18,6 @@ from . import definition, reconcile
 from .acks import to_read
 from .digest import sha256_of
 from .handle import RunHandle
-from .layout import lock_path
 from .lock import is_held
 from .model import Flow
 from .route import Facts, route
@@ -100,7 +99,7 @@ def facts(
 
 def facts_and_route(run: RunHandle) -> tuple[dict[str, Any], dict[str, Any]]:
     """The run's facts now and the route they give, as ``status --json`` would show them."""
-    held = is_held(lock_path(run.flow.root))
+    held = is_held(run.paths.lock)
     changed, params = changes(run)
     f = facts(run, held, gate_checks(run), changed, params)
     return f.to_dict(), route(f).to_dict()

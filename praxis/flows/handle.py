@@ -7,14 +7,28 @@ appends the matching event, in that order: the record is on disk before anything
 from __future__ import annotations
 
 import functools
+import os
+import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
 from . import state as st
-from .layout import RunPaths, new_run_id, newest, newest_seq, run_paths
+from .atomic import fsync_folder
+from .layout import (
+    RunPaths,
+    list_run_ids,
+    lock_path,
+    new_run_id,
+    newest,
+    newest_seq,
+    run_paths,
+    runs_dir,
+)
+from .lock import ADVANCING, PATIENCE, Lock, Vanished
 from .model import Flow
 from .state_file import load, save
 
@@ -37,6 +51,56 @@ class NoRun(UsageError):
         return f"praxis runs {flow}" if self.run_id else f"praxis run {flow}"
 
 
+def resolve(flow: Flow, run_id: str | None) -> RunPaths:
+    """The folder of run ``run_id`` (the newest when None); NoRun when there is none. A run id
+    is a plain name of a folder in ``runs/``: never a path, a hidden name or a link."""
+    if run_id is None:
+        run_id = newest(flow.root)
+        if run_id is None:
+            raise NoRun(flow, None)
+    paths = run_paths(flow.root, run_id)
+    plain = run_id not in ("", ".", "..") and "/" not in run_id and not run_id.startswith(".")
+    if not plain or paths.root.is_symlink() or not paths.root.is_dir():
+        raise NoRun(flow, run_id)
+    return paths
+
+
+@contextmanager
+def held(
+    flow: Flow, run_id: str | None, doing: str = ADVANCING, *, patience: float = PATIENCE
+) -> Iterator[Lock]:
+    """The run's lock, taken, for as long as the block runs (Busy names another holder);
+    ``lock.run`` is the run's id (the newest when ``run_id`` is None). NoRun when there is no
+    such run, or it was deleted while this process waited for its lock."""
+    paths = resolve(flow, run_id)
+    lock = Lock(paths.lock, doing, run=paths.id, patience=patience)
+    try:
+        lock.acquire()
+    except Vanished:
+        raise NoRun(flow, paths.id) from None
+    try:
+        yield lock
+    finally:
+        lock.release()
+
+
+@contextmanager
+def listing(flow: Flow) -> Iterator[list[str]]:
+    """The flow's run ids, oldest first, with the Flow's lock held shared for as long as the
+    block runs: no run is created or deleted meanwhile (each waits a moment). A flow folder
+    this process may not write is listed without it."""
+    lock = Lock(lock_path(flow.root), "listing", shared=True, patience=PATIENCE)
+    try:
+        lock.acquire()
+    except OSError:  # a folder this process may only read (or a read-only disk)
+        yield list_run_ids(flow.root)
+        return
+    try:
+        yield list_run_ids(flow.root)
+    finally:
+        lock.release()
+
+
 class RunHandle:
     def __init__(self, flow: Flow, paths: RunPaths, state: st.RunState, clock: Clock) -> None:
         self.flow = flow
@@ -47,13 +111,7 @@ class RunHandle:
 
     @classmethod
     def open(cls, flow: Flow, run_id: str | None, clock: Clock = time.time) -> RunHandle:
-        if run_id is None:
-            run_id = newest(flow.root)
-            if run_id is None:
-                raise NoRun(flow, None)
-        paths = run_paths(flow.root, run_id)
-        if not paths.root.is_dir():
-            raise NoRun(flow, run_id)
+        paths = resolve(flow, run_id)
         return cls(flow, paths, load(paths.state), clock)
 
     @classmethod
@@ -64,30 +122,40 @@ class RunHandle:
         *,
         params: dict[str, Any] | None = None,
         definition: dict[str, Any] | None = None,
+        staged: Callable[[RunPaths], None] | None = None,
     ) -> RunHandle:
-        """A new run folder, created exclusively (never an existing run's), and its run.json.
-        The caller holds the Flow's lock: ``seq`` orders runs by creation, not by the clock."""
+        """A new run folder (never an existing run's) with its run.json, made under a hidden
+        name and renamed into ``runs/`` complete; ``staged`` sees it just before (to take its
+        lock). The caller holds the Flow's lock: ``seq`` orders runs by creation."""
         now = clock()
         seq = newest_seq(flow.root) + 1
-        while True:
-            paths = run_paths(flow.root, new_run_id(now, after=newest(flow.root)))
-            paths.root.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                paths.root.mkdir()
-                break
-            except FileExistsError:
-                continue  # the same second and the same random suffix: another id
-        paths.make()
-        state = st.new_run(
-            paths.id,
-            flow.name,
-            [p.id for p in flow.phases],
-            now=now,
-            params=params,
-            definition=definition,
-            seq=seq,
-        )
-        save(state, paths.state)
+        runs = runs_dir(flow.root)
+        runs.mkdir(parents=True, exist_ok=True)
+        run_id = new_run_id(now, after=newest(flow.root))
+        while (runs / run_id).exists():  # the same second and the same random suffix
+            run_id = new_run_id(now, after=run_id)
+        staging = RunPaths(runs / f".new-{run_id}")
+        shutil.rmtree(staging.root, ignore_errors=True)  # a creator that died left it
+        try:
+            staging.make()
+            state = st.new_run(
+                run_id,
+                flow.name,
+                [p.id for p in flow.phases],
+                now=now,
+                params=params,
+                definition=definition,
+                seq=seq,
+            )
+            save(state, staging.state)
+            if staged is not None:
+                staged(staging)
+            paths = run_paths(flow.root, run_id)
+            os.rename(staging.root, paths.root)
+            fsync_folder(runs)
+        except BaseException:
+            shutil.rmtree(staging.root, ignore_errors=True)
+            raise
         return cls(flow, paths, state, clock)
 
     def change(self, event: str, *, phase: str | None = None, **kw: Any) -> st.RunState:

@@ -1,8 +1,9 @@
 """Every path of a Flow's run folder, and what a reviewer may write at a Gate.
 
 ```
-<flow>/run.lock                      the Flow's lock (fcntl)
-<flow>/runs/<run-id>/run.json        RunState
+<flow>/run.lock                      the Flow's lock (fcntl): a moment to create, delete, list runs
+<flow>/runs/<run-id>/run.lock        the run's lock (fcntl): held while advancing, deciding it
+                     run.json        RunState
                      events.jsonl    typed events
                      output/<name>   declared outputs
                      scratch/<phase>/...
@@ -12,7 +13,12 @@
                      objects/<sha256>            content store, read-only
                      snapshots/<phase>/<n>.json  the workspace before attempt n (.post.json: after)
                      cancel          present when a cancel was requested during a phase
+<flow>/runs/.new-<run-id>/           a run being created (renamed into place when complete)
+<flow>/runs/.trash-<run-id>-<n>/     a run being deleted (renamed out of place first)
 ```
+
+A run appears in ``runs/`` complete (run.json written, its lock taken) and leaves it at once:
+a reader that lists runs without the Flow's lock never sees half of one.
 """
 
 from __future__ import annotations
@@ -80,7 +86,7 @@ def lock_path(flow_root: Path) -> Path:
 
 
 def list_run_ids(flow_root: Path) -> list[str]:
-    """Run ids, oldest first (ids sort by time)."""
+    """Run ids, oldest first (ids sort by time); runs being created or deleted are hidden."""
     try:
         with os.scandir(runs_dir(flow_root)) as entries:
             names = [e.name for e in entries if e.is_dir(follow_symlinks=False)]
@@ -100,13 +106,37 @@ def list_by_creation(flow_root: Path) -> list[str]:
     return list_run_ids(flow_root)
 
 
-def remove_run(paths: RunPaths) -> None:
-    """Delete a run folder (unmounting a workspace quota mount a dead runner left)."""
+def unlist_run(paths: RunPaths) -> Path:
+    """Take a run out of ``runs/`` at once (renamed to a hidden folder beside it, unmounting a
+    workspace quota mount a dead runner left first); the folder to remove."""
     if os.path.ismount(paths.workspace):
         import subprocess
 
         subprocess.run(["umount", "-l", str(paths.workspace)], capture_output=True, check=False)
-    shutil.rmtree(paths.root)
+    import secrets
+
+    trash = paths.root.parent / f".trash-{paths.id}-{secrets.token_hex(4)}"
+    os.rename(paths.root, trash)
+    return trash
+
+
+def remove_run(paths: RunPaths) -> None:
+    """Delete a run folder: out of the listing first, then its files."""
+    shutil.rmtree(unlist_run(paths))
+
+
+def leftovers(flow_root: Path) -> list[Path]:
+    """Folders that a process which died while creating or deleting a run left in ``runs/``
+    (removable only while holding the Flow's lock, so that no creator is still at work)."""
+    try:
+        with os.scandir(runs_dir(flow_root)) as entries:
+            return [
+                Path(e.path)
+                for e in entries
+                if e.name.startswith((".new-", ".trash-")) and e.is_dir(follow_symlinks=False)
+            ]
+    except FileNotFoundError:
+        return []
 
 
 def newest_seq(flow_root: Path) -> int:
@@ -132,6 +162,11 @@ class RunPaths:
     @property
     def state(self) -> Path:
         return self.root / "run.json"
+
+    @property
+    def lock(self) -> Path:
+        """The run's lock (fcntl; a run made before runs had their own gets it at first use)."""
+        return self.root / "run.lock"
 
     @property
     def events(self) -> Path:

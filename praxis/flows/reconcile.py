@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from .digest import sha256_of
-from .handle import RunHandle
-from .layout import lock_path, writable_names
-from .lock import Busy, FlowLock
+from .handle import RunHandle, held
+from .layout import writable_names
+from .lock import Busy
 from .model import Flow
 
 
@@ -76,15 +76,17 @@ def hand_edits(run: RunHandle) -> list[tuple[str, str, str]]:
     return found
 
 
-def reconcile_if_free(flow: Flow, run_id: str | None) -> None:
+def reconcile_if_free(flow: Flow, run_id: str | None) -> bool:
     """Record the hand edits of run ``run_id`` (default: the newest) when no other process
-    holds the Flow's lock; when one does, it records them itself (``praxis status`` does
-    this first)."""
+    holds the run's lock; when one does, it records them itself (``praxis status`` does
+    this first). Takes the lock only when there is an edit to record; True if one was."""
+    if not hand_edits(RunHandle.open(flow, run_id)):
+        return False
     try:
-        with FlowLock(lock_path(flow.root)):
-            reconcile(RunHandle.open(flow, run_id))
+        with held(flow, run_id, "changing", patience=0.0) as lock:
+            return bool(reconcile(RunHandle.open(flow, lock.run)))
     except Busy:
-        pass
+        return False
 
 
 def reconcile(run: RunHandle) -> list[str]:

@@ -1,13 +1,17 @@
 """The entry points that change runs: begin, advance, approve, reject, rerun, cancel.
 
 ``advance`` is the only one that runs phases. Every entry point that changes a run takes
-the Flow's lock (non-blocking: a second caller gets ``Busy`` naming the holder) and, where a
-person looked at the run first, checks ``expect_revision``.
+that run's lock (``handle.held``: a caller meeting an advancing holder gets ``Busy`` naming
+it at once; one meeting a brief holder, a decision or a sandbox closing, waits a moment)
+and, where a person looked at the run first, checks ``expect_revision``. Creating and
+deleting runs take the Flow's lock, briefly: nothing holds it while a phase runs, so the
+runs of one flow advance, and are decided, independently.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -35,16 +39,18 @@ from .events import (
     RunCancelled,
     SandboxOpened,
 )
-from .handle import Clock, RunHandle
+from .handle import Clock, RunHandle, held
 from .layout import (
+    RunPaths,
+    leftovers,
     list_by_creation,
     lock_path,
-    remove_run,
     run_paths,
+    unlist_run,
     writable,
     writable_names,
 )
-from .lock import Busy, FlowLock
+from .lock import ADVANCING, PATIENCE, Busy, Lock
 from .model import Flow
 from .opening import Opening
 from .params import resolve as resolve_params
@@ -80,16 +86,31 @@ def begin(
     params: dict[str, str] | None = None,
     clock: Clock = time.time,
 ) -> RunHandle:
-    """A new run, paused at its first phase. Takes the Flow's lock: a busy flow gets Busy
-    and no run is created."""
+    """A new run, paused at its first phase. Created under the Flow's lock (held a moment;
+    a flow whose lock stays busy gets Busy and no run)."""
     flow = load_flow(flow_ref)
-    with FlowLock(lock_path(flow.root)):
+    with flow_lock(flow, "creating"):
         return _begin(flow, params, clock)
 
 
-def _begin(flow: Flow, params: dict[str, str] | None, clock: Clock) -> RunHandle:
+def flow_lock(flow: Flow, doing: str) -> Lock:
+    """The Flow's lock, for a moment's work on its runs (waits for another such moment)."""
+    return Lock(lock_path(flow.root), doing, patience=PATIENCE)
+
+
+def _begin(
+    flow: Flow,
+    params: dict[str, str] | None,
+    clock: Clock,
+    staged: Callable[[RunPaths], None] | None = None,
+) -> RunHandle:
     typed = resolve_params(flow.params, params or {})
-    run = RunHandle.create(flow, clock, params=typed, definition=definition.of_flow(flow))
+    for left in leftovers(flow.root):  # under the Flow's lock: their makers are gone
+        if left.name.startswith(".new-"):
+            shutil.rmtree(left, ignore_errors=True)
+    run = RunHandle.create(
+        flow, clock, params=typed, definition=definition.of_flow(flow), staged=staged
+    )
     run.emit(RunBegun(run=run.id, flow=flow.name, phases=[p.id for p in flow.phases]))
     return run
 
@@ -104,13 +125,22 @@ def run(
     actor: str | None = None,
     **options: Any,
 ) -> RunState:
-    """Begin a run and advance it, under one hold of the Flow's lock. ``managed``: a person
-    lets an agent decide the run's delegatable Gates (recorded before the first phase)."""
+    """Begin a run and advance it: the run appears with its lock already held by this
+    process, so no other advances it first. ``managed``: a person lets an agent decide the
+    run's delegatable Gates (recorded before the first phase)."""
     flow = load_flow(flow_ref)
     if managed:
         _person_only(actor, "put a run in managed mode")
-    with FlowLock(lock_path(flow.root)):
-        handle = _begin(flow, params, clock)
+    locks: list[Lock] = []
+
+    def take(staging: RunPaths) -> None:
+        lock = Lock(staging.lock, ADVANCING, run=staging.id.removeprefix(".new-"))
+        lock.acquire()
+        locks.append(lock)
+
+    try:
+        with flow_lock(flow, "creating"):
+            handle = _begin(flow, params, clock, staged=take)
         make_sandbox = options.pop("make_sandbox", default_sandbox)
         opening = Opening(partial(make_sandbox, flow, handle))  # starts while we go on
         try:
@@ -121,7 +151,10 @@ def run(
         except BaseException:
             opening.abandon()
             raise
-        return _advance(flow, handle.id, clock=clock, opening=opening, **options)
+        return _advance(flow, handle.id, clock=clock, opening=opening, lock=locks[0], **options)
+    finally:
+        for lock in locks:
+            lock.release()
 
 
 def default_sandbox(flow: Flow, run: RunHandle) -> Sandbox:
@@ -145,14 +178,22 @@ def advance(
     **options: Any,
 ) -> RunState:
     """Run phases until a Gate, a failure, the end, or a cancel. Returns the state reached.
+    Holds the run's lock throughout (another advance of the run gets Busy at once).
 
     Options: ``make_sandbox`` (``(flow, run) -> Sandbox``), ``approver``, ``on_message``
     (texts for a person), ``on_event`` (each ``Event`` as it is recorded), ``model``,
     ``reuse`` (False: run stale phases even when nothing they depend on changed).
     """
     flow = load_flow(flow_ref)
-    with FlowLock(lock_path(flow.root)):
-        return _advance(flow, run_id, clock=clock, **options)
+    opening: Opening | None = options.get("opening")  # a sandbox opened ahead (praxis serve)
+    try:
+        with held(flow, run_id, ADVANCING) as lock:
+            opening = None  # _advance uses it, or closes it
+            return _advance(flow, lock.run, clock=clock, lock=lock, **options)
+    except BaseException:
+        if opening is not None:  # Busy, NoRun: never ran, so it must not outlive this call
+            opening.abandon()
+        raise
 
 
 def _advance(
@@ -167,6 +208,7 @@ def _advance(
     model: BaseChatModel | None = None,
     reuse: bool = True,
     opening: Opening | None = None,
+    lock: Lock | None = None,
 ) -> RunState:
     try:
         run = RunHandle.open(flow, run_id, clock)
@@ -194,6 +236,8 @@ def _advance(
             ws = snapshot.Workspace(box, snapshot.Store(run.paths.objects), known=_known(run))
             _loop(run, box, ws, approver, on_message, model, reuse)
         finally:
+            if lock is not None:
+                lock.now("closing")  # no phase runs any more: a decision waits, not refused
             box.close()
     except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP: a cancel, recorded before it leaves
         recover(run)
@@ -302,12 +346,12 @@ def _opened(
     *,
     bound: tuple[str, str | None] | None = None,
 ) -> Iterator[RunHandle]:
-    """The run, under the Flow's lock, reconciled with its files (hand edits recorded), after
+    """The run, under its lock, reconciled with its files (hand edits recorded), after
     checking the revision the caller saw. ``bound`` (decision, gate): a decision must name
     the revision or the Gate it was made on."""
     flow = load_flow(flow_ref)
-    with FlowLock(lock_path(flow.root)):
-        run = RunHandle.open(flow, run_id, clock)
+    with held(flow, run_id, "changing") as lock:
+        run = RunHandle.open(flow, lock.run, clock)
         reconcile.reconcile(run)
         if bound is not None and expect_revision is None and bound[1] is None:
             _unbound(run, bound[0])
@@ -319,7 +363,7 @@ def reconcile_run(
     flow_ref: Flow | str | Path, run_id: str | None = None, *, clock: Clock = time.time
 ) -> RunState:
     """Record what changed by hand in the run's files since the last command (status does
-    this first when the Flow's lock is free)."""
+    this first when the run's lock is free)."""
     with _opened(flow_ref, run_id, None, clock) as run:
         return run.state
 
@@ -595,18 +639,32 @@ def rerun(
 
 def delete_runs(flow: Flow, ids: list[str], *, keep: int | None = None) -> list[str]:
     """Delete runs ``ids`` (and, with ``keep``, all but the newest ``keep``), under the
-    Flow's lock: a run being advanced is never deleted (Busy). The ids deleted."""
-    with FlowLock(lock_path(flow.root)):
-        known = list_by_creation(flow.root)
-        for run_id in ids:
-            if run_id not in known:
-                raise Refused(f"{flow.name} has no run {run_id!r} (see: praxis runs)")
-        doomed = list(ids)
-        if keep is not None:
-            doomed += [r for r in known[: max(0, len(known) - keep)] if r not in doomed]
-        for run_id in doomed:
-            remove_run(run_paths(flow.root, run_id))
-        return doomed
+    Flow's lock and each run's: a run being advanced is never deleted (Busy, and none is).
+    Each leaves the listing at once; its files are removed after the locks are let go.
+    The ids deleted."""
+    locks: list[Lock] = []
+    try:
+        with flow_lock(flow, "deleting"):
+            known = list_by_creation(flow.root)
+            for run_id in ids:
+                if run_id not in known:
+                    raise Refused(f"{flow.name} has no run {run_id!r} (see: praxis runs)")
+            doomed = list(ids)
+            if keep is not None:
+                doomed += [r for r in known[: max(0, len(known) - keep)] if r not in doomed]
+            for run_id in doomed:
+                paths = run_paths(flow.root, run_id)
+                lock = Lock(paths.lock, "deleting", run=run_id, patience=PATIENCE)
+                lock.acquire()
+                locks.append(lock)
+            gone = [unlist_run(run_paths(flow.root, run_id)) for run_id in doomed]
+            gone += leftovers(flow.root)  # of deleters and creators that died: nobody's now
+    finally:
+        for lock in locks:
+            lock.release()
+    for folder in dict.fromkeys(gone):
+        shutil.rmtree(folder, ignore_errors=True)
+    return doomed
 
 
 def cancel(

@@ -1,5 +1,5 @@
 """What a person needs to know about a run, and the exact next command. Reads only (it asks
-whether the Flow's lock is held; it never takes it)."""
+whether the run's lock is held; it never takes it)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from . import reconcile
 from .facts import changes, facts, flow_text, gate_checks
 from .facts import shown as _rel
 from .handle import RunHandle
-from .layout import lock_path, writable_names
+from .layout import writable_names
 from .lock import is_held
 from .model import Flow
 from .receipt import receipt as receipt_of
@@ -54,7 +54,7 @@ def flow_arg(flow: Flow) -> str:
 def status_of(run: RunHandle) -> Status:
     state = run.state
     flow = run.flow
-    held = is_held(lock_path(flow.root))
+    held = is_held(run.paths.lock)
     phases = [_phase_row(p, state) for p in state.phases]
     st = Status(
         flow=flow.name,

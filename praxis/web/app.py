@@ -27,12 +27,12 @@ from starlette.templating import Jinja2Templates
 import praxis.agent.events  # noqa: F401  (registers agent event kinds for the events list)
 from praxis.errors import PraxisError, RecordCorrupt, Refused
 from praxis.flows import runner
-from praxis.flows.handle import RunHandle
-from praxis.flows.lock import Busy
+from praxis.flows.handle import NoRun, RunHandle
+from praxis.flows.reconcile import reconcile_if_free
 from sandbox.errors import PathRefused
 
 from . import catalog, drafts, notebook, refusals, render, tables, views
-from .background import Advancer
+from .background import MAX_RUNS, Advancer
 from .chat_routes import ChatPanel
 from .files import file_response
 from .reading import Reader
@@ -51,6 +51,8 @@ NOTICES = {
     "cancelling": "Cancel requested: the run stops after the phase that is running.",
     "advancing": "The run continues in the background; this page follows it.",
     "answered": "Answer sent to the phase.",
+    "begun": "Started. The run advances in the background (it waits for a place while the "
+    "server advances as many runs as it may at once); this page follows it.",
 }
 MAX_FORM_FIELDS = 100_000
 
@@ -74,6 +76,8 @@ def create_app(
     routes = [
         *chat.routes(),
         Route("/", ui.index),
+        Route("/runs/state", ui.runs_state),
+        Route("/begin", ui.begin, methods=["POST"]),
         Route("/run", ui.run_page),
         Route("/run/state", ui.run_state),
         Route("/run/live", reader.live),
@@ -115,8 +119,60 @@ class UI:
         return page
 
     def index(self, request: Request) -> Response:
+        return self.show_index(request)
+
+    def show_index(
+        self, request: Request, refusal: str | None = None, status: int = 200
+    ) -> Response:
         flows = catalog.flow_rows(self.root)
-        return self.render(request, "index.html", flows=flows, root=self.root)
+        advancing, queued = self.advancer.counts()
+        return self.render(
+            request,
+            "index.html",
+            status,
+            flows=flows,
+            root=self.root,
+            here=self.here,
+            refusal=refusal,
+            advancing=advancing,
+            queued=queued,
+            max_runs=self.advancer.max_runs,
+        )
+
+    def here(self, ref: str, run_id: str) -> str:
+        """``advancing`` or ``queued`` when this server advances the run, else ""."""
+        job = self.advancer.job(self.root / ref, run_id)
+        if job is None or not job.active:
+            return ""
+        return "queued" if job.queued else "advancing"
+
+    def runs_state(self, request: Request) -> Response:
+        """Every run's state, for the flows page to follow (what the server advances too)."""
+        flows: dict[str, list[dict[str, Any]]] = {}
+        for f in catalog.flow_rows(self.root):
+            rows = flows[f.ref] = []
+            for r in f.runs:
+                if r.state is None:
+                    rows.append({"id": r.id, "error": r.error})
+                    continue
+                row = views.summary(r.state)
+                del row["phases"]
+                row.update(
+                    id=r.id,
+                    done=sum(1 for p in r.state.phases if p.status == "done"),
+                    total=len(r.state.phases),
+                    here=self.here(f.ref, r.id),
+                )
+                rows.append(row)
+        advancing, queued = self.advancer.counts()
+        return JSONResponse(
+            {
+                "flows": flows,
+                "advancing": advancing,
+                "queued": queued,
+                "max_runs": self.advancer.max_runs,
+            }
+        )
 
     def run_page(self, request: Request) -> Response:
         q = request.query_params
@@ -157,6 +213,7 @@ class UI:
             drafts=drafts or {},
             pending=self.advancer.pending(run.flow.root, run.id),
             job=job,
+            max_runs=self.advancer.max_runs,
             phase_status={p.id: p.status for p in run.state.phases},
             render_md=lambda text, folder: render.markdown(
                 text, flow=ref, run=run.id, folder=folder
@@ -171,8 +228,11 @@ class UI:
             return JSONResponse({"error": str(exc)}, status_code=404)
         data = views.summary(run.state)
         job = self.advancer.job(run.flow.root, run.id)
-        data["advancing"] = bool(job and job.active)
+        data["advancing"] = bool(job and job.active and job.advancing)
+        data["queued"] = bool(job and job.queued)
         data["pending"] = len(self.advancer.pending(run.flow.root, run.id))
+        if run.state.waiting == "gate":
+            self.advancer.seen(run.flow.root, run.id)  # its sandbox stays warm for it
         return JSONResponse(data)
 
     def record(self, request: Request) -> Response:
@@ -252,6 +312,34 @@ class UI:
             )
         except catalog.NotFound:
             return self.render(request, "error.html", status, message=message)
+
+    async def begin(self, request: Request) -> Response:
+        """Start a run of a flow (``param.NAME`` fields override flow.yaml's params; one left
+        blank or as the form showed it keeps its default) and queue its advance."""
+        ref = ""
+        try:
+            form, ref, _, _ = await self.form(request)
+            params = {
+                key.removeprefix("param."): str(value).strip()
+                for key, value in form.multi_items()
+                if key.startswith("param.")
+            }
+            run_id = await run_in_threadpool(self.begin_run, ref, params)
+        except catalog.NotFound as exc:
+            return self.render(request, "error.html", 404, message=str(exc))
+        except PraxisError as exc:
+            message, status = refusals.sentence(exc, None), refusals.status_of(exc)
+            return await run_in_threadpool(self.show_index, request, message, status)
+        query = urlencode({"flow": ref, "run": run_id, "notice": "begun"})
+        return RedirectResponse(f"/run?{query}", status_code=303)
+
+    def begin_run(self, ref: str, params: dict[str, str]) -> str:
+        flow = catalog.load_flow(self.root, ref)
+        shown = {k: str(v) for k, v in flow.params.items()}
+        given = {k: v for k, v in params.items() if v and v != shown.get(k)}
+        run = runner.begin(flow, params=given)
+        self.advancer.start(flow.root, run.id)
+        return run.id
 
     def flow_of(self, ref: str) -> Path:
         return catalog.flow_folder(self.root, ref)
@@ -338,13 +426,12 @@ class UI:
 
 def reconciled(run: RunHandle) -> bool:
     """Record hand edits before the page shows the run (as ``praxis status`` does), so the
-    revision the page binds its forms to includes them; skipped while the lock is held."""
-    before = run.state.revision
+    revision the page binds its forms to includes them. The run's lock is taken only when
+    there is an edit to record, and not waited for: skipped while another holds it."""
     try:
-        state = runner.reconcile_run(run.flow, run.id)
-    except (Busy, Refused, RecordCorrupt):
+        return reconcile_if_free(run.flow, run.id)
+    except (Refused, RecordCorrupt, NoRun):
         return False
-    return state.revision != before
 
 
 def free_port() -> int:
@@ -353,16 +440,28 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def serve(root: Path, *, port: int, host: str = "127.0.0.1", token: str | None = None) -> int:
-    """Serve the UI on 127.0.0.1 until Ctrl-C; prints the URL with its token. Returns 0."""
+def serve(
+    root: Path,
+    *,
+    port: int,
+    host: str = "127.0.0.1",
+    token: str | None = None,
+    max_runs: int = MAX_RUNS,
+) -> int:
+    """Serve the UI on 127.0.0.1 until Ctrl-C, advancing up to ``max_runs`` runs at once;
+    prints the URL with its token. Returns 0."""
     if not root.is_dir():
         print(f"serve: {root} is not a folder; next: praxis serve --root DIR", file=sys.stderr)
         return 2
     guard = Guard(token or secrets.token_urlsafe(32), cookie=f"praxis_session_{port}")
-    advancer = Advancer(keep=1)  # the run on a reviewer's page keeps its sandbox warm
+    advancer = Advancer(keep=1, max_runs=max_runs)  # one run at a Gate keeps its sandbox warm
     hosts = {f"{host}:{port}", f"localhost:{port}", f"127.0.0.1:{port}"}
     app = create_app(root, guard=guard, advancer=advancer, allowed_hosts=hosts)
-    print(f"praxis: reviewing flows below {root.resolve()}", file=sys.stderr)
+    print(
+        f"praxis: reviewing flows below {root.resolve()}; advancing up to {advancer.max_runs} "
+        "runs at once",
+        file=sys.stderr,
+    )
     print(f"praxis: open http://{host}:{port}/?token={guard.token}", file=sys.stderr, flush=True)
     try:
         uvicorn.run(app, host=host, port=port, log_level="warning")

@@ -12,6 +12,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from praxis.errors import UsageError
 from praxis.flows import contract
@@ -50,6 +51,7 @@ class FlowRow:
     description: str = ""
     problem: str | None = None  # flow.yaml does not load
     runs: list[RunRow] = field(default_factory=list)
+    params: dict[str, Any] = field(default_factory=dict)  # flow.yaml's, for a new run's form
 
 
 def ignored_patterns(root: Path) -> list[str]:
@@ -106,7 +108,8 @@ def flow_rows(root: Path) -> list[FlowRow]:
             rows.append(FlowRow(ref=ref, name=folder.name, problem=str(first)))
             continue
         row = FlowRow(ref=ref, name=flow.name, description=flow.description)
-        row.runs = [run_row(folder, rid) for rid in reversed(list_run_ids(folder))]
+        row.params = dict(flow.params)
+        row.runs = run_rows(folder)
         rows.append(row)
     return rows
 
@@ -116,6 +119,19 @@ def run_row(folder: Path, run_id: str) -> RunRow:
         return RunRow(run_id, load_state(run_paths(folder, run_id).state))
     except StateCorrupt as exc:
         return RunRow(run_id, None, exc.reason)
+
+
+def run_rows(folder: Path) -> list[RunRow]:
+    """The flow's runs, newest first (a run deleted while they are read is left out)."""
+    rows = []
+    for run_id in reversed(list_run_ids(folder)):
+        paths = run_paths(folder, run_id)
+        try:
+            rows.append(RunRow(run_id, load_state(paths.state)))
+        except StateCorrupt as exc:
+            if paths.root.is_dir():
+                rows.append(RunRow(run_id, None, exc.reason))
+    return rows
 
 
 def flow_folder(root: Path, ref: str) -> Path:

@@ -44,7 +44,7 @@ def sentence(exc: PraxisError | PathRefused, expect: int | None) -> str:
     if isinstance(exc, RequestRefused):
         return str(exc)
     if isinstance(exc, Busy):
-        return f"Not done: another process is working on this flow now ({exc}). Try again soon."
+        return f"Not done: another process is working on this run now ({exc}). Try again soon."
     if isinstance(exc, PathRefused):
         return f"Not done: {exc.reason}"
     if isinstance(exc, Refused) and exc.revision is not None and expect is not None:

@@ -4,13 +4,16 @@ way to change a run: run.json written, then the event appended."""
 from __future__ import annotations
 
 import json
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
-from praxis.flows import contract
+from praxis.flows import contract, runner
 from praxis.flows.events import RunStateChanged
-from praxis.flows.handle import NoRun, RunHandle
+from praxis.flows.handle import NoRun, RunHandle, listing
+from praxis.flows.layout import list_run_ids
 from praxis.flows.model import Flow
 from praxis.flows.state import IllegalTransition
 from praxis.flows.state_file import load
@@ -71,3 +74,23 @@ def test_an_illegal_change_writes_nothing(flow: Flow) -> None:
         run.change("finish", phase="load", hashes={})
     assert run.paths.state.read_bytes() == before
     assert not run.paths.events.exists() or run.paths.events.read_text() == ""
+
+
+def test_a_run_id_is_a_plain_name_of_a_run_folder(flow: Flow, tmp_path: Path) -> None:
+    RunHandle.create(flow)
+    (flow.root / "runs" / "linked").symlink_to(tmp_path)
+    for bad in ("..", ".", "", "../runs", ".new-x", "linked"):
+        with pytest.raises(NoRun):
+            RunHandle.open(flow, bad)
+
+
+def test_a_new_run_appears_whole_and_waits_for_a_listing_to_end(flow: Flow) -> None:
+    made: list[str] = []
+    with listing(flow) as ids:
+        thread = threading.Thread(target=lambda: made.append(runner.begin(flow).id))
+        thread.start()
+        time.sleep(0.3)  # the begin waits for the Flow's lock, held shared here
+        assert list_run_ids(flow.root) == ids and made == []
+    thread.join(30)
+    assert list_run_ids(flow.root) == [*ids, *made] and len(made) == 1
+    assert not [p for p in (flow.root / "runs").iterdir() if p.name.startswith(".")]

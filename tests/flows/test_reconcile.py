@@ -10,8 +10,7 @@ import pytest
 
 from praxis.flows import reconcile, runner
 from praxis.flows.handle import RunHandle
-from praxis.flows.layout import lock_path
-from praxis.flows.lock import FlowLock
+from praxis.flows.lock import Lock
 from praxis.flows.status import status_of
 
 from .helpers import Fakes
@@ -95,12 +94,12 @@ def test_an_unchanged_linked_output_is_not_read_again(tmp_path, monkeypatch) -> 
 
 
 def test_status_records_a_hand_edit_only_when_the_lock_is_free(tmp_path) -> None:
-    """reconcile_if_free: a holder (an advancing process) records edits itself; status then
-    only reads, and records them once the lock is free."""
+    """reconcile_if_free: a holder of the run's lock (an advancing process) records edits
+    itself; status then only reads, and records them once the lock is free."""
     flow, run, state = at_first_gate(tmp_path)
     picks = run.paths.out("picks.csv")
     picks.write_bytes(picks.read_bytes().replace(b"2,20,keep", b"2,20,drop"))
-    with FlowLock(lock_path(run.flow.root)):
+    with Lock(run.paths.lock):
         reconcile.reconcile_if_free(run.flow, run.id)
     assert RunHandle.open(run.flow, run.id).state.revision == state.revision
     reconcile.reconcile_if_free(run.flow, None)  # the newest run

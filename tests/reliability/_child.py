@@ -10,7 +10,7 @@ from typing import Any
 
 from praxis.flows import contract, runner
 from praxis.flows.events import PhaseStarted
-from praxis.flows.lock import Busy, FlowLock
+from praxis.flows.lock import Busy, Lock
 
 
 def advance_rounds(flow_root: str, run_ids: list[str], barrier: Barrier, results: Any) -> None:
@@ -38,8 +38,9 @@ def advance_rounds(flow_root: str, run_ids: list[str], barrier: Barrier, results
 
 
 def hold_lock(lock: str, ready: str) -> None:
-    """Take the Flow's lock, say so in ``ready``, and hold it until killed."""
-    with FlowLock(Path(lock)):
+    """Take a lock (a run's, as an advancing process does), say so in ``ready``, and hold it
+    until killed."""
+    with Lock(Path(lock)):
         Path(ready).write_text(str(os.getpid()))
         while True:
             time.sleep(60)

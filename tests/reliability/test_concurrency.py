@@ -1,4 +1,4 @@
-"""docs/reliability.md items 13-15: one advancing process per Flow; Gates, approvals, restarts."""
+"""docs/reliability.md items 13-15: one advancing process per run; Gates, approvals, restarts."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pytest
 
 from praxis.flows import contract, runner
 from praxis.flows.events import EventLog, PhaseStarted
-from praxis.flows.lock import FlowLock
+from praxis.flows.lock import Lock
 
 from . import _child
 from ._flows import begin, one_line_error, praxis, praxis_here, state_of, write_flow
@@ -88,7 +88,7 @@ def test_item13_cli_exits_3_naming_the_holder_and_a_killed_holder_frees_the_lock
             "-c",
             "import sys; from tests.reliability._child import hold_lock; "
             "hold_lock(sys.argv[1], sys.argv[2])",
-            str(flow_root / "run.lock"),
+            str(run / "run.lock"),
             str(ready),
         ],
         cwd=Path(__file__).parents[2],
@@ -101,12 +101,12 @@ def test_item13_cli_exits_3_naming_the_holder_and_a_killed_holder_frees_the_lock
         res = praxis("advance", str(flow_root))
         assert res.returncode == 3, (res.stdout, res.stderr)
         line = one_line_error(res, "Busy: ")
-        assert f"process {holder.pid} is advancing this flow" in line
+        assert f"run {run.name}: process {holder.pid} is advancing it" in line
         assert (run / "run.json").read_bytes() == before
     finally:
         holder.send_signal(signal.SIGKILL)
         holder.wait()
-    with FlowLock(flow_root / "run.lock"):  # free at once: no retry, no wait
+    with Lock(run / "run.lock"):  # free at once: no retry, no wait
         pass
     res = praxis("advance", str(flow_root))
     assert res.returncode == 0, res.stderr

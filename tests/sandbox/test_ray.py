@@ -11,9 +11,7 @@ from __future__ import annotations
 import inspect
 import json
 import os
-import secrets
 import shutil
-import socket
 import subprocess
 import sys
 import threading
@@ -23,13 +21,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import ray
-import ray.cluster_utils as cluster_utils
 
 from sandbox import ExecTimeout, KernelDied, Sandbox, SandboxUnavailable, open_sandbox
 
 from ..labels import TEST_LABELS
 from ..probes import assert_contained, probe_code
+from ..ray_nodes import TwoNodes, two_nodes
 from . import test_contract as contract
 
 pytestmark = [
@@ -42,63 +39,13 @@ pytestmark = [
 ]
 
 CANARY = "PRAXIS_RAY_CANARY"
-GIB = 1 << 30
-NODE = {"num_cpus": 2, "memory": 4 * GIB, "object_store_memory": 128 << 20}
-
-
-class TwoNodes:
-    def __init__(self, cluster: Any, second: Any, client: str) -> None:
-        self.cluster = cluster
-        self.second = second
-        self.client = client  # the head's Ray client server: ray://127.0.0.1:<port>
-
-    @property
-    def address(self) -> str:
-        return str(self.cluster.address)
 
 
 @pytest.fixture(scope="module")
 def nodes(docker_image: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TwoNodes]:
     """Two Ray nodes with token authentication; a canary in the environment they inherit."""
-    saved = dict(os.environ)
-    os.environ[CANARY] = "host-secret"
-    os.environ["RAY_AUTH_MODE"] = "token"
-    os.environ["RAY_AUTH_TOKEN"] = secrets.token_hex(32)
-    os.environ["PRAXIS_RAY_WORKDIR"] = str(tmp_path_factory.mktemp("ray-nodes"))
-    _reread_auth()  # Ray read RAY_AUTH_MODE when it was imported
-    client_port = _free_port()
-    cluster = cluster_utils.Cluster(
-        initialize_head=True,
-        head_node_args={
-            **NODE,
-            "resources": {"praxis-docker": 1},
-            "include_dashboard": False,
-            "ray_client_server_port": client_port,
-        },
-    )
-    try:
-        second = cluster.add_node(**NODE, resources={"praxis-docker": 1, "node-2": 1})
-        cluster.wait_for_nodes()
-        yield TwoNodes(cluster, second, f"ray://127.0.0.1:{client_port}")
-    finally:
-        ray.shutdown()
-        cluster.shutdown()
-        os.environ.clear()
-        os.environ.update(saved)
-        _reread_auth()
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _reread_auth() -> None:
-    from ray._raylet import AuthenticationTokenLoader, Config
-
-    Config.initialize("")
-    AuthenticationTokenLoader.instance().reset_cache()
+    with two_nodes(tmp_path_factory.mktemp("ray-nodes"), {CANARY: "host-secret"}) as cluster:
+        yield cluster
 
 
 @pytest.fixture(scope="module")

@@ -4,6 +4,9 @@ address refused in seconds with the next step, resources shown as a person reads
 from __future__ import annotations
 
 import socket
+import sys
+import threading
+import time
 
 import pytest
 
@@ -78,3 +81,44 @@ def test_a_client_server_that_never_starts_is_an_error(monkeypatch: pytest.Monke
     with pytest.raises(ConnectionAbortedError):
         ray_cluster._init(ray, "ray://127.0.0.1:10001")
     assert ray.inits == 3
+
+
+class SlowRay:
+    """A Ray whose ``init`` takes a moment and, like Ray's, refuses a second one."""
+
+    def __init__(self) -> None:
+        self.inits = 0
+        self.up = False
+
+    def is_initialized(self) -> bool:
+        return self.up
+
+    def init(self, **kw: object) -> None:
+        self.inits += 1
+        if self.up:
+            raise RuntimeError("Maybe you called ray.init twice by accident?")
+        time.sleep(0.2)
+        self.up = True
+
+
+def test_sandboxes_opened_at_once_on_threads_join_the_cluster_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ray = SlowRay()
+    monkeypatch.setitem(sys.modules, "ray", ray)
+    monkeypatch.setattr(ray_cluster, "_connected", [])
+    monkeypatch.setattr(ray_cluster, "_token_auth", lambda: True)
+    errors: list[BaseException] = []
+
+    def join() -> None:
+        try:
+            ray_cluster.connect("auto")
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=join) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert errors == [] and ray.inits == 1

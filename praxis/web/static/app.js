@@ -268,6 +268,39 @@
   });
   window.addEventListener("pageshow", function () { submitting = false; });
 
+  // --- the flows page follows every run: status, phases done, queued or advancing here ----
+  const runsLive = document.getElementById("runs-live");
+  function badgeText(st) {
+    if (st.waiting === "gate") { return "at Gate after " + st.gate; }
+    return st.running ? st.status + ": " + st.running : st.status;
+  }
+  function pollRuns() {
+    fetch(runsLive.dataset.stateUrl, { credentials: "same-origin" })
+      .then(function (r) { return r.ok ? r.json() : null; })
+      .then(function (data) {
+        if (!data) { return; }
+        document.getElementById("pool-advancing").textContent = data.advancing;
+        document.getElementById("pool-queued").textContent = data.queued;
+        Object.keys(data.flows).forEach(function (ref) {
+          const table = document.querySelector('table.runs[data-flow="' + CSS.escape(ref) + '"]');
+          data.flows[ref].forEach(function (st) {
+            const row = table ? table.querySelector('tr[data-run="' + CSS.escape(st.id) + '"]') : null;
+            if (!row) { document.getElementById("runs-new").hidden = false; return; }
+            const badge = row.querySelector(".badge");
+            if (!badge || st.error) { return; }
+            badge.textContent = badgeText(st);
+            badge.className = "badge " + (st.waiting === "gate" ? "gate" : st.status);
+            row.querySelector(".here").textContent =
+              st.here === "queued" ? "queued here" : st.here === "advancing" ? "advancing here" : "";
+            row.querySelector(".done").textContent = st.done + " / " + st.total;
+          });
+        });
+      })
+      .catch(function () {})
+      .finally(function () { setTimeout(pollRuns, 3000); });
+  }
+  if (runsLive) { setTimeout(pollRuns, 3000); }
+
   if (!run) { return; }
 
   // --- following the run: a banner says what changed; the live panel shows output ---------
