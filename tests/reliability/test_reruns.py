@@ -649,12 +649,15 @@ def _start(root: Path) -> subprocess.Popen[str]:
     )
 
 
-def _wait_started(root: Path, child: subprocess.Popen[str]) -> Path:
-    """The child's run folder, once its phase started (events.jsonl says so)."""
+def _wait_started(root: Path, child: subprocess.Popen[str], *, besides: Path | None = None) -> Path:
+    """The child's run folder (another than ``besides``), once its phase started (events.jsonl
+    says so)."""
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         assert child.poll() is None, child.communicate()
         for events in sorted((root / "runs").glob("*/events.jsonl")):
+            if events.parent == besides:
+                continue
             if '"phase_started"' in events.read_text():  # a line may be half written yet
                 return events.parent
         time.sleep(0.2)
@@ -667,25 +670,36 @@ def _end(child: subprocess.Popen[str]) -> None:
         child.wait()
 
 
-def test_a_second_run_on_a_busy_flow_exits_3_and_cancel_stops_the_first(tmp_path: Path) -> None:
+def test_a_second_run_of_a_busy_flow_runs_beside_it_and_cancel_stops_each(tmp_path: Path) -> None:
     root = _write_flow(tmp_path / "nap", NAP_FLOW, NAP_FILES)
-    child = _start(root)
+    first = _start(root)
+    second = None
     try:
-        run = _wait_started(root, child)
-        res = praxis("run", str(root))
-        assert res.returncode == 3, (res.stdout, res.stderr)
-        assert sorted(p.name for p in (root / "runs").iterdir()) == [run.name]
-        status = json.loads(praxis("status", str(root), "--json").stdout)
-        assert (status["run"], status["status"]) == (run.name, "running")
-        res = praxis("cancel", str(root))
+        run1 = _wait_started(root, first)
+        second = _start(root)  # nothing holds the flow's lock while a phase runs
+        run2 = _wait_started(root, second, besides=run1)
+        assert sorted(p.name for p in (root / "runs").iterdir()) == sorted([run1.name, run2.name])
+        for run in (run1, run2):
+            status = json.loads(praxis("status", str(root), "--run", run.name, "--json").stdout)
+            assert (status["run"], status["status"]) == (run.name, "running")
+        res = praxis("cancel", str(root), "--run", run1.name)
         assert res.returncode == 0, res.stderr
-        out, err = child.communicate(timeout=120)
-        assert child.returncode == 7, (out, err)
+        out, err = first.communicate(timeout=120)
+        assert first.returncode == 7, (out, err)
+        assert second.poll() is None  # the other run goes on
+        assert state_of(run2).status == "running"
+        res = praxis("cancel", str(root), "--run", run2.name)
+        assert res.returncode == 0, res.stderr
+        out, err = second.communicate(timeout=120)
+        assert second.returncode == 7, (out, err)
     finally:
-        _end(child)
-    state = state_of(run)
-    assert state.status == "cancelled"
-    assert state.phase("nap").error == st.STOPPED
+        _end(first)
+        if second is not None:
+            _end(second)
+    for run in (run1, run2):
+        state = state_of(run)
+        assert state.status == "cancelled"
+        assert state.phase("nap").error == st.STOPPED
 
 
 def test_ctrl_c_during_a_phase_cancels_the_run_and_exits_130(tmp_path: Path) -> None:

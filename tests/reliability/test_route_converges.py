@@ -123,13 +123,20 @@ def take(cwd: Path, r: dict[str, Any], index: int = 0) -> subprocess.CompletedPr
 
 
 @pytest.mark.parametrize("name", EXAMPLES)
-def test_every_example_flow_is_driven_to_done(name: str, tmp_path: Path, docker_image: str) -> None:
+def test_every_example_flow_is_driven_to_done(
+    name: str, tmp_path: Path, docker_image: str, request: pytest.FixtureRequest
+) -> None:
     copy_flow(name, tmp_path, docker_image)
-    model = {
-        "PRAXIS_MODEL": "praxis.agent.scripted:ScriptedChatModel",
-        "PRAXIS_MODEL_SCRIPT": str(tmp_path / name / "scripted-turn.json"),
-    }
-    env = agent_env(**(model if name == "agent-example" else {}))
+    extra: dict[str, str] = {}
+    if (tmp_path / name / "scripted-turn.json").is_file():  # an agent example's model
+        extra["PRAXIS_MODEL"] = "praxis.agent.scripted:ScriptedChatModel"
+        extra["PRAXIS_MODEL_SCRIPT"] = str(tmp_path / name / "scripted-turn.json")
+    shop = tmp_path / name / "data" / "shop.sql"
+    if shop.is_file():  # the example's PostgreSQL database, on a server the test starts
+        server = request.getfixturevalue("postgres")
+        server.create("shop", shop.read_text())
+        extra.update(PGPASSWORD=server.password, PGHOST=str(server.folder))
+    env = agent_env(**extra)
     begun = person(tmp_path, "begin", name)
     assert begun.returncode == 0, begun.stderr
     run = begun.stdout.strip()
