@@ -206,8 +206,10 @@ def run_cell(ctx: PhaseContext, step: Step, total: int, saves: Checkpoints) -> b
     except BaseException:  # Ctrl-C, SIGTERM, SIGHUP in this process: recorded, and raised on
         stopped(ctx, cell, step, meta, started, _signal_output(), "stopped")
         raise
-    ctx.record.outputs(cell, result, kernel_count=not step.injected)
-    if isinstance(cell.execution_count, int) and not step.injected:
+    ctx.record.outputs(cell, result, kernel_count=True)
+    if step.injected:
+        cell.execution_count = None  # it took no count: In [ ], as papermill's is not counted
+    elif isinstance(cell.execution_count, int):
         meta["cell"] = cell.execution_count  # the kernel's count names the cell
     name = label(cell, step)
     ctx.emit(CodeRan(phase=ctx.phase.id, label=name, status=result.status, seconds=result.wall))
@@ -251,8 +253,10 @@ def stopped(
     try:
         partial = ctx.kernel.unfinished()
         if partial is not None:
-            ctx.record.outputs(cell, partial, kernel_count=not step.injected)
-        if cell.get("execution_count") is None and not step.injected:
+            ctx.record.outputs(cell, partial, kernel_count=True)
+        if step.injected:
+            cell.execution_count = None
+        elif cell.get("execution_count") is None:
             cell.execution_count = step.number  # the count it was given (In [n] agrees)
         cell.outputs.append(ctx.record.output(why))
         _ended(meta, started, status)
