@@ -10,9 +10,10 @@ every field is made schema-valid first (hostile code controls it all).
 
 Consecutive stream messages of one name become one output as they arrive, as JupyterLab keeps
 them (ipykernel batches stream text by time, so where one message ends is not the code's
-doing); at the end ``\\r`` and ``\\b`` act on that text as in JupyterLab and nbclient's
-``coalesce_streams``, in linear time (nbclient's regular expressions take quadratic time on
-a long line). Comm messages (widgets) are not kept: a record has no widget state.
+doing); at the end ``\\r`` and ``\\b`` act on that text as in JupyterLab, in linear time
+(nbclient's ``coalesce_streams`` means the same, but its expressions take quadratic time on
+a long line, and the one for backspace matches a word boundary instead). Comm messages
+(widgets) are not kept: a record has no widget state.
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ def size_of(data: dict[str, Any]) -> int:
 def overwrite(text: str) -> str:
     """``text`` as a terminal shows it: ``\\b`` removes the character before it (not a
     newline), and a ``\\r`` followed by more of its line removes what came before on that
-    line. What nbclient's ``coalesce_streams`` does, in linear time."""
+    line: JupyterLab's rules, in linear time."""
     if "\b" in text:
         kept: list[str] = []
         for char in text:
@@ -191,7 +192,8 @@ class Collector:
             return True
         if self.recount:  # count what is held now: cleared outputs free their room
             self.recount = False
-            held = [o["data"] for o in self.outputs if "data" in o]
+            pending = self.client.clear_before_next_output  # this output clears the others
+            held = [] if pending else [o["data"] for o in self.outputs if "data" in o]
             held += [u["data"] for u in self.updates.values()]
             self.display_bytes = sum(size_of(d) for d in held)
         return self.display_bytes + size <= self.display_limit
@@ -281,15 +283,9 @@ class Collector:
             marker = truncation_marker(self.dropped)
             self._tell(self.dropped_stream, marker)
             self.parts[self.dropped_stream].append(marker)
-            outs = self.outputs
-            if (
-                outs
-                and outs[-1].get("output_type") == "stream"
-                and (outs[-1]["name"] == self.dropped_stream)
-            ):
-                outs[-1]["text"] += marker
-            else:
-                self._process("stream", {"name": self.dropped_stream, "text": marker}, None)
+            # an output of its own, after the code's; a clear the code left pending stays undone
+            self.client.clear_before_next_output = False
+            self._process("stream", {"name": self.dropped_stream, "text": marker}, None)
         outputs = [json.loads(json.dumps(o)) for o in self.outputs]
         _coalesce(outputs)
         status, error = verdict(reply, self.error)

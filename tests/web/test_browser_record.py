@@ -16,8 +16,9 @@ from praxis.flows import runner
 from praxis.flows.handle import RunHandle
 from praxis.flows.runner import load_flow
 
-from .conftest import GatedRun
-from .test_browser import ARGS, CHROMIUM, LiveServer
+from .conftest import GatedRun, local_sandbox
+from .test_browser import CHROMIUM, LiveServer
+from .test_browser_review import browser  # noqa: F401, F811  (the fixture)
 
 SHOTS = Path(os.environ.get("PRAXIS_SHOTS", "/tmp/shots"))
 
@@ -68,31 +69,12 @@ def showcase(tmp_path: Path) -> GatedRun:
         "  - {id: check, kind: notebook, script: nb/check.ipynb}\n"
     )
     run = runner.begin(flow)
-    state = runner.advance(flow, run.id, make_sandbox=_local)
+    state = runner.advance(flow, run.id, make_sandbox=local_sandbox)
     assert state.status == "failed"
     return GatedRun(root=root, flow=flow, run_id=run.id)
 
 
-def _local(flow: Any, run: Any) -> Any:
-    from sandbox import open_sandbox
-
-    return open_sandbox({"backend": "local"}, workspace=run.paths.workspace, name=run.id)
-
-
-@pytest.fixture
-def browser() -> Any:
-    from playwright.sync_api import sync_playwright
-
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=str(CHROMIUM), args=ARGS, headless=True)
-        try:
-            yield b
-        finally:
-            b.close()
-
-
-def test_a_record_reads_like_jupyterlab(showcase: GatedRun, browser: Any) -> None:
+def test_a_record_reads_like_jupyterlab(showcase: GatedRun, browser: Any) -> None:  # noqa: F811
     from playwright.sync_api import expect
 
     state = RunHandle.open(load_flow(showcase.flow), showcase.run_id).state
