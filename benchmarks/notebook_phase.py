@@ -74,8 +74,8 @@ def once(root: Path, image: str) -> dict[str, float]:
         if event.get("kind") == "phase_done":
             seconds[event["phase"]] = float(event["seconds"])
     record = nbformat.read(folder / "runs" / run.id / "records" / "figure.ipynb", as_version=4)
-    shown = [o for c in record.cells for o in c.get("outputs", []) if "image/png" in o.get("data", {})]
-    seconds["figures shown"] = len(shown)
+    outputs = [o for c in record.cells for o in c.get("outputs", [])]
+    seconds["figures shown"] = sum("image/png" in o.get("data", {}) for o in outputs)
     return seconds
 
 
@@ -89,7 +89,8 @@ def main() -> None:
         results = [once(Path(tmp) / f"run{i}", image) for i in range(args.runs)]
     for key in results[0]:
         values = [r[key] for r in results]
-        print(f"{key}: median {statistics.median(values):.3f} (min {min(values):.3f}) over {args.runs}")
+        low, mid = min(values), statistics.median(values)
+        print(f"{key}: median {mid:.3f} (min {low:.3f}) over {args.runs}")
 
 
 if __name__ == "__main__":
