@@ -32,10 +32,17 @@ class FileStat:
 class ExecResult:
     """What one ``execute`` produced.
 
-    ``outputs`` holds the nbformat v4 output dicts in the order they arrived (``stream``,
-    ``display_data``, ``execute_result``, ``error``), so a record notebook can be built from
-    it as is. ``stdout``/``stderr`` are the same streams joined. Both are capped: past the
-    limit the text ends with a truncation marker and ``truncated`` is true.
+    ``outputs`` holds the nbformat v4 outputs as Jupyter keeps them (``stream``,
+    ``display_data``, ``execute_result``, ``error``: cleared by ``clear_output``, updated by
+    ``display_id``), so a record notebook can be built from it as is. ``stdout``/``stderr``
+    are the streams as printed, joined. Both are capped: past the limit the text ends with a
+    truncation marker and ``truncated`` is true.
+
+    ``execution_count`` is the kernel's (from ``execute_input``), ``execution`` the timings
+    nbclient records in a cell's ``metadata.execution``. ``display_ids`` names the outputs
+    shown with a ``display_id`` (index in ``outputs`` -> id), and ``display_updates`` the
+    last bundle (``data``, ``metadata``) this execute gave each id it showed or updated, for
+    a caller that holds an earlier execute's outputs with that id.
     """
 
     status: str  # "ok" | "error"
@@ -49,6 +56,10 @@ class ExecResult:
     traceback: list[str] = field(default_factory=list)
     wall: float = 0.0
     truncated: bool = False
+    execution_count: int | None = None
+    execution: dict[str, str] = field(default_factory=dict)
+    display_ids: dict[int, str] = field(default_factory=dict)
+    display_updates: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -60,17 +71,32 @@ class Kernel(ABC):
 
     @abstractmethod
     def execute(
-        self, code: str, *, timeout: float, on_output: OutputCallback | None = None
+        self,
+        code: str,
+        *,
+        timeout: float,
+        on_output: OutputCallback | None = None,
+        store_history: bool = False,
+        stop_on_error: bool = True,
     ) -> ExecResult:
         """Run ``code`` and wait for it. Called by the runner, once per cell or tool call.
 
         ``on_output(stream_name, text)`` ("stdout" or "stderr") is called as stream output
-        arrives, with text already within the output cap.
+        arrives, with text already within the output cap. ``store_history`` and
+        ``stop_on_error`` are the execute_request's: with ``store_history`` the code takes the
+        kernel's next execution count (``In [n]``), as a notebook's cells do.
 
         Raises ``ExecTimeout`` past ``timeout`` seconds (after interrupting, then killing the
         kernel), ``KernelDied`` if the process ends. A Python exception in the code is not
         an error here: it comes back as ``status == "error"`` with ename/evalue/traceback.
         """
+
+    def unfinished(self) -> ExecResult | None:
+        """What the last ``execute`` had produced when it was stopped (a timeout, the kernel's
+        death, an exception in the caller's thread such as Ctrl-C): its outputs as far as they
+        arrived, with the error the kernel sent if it sent one. None when it finished, or when
+        the backend cannot tell. Called by an executor after ``execute`` raised."""
+        return None
 
     @abstractmethod
     def interrupt(self) -> None:

@@ -19,8 +19,9 @@ import zmq
 from jupyter_client.blocking.client import BlockingKernelClient
 
 from .base import GRACE, ExecResult, Kernel, OutputCallback
+from .collector import Collector
 from .errors import ExecTimeout, KernelDied, SandboxUnavailable
-from .output import DISPLAY_LIMIT, STREAM_LIMIT, WARM_UP, Collector, start_code
+from .output import DISPLAY_LIMIT, STREAM_LIMIT, WARM_UP, start_code
 
 log = logging.getLogger("sandbox")
 
@@ -75,6 +76,7 @@ class JupyterKernel(Kernel):
         self.poll = poll
         self.name = name  # the backend's name for this kernel (its zygote key)
         self._closed = False
+        self._unfinished: ExecResult | None = None
         if not self.client.channels_running:
             self._start_channels()
 
@@ -221,16 +223,50 @@ class JupyterKernel(Kernel):
     # -- execute ---------------------------------------------------------------------------
 
     def execute(
-        self, code: str, *, timeout: float, on_output: OutputCallback | None = None
+        self,
+        code: str,
+        *,
+        timeout: float,
+        on_output: OutputCallback | None = None,
+        store_history: bool = False,
+        stop_on_error: bool = True,
     ) -> ExecResult:
         """Run ``code``; success is the kernel's word (the execute_reply's status)."""
         if self._closed:
             raise KernelDied("the kernel was shut down")
         started = time.monotonic()
-        deadline = started + timeout
         collector = Collector(self.stream_limit, self.display_limit, on_output=on_output)
+        self._unfinished = None
         try:
-            msg_id = self.client.execute(code, store_history=False, allow_stdin=False)
+            reply = self._execute(code, collector, timeout, store_history, stop_on_error)
+        except BaseException:  # a timeout, a death, or Ctrl-C in this process: keep what came
+            try:
+                self._unfinished = collector.finish(time.monotonic() - started, None)
+            except Exception:
+                log.debug("the unfinished execute's outputs are lost", exc_info=True)
+            raise
+        content = reply.get("content") if reply is not None else None
+        return collector.finish(
+            time.monotonic() - started, content if isinstance(content, dict) else None
+        )
+
+    def unfinished(self) -> ExecResult | None:
+        return self._unfinished
+
+    def _execute(
+        self,
+        code: str,
+        collector: Collector,
+        timeout: float,
+        store_history: bool,
+        stop_on_error: bool,
+    ) -> dict[str, Any] | None:
+        """Send the execute_request, read its output; the reply (None if it never came)."""
+        deadline = time.monotonic() + timeout
+        try:
+            msg_id = self.client.execute(
+                code, store_history=store_history, allow_stdin=False, stop_on_error=stop_on_error
+            )
             if not self._drain(msg_id, collector, deadline):
                 self._expire(msg_id, collector)
                 raise ExecTimeout(timeout)
@@ -242,10 +278,9 @@ class JupyterKernel(Kernel):
                 self.shutdown()
                 raise KernelDied(cause) from exc
             raise SandboxUnavailable(f"lost the connection to the kernel: {exc}") from exc
-        content = reply.get("content") if reply is not None else None
-        return collector.finish(
-            time.monotonic() - started, content if isinstance(content, dict) else None
-        )
+        if reply is not None:
+            collector.reply(reply)
+        return reply
 
     def _drain(self, msg_id: str, collector: Collector | None, deadline: float) -> bool:
         """Read iopub until ``msg_id`` goes idle (True) or the deadline passes (False)."""
@@ -266,16 +301,17 @@ class JupyterKernel(Kernel):
                 continue
             msg_type = msg["header"]["msg_type"]
             content = msg.get("content", {})
+            if collector is not None:
+                collector.add(msg_type, content, msg["header"])
             if msg_type == "status" and content.get("execution_state") == "idle":
                 return True
-            if collector is not None:
-                collector.add(msg_type, content)
 
     def _expire(self, msg_id: str, collector: Collector) -> None:
-        """At the timeout: interrupt, give the kernel ``grace`` seconds to go idle, kill it."""
+        """At the timeout: interrupt, give the kernel ``grace`` seconds to go idle (what it
+        sends meanwhile, such as the KeyboardInterrupt's traceback, is kept), kill it."""
         self.interrupt()
         try:
-            self._drain(msg_id, None, time.monotonic() + self.grace)
+            self._drain(msg_id, collector, time.monotonic() + self.grace)
         except KernelDied:
             pass
         finally:

@@ -68,7 +68,7 @@ ENVIRONMENT = {
     "LANG": "C.UTF-8",
     "IPYTHONDIR": "/tmp/.ipython",
     "MPLCONFIGDIR": "/tmp/.matplotlib",
-    "MPLBACKEND": "Agg",
+    "MPLBACKEND": "module://matplotlib_inline.backend_inline",  # figures shown as in Jupyter
     "PYTHONUNBUFFERED": "1",
     "PYTHONDONTWRITEBYTECODE": "1",
 }

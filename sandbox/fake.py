@@ -36,7 +36,13 @@ class FakeKernel(Kernel):
         self.closed = False
 
     def execute(
-        self, code: str, *, timeout: float, on_output: OutputCallback | None = None
+        self,
+        code: str,
+        *,
+        timeout: float,
+        on_output: OutputCallback | None = None,
+        store_history: bool = False,
+        stop_on_error: bool = True,
     ) -> ExecResult:
         if self.closed:
             raise KernelDied("the kernel was shut down")

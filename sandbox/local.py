@@ -50,6 +50,9 @@ def _kill_group(pid: int) -> None:
         pass
 
 
+INLINE_BACKEND = "module://matplotlib_inline.backend_inline"  # matplotlib's, in kernels
+
+
 class LocalSandbox(ZygoteKernels, FolderSandbox):
     """Kernels as subprocesses of this Python, working directory the workspace. Not isolated."""
 
@@ -126,7 +129,8 @@ class LocalSandbox(ZygoteKernels, FolderSandbox):
         assert self._runtime is not None
         if self._process is not None:
             stop_local(self._process)
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        # figures a cell leaves open are shown, as in Jupyter (whatever the host's MPLBACKEND)
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", "MPLBACKEND": INLINE_BACKEND}
         process = self._process = start_local(self._runtime, cwd=self.workspace.root, env=env)
         return lambda: process.poll() is not None
 

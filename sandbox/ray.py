@@ -361,14 +361,21 @@ class RayKernel(Kernel):
         self._closed = False
 
     def execute(
-        self, code: str, *, timeout: float, on_output: OutputCallback | None = None
+        self,
+        code: str,
+        *,
+        timeout: float,
+        on_output: OutputCallback | None = None,
+        store_history: bool = False,
+        stop_on_error: bool = True,
     ) -> ExecResult:
         import ray
 
         sb = self.sandbox
         if self._closed:
             raise KernelDied("the kernel was shut down")
-        ref = sb._actor().execute.remote(self.key, code, timeout, on_output is not None)
+        flags = {"store_history": store_history, "stop_on_error": stop_on_error}
+        ref = sb._actor().execute.remote(self.key, code, timeout, on_output is not None, flags)
         deadline = time.monotonic() + timeout + sb.grace + MARGIN
         while True:
             left = deadline - time.monotonic()

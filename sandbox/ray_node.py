@@ -168,6 +168,9 @@ def _write_all(fd: int, data: bytes, offset: int) -> None:
         view, offset = view[done:], offset + done
 
 
+EXECUTE_FLAGS = ("store_history", "stop_on_error")
+
+
 class NodeSandbox:
     """The actor: a DockerSandbox on this node, its kernels by key, files staged by token."""
 
@@ -355,8 +358,17 @@ class NodeSandbox:
         return key
 
     @boundary
-    def execute(self, key: str, code: str, timeout: float, stream: bool) -> ExecResult:
+    def execute(
+        self,
+        key: str,
+        code: str,
+        timeout: float,
+        stream: bool,
+        flags: dict[str, bool] | None = None,
+    ) -> ExecResult:
+        """``flags``: the execute's store_history and stop_on_error."""
         kernel = self._kernel(key)
+        options = {k: bool(v) for k, v in (flags or {}).items() if k in EXECUTE_FLAGS}
         pieces = self.output.setdefault(key, [])
 
         def on_output(name: str, text: str) -> None:
@@ -365,7 +377,7 @@ class NodeSandbox:
                     pieces.append((name, text))
 
         result: ExecResult = kernel.execute(
-            code, timeout=timeout, on_output=on_output if stream else None
+            code, timeout=timeout, on_output=on_output if stream else None, **options
         )
         return result
 

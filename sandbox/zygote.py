@@ -434,6 +434,7 @@ class Zygote:
                 "-f",
                 connection_file,
                 "--HistoryManager.enabled=False",
+                "--HistoryManager.hist_file=:memory:",  # as nbclient starts kernels
                 f"--IPKernelApp.parent_handle={zygote}",  # exit if the zygote dies
             ]
             sys.argv = ["ipykernel_launcher"] + argv

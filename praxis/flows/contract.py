@@ -31,8 +31,9 @@ PARAM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 TOP_KEYS = ("flow", "description", "sandbox", "model", "database", "params", "phases")
 PHASE_KEYS = (
     *("id", "kind", "script", "prompt", "scripts", "queries", "inputs", "outputs"),
-    *("may_be_empty", "review", "limits", "timeout", "description", "checks"),
+    *("may_be_empty", "review", "limits", "timeout", "description", "checks", "notebook"),
 )
+NOTEBOOK_KEYS = ("allow_errors",)
 INPUT_KEYS = ("working", "reference")
 AGENT_ONLY = ("prompt", "scripts", "queries", "limits")
 SCRIPT_SUFFIX = {"script": ".py", "notebook": ".ipynb"}
@@ -310,15 +311,32 @@ class _Builder(ValueReader):
             else None
         )
         description = self.string(raw.get("description", ""), f"{loc}.description")
+        allow_errors = self.notebook_options(raw, loc, kind)
         if draft.id is not None and kind is not None:
             draft.phase = Phase(
                 id=draft.id, kind=kind, script=script, prompt=prompt, scripts=scripts,
                 queries=queries, working=working, reference=reference, outputs=outputs,
                 may_be_empty=may_be_empty, review=review or "none", limits=limits,
                 timeout=timeout, description=description or "", delegatable=delegatable,
-                checks=declared,
+                checks=declared, allow_errors=allow_errors,
             )  # fmt: skip
         return draft
+
+    def notebook_options(self, raw: dict[str, Any], loc: str, kind: str | None) -> bool:
+        """``notebook: {allow_errors: true}``: a notebook phase runs past a failing cell."""
+        if "notebook" not in raw:
+            return False
+        if kind != "notebook":
+            self.error(f"{loc}.notebook", f"only notebook phases take 'notebook' (this is a "
+                       f"{kind} phase)")  # fmt: skip
+            return False
+        spec = self.mapping(raw["notebook"], f"{loc}.notebook", NOTEBOOK_KEYS) or {}
+        flag = spec.get("allow_errors", False)
+        if not isinstance(flag, bool):
+            self.error(f"{loc}.notebook.allow_errors", f"expected true or false, got "
+                       f"{describe(flag)}")  # fmt: skip
+            return False
+        return flag
 
     def review(self, value: Any, loc: str) -> tuple[str | None, bool]:
         """``none``, ``required``, or ``{required: true, delegatable: true}``."""

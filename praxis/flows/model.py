@@ -30,6 +30,7 @@ class Phase:
     description: str = ""
     delegatable: bool = False  # an agent may decide its Gate in managed mode
     checks: dict[str, dict[str, Any]] = field(default_factory=dict)  # output -> checks
+    allow_errors: bool = False  # notebook: run past a failing cell (nbclient's allow_errors)
 
     @property
     def gated(self) -> bool:

@@ -25,11 +25,9 @@ from nbformat import NotebookNode, v4
 from nbformat.corpus.words import generate_corpus_id as random_cell_id
 
 from sandbox import ExecResult
+from sandbox.collector import bundle, json_dict, text_of
 
 from .atomic import write_atomic
-
-JSON_MIME_SUFFIX = "json"  # application/json, application/vnd.*+json keep dicts as they are
-
 
 MAX_RECORD = 32 << 20  # bytes of one record notebook
 
@@ -78,6 +76,8 @@ class Record:
         self.nb.metadata["language_info"] = {"name": "python"}
         self.nb.metadata["praxis"] = dict(metadata or {})
         self._count = 0
+        # display_id -> the outputs showing it (cell, index), as nbclient's display map
+        self._displays: dict[str, list[tuple[NotebookNode, int]]] = {}
 
     @property
     def metadata(self) -> dict[str, Any]:
@@ -114,13 +114,42 @@ class Record:
             self.outputs(cell, result)
         return cell
 
-    def outputs(self, cell: NotebookNode, result: ExecResult) -> None:
-        """Give ``cell`` (appended by ``code``) the outputs of ``result`` and the next count."""
-        self._count += 1
-        cell.execution_count = self._count
-        cell.outputs = [_output(o, self._count) for o in result.outputs]
+    def outputs(
+        self, cell: NotebookNode, result: ExecResult, *, kernel_count: bool = False
+    ) -> None:
+        """Give ``cell`` (appended by ``code``) the outputs of ``result`` and the next count.
+
+        With ``kernel_count`` the count is the kernel's (``In [n]`` as Jupyter numbers the
+        cell), and ``None`` when the kernel gave none. A display this execute updated that an
+        earlier cell shows is updated there too, as nbclient does.
+        """
+        if kernel_count:
+            count = result.execution_count
+        else:
+            self._count += 1
+            count = self._count
+        cell.execution_count = count
+        cell.outputs = [_output(o, count, kernel_count) for o in result.outputs]
+        if result.execution:
+            cell.metadata["execution"] = dict(result.execution)
         if result.truncated:
             cell.metadata.setdefault("praxis", {})["truncated"] = True
+        self._update_displays(cell, result)
+
+    def _update_displays(self, cell: NotebookNode, result: ExecResult) -> None:
+        for display_id, shown in result.display_updates.items():
+            for other, index in self._displays.get(display_id, []):
+                if other is not cell and index < len(other.outputs):
+                    out = other.outputs[index]
+                    out["data"] = bundle(shown.get("data"))
+                    out["metadata"] = json_dict(shown.get("metadata"))
+        for index, display_id in result.display_ids.items():
+            if 0 <= index < len(cell.outputs) and "data" in cell.outputs[index]:
+                self._displays.setdefault(display_id, []).append((cell, index))
+
+    def output(self, raw: dict[str, Any]) -> NotebookNode:
+        """One output dict (as an ExecResult holds them) as a schema-valid nbformat output."""
+        return _output(raw, None)
 
     def copy(self, cell: NotebookNode) -> NotebookNode:
         """Append a copy of a notebook's cell as it is (markdown, raw, or code not run)."""
@@ -210,46 +239,31 @@ def _cell(cell_type: str, source: str, **fields: Any) -> NotebookNode:
     )
 
 
-def _text(value: Any) -> str:
-    if isinstance(value, list):
-        return "".join(str(v) for v in value)
-    return "" if value is None else str(value)
-
-
-def _bundle(data: Any) -> dict[str, Any]:
-    """A mime bundle as nbformat wants it: str per type, dicts kept for JSON types."""
-    bundle: dict[str, Any] = {}
-    for mime, value in dict(data or {}).items():
-        if mime.endswith(JSON_MIME_SUFFIX) and isinstance(value, dict | list):
-            bundle[str(mime)] = value
-        else:
-            bundle[str(mime)] = _text(value)
-    return bundle
-
-
 def _new_output(output_type: str, **fields: Any) -> NotebookNode:
     """An output node (validated with the record when it is saved)."""
     node: NotebookNode = nbformat.from_dict({"output_type": output_type, **fields})
     return node
 
 
-def _output(raw: dict[str, Any], count: int) -> NotebookNode:
+def _output(raw: dict[str, Any], count: int | None, kernel_count: bool = False) -> NotebookNode:
     """One ExecResult output as a schema-valid nbformat output."""
     kind = raw.get("output_type")
     if kind == "stream":
         name = raw.get("name") if raw.get("name") in ("stdout", "stderr") else "stdout"
-        return _new_output("stream", name=name, text=_text(raw.get("text")))
+        return _new_output("stream", name=name, text=text_of(raw.get("text")))
     if kind == "error":
         return _new_output(
             "error",
-            ename=_text(raw.get("ename")),
-            evalue=_text(raw.get("evalue")),
-            traceback=[_text(line) for line in raw.get("traceback") or []],
+            ename=text_of(raw.get("ename")),
+            evalue=text_of(raw.get("evalue")),
+            traceback=[text_of(line) for line in raw.get("traceback") or []],
         )
-    meta = raw.get("metadata")
-    meta = json.loads(json.dumps(meta, default=str)) if isinstance(meta, dict) else {}
-    data = _bundle(raw.get("data"))
+    meta = json_dict(raw.get("metadata"))
+    data = bundle(raw.get("data"))
     if kind == "execute_result":
+        own = raw.get("execution_count")
+        if kernel_count and isinstance(own, int) and not isinstance(own, bool):
+            count = own  # the kernel's, as nbclient keeps it
         return _new_output("execute_result", data=data, metadata=meta, execution_count=count)
     if kind == "display_data":
         return _new_output("display_data", data=data, metadata=meta)

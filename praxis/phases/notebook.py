@@ -1,26 +1,35 @@
-"""``kind: notebook``: the phase's .ipynb runs cell by cell in a fresh kernel.
+"""``kind: notebook``: the phase's .ipynb runs cell by cell in a fresh kernel, as nbclient runs it.
 
 Markdown and raw cells go to the record as they are; code cells run in order and the record
-shows each with its outputs, its own metadata kept, and ``metadata.praxis`` giving its number,
-status (``ok``, ``error``, ``allowed-error``, ``exit``, ``not-run``) and start/end times.
+shows each with its outputs as Jupyter keeps them (``sandbox.collector``: nbclient's handling
+of every message, a display updated in a later cell updated where it is shown), the kernel's
+execution count, nbclient's ``metadata.execution`` timings, its own metadata kept, and
+``metadata.praxis`` giving its number, status (``ok``, ``error``, ``allowed-error``, ``exit``,
+``stopped``, ``skipped``, ``not-run``) and start/end times. As in nbclient, a blank cell and a
+cell tagged ``skip-execution`` are not sent to the kernel and take no number.
 Papermill style, the run's values are injected in a cell tagged ``injected-parameters`` right
 after the first code cell tagged ``parameters`` (at the top when there is none): ``inputs``
 (working input names), ``outputs`` (declared output names), ``run_id``, ``phase_id``, each
 run parameter by its name, and ``params``/``note``. The record lists them under
-``metadata.praxis.parameters``.
+``metadata.praxis.parameters``. The injected cell takes no execution count, so the notebook's
+cells are numbered as Jupyter numbers them.
 
-The notebook's own code cells are numbered from 1 (markdown cells and the injected cell do
-not count), so "cell 3" is the third code cell a person sees in the notebook. Success is the
-kernel's word: the first cell whose reply is an error stops the phase with
-``<notebook> cell N: Error: message``, unless the cell is tagged ``raises-exception``. The
-failing cell is marked where it is, with a link to it at the top of the record, and the cells
-after it are kept without outputs. ``sys.exit()`` / ``sys.exit(0)`` ends the phase cleanly at
-that cell; another exit code fails it. The record is saved as cells run (``checkpoints``),
-so it can be read while a long phase runs.
+One number names a cell everywhere: ``cell 3`` in an error, ``In [3]`` in the record and on
+the page (anchor ``#cell-3``), ``Cell In[3]`` in its traceback: the execution count. Success
+is the kernel's word: the first cell whose reply is an error stops the phase with
+``<notebook> cell N: Error: message``, unless the cell is tagged ``raises-exception`` or the
+phase says ``notebook: {allow_errors: true}`` (nbclient's and papermill's ``allow_errors``).
+The failing cell is marked where it is, with a link to it at the top of the record, and the
+cells after it are kept without outputs. A cell stopped by the phase's timeout, a cancel,
+Ctrl-C or the kernel's death keeps what it printed so far, and an error output says what
+stopped it. ``sys.exit()`` / ``sys.exit(0)`` ends the phase cleanly at that cell; another exit
+code fails it. The record is saved as cells run (``checkpoints``), so it can be read while a
+long phase runs.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -34,29 +43,39 @@ from praxis.flows import notebook_check
 from praxis.flows.context import PhaseContext, PhaseError
 from praxis.flows.events import CodeRan
 from praxis.flows.layout import run_paths
-from sandbox import ExecResult, ExecTimeout, SandboxError
+from sandbox import ExecResult, ExecTimeout, KernelDied, SandboxError
 
 from .checkpoints import Checkpoints
+
+log = logging.getLogger("praxis")
 
 PARAMETERS = "parameters"
 INJECTED = "injected-parameters"
 RAISES = "raises-exception"  # nbclient's tag: this cell is expected to fail
+SKIP = "skip-execution"  # nbclient's tag: this cell is not run
 ERROR_CELL = "praxis-error-cell"  # the record's own markers of the failing cell
 STALE_MARKERS = (ERROR_CELL, "papermill-error-cell-tag")  # dropped when a record runs again
-ANCHOR = "praxis-failed-cell"
 
 
 @dataclass(frozen=True)
 class Step:
-    """One cell to put in the record: ``number`` is set for the notebook's own code cells."""
+    """One cell to put in the record. ``number`` is the execution count a code cell the
+    notebook runs will take; ``skip`` says why a code cell is not run (``blank``,
+    ``skip-execution``)."""
 
     cell: NotebookNode
     number: int | None = None
     injected: bool = False
+    skip: str | None = None
 
     @property
     def label(self) -> str:
         return "injected parameters" if self.injected else f"cell {self.number}"
+
+
+def anchor(number: int | None) -> str:
+    """The record page's anchor of a code cell: ``cell-N`` by its execution count."""
+    return f"cell-{number}" if number is not None else INJECTED
 
 
 def run(ctx: PhaseContext) -> None:
@@ -69,8 +88,10 @@ def run(ctx: PhaseContext) -> None:
     total = sum(1 for s in steps if s.number is not None)
     saves = Checkpoints(ctx.record, run_paths(ctx.flow.root, ctx.run_id).record(ctx.phase.id))
     for index, step in enumerate(steps):
-        if step.cell.cell_type != "code":
-            ctx.record.copy(step.cell)
+        if step.cell.cell_type != "code" or step.skip:
+            copied = ctx.record.copy(step.cell)
+            if step.skip:
+                copied.metadata["praxis"] = {"status": "skipped", "skipped": step.skip}
             continue
         try:
             exited = run_cell(ctx, step, total, saves)
@@ -123,7 +144,8 @@ def parameters_source(values: Mapping[str, Any]) -> str:
 
 
 def plan(nb: NotebookNode, injected_source: str) -> list[Step]:
-    """The notebook's cells in order, code cells numbered, the injected cell in place.
+    """The notebook's cells in order, the code cells that run numbered as the kernel will
+    count them (blank and ``skip-execution`` cells are not run), the injected cell in place.
 
     Cells an earlier run added (an injected cell, error markers of praxis or papermill) are
     dropped, so a record or a papermill output notebook runs like its source.
@@ -140,8 +162,12 @@ def plan(nb: NotebookNode, injected_source: str) -> list[Step]:
         if cell.cell_type != "code":
             steps.append(Step(cell))
             continue
-        number += 1
-        steps.append(Step(cell, number))
+        skip = "blank" if not _text(cell.source).strip() else SKIP if SKIP in tags else None
+        if skip:
+            steps.append(Step(cell, skip=skip))
+        else:
+            number += 1
+            steps.append(Step(cell, number))
         if not placed and PARAMETERS in tags:
             steps.append(injected)
             placed = True
@@ -162,23 +188,40 @@ def run_cell(ctx: PhaseContext, step: Step, total: int, saves: Checkpoints) -> b
     meta.update(status="running", started_at=_now())
     if step.number is not None:
         ctx.on_message(f"{ctx.phase.script}: cell {step.number} of {total}")
+    allowed = ctx.phase.allow_errors or RAISES in _tags(step.cell)
     started = time.time()
     try:
         with saves.around():
-            result = ctx.kernel.execute(source, timeout=ctx.timeout, on_output=ctx.live)
+            result = ctx.kernel.execute(
+                source,
+                timeout=ctx.timeout,
+                on_output=ctx.live,
+                store_history=not step.injected,  # the injected cell takes no number
+                stop_on_error=not allowed,
+            )
     except SandboxError as exc:
-        _ended(meta, started, "error")
-        mark_failed(ctx, cell, step)
-        ctx.emit(CodeRan(phase=ctx.phase.id, label=step.label, status="error", seconds=0.0))
-        raise PhaseError(f"{ctx.phase.script} {step.label}: {_describe(exc)}") from exc
-    ctx.record.outputs(cell, result)
-    ctx.emit(
-        CodeRan(phase=ctx.phase.id, label=step.label, status=result.status, seconds=result.wall)
-    )
+        stopped(ctx, cell, step, meta, started, _stop_output(exc), "error")
+        ctx.emit(CodeRan(phase=ctx.phase.id, label=label(cell, step), status="error", seconds=0.0))
+        raise PhaseError(f"{ctx.phase.script} {label(cell, step)}: {_describe(exc)}") from exc
+    except BaseException:  # Ctrl-C, SIGTERM, SIGHUP in this process: recorded, and raised on
+        stopped(ctx, cell, step, meta, started, _signal_output(), "stopped")
+        raise
+    ctx.record.outputs(cell, result, kernel_count=True)
+    if step.injected:
+        cell.execution_count = None  # it took no count: In [ ], as papermill's is not counted
+    elif isinstance(cell.execution_count, int):
+        meta["cell"] = cell.execution_count  # the kernel's count names the cell
+    name = label(cell, step)
+    ctx.emit(CodeRan(phase=ctx.phase.id, label=name, status=result.status, seconds=result.wall))
     if result.ok:
         _ended(meta, started, "ok")
         return False
-    if RAISES in _tags(step.cell):
+    if _cancelled(ctx):
+        cell.outputs.append(_error_output("Cancelled", "stopped by `praxis cancel`"))
+        _ended(meta, started, "stopped")
+        mark_failed(ctx, cell, step)
+        raise PhaseError(f"{ctx.phase.script} {name}: stopped by praxis cancel")
+    if allowed:
         _ended(meta, started, "allowed-error")
         return False
     if clean_exit(result):
@@ -186,7 +229,64 @@ def run_cell(ctx: PhaseContext, step: Step, total: int, saves: Checkpoints) -> b
         return True
     _ended(meta, started, "error")
     mark_failed(ctx, cell, step)
-    raise PhaseError(f"{ctx.phase.script} {step.label}: {error_text(result)}")
+    raise PhaseError(f"{ctx.phase.script} {name}: {error_text(result)}")
+
+
+def label(cell: NotebookNode, step: Step) -> str:
+    """How errors name a cell: by the execution count the record shows (``In [n]``)."""
+    count = cell.get("execution_count")
+    if step.injected or not isinstance(count, int):
+        return step.label
+    return f"cell {count}"
+
+
+def stopped(
+    ctx: PhaseContext,
+    cell: NotebookNode,
+    step: Step,
+    meta: dict[str, Any],
+    started: float,
+    why: dict[str, Any],
+    status: str,
+) -> None:
+    """A cell stopped before its reply: what it sent so far, then an error saying why."""
+    try:
+        partial = ctx.kernel.unfinished()
+        if partial is not None:
+            ctx.record.outputs(cell, partial, kernel_count=True)
+        if step.injected:
+            cell.execution_count = None
+        elif cell.get("execution_count") is None:
+            cell.execution_count = step.number  # the count it was given (In [n] agrees)
+        cell.outputs.append(ctx.record.output(why))
+        _ended(meta, started, status)
+        mark_failed(ctx, cell, step)
+    except Exception:  # the record of a stop must never hide the stop itself
+        log.warning("the stopped cell's outputs are not all recorded", exc_info=True)
+
+
+def _stop_output(exc: SandboxError) -> dict[str, Any]:
+    """The error output saying what stopped a cell, named as nbclient names it."""
+    if isinstance(exc, ExecTimeout):
+        return _error_output("CellTimeoutError", f"{exc} (the phase's timeout)")
+    if isinstance(exc, KernelDied):
+        return _error_output("DeadKernelError", str(exc))
+    return _error_output(type(exc).__name__, str(exc))
+
+
+def _signal_output() -> dict[str, Any]:
+    from praxis.terminal import received_signal
+
+    return _error_output("KeyboardInterrupt", f"stopped by {received_signal()} in the runner")
+
+
+def _error_output(ename: str, evalue: str) -> dict[str, Any]:
+    return {"output_type": "error", "ename": ename, "evalue": evalue, "traceback": [
+        f"{ename}: {evalue}"]}  # fmt: skip
+
+
+def _cancelled(ctx: PhaseContext) -> bool:
+    return run_paths(ctx.flow.root, ctx.run_id).cancel_request.exists()
 
 
 def clean_exit(result: ExecResult) -> bool:
@@ -203,18 +303,19 @@ def error_text(result: ExecResult) -> str:
 
 
 def mark_failed(ctx: PhaseContext, cell: NotebookNode, step: Step) -> None:
-    """Mark the failing cell where it is, and link to it from the top of the record."""
+    """Mark the failing cell where it is, and link to it from the top of the record (the
+    page's anchor of a cell is its number: ``#cell-3``)."""
     cells = ctx.record.cells
-    label = step.label
-    anchor = nbformat.v4.new_markdown_cell(
-        f'<span id="{ANCHOR}"></span>\n**praxis: the phase failed in {label}, below.**'
-    )
+    name = label(cell, step)
+    count = cell.get("execution_count")
+    target = anchor(count if isinstance(count, int) and not step.injected else None)
+    here = nbformat.v4.new_markdown_cell(f"**praxis: the phase failed in {name}, below.**")
     top = nbformat.v4.new_markdown_cell(
-        f"**praxis: this phase failed in {label}**: [go to the failing cell](#{ANCHOR})"
+        f"**praxis: this phase failed in {name}**: [go to the failing cell](#{target})"
     )
-    for marker in (anchor, top):
+    for marker in (here, top):
         marker.metadata["tags"] = [ERROR_CELL]
-    cells.insert(next(i for i, c in enumerate(cells) if c is cell), anchor)
+    cells.insert(next(i for i, c in enumerate(cells) if c is cell), here)
     cells.insert(0, top)
 
 
@@ -223,7 +324,7 @@ def _keep_rest(ctx: PhaseContext, rest: list[Step]) -> None:
     for step in rest:
         copied = ctx.record.copy(step.cell)
         if step.cell.cell_type == "code":
-            meta = {"ran": False, "status": "not-run"}
+            meta: dict[str, Any] = {"ran": False, "status": "not-run"}
             if step.number is not None:
                 meta["cell"] = step.number
             copied.metadata["praxis"] = meta

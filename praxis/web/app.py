@@ -31,11 +31,11 @@ from praxis.flows.handle import NoRun, RunHandle
 from praxis.flows.reconcile import reconcile_if_free
 from sandbox.errors import PathRefused
 
-from . import catalog, drafts, notebook, refusals, render, tables, views
+from . import catalog, drafts, highlight, refusals, render, tables, views
 from .background import MAX_RUNS, Advancer
 from .chat_routes import ChatPanel
 from .files import file_response
-from .reading import Reader
+from .reading import Reader, rendered
 from .refusals import RequestRefused, TokenRefused
 from .security import Guard, GuardMiddleware
 
@@ -86,6 +86,8 @@ def create_app(
         Route("/changes", reader.changes),
         Route("/view", reader.view),
         Route("/record", ui.record),
+        Route("/output", reader.output),
+        Route("/notebook.css", notebook_css),
         Route("/file", ui.file),
         Route("/save", ui.save, methods=["POST"]),
         Route("/approve", ui.approve, methods=["POST"]),
@@ -101,6 +103,11 @@ def create_app(
     app.state.ui = ui
     app.state.chat = chat
     return app
+
+
+def notebook_css(request: Request) -> Response:
+    """The colours of highlighted code and of ANSI text in notebooks (``highlight``)."""
+    return Response(highlight.stylesheet(), media_type="text/css")
 
 
 class UI:
@@ -253,7 +260,7 @@ class UI:
             ref=q.get("flow", ""),
             run=run,
             phase=phase,
-            nb=notebook.load(path),
+            nb=rendered(run, q.get("flow", ""), f"records/{phase}.ipynb", path),
         )
 
     def file(self, request: Request) -> Response:

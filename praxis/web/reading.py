@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlencode
 
+from markupsafe import Markup
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 
 from praxis import parquet
 from praxis.flows import live
@@ -20,12 +22,27 @@ from sandbox.errors import PathRefused
 from sandbox.paths import confined
 
 from . import catalog, changes, csvedit, notebook, parquet_view, render, tables, views
+from .security import FRAME_HEADERS
 
 if TYPE_CHECKING:
     from .app import UI
 
 MAX_VIEW_BYTES = 2 * 1024 * 1024
 MAX_NOTEBOOK_BYTES = 64 * 1024 * 1024
+
+
+def rendered(run: RunHandle, ref: str, name: str, path: Path) -> notebook.Notebook:
+    """The notebook at ``path`` (``name`` in the run folder) as the page shows it."""
+    folder = name.rsplit("/", 1)[0] if "/" in name else ""
+
+    def markdown(text: str, attachments: dict[str, str]) -> Markup:
+        return render.markdown(text, flow=ref, run=run.id, folder=folder, attachments=attachments)
+
+    def frame(cell: int, output: int) -> str:
+        query = {"flow": ref, "run": run.id, "path": name, "cell": cell, "output": output}
+        return "/output?" + urlencode(query)
+
+    return notebook.load(path, markdown=markdown, frame=frame)
 
 
 class Reader:
@@ -135,7 +152,7 @@ class Reader:
         folder = name.rsplit("/", 1)[0] if "/" in name else ""
         if lower.endswith(".ipynb") and ctx["size"] <= MAX_NOTEBOOK_BYTES:
             try:
-                ctx["nb"], kind = notebook.load(path), "notebook"
+                ctx["nb"], kind = rendered(run, ref, name, path), "notebook"
             except (ValueError, UnicodeError, AttributeError, TypeError):
                 kind = "text"
         elif lower.endswith((".md", ".markdown")) and ctx["size"] <= MAX_VIEW_BYTES:
@@ -164,6 +181,23 @@ class Reader:
             ctx["text"] = data[:MAX_VIEW_BYTES].decode("utf-8", errors="replace")
             ctx["clipped"] = len(data) > MAX_VIEW_BYTES
         return self.ui.render(request, "view.html", kind=kind, **ctx)
+
+    def output(self, request: Request) -> Response:
+        """An HTML output of a notebook of the run, as the document of its sandboxed frame."""
+        q = request.query_params
+        name = q.get("path", "")
+        try:
+            run = self.open(request)
+            path = confined(run.root, name)
+            if not name.endswith(".ipynb") or path.stat().st_size > MAX_NOTEBOOK_BYTES:
+                raise catalog.NotFound(f"{name} is not a notebook this page shows")
+            cell, output = (int(q[k]) if q.get(k, "").isdigit() else -1 for k in ("cell", "output"))
+            html = notebook.html_output(path, cell, output)
+        except (catalog.NotFound, PathRefused, ValueError, UnicodeError) as exc:
+            return PlainTextResponse(f"praxis: no such output: {exc}\n", status_code=404)
+        if html is None:
+            return PlainTextResponse("praxis: no such output\n", status_code=404)
+        return HTMLResponse(notebook.frame_document(html), headers=FRAME_HEADERS)
 
     def phase_of(self, run: RunHandle, phase: str) -> str:
         if phase not in [p.id for p in run.state.phases]:

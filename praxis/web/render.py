@@ -30,14 +30,21 @@ def _md() -> MarkdownIt:
 _MD = _md()
 
 
-def markdown(text: str, *, flow: str, run: str, folder: str) -> Markup:
-    """``text`` as HTML; relative images and links resolve against ``folder`` of the run."""
+def markdown(
+    text: str, *, flow: str, run: str, folder: str, attachments: dict[str, str] | None = None
+) -> Markup:
+    """``text`` as HTML; relative images and links resolve against ``folder`` of the run.
+    ``attachments`` (a notebook cell's, name -> ``data:`` URL) are the ``attachment:NAME``
+    images."""
     if len(text) > MAX_MARKDOWN:
         text = text[:MAX_MARKDOWN] + "\n\n*[the rest of the file is not shown]*"
     tokens = _MD.parse(text)
     for tok in tokens:
         for child in tok.children or []:
-            if child.type == "image":
+            src = str(child.attrGet("src") or "") if child.type == "image" else ""
+            if src.startswith("attachment:") and src[11:] in (attachments or {}):
+                child.attrSet("src", (attachments or {})[src[11:]])
+            elif child.type == "image":
                 _image(child, flow, run, folder)
             elif child.type == "link_open":
                 _link(child, flow, run, folder)

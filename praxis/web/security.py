@@ -39,6 +39,16 @@ SECURITY_HEADERS = {
     ),
 }
 
+# The document an HTML output is shown in (``/output``, inside ``<iframe sandbox>``): its own
+# styles apply (pandas' table styles), nothing runs, nothing loads, only this page frames it.
+FRAME_HEADERS = {
+    "Content-Security-Policy": (
+        "sandbox; default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
+        "form-action 'none'; base-uri 'none'; frame-ancestors 'self'"
+    ),
+    "X-Frame-Options": "SAMEORIGIN",
+}
+
 
 class Guard:
     """The server's secrets and its live sessions (in memory: a restart logs everyone out)."""

@@ -604,3 +604,39 @@ def test_every_problem_is_collected_and_require_raises(tmp_path: Path) -> None:
         contract.require(folder)
     assert caught.value.report.lines() == report.lines()
     assert str(caught.value) == f"{report.errors[0]} (and 2 more)"
+
+
+# -- notebook options ---------------------------------------------------------------------------
+
+NOTEBOOK_PHASE = "flow: f\nphases:\n  - id: nb\n    kind: notebook\n    script: n.ipynb\n"
+
+
+def test_a_notebook_phase_may_allow_errors(tmp_path: Path) -> None:
+    folder = make(tmp_path, NOTEBOOK_PHASE + "    notebook: {allow_errors: true}\n", ("n.ipynb",))
+    assert contract.require(folder).phase("nb").allow_errors is True
+    (tmp_path / "plain").mkdir()
+    plain = make(tmp_path / "plain", NOTEBOOK_PHASE, ("n.ipynb",))
+    assert contract.require(plain).phase("nb").allow_errors is False
+
+
+@pytest.mark.parametrize(
+    ("text", "files", "problem"),
+    [
+        (
+            SCRIPT_PHASE + "    notebook: {allow_errors: true}\n",
+            ("clean.py",),
+            "flow.yaml: phases[clean].notebook: only notebook phases take 'notebook' "
+            "(this is a script phase)",
+        ),
+        (
+            NOTEBOOK_PHASE + "    notebook: {allow_errors: yes please}\n",
+            ("n.ipynb",),
+            "flow.yaml: phases[nb].notebook.allow_errors: expected true or false, "
+            "got string 'yes please'",
+        ),
+    ],
+)
+def test_notebook_options_are_checked(
+    tmp_path: Path, text: str, files: tuple[str, ...], problem: str
+) -> None:
+    assert only(make(tmp_path, text, files)) == problem

@@ -10,6 +10,7 @@ import nbformat
 import pytest
 from nbformat import v4
 
+from praxis import api
 from praxis.flows import contract, runner
 from praxis.flows.handle import RunHandle
 from praxis.flows.model import Flow
@@ -180,3 +181,66 @@ def test_an_unreadable_notebook_is_refused_before_a_run_begins(
     assert error.startswith("flow.yaml: phases[") and "nb/work.ipynb: is not JSON" in error
     assert "save it again" in error
     assert not (root / "runs").exists()
+
+
+def test_one_number_names_a_cell_after_blank_and_skipped_cells(tmp_path: Path) -> None:
+    """The error, status, the record's In [n], its anchor and the traceback's Cell In[n] agree,
+    and they count the cells the kernel ran, as Jupyter does."""
+    nb = notebook(
+        v4.new_code_cell("x = 1"),
+        v4.new_code_cell(""),
+        tagged("print('not run')", "skip-execution"),
+        v4.new_code_cell("y = 2\nx / 0"),
+    )
+    root = one_phase_flow(tmp_path / "flow", nb)
+    run = runner.begin(root)
+    state = runner.advance(root, run.id, make_sandbox=local)
+    assert state.phase("work").error == "nb/work.ipynb cell 2: ZeroDivisionError: division by zero"
+    assert "cell 2: ZeroDivisionError" in api.status(root, run.id).message
+    record = nbformat.read(records(root, run.id) / "work.ipynb", as_version=4)
+    code = [c for c in record.cells if c.cell_type == "code"]
+    assert [c.execution_count for c in code] == [None, 1, None, None, 2]  # injected first
+    assert [c.metadata["praxis"].get("status") for c in code[2:4]] == ["skipped", "skipped"]
+    assert code[2].outputs == [] and code[3].outputs == []
+    errors = [o for o in code[4].outputs if o.output_type == "error"]
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", "\n".join(errors[0].traceback))
+    assert "Cell In[2], line 2" in plain
+    assert "](#cell-2)" in record.cells[0].source  # the page's anchor of In [2]
+
+
+def test_allow_errors_runs_past_a_failing_cell(tmp_path: Path) -> None:
+    nb = notebook(v4.new_code_cell("1 / 0"), v4.new_code_cell("open('out.txt', 'w').write('x')"))
+    root = one_phase_flow(tmp_path / "flow", nb)
+    flow_yaml = root / "flow.yaml"
+    flow_yaml.write_text(flow_yaml.read_text() + "    notebook: {allow_errors: true}\n")
+    run = runner.begin(root)
+    state = runner.advance(root, run.id, make_sandbox=local)
+    assert state.status == "done", state.error
+    record = nbformat.read(records(root, run.id) / "work.ipynb", as_version=4)
+    code = [c for c in record.cells if c.cell_type == "code"]
+    assert [c.metadata["praxis"]["status"] for c in code[1:]] == ["allowed-error", "ok"]
+
+
+def test_a_figure_left_open_is_shown_in_a_script_phase_and_savefig_still_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MPLBACKEND", "Agg")  # the host's choice does not reach the kernel
+    root = tmp_path / "flow"
+    root.mkdir()
+    (root / "plot.py").write_text(
+        "import matplotlib.pyplot as plt\nfig, ax = plt.subplots(figsize=(2, 2), dpi=50)\n"
+        "ax.plot([1, 2])\nfig.savefig('out.png')\n"
+    )
+    (root / "flow.yaml").write_text(
+        "flow: fig\nsandbox: {backend: local}\nphases:\n"
+        "  - {id: plot, kind: script, script: plot.py, outputs: [out.png]}\n"
+    )
+    run = runner.begin(root)
+    state = runner.advance(root, run.id, make_sandbox=local)
+    assert state.status == "done", state.error
+    record = nbformat.read(records(root, run.id) / "plot.ipynb", as_version=4)
+    shown = [
+        o for c in record.cells for o in c.get("outputs", []) if "image/png" in o.get("data", {})
+    ]
+    assert len(shown) == 1  # the open figure, drawn by the inline backend after the cell
+    assert (root / "runs" / run.id / "output" / "out.png").read_bytes().startswith(b"\x89PNG")

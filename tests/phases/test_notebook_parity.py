@@ -228,10 +228,12 @@ def test_the_record_keeps_metadata_and_marks_the_failing_cell(tmp_path: Path) ->
         assert {"started_at", "ended_at", "seconds"} <= set(meta)
     # the link at the top, the anchor right before the failing cell
     top = record.cells[0]
-    assert top.metadata["tags"] == [ERROR_CELL] and "](#praxis-failed-cell)" in top.source
+    assert top.metadata["tags"] == [ERROR_CELL] and "](#cell-2)" in top.source
+    assert cells[2].execution_count == 2  # the page's anchor #cell-2 is its In [2]
     at = record.cells.index(cells[2])
-    anchor = record.cells[at - 1]
-    assert anchor.metadata["tags"] == [ERROR_CELL] and 'id="praxis-failed-cell"' in anchor.source
+    marker = record.cells[at - 1]
+    assert marker.metadata["tags"] == [ERROR_CELL] and "failed in cell 2, below" in marker.source
+    assert "<" not in top.source + marker.source  # markdown a renderer without HTML shows
     own_markdown = [c.source for c in record.cells if c.cell_type == "markdown" and
                     ERROR_CELL not in c.metadata.get("tags", []) and
                     not c.source.startswith("**Phase failed")]  # fmt: skip

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from sandbox.output import Collector, truncation_marker
+from sandbox.collector import Collector
+from sandbox.output import truncation_marker
 
 
 def test_a_reply_with_status_error_fails_without_an_error_output() -> None:

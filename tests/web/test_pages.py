@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import csv
+import html
 import io
+import re
 
 from praxis.flows.events import ArtifactEdited, EventLog
 from praxis.flows.handle import RunHandle
@@ -54,7 +56,15 @@ def test_the_run_page_shows_timeline_records_and_the_gate(served: Served) -> Non
         f"/record?flow={served.gated.ref}&run={served.gated.run_id}&phase=flag"
     ).text
     assert "flagged for review" in record  # the script's stdout
-    assert "unit_price = clean[" in record  # its source
+    source = re.sub(r"<[^>]+>", "", record)  # the source, highlighted: tags around tokens
+    assert "unit_price = clean[" in html.unescape(source)
+    assert '<span class="n">unit_price</span>' in record
+    frames = re.findall(r'<iframe class="out html" sandbox [^>]*src="([^"]+)"', record)
+    assert frames  # the DataFrame the script left as its result
+    frame = served.client.get(html.unescape(frames[0]))
+    assert frame.status_code == 200 and "<table" in frame.text
+    assert frame.headers["content-security-policy"].startswith("sandbox; default-src 'none'")
+    assert frame.headers["x-frame-options"] == "SAMEORIGIN"
 
 
 def test_a_cell_edit_changes_only_that_cell_and_is_recorded(served: Served) -> None:

@@ -4,18 +4,29 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import nbformat
 import pytest
 
-from praxis.web import notebook, tables
+from praxis.web import highlight, notebook, render, tables
+from praxis.web.security import FRAME_HEADERS
 
 
 def test_html_outputs_go_into_a_script_free_sandboxed_frame() -> None:
-    html = notebook.render_output(
-        {"output_type": "display_data", "data": {"text/html": '<script>alert("x")</script>'}}
-    )
-    assert html.startswith('<iframe class="out html" sandbox title=')
-    assert "<script>" not in html  # escaped into srcdoc, never live in the page
-    assert "&lt;script&gt;" in html
+    out = {"output_type": "display_data", "data": {"text/html": '<script>alert("x")</script>'}}
+    html = notebook.render_output(out, lambda j: f"/output?cell=0&output={j}")
+    assert '<iframe class="out html" sandbox loading="lazy"' in html
+    assert 'src="/output?cell=0&amp;output=0"' in html
+    assert "<script>" not in html and "alert" not in html  # the page never holds it
+    assert "<script>" not in notebook.render_output(out)  # no frame: shown as text
+
+
+def test_the_frame_document_carries_the_output_and_the_stylesheet() -> None:
+    doc = notebook.frame_document("<table><tr><td>1</td></tr></table>")
+    assert "<table><tr><td>1</td></tr></table>" in doc
+    assert "tbody tr:nth-child(even)" in doc  # JupyterLab's striped rows
+    assert FRAME_HEADERS["Content-Security-Policy"].startswith("sandbox; default-src 'none'")
+    assert "script-src" not in FRAME_HEADERS["Content-Security-Policy"]  # none: default-src
+    assert notebook.frame_height("<tr>" * 3) == 24 + 3 * 27
 
 
 def test_text_and_errors_are_escaped_and_images_shown() -> None:
@@ -24,7 +35,7 @@ def test_text_and_errors_are_escaped_and_images_shown() -> None:
     error = notebook.render_output(
         {"output_type": "error", "ename": "E", "evalue": "v", "traceback": ["\x1b[31mboom\x1b[0m"]}
     )
-    assert "boom" in error and "\x1b" not in error
+    assert '<span class="ansi31">boom</span>' in error and "\x1b" not in error
     image = notebook.render_output(
         {"output_type": "display_data", "data": {"image/png": "iVBORw0KGgo=\n", "text/plain": "x"}}
     )
@@ -33,6 +44,40 @@ def test_text_and_errors_are_escaped_and_images_shown() -> None:
         {"output_type": "display_data", "data": {"image/png": '"><script>', "text/plain": "t"}}
     )
     assert "<script>" not in bad and "<img" not in bad
+
+
+def test_ansi_colours_become_classes_and_other_escapes_are_dropped() -> None:
+    text = "\x1b[38;5;28;01mdef\x1b[39;00m <f> \x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\ \x1b[2K\x07"
+    shown = highlight.terminal(text)
+    assert '<span class="ansi1 ansi38-28">def</span>' in shown
+    assert "&lt;f&gt;" in shown and "link" in shown
+    assert "\x1b" not in shown and "\x07" not in shown and "http://x" not in shown
+    assert ".ansi .ansi31 { color: #e75c58; }" in highlight.stylesheet()  # JupyterLab's red
+    assert ".highlight .k " in highlight.stylesheet()  # Pygments' keyword class
+
+
+def test_a_record_reads_like_jupyterlab(tmp_path: Path) -> None:
+    md = nbformat.v4.new_markdown_cell(
+        "**Phase failed:** <span id=x>x</span> ![a](attachment:a.png)"
+    )
+    md.attachments = {"a.png": {"image/png": "iVBORw0KGgo="}}
+    code = nbformat.v4.new_code_cell("def f():\n    return 1", execution_count=3)
+    code.outputs = [nbformat.v4.new_output("execute_result", data={"text/plain": "1"},
+                                           execution_count=3)]  # fmt: skip
+    code.metadata["praxis"] = {"cell": 3, "status": "error"}
+    nb = nbformat.v4.new_notebook(cells=[md, code])
+    path = tmp_path / "r.ipynb"
+    nbformat.write(nb, path)
+    got = notebook.load(
+        path, markdown=lambda text, att: render.markdown(
+            text, flow="f", run="r", folder="records", attachments=att)
+    )  # fmt: skip
+    shown, cell = got.cells
+    assert "<strong>Phase failed:</strong>" in shown.html and "&lt;span id=x&gt;" in shown.html
+    assert 'src="data:image/png;base64,iVBORw0KGgo="' in shown.html
+    assert cell.anchor == "cell-3" and cell.count == 3 and cell.failure
+    assert '<span class="k">def</span>' in cell.html
+    assert '<div class="prompt">Out[3]:</div>' in cell.outputs[0]
 
 
 def test_a_large_table_is_paged(tmp_path: Path) -> None:
