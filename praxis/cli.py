@@ -140,12 +140,11 @@ def _allowing_local(args: argparse.Namespace) -> int:
 
 
 def _next(exc: PraxisError | SandboxUnavailable, args: argparse.Namespace) -> str:
-    """The command to try after ``exc``: for a refused local backend, this one with the flag."""
-    hint = next_of(exc, args.flow)
-    if type(exc).__name__ == "LocalRefused" and args.command in ALLOW_LOCAL:
-        where = f"--root {args.root}" if args.command == "serve" else args.flow
-        hint = f"praxis {args.command} {where} --allow-local"
-    return hint
+    """The command to try after ``exc``: for a local backend refused before ``run`` made a
+    run, ``run`` again with the flag (else the error's own: ``advance`` with it)."""
+    if type(exc).__name__ == "LocalRefused" and args.command == "run":
+        return f"praxis run {args.flow} --allow-local"
+    return next_of(exc, args.flow)
 
 
 def _acted_on(exc: Exception) -> TypeGuard[PraxisError | SandboxUnavailable]:

@@ -70,6 +70,13 @@ def allow_local() -> Iterator[None]:
 
 
 @pytest.fixture
+def local_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``PRAXIS_SANDBOX=local`` in the person's environment: their ``--allow-local`` for every
+    ``praxis`` process a test starts (for tests whose flows all ask for local or fake)."""
+    monkeypatch.setenv("PRAXIS_SANDBOX", "local")
+
+
+@pytest.fixture
 def local_sandbox(tmp_path: Path) -> Iterator[Sandbox]:
     """An open local sandbox (kernels as subprocesses) on ``tmp_path/workspace``."""
     sandbox = open_sandbox({"backend": "local"}, workspace=tmp_path / "workspace", name="test")
