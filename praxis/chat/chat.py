@@ -383,7 +383,7 @@ def resolve_chat_model(root: Path, env: Mapping[str, str] | None = None) -> Any:
         if doc.readable and isinstance(doc.data, dict) and isinstance(doc.data.get("model"), str):
             spec = doc.data["model"]
     try:
-        return resolve_model(spec, env=env)
+        return resolve_model(spec, env=env, flow_root=root)
     except ModelUnavailable as exc:
         if "no chat model" in str(exc):
             from praxis.agent.scripted import SCRIPT_ENV

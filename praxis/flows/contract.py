@@ -132,14 +132,16 @@ def _definition(path: Path, report: Report) -> Path | None:
     definition = path / "flow.yaml" if path.is_dir() else path
     problem, shown = None, definition.name
     try:
-        st = definition.stat()
+        st = definition.lstat()  # flow.yaml is read without following a link (flow_files)
     except OSError as exc:
         problem, shown = (
             f"cannot be read ({exc.strerror}); give a flow folder or its flow.yaml",
             str(definition),
         )
     else:
-        if not stat.S_ISREG(st.st_mode):
+        if stat.S_ISLNK(st.st_mode):
+            problem = "is a symbolic link: a flow's files are read without following links"
+        elif not stat.S_ISREG(st.st_mode):
             problem = "is not a regular file"
         elif st.st_size > MAX_DEFINITION_BYTES:
             problem = f"is {mib(st.st_size)}, over the 1 MiB limit for a flow definition"

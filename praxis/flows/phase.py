@@ -254,7 +254,10 @@ def gather(run: RunHandle, phase: Phase, ws: snapshot.Workspace) -> None:
     workspace holds it already (an earlier phase's output where that phase left it)."""
     t0 = run.clock()
     for name in phase.working:
-        sha, size = ws.store.add_file(source_of(run, name))
+        if run.flow.producer(name) is None:  # a flow file: by descriptor, no link followed
+            sha, size = ws.store.add_flow_file(run.flow.root, name)
+        else:
+            sha, size = ws.store.add_file(source_of(run, name))
         if not ws.holds(name, sha):
             ws.place(name, sha, size)
     run.emit(InputsUploaded(phase=phase.id, files=list(phase.working), seconds=run.clock() - t0))

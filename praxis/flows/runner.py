@@ -23,7 +23,7 @@ from sandbox import Sandbox, open_sandbox
 
 from ..errors import EXIT, Refused
 from . import acks as acks_of
-from . import checks, collect, contract, decisions, definition, reconcile, snapshot
+from . import checks, collect, contract, decisions, definition, isolation, reconcile, snapshot
 from .atomic import write_atomic
 from .context import Approver, OnMessage
 from .decisions import DecisionRefused, ManagedMode, OutputAccepted
@@ -131,6 +131,8 @@ def run(
     flow = load_flow(flow_ref)
     if managed:
         _person_only(actor, "put a run in managed mode")
+    if options.get("make_sandbox", default_sandbox) is default_sandbox:
+        isolation.confine(flow.sandbox)  # refused before a run is made
     locks: list[Lock] = []
 
     def take(staging: RunPaths) -> None:
@@ -157,11 +159,14 @@ def run(
             lock.release()
 
 
-def default_sandbox(flow: Flow, run: RunHandle) -> Sandbox:
+def default_sandbox(flow: Flow, run: RunHandle, *, chosen: bool = False) -> Sandbox:
+    """The sandbox flow.yaml's ``sandbox:`` names, as the person allowed it (isolation.py);
+    ``chosen``: the caller, not the flow, named the backend (``praxis.advance(sandbox=)``)."""
     config = {k: v for k, v in flow.sandbox.items() if k != "timeout"}
-    override = os.environ.get("PRAXIS_SANDBOX")
-    if override and config.get("backend", "auto") == "auto":
-        config["backend"] = override
+    if chosen:
+        config["backend"] = isolation.backend_of(config)
+    else:
+        config = isolation.confine(config)
     if config.get("backend", "auto") in ("auto", "docker"):
         config.setdefault("labels", {})["praxis.flow"] = str(flow.root.resolve())
     from .. import packages
@@ -211,6 +216,8 @@ def _advance(
     lock: Lock | None = None,
 ) -> RunState:
     try:
+        if make_sandbox is default_sandbox:
+            isolation.confine(flow.sandbox)  # refused before anything of the run changes
         run = RunHandle.open(flow, run_id, clock)
         if on_event is not None:
             run.listeners.append(on_event)

@@ -477,10 +477,14 @@ def test_symlink_leading_out_of_the_flow_is_refused(tmp_path: Path) -> None:
     )
 
 
-def test_symlink_inside_the_flow_is_fine(tmp_path: Path) -> None:
+def test_a_symlink_is_refused_even_inside_the_flow(tmp_path: Path) -> None:
+    """Flow files are read by descriptor with no link followed, wherever the link points."""
     folder = make(tmp_path, SCRIPT_PHASE.replace("clean.py", "link.py"))
     (folder / "link.py").symlink_to(folder / "clean.py")
-    assert contract.require(folder).phases[0].script == "link.py"
+    assert lines(folder) == [
+        "flow.yaml: phases[clean].script: 'link.py' is or passes through a symbolic link or a "
+        "non-folder: a flow file is read without links"
+    ]
 
 
 def test_definition_file_must_be_regular_and_not_huge(tmp_path: Path) -> None:

@@ -20,6 +20,9 @@ from praxis.flows.lock import Lock
 from . import _child
 from ._flows import begin, one_line_error, praxis, praxis_here, state_of, write_flow
 
+# every flow here asks for the fake or local backend: the person allows it
+pytestmark = pytest.mark.usefixtures("local_env")
+
 WORKERS = 8
 ROUNDS = 50
 
@@ -185,6 +188,7 @@ ASKING_CHILD = """
 import sys, threading
 from pathlib import Path
 from praxis.flows import runner
+
 
 flow, marker = Path(sys.argv[1]), Path(sys.argv[2])
 

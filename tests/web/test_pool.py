@@ -34,6 +34,9 @@ from sandbox.fake import FakeSandbox
 
 from ..flows.helpers import write_flow
 
+# every flow here asks for the fake or local backend: the person allows it
+pytestmark = pytest.mark.usefixtures("local_env")
+
 FLOW = """
     flow: pool
     sandbox: {backend: fake, timeout: 60}
