@@ -1,14 +1,18 @@
 """The docker backend: one hardened container per run, kernels forked in it by a zygote.
 
 The container runs an idle init process. One ``docker exec`` starts the kernel zygote
-(``sandbox/zygote.py``, run with ``python -c``) in it as root with only the capabilities
-SETUID, SETGID and KILL; every kernel is a fork of the zygote, asked for over the zygote's
-unix socket ``/rt/zygote.sock``, and killed the same way: no docker exec per kernel. A kernel
-binds its sockets in ``/rt/k<n>/`` while it is still root, and becomes uid 1000 (with no
-capability) only when it is handed out: the runtime folder (0700, root's), the zygote, the
-spare kernels and their keys are out of reach of phase code. Between phases ``quiesce`` kills
-every uid-1000 process. Transport is ZMQ ``ipc``: the host's jupyter_client connects to the
-kernel's sockets by their host path. The container has no network at all.
+(``sandbox/zygote.py``, run with ``python -I -c``: no site hook but the image's own) in it as
+root with only the capabilities SETUID, SETGID and KILL; every kernel is a fork of the zygote,
+asked for over the zygote's unix socket ``/rt/zygote.sock``, and killed the same way: no
+docker exec per kernel. A kernel binds its sockets in ``/rt/k<n>/`` while it is still root,
+and becomes uid 1000 (with no capability) only when it is handed out: the runtime folder
+(0700, root's), the zygote, the spare kernels and their keys are out of reach of phase code.
+A flow's packages sit in their own prefix (``/opt/flow``, see ``image/layer_install.py``)
+that only a kernel puts on its path, once it is uid 1000: nothing of theirs runs as root.
+Between phases ``quiesce`` kills every process that is not the server's own, whatever its
+uid, and removes what they left (``zygote_sweep.py``); a sweep that cannot finish raises.
+Transport is ZMQ ``ipc``: the host's jupyter_client connects to the kernel's sockets by their
+host path. The container has no network at all and its own IPC namespace.
 
 Hardening (docs/reliability.md item 1) is in ``_host_config``; the workspace is a host folder
 bind-mounted at ``/workspace`` and moved with plain file operations (``Workspace``).
@@ -38,6 +42,7 @@ from .forkserver import (
     SOCKET,
     ForkedKernel,
     ForkServer,
+    ZygoteGone,
     ZygoteSupervisor,
     connection_files,
     zygote_source,
@@ -80,7 +85,7 @@ ENDED = "kernel server ended"
 COMMAND = [
     "sh",
     "-c",
-    f'(python -c "$1" "$2" "$3" "$4" "$5"; echo "{ENDED}: $?") & exec sleep infinity',
+    f'(python -I -c "$1" "$2" "$3" "$4" "$5"; echo "{ENDED}: $?") & exec sleep infinity',
 ]
 GOING = 3.0  # seconds an earlier open's container gets to end by itself before it is removed
 RUNTIME_PREFIX = "praxis-rt-"  # host runtime folders: praxis-rt-<name>-<random>
@@ -262,6 +267,7 @@ class DockerSandbox(ZygoteKernels, FolderSandbox):
         assert self._runtime is not None
         return {
             "network_mode": "none",
+            "ipc_mode": "private",  # its own SysV IPC namespace, emptied at each sweep
             "cap_drop": ["ALL"],
             "cap_add": list(SERVER_CAPS),
             "security_opt": ["no-new-privileges"],
@@ -358,7 +364,7 @@ class DockerSandbox(ZygoteKernels, FolderSandbox):
         self._launches += 1
         if self._launches == 1:
             return self._command_ended
-        exec_id = self._exec(["python", "-c", *self._zygote_args()], user=ROOT)
+        exec_id = self._exec(["python", "-I", "-c", *self._zygote_args()], user=ROOT)
         return lambda: not self._running(exec_id)
 
     def _command_ended(self) -> bool:
@@ -394,21 +400,26 @@ class DockerSandbox(ZygoteKernels, FolderSandbox):
         self._dirty = True  # code may run from now on: the next quiesce sweeps
 
     def quiesce(self) -> None:
+        """Stop everything a phase started and remove what it left outside the workspace,
+        then seal the workspace. Raises SandboxUnavailable when the sweep cannot finish (and
+        sweeps again at the next call): nothing is sealed over a phase still running."""
         if not self._dirty:
             return  # no kernel was handed out since the last quiesce: nothing can run
-        self._dirty = False
         if self._standby is not None:
             for kernel in self._standby.handed_out():
                 kernel.shutdown()
         if self.container is None:
+            self._dirty = False
             return
         try:
             if self._zygote is None:
-                raise SandboxUnavailable("no kernel server")
+                raise ZygoteGone("no kernel server")
             self._zygote.server.sweep()
-        except SandboxUnavailable:
-            # the kernel server is gone: kill the kernel uid's processes with a docker exec
-            self._exec_wait(["python", "-c", "import os; os.kill(-1, 9)"], user=UID)
+        except ZygoteGone:
+            # the kernel server is gone: kill the kernel uid's processes with a docker exec;
+            # the next kernel starts a new server, whose first sweep does the rest
+            self._exec_wait(["python", "-I", "-c", "import os; os.kill(-1, 9)"], user=UID)
+        self._dirty = False
         self.workspace.seal()  # what the phase wrote is read-only to every later phase
 
     def _exec(self, cmd: list[str], *, user: str = UID) -> str:
@@ -452,7 +463,7 @@ class DockerSandbox(ZygoteKernels, FolderSandbox):
         if self.container is None:
             return
         try:
-            self._exec(["python", "-c", f"import os; os.killpg({int(pid)}, 9)"], user=ROOT)
+            self._exec(["python", "-I", "-c", f"import os; os.killpg({int(pid)}, 9)"], user=ROOT)
         except SandboxUnavailable:
             log.debug("could not kill kernel %s", pid, exc_info=True)
 

@@ -48,8 +48,11 @@ class ZygoteGone(SandboxUnavailable):
 
 @cache
 def zygote_source() -> str:
-    """The zygote script's source, as run with ``python -c``."""
-    return Path(__file__).with_name("zygote.py").read_text(encoding="utf-8")
+    """The zygote script's source, as run with ``python -c``: its sweep's module first (the
+    image has no ``sandbox`` package to import it from)."""
+    here = Path(__file__).parent
+    parts = [(here / name).read_text(encoding="utf-8") for name in ("zygote_sweep.py", "zygote.py")]
+    return "\n".join(parts)
 
 
 class ForkServer:
