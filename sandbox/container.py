@@ -26,6 +26,7 @@ import logging
 import os
 import re
 import shutil
+import subprocess
 import tempfile
 import threading
 import time
@@ -89,6 +90,7 @@ COMMAND = [
 ]
 GOING = 3.0  # seconds an earlier open's container gets to end by itself before it is removed
 RUNTIME_PREFIX = "praxis-rt-"  # host runtime folders: praxis-rt-<name>-<random>
+RUNTIME_SIZE = "64m"  # the runtime tmpfs: sockets, exit files, the kernel server's log
 DISK = "10g"  # the workspace's disk quota (a sparse image: only what is written takes space)
 
 
@@ -183,6 +185,7 @@ class DockerSandbox(ZygoteKernels, FolderSandbox):
         self._private = Path(tempfile.mkdtemp(prefix=f"{RUNTIME_PREFIX}{_safe(self.name)}-"))
         self._runtime = self._private / "rt"
         self._runtime.mkdir(mode=0o700)  # the kernel server's (root): phase code cannot enter
+        _mount_runtime(self._runtime)  # its own tmpfs: its host path is not in mountinfo
         try:
             self.container = self._client.containers.run(
                 self.image,
@@ -268,6 +271,7 @@ class DockerSandbox(ZygoteKernels, FolderSandbox):
         return {
             "network_mode": "none",
             "ipc_mode": "private",  # its own SysV IPC namespace, emptied at each sweep
+            "cgroupns": "private",  # its cgroup paths start at / (no host path in mountinfo)
             "cap_drop": ["ALL"],
             "cap_add": list(SERVER_CAPS),
             "security_opt": ["no-new-privileges"],
@@ -318,6 +322,7 @@ class DockerSandbox(ZygoteKernels, FolderSandbox):
         prefix = f"{RUNTIME_PREFIX}{_safe(self.name)}-"
         for folder in Path(tempfile.gettempdir()).glob(f"{glob.escape(prefix)}*"):
             if folder.is_dir() and not folder.is_symlink():
+                _unmount_runtime(folder / "rt")
                 shutil.rmtree(folder, ignore_errors=True)
 
     def _wait_gone(self, ids: list[str], timeout: float = 30.0, quiet: bool = False) -> None:
@@ -344,6 +349,7 @@ class DockerSandbox(ZygoteKernels, FolderSandbox):
 
     def _remove_runtime(self) -> None:
         if self._private is not None:
+            _unmount_runtime(self._private / "rt")
             shutil.rmtree(self._private, ignore_errors=True)
             self._private = self._runtime = None
 
@@ -482,6 +488,31 @@ class DockerSandbox(ZygoteKernels, FolderSandbox):
         if baseline is not None and kills is not None and kills > baseline:
             return f"out of memory (the sandbox's memory limit is {self.memory})"
         return forked.death_cause()
+
+
+def _mount_runtime(folder: Path) -> None:
+    """Make the runtime folder a small tmpfs of its own when the host may mount (root): the
+    container's mountinfo then shows ``/`` for ``/rt``, not the host path (the run's name),
+    and what the kernel server writes there cannot fill the host's disk. Without root it
+    stays a plain folder, its path visible in the container."""
+    if os.geteuid() != 0:
+        return
+    options = f"size={RUNTIME_SIZE},mode=0700,nosuid,nodev,noexec"
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", options, "praxis-rt", str(folder)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        log.warning("runtime folder %s stays a plain folder: %s", folder, done.stderr.strip())
+
+
+def _unmount_runtime(folder: Path) -> None:
+    if os.path.ismount(folder):
+        done = subprocess.run(["umount", str(folder)], capture_output=True, check=False)
+        if done.returncode != 0:
+            subprocess.run(["umount", "-l", str(folder)], capture_output=True, check=False)
 
 
 def _closed(row: dict[str, Any]) -> bool:
