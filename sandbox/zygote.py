@@ -74,8 +74,8 @@ except ImportError:
 KEY = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 MAX_LINE = 1 << 20
 CLIENT_TIMEOUT = 5.0
-SWEEP_SECONDS = 10.0
-SCRUB_SECONDS = 60.0
+SWEEP_SECONDS = 10.0  # to kill every process of the phase
+SCRUB_SECONDS = 20.0  # to empty the folders (forkserver.SWEEP_TIMEOUT waits for both)
 # The flow's own packages: a prefix apart from the image's /opt/venv, on the path of a kernel
 # only once it took the kernel uid (and of that uid's own Python processes: the layer's
 # praxis-flow.pth). Never on the zygote's.

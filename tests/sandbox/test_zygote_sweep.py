@@ -8,6 +8,7 @@ environment: the sweep's listing is handed in); the IPC removal runs in a contai
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -17,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from sandbox import SandboxUnavailable
+from sandbox.forkserver import SOCKET, ForkServer, ZygoteGone
 from sandbox.zygote_sweep import SweepFailed, kill_all_but, processes, scrub
 
 # a process that leaves a daemon of its own session and then forks new children until killed
@@ -152,3 +155,16 @@ def test_a_scrub_that_cannot_finish_fails_naming_the_entry(tmp_path: Path) -> No
     with pytest.raises(SweepFailed, match=r"^cannot remove .*/tmp/d: "):
         scrub(folders=(str(tmp),), seconds=-1)
     assert (tmp / "d").is_dir()
+
+
+def test_a_sweep_that_misses_its_deadline_fails_and_is_not_taken_for_a_gone_server(
+    tmp_path: Path,
+) -> None:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+        listener.bind(str(tmp_path / SOCKET))
+        listener.listen(1)  # a server that takes the request and never answers
+        with pytest.raises(SandboxUnavailable, match="sweep did not finish within 0.2 s") as info:
+            ForkServer(tmp_path).sweep(timeout=0.2)
+    assert not isinstance(info.value, ZygoteGone)
+    with pytest.raises(ZygoteGone):  # nobody listening: the server is gone
+        ForkServer(tmp_path).sweep(timeout=0.2)
