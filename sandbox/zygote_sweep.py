@@ -109,15 +109,18 @@ def kill_all_but(kept, seconds, reap=lambda: None, kill=os.kill, listing=process
     code; SweepFailed past ``seconds``. ``reap`` collects the caller's own dead children;
     ``listing`` is where the processes are found (``processes``).
 
-    Done when a listing finds none that can run code AND only pids an earlier listing saw
-    (and this loop killed, or saw dead): a process forks only before it is killed, so a
-    child it made after one listing was read shows up, new, in the next."""
+    Done when two listings in a row find none that can run code AND only pids an earlier
+    listing saw (and this loop killed, or saw dead): a process forks only before it is
+    killed, so a child it made after one listing was read shows up, new, in the next; the
+    second clean listing leaves no room for one the first missed while its parent ended."""
     deadline = time.monotonic() + seconds
     seen: set[int] = set()
+    clean = 0
     while True:
         found = {pid: row[2] for pid, row in listing().items() if pid not in kept}
         left = [pid for pid, live in found.items() if live]
-        if not left and found.keys() <= seen:
+        clean = clean + 1 if not left and found.keys() <= seen else 0
+        if clean == 2:
             return
         if time.monotonic() > deadline:
             raise SweepFailed(f"{len(left)} process(es) of the phase survive the sweep")
