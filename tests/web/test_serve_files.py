@@ -64,15 +64,22 @@ def test_a_stopped_serve_leaves_no_warm_container_or_mount(
     try:
         (run_id,) = begin_runs(serve, "load", ["r1"], Load())
         run = tmp_path / "load" / "runs" / run_id
-        for _ in range(1200):  # at its Gate, its sandbox kept warm for the next phase
-            state = (
-                json.loads((run / "run.json").read_text()) if (run / "run.json").exists() else {}
-            )
-            if state.get("waiting") == "gate" and _containers(run_id):
+        for _ in range(1200):  # at its Gate; the advance closed its own sandbox
+            saved = run / "run.json"
+            state = json.loads(saved.read_text()) if saved.exists() else {}
+            if state.get("waiting") == "gate" and not _containers(run_id):
+                break
+            time.sleep(0.1)
+        assert state.get("waiting") == "gate", serve.stderr
+        with serve.client() as client:  # a reviewer on its page: its sandbox opens, warm
+            page = client.get(f"/run?flow=load&run={run_id}")
+            assert page.status_code == 200
+        for _ in range(1200):
+            if _containers(run_id) and os.path.ismount(run / "workspace"):
                 break
             time.sleep(0.1)
         assert _containers(run_id), serve.stderr
-        assert (run / "workspace").is_dir()
+        assert os.path.ismount(run / "workspace")  # its quota mount
     finally:
         code = serve.stop(sig=sig)
     assert code in (0, 130), serve.stderr[-2000:]
