@@ -10,7 +10,6 @@ import logging
 import os
 import shutil
 import threading
-from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -84,21 +83,27 @@ def run_phase(
         run.emit(FilesCollected(phase=phase.id, outputs=sorted(outputs), scratch=scratch))
         collect.check_outputs(run.paths, phase)
         checks.after_phase(run, phase, sandbox)  # flow.yaml checks: of the declared tables
+        sandbox.quiesce()  # a check's kernel too: nothing runs once the phase is done
         ws.save(run.paths.snapshot(phase.id, attempt, "post"), post)
         finish(run, phase, started, record, outputs, digests)
         return True
     except Exception as exc:  # any error of the phase's, of its files or of the sandbox
         cancelled = run.paths.cancel_request.exists()  # the interrupt came from `praxis cancel`
         error = STOPPED if cancelled else _message(exc, sandbox)
+        if handout is not None:
+            handout.close()
+        error = _stopped(sandbox, error)
         fail(run, phase, started, record, error, digests)
         return False
     except BaseException:
         fail(run, phase, started, record, STOPPED)
+        if handout is not None:
+            handout.close()
+        sandbox.quiesce()  # a sweep that fails now is raised, chained to the interrupt
         raise
     finally:
         if handout is not None:
             handout.close()
-        _quiet(sandbox.quiesce)
         shutil.rmtree(run.paths.staging, ignore_errors=True)
 
 
@@ -112,11 +117,15 @@ def _scratch(pre: snapshot.Manifest, post: snapshot.Manifest, outputs: dict[str,
     )
 
 
-def _quiet(call: Callable[[], None]) -> None:
+def _stopped(sandbox: Sandbox, error: str) -> str:
+    """``error``, the failure of a phase, once nothing of the phase runs: a sweep that cannot
+    stop its processes (or remove what they left) is never swallowed, it joins the error."""
     try:
-        call()
-    except Exception:
-        log.warning("could not stop the sandbox's processes", exc_info=True)
+        sandbox.quiesce()
+    except Exception as exc:
+        swept = _message(exc, sandbox)
+        return error if swept in error else f"{error}; and {swept}"
+    return error
 
 
 def base_state(
