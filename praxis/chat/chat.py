@@ -67,6 +67,12 @@ KEY_HELP: dict[str, str] = {
     ),
     "limits": "agent phases: {model_calls: N, run_python: N}",
     "timeout": "seconds, overrides sandbox.timeout for this phase",
+    "notebook": "notebook phases: {allow_errors: true} runs on past a failing cell",
+    "reuse": (
+        "auto | never: 'never' always runs the phase, for code that reads the clock or "
+        "randomness (by default a script or notebook phase whose definition and pre-state "
+        "equal a done attempt of any run of the flow is restored, not run)"
+    ),
     "checks": (
         "what a declared table must satisfy after the phase and after every Gate edit: "
         "{name.csv: {columns: [...], unique: [...], not_null: [...], values: {col: [...]}, "

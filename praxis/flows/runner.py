@@ -55,6 +55,7 @@ from .model import Flow
 from .opening import Opening
 from .params import resolve as resolve_params
 from .state import IllegalTransition, RunState
+from .store import RunStore, Swept, migrate, sweep
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -215,6 +216,7 @@ def _advance(
         if on_event is not None:
             run.listeners.append(on_event)
         recover(run)
+        migrate(run.paths)  # a run from before the flow's store: its objects move there
         reconcile.reconcile(run)
         if not _runnable(run.state):
             if opening is not None:
@@ -233,7 +235,7 @@ def _advance(
         box = opening.box()  # SandboxUnavailable leaves run.json as it was: nothing ran
         try:
             _note_sandbox(run, box)
-            ws = snapshot.Workspace(box, snapshot.Store(run.paths.objects), known=_known(run))
+            ws = snapshot.Workspace(box, RunStore(run.paths), known=_known(run))
             _loop(run, box, ws, approver, on_message, model, reuse)
         finally:
             if lock is not None:
@@ -352,6 +354,7 @@ def _opened(
     flow = load_flow(flow_ref)
     with held(flow, run_id, "changing") as lock:
         run = RunHandle.open(flow, lock.run, clock)
+        migrate(run.paths)
         reconcile.reconcile(run)
         if bound is not None and expect_revision is None and bound[1] is None:
             _unbound(run, bound[0])
@@ -485,7 +488,7 @@ def accept(
         c = found[0]
         if not c.now:
             raise Refused(f"run {run.id}: output {name} is missing: re-run {c.phase}")
-        sha, _ = snapshot.Store(run.paths.objects).add_file(run.paths.out(name))
+        sha, _ = RunStore(run.paths).add_file(run.paths.out(name))
         _change(run, "accept", phase=c.phase, name=name, sha256=sha)
         run.emit(
             OutputAccepted(
@@ -640,8 +643,8 @@ def rerun(
 def delete_runs(flow: Flow, ids: list[str], *, keep: int | None = None) -> list[str]:
     """Delete runs ``ids`` (and, with ``keep``, all but the newest ``keep``), under the
     Flow's lock and each run's: a run being advanced is never deleted (Busy, and none is).
-    Each leaves the listing at once; its files are removed after the locks are let go.
-    The ids deleted."""
+    Each leaves the listing at once; its files are removed after the locks are let go, then
+    the objects of the flow's store that no run holds any more. The ids deleted."""
     locks: list[Lock] = []
     try:
         with flow_lock(flow, "deleting"):
@@ -664,7 +667,22 @@ def delete_runs(flow: Flow, ids: list[str], *, keep: int | None = None) -> list[
             lock.release()
     for folder in dict.fromkeys(gone):
         shutil.rmtree(folder, ignore_errors=True)
+    gc(flow)  # the objects only they held
     return doomed
+
+
+def gc(flow_ref: Flow | str | Path) -> Swept:
+    """Remove from the flow's store every object no run holds, and what a creator or deleter
+    that died left in ``runs/``; safe while other runs of the flow advance (store.py)."""
+    from . import reuse
+
+    flow = load_flow(flow_ref)
+    with flow_lock(flow, "deleting"):
+        gone = leftovers(flow.root)  # under the Flow's lock: their makers are gone
+        for folder in gone:
+            shutil.rmtree(folder, ignore_errors=True)
+        reuse.prune(flow.root, list_by_creation(flow.root))
+    return sweep(flow.root)
 
 
 def cancel(
