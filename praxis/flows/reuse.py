@@ -15,7 +15,8 @@ of three things, each known before the phase runs:
   the files of its code (script or notebook), the run's parameters;
 * its pre-state digest (``snapshot.digest``): the path and sha256 of every file and folder of
   the workspace once its inputs are uploaded;
-* the flow's ``sandbox`` settings but ``timeout`` (backend, image, packages, memory, cpus).
+* the flow's ``sandbox`` settings but ``timeout`` and ``labels`` (backend, image, packages,
+  memory, cpus, ...).
 
 Not in it: the run's id, the attempt, the clock, anything the code reads from outside the
 workspace. A phase whose code reads the clock or randomness says ``reuse: never``.
@@ -46,6 +47,7 @@ from .model import Phase
 from .store import RunStore
 
 log = logging.getLogger("praxis")
+UNKEYED = ("timeout", "labels")  # sandbox settings that never change what code computes
 
 
 def index_dir(flow_root: Path) -> Path:
@@ -67,7 +69,7 @@ def from_other_runs(run: RunHandle, phase: Phase) -> bool:
 
 
 def key(run: RunHandle, phase: Phase, pre_digest: str) -> str:
-    sandbox = {k: v for k, v in run.flow.sandbox.items() if k != "timeout"}
+    sandbox = {k: v for k, v in run.flow.sandbox.items() if k not in UNKEYED}
     data = {
         "definition": definition.digest(run, phase),
         "pre": pre_digest,
@@ -170,10 +172,59 @@ def try_other_runs(
     return False
 
 
+def ahead(run: RunHandle, store: RunStore) -> int:
+    """Restore, without a sandbox, each next phase that a done attempt of a run stands for
+    (stopping before a Gate's phase, a cancel, or a phase that must run); how many. The
+    pre-state is the one the sandbox's workspace would hold: the previous phase's recorded
+    post-state with the phase's inputs placed (``planned``). The workspace itself is left as
+    it is: the next phase that runs restores its own pre-state first."""
+    if not index_dir(run.flow.root).is_dir():
+        return 0
+    done = 0
+    while not run.paths.cancel_request.exists():
+        nxt = run.state.next_phase
+        if nxt is None:
+            break
+        phase = run.flow.phase(nxt.id)
+        if phase.gated or not from_other_runs(run, phase):
+            break
+        try:
+            pre = planned(run, phase, store)
+            found = pre is not None and any(
+                _adopt(run, phase, None, store, pre, entry)
+                for entry in candidates(run.flow.root, key(run, phase, snapshot.digest(pre)))
+            )
+        except (OSError, ValueError, KeyError, TypeError):
+            log.debug("phase %s cannot be restored ahead", phase.id, exc_info=True)
+            found = False
+        if not found:
+            break
+        done += 1
+    return done
+
+
+def planned(run: RunHandle, phase: Phase, store: RunStore) -> snapshot.Manifest | None:
+    """The pre-state ``settle`` would make, from the records alone: the phase before's
+    post-state, each working input placed at its name (and the folders above it)."""
+    from .phase import base_state, source_of
+
+    base = base_state(run, phase)
+    if base is None:
+        return None
+    pre = {n: snapshot.Item(i.sha256, i.size) for n, i in base.items()}
+    for name in phase.working:
+        sha, size = store.add_file(source_of(run, name))
+        pre[name] = snapshot.Item(sha, size)
+        parts = name.split("/")[:-1]
+        for n in range(len(parts)):
+            pre["/".join(parts[: n + 1]) + "/"] = snapshot.Item(snapshot.FOLDER, 0)
+    return pre
+
+
 def _adopt(
     run: RunHandle,
     phase: Phase,
-    ws: snapshot.Workspace,
+    ws: snapshot.Workspace | None,
     store: RunStore,
     pre: snapshot.Manifest,
     entry: dict[str, Any],
@@ -189,9 +240,10 @@ def _adopt(
     files = [i.sha256 for n, i in post.items() if not snapshot.is_folder(n)]
     if not store.claim([*files, *outputs.values(), *scratch.values()]):
         return False
-    ws.settled = None
-    ws.restore(post)
-    post = ws.snapshot(settled=True)  # as this workspace holds it (every file known)
+    if ws is not None:
+        ws.settled = None
+        ws.restore(post)
+        post = ws.snapshot(settled=True)  # as this workspace holds it (every file known)
     state = run.state.phase(phase.id)
     if state.attempt:
         collect.archive_attempt(run.paths, phase, state.attempt)
@@ -203,8 +255,9 @@ def _adopt(
     shutil.copyfile(store.path(record_sha), run.paths.record(phase.id))
     os.chmod(run.paths.record(phase.id), 0o644)
     digests = {"pre": snapshot.digest(pre), **definition.digests(run, phase)}
-    ws.save(run.paths.snapshot(phase.id, attempt), pre, **digests)
-    ws.save(run.paths.snapshot(phase.id, attempt, "post"), post)
+    save = ws.save if ws is not None else snapshot.save_manifest
+    save(run.paths.snapshot(phase.id, attempt), pre, **digests)
+    save(run.paths.snapshot(phase.id, attempt, "post"), post)
     source = f"{entry['run']}/{entry['attempt']}"
     run.change("reuse", phase=phase.id, source=source, hashes=outputs, digests=digests)
     run.emit(

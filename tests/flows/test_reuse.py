@@ -49,6 +49,7 @@ def test_a_second_run_restores_every_phase_from_the_first(tmp_path: Path) -> Non
     ran = len(fakes.executed)
     second = runner.run(root, make_sandbox=fakes)
     assert len(fakes.executed) == ran  # no code of the second run ran
+    assert len(fakes.made) == 1  # nor was a sandbox opened for it
     assert nonces(root, second.run) == nonces(root, first.run)
     paths = run_paths(root, second.run)
     assert paths.out("b.txt").read_text() == "in\na\nb\n"

@@ -102,8 +102,9 @@ def test_an_object_added_while_gc_sweeps_is_always_there(tmp_path: Path) -> None
     finally:
         sweeper.join(timeout=120)
     assert sweeper.exitcode == 0
-    swept = store.sweep(root)
-    assert (swept.objects, swept.kept) == (0, 1)  # the orphans went in the loop; the held one stays
+    assert (
+        store.sweep(root).kept == 1
+    )  # every orphan goes (in the loop, or now); the held one stays
 
 
 def test_a_run_from_before_the_flow_store_is_read_and_then_moved_in(tmp_path: Path) -> None:

@@ -78,6 +78,9 @@ def test_a_second_run_of_the_example_reuses_every_phase_and_no_reuse_runs_them(
         assert f"↺ {phase} reused from {first.name} (attempt 1" in res.stderr, res.stderr
         assert nonce(second, phase) == nonce(first, phase)
     assert "phase_started" not in event_kinds(second)  # no kernel ran a phase's code
+    # the pre-state reckoned from the records is the one the workspace held: no sandbox
+    # was needed to see that every phase was settled work
+    assert "sandbox_opened" not in event_kinds(second)
     assert event_kinds(second).count("phase_reused") == 3
     assert reused_from(second) == {p: f"{first.name}/1" for p in phases}
     for name in ("tidy.csv", "stations.csv", "report.md"):
