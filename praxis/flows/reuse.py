@@ -32,6 +32,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,7 @@ from .model import Phase
 from .store import RunStore
 
 log = logging.getLogger("praxis")
+SHA = re.compile(r"[0-9a-f]{64}")
 UNKEYED = ("timeout", "labels")  # sandbox settings that never change what code computes
 
 
@@ -186,7 +188,8 @@ def ahead(run: RunHandle, store: RunStore) -> int:
         if nxt is None:
             break
         phase = run.flow.phase(nxt.id)
-        if phase.gated or not from_other_runs(run, phase):
+        # a Gate's phase, and a stale one (its own last attempt may stand), go the usual way
+        if phase.gated or nxt.status == "stale" or not from_other_runs(run, phase):
             break
         try:
             pre = planned(run, phase, store)
@@ -230,6 +233,8 @@ def _adopt(
     entry: dict[str, Any],
 ) -> bool:
     post_sha, record_sha = str(entry["post"]), str(entry["record"])
+    if not all(SHA.fullmatch(s) for s in (post_sha, record_sha)):
+        return False
     if not store.claim([post_sha, record_sha]):
         return False
     post = snapshot.load_manifest(store.path(post_sha))
@@ -238,7 +243,8 @@ def _adopt(
     if post is None or sorted(outputs) != sorted(phase.outputs):
         return False
     files = [i.sha256 for n, i in post.items() if not snapshot.is_folder(n)]
-    if not store.claim([*files, *outputs.values(), *scratch.values()]):
+    shas = [*files, *outputs.values(), *scratch.values()]
+    if not all(isinstance(s, str) and SHA.fullmatch(s) for s in shas) or not store.claim(shas):
         return False
     if ws is not None:
         ws.settled = None
