@@ -6,7 +6,8 @@
    command from process start to exit; the ratio second / first.
 2. **Ten runs.** The disk the flow's runs and store take (st_blocks, a hard link counted once)
    after one run and after ten runs of the unchanged flow: with reuse (the default), and with
-   ``--no-reuse`` (every phase runs; only the store's sharing saves disk).
+   ``--no-reuse`` (every phase runs; only the store's sharing saves disk); each also without
+   the runs' workspaces (on docker a disk image per run that ran a phase).
 3. **A 1 GB output.** A phase writes a new 1 GB file; the time praxis takes to record it
    (the ``workspace_recorded`` event after the phase: the workspace's listing, then the copy
    into the store, hashed on the way) against ``sha256sum`` of the same file alone and ``cp``
@@ -50,12 +51,16 @@ def _praxis(*args: str) -> float:
     return timed.seconds
 
 
-def _disk(*folders: Path) -> int:
-    """Bytes the folders take on disk (st_blocks; each inode counted once)."""
+def _disk(*folders: Path, skip: tuple[str, ...] = ()) -> int:
+    """Bytes the folders take on disk (st_blocks; each inode counted once), but the files and
+    folders named ``skip``."""
     seen, total = set(), 0
     for top in folders:
-        for folder, _dirs, files in os.walk(top):
+        for folder, dirs, files in os.walk(top):
+            dirs[:] = [d for d in dirs if d not in skip]
             for name in files:
+                if name in skip:
+                    continue
                 st = os.lstat(os.path.join(folder, name))
                 if (st.st_dev, st.st_ino) not in seen:
                     seen.add((st.st_dev, st.st_ino))
@@ -63,8 +68,11 @@ def _disk(*folders: Path) -> int:
     return total
 
 
-def _record(flow: Path) -> int:
-    return _disk(flow / "runs", flow / ".praxis")
+def _record(flow: Path, skip: tuple[str, ...] = ()) -> int:
+    return _disk(flow / "runs", flow / ".praxis", skip=skip)
+
+
+WORKSPACE = ("workspace", "workspace.img")  # the sandbox's workspace (docker: its disk image)
 
 
 def _with_backend(flow: Path, backend: str) -> None:
@@ -97,10 +105,10 @@ def ten_runs(work: Path, data: Path, backend: str, no_reuse: bool) -> dict[str, 
     _with_backend(flow, backend)
     extra = ("--no-reuse",) if no_reuse else ()
     _praxis("run", str(flow), "--quiet", *extra)
-    one = _record(flow)
+    one, one_record = _record(flow), _record(flow, WORKSPACE)
     for _ in range(9):
         _praxis("run", str(flow), "--quiet", *extra)
-    ten = _record(flow)
+    ten, ten_record = _record(flow), _record(flow, WORKSPACE)
     if len(_runs(flow)) != 10:
         raise RuntimeError("ten runs were not made")
     shutil.rmtree(flow)
@@ -110,6 +118,10 @@ def ten_runs(work: Path, data: Path, backend: str, no_reuse: bool) -> dict[str, 
         "one_run_MB": one / 1e6,
         "ten_runs_MB": ten / 1e6,
         "ten_over_one": ten / one,
+        # the same without the runs' workspaces: the store, manifests, records, events
+        "one_run_record_MB": one_record / 1e6,
+        "ten_runs_record_MB": ten_record / 1e6,
+        "ten_over_one_record": ten_record / one_record,
     }
 
 
