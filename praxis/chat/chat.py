@@ -67,7 +67,10 @@ KEY_HELP: dict[str, str] = {
     ),
     "limits": "agent phases: {model_calls: N, run_python: N}",
     "timeout": "seconds, overrides sandbox.timeout for this phase",
-    "notebook": "notebook phases: {allow_errors: true} runs on past a failing cell",
+    "notebook": (
+        "notebook phases: {allow_errors: true} runs past a failing cell, as nbclient's "
+        "allow_errors does, and records the error"
+    ),
     "reuse": (
         "auto | never: 'never' always runs the phase, for code that reads the clock or "
         "randomness (by default a script or notebook phase whose definition and pre-state "
