@@ -8,6 +8,8 @@ import shutil
 import stat
 from pathlib import Path
 
+import pytest
+
 from praxis.flows import runner, store
 from praxis.flows.contract import require
 from praxis.flows.layout import run_paths
@@ -132,3 +134,24 @@ def test_a_run_from_before_the_flow_store_is_read_and_then_moved_in(tmp_path: Pa
     assert done.status == "done"
     assert (paths.out("total.txt")).read_text() == "60"
     assert runner.gc(flow).objects == 0
+
+
+def test_praxis_gc_says_what_it_removed_and_keeps_what_runs_hold(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from praxis import cli
+
+    root = three_phase_flow(tmp_path)
+    state = runner.run(root, make_sandbox=Fakes(), reuse=False)
+    paths = run_paths(root, state.run)
+    orphan = store.RunStore(paths).add_bytes(b"held by nobody once its reference is gone")
+    (paths.root / "refs").write_text(
+        "".join(f"{s}\n" for s in store.read_refs(paths.root) if s != orphan)
+    )
+    capsys.readouterr()
+    assert cli.main(["gc", str(root)]) == 0
+    out = capsys.readouterr().out
+    held = len(set(store.read_refs(paths.root)))
+    assert out.startswith("removed 1 object(s), ") and out.endswith(f"; {held} kept\n"), out
+    assert not (paths.objects / orphan).exists()
+    assert all((paths.objects / s).is_file() for s in store.read_refs(paths.root))
