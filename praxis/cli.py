@@ -595,7 +595,8 @@ def cmd_chat(args: argparse.Namespace) -> int:
 
 
 COMMANDS = (
-    *("check", "run", "begin", "advance", "status", "runs", "approve", "reject", "manage"),
+    *("check", "run", "begin", "advance", "status", "runs", "gc", "approve", "reject"),
+    "manage",
     *("accept", "rerun", "cancel", "log", "replay", "params", "chat", "sandbox", "serve"),
     "mcp",
 )
