@@ -247,7 +247,12 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     params = _params(args)
     return _advance(
-        args.flow, None, quiet=args.quiet, new_run=(params, begun), managed=args.managed
+        args.flow,
+        None,
+        quiet=args.quiet,
+        new_run=(params, begun),
+        managed=args.managed,
+        reuse=not args.no_reuse,
     )
 
 
@@ -471,6 +476,17 @@ def cmd_reject(args: argparse.Namespace) -> int:
     return _advance(args.flow, state.run)
 
 
+def cmd_gc(args: argparse.Namespace) -> int:
+    from .flows import runner
+
+    swept = runner.gc(args.flow)
+    print(
+        f"removed {swept.objects} object(s), {swept.bytes / (1 << 20):.1f} MiB, that no run "
+        f"holds; {swept.kept} kept"
+    )
+    return EXIT["ok"]
+
+
 def cmd_rerun(args: argparse.Namespace) -> int:
     from .flows import runner
     from .flows.params import BadParam
@@ -613,7 +629,8 @@ def cmd_chat(args: argparse.Namespace) -> int:
 
 
 COMMANDS = (
-    *("check", "run", "begin", "advance", "status", "runs", "approve", "reject", "manage"),
+    *("check", "run", "begin", "advance", "status", "runs", "gc", "approve", "reject"),
+    "manage",
     *("accept", "rerun", "cancel", "log", "replay", "params", "chat", "sandbox", "serve"),
     "mcp",
 )
@@ -679,6 +696,7 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
     add("runs", cmd_runs, "list runs, newest first (or delete some)", run=False)
     option(("runs",), "--delete", action="append", default=[], metavar="ID", help="delete a run")
     option(("runs",), "--keep", type=int, metavar="N", help="delete all but the newest N runs")
+    add("gc", cmd_gc, "remove the stored files that no run of the flow holds", run=False)
     add("approve", cmd_approve, "approve the Gate and continue", revision=True)
     add("reject", cmd_reject, "reopen a phase with a note, and continue", revision=True)
     option(("reject",), "--reopen", required=True, metavar="PHASE")
@@ -721,10 +739,10 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
         ("run",), "--managed", action="store_true", help="let an agent decide the delegatable Gates"
     )
     option(
-        ("advance",),
+        ("run", "advance"),
         "--no-reuse",
         action="store_true",
-        help="run stale phases even if nothing changed",
+        help="run every phase, even one a done attempt of this or another run stands for",
     )
     option(
         ("run", "begin", "rerun"),

@@ -324,8 +324,8 @@ def gate_failures(run: Any, originals: dict[str, str], *, scripts: bool = True) 
         if sha and sha == sha256_of(path):
             continue  # as the phase wrote it: it passed its checks after the phase
         original = None
-        if sha and (run.paths.objects / sha).is_file():
-            original = read(run.paths.objects / sha)
+        if sha and run.paths.object(sha).is_file():
+            original = read(run.paths.object(sha))
         spec = phase.checks.get(name, {})
         data = read(path)
         found = evaluate(name, spec, data, original=original)

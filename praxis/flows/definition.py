@@ -56,6 +56,7 @@ def digests_of(flow: Flow, phase: Phase, params: dict[str, Any]) -> dict[str, st
         except OSError:
             files[name] = "missing"
     entry = dataclasses.asdict(phase)
+    del entry["reuse"]  # whether it may be reused, not what it computes
     data = {"entry": entry, "files": files, "params": params}
     code = {"entry": entry, "files": files}
     return {"definition": _sha(data), "code": _sha(code)}

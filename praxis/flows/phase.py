@@ -18,6 +18,7 @@ from sandbox import Kernel, Sandbox
 from sandbox.paths import confined
 
 from . import checks, collect, definition, live, snapshot
+from . import reuse as other_runs
 from .context import Approver, OnMessage, PhaseContext, PhaseError
 from .events import (
     FilesCollected,
@@ -35,6 +36,7 @@ from .hints import with_hint
 from .model import Phase
 from .record import Record
 from .state import STOPPED
+from .store import RunStore
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -56,8 +58,8 @@ def run_phase(
 ) -> bool:
     """Run ``phase``; True when it is done (or reused), False when it failed (and is recorded
     so). ``workspace`` is what the sandbox's workspace holds (kept across phases)."""
-    ws = workspace or snapshot.Workspace(sandbox, snapshot.Store(run.paths.objects))
-    if reuse and reusable(run, phase) and try_reuse(run, phase, sandbox, ws):
+    ws = workspace or snapshot.Workspace(sandbox, RunStore(run.paths))
+    if reuse and reused(run, phase, sandbox, ws):
         return True
     previous = run.state.phase(phase.id).attempt
     record = Record()
@@ -86,6 +88,8 @@ def run_phase(
         sandbox.quiesce()  # a check's kernel too: nothing runs once the phase is done
         ws.save(run.paths.snapshot(phase.id, attempt, "post"), post)
         finish(run, phase, started, record, outputs, digests)
+        if isinstance(ws.store, RunStore):
+            other_runs.remember(run, phase, ws.store, pre, post, outputs)
         return True
     except Exception as exc:  # any error of the phase's, of its files or of the sandbox
         cancelled = run.paths.cancel_request.exists()  # the interrupt came from `praxis cancel`
@@ -224,6 +228,19 @@ def _recorded(
             seconds=run.clock() - t0,
         )
     )
+
+
+def reused(run: RunHandle, phase: Phase, sandbox: Sandbox, ws: snapshot.Workspace) -> bool:
+    """Whether the phase is restored from a done attempt rather than run: its own last one
+    (early cutoff), else one of any run of the flow with the same reuse key."""
+    if not other_runs.applies(phase):
+        return False
+    if reusable(run, phase) and try_reuse(run, phase, sandbox, ws):
+        return True
+    store = ws.store
+    if not isinstance(store, RunStore) or not other_runs.from_other_runs(run, phase):
+        return False
+    return other_runs.try_other_runs(run, phase, sandbox, ws, store)
 
 
 def reusable(run: RunHandle, phase: Phase) -> bool:

@@ -644,3 +644,24 @@ def test_notebook_options_are_checked(
     tmp_path: Path, text: str, files: tuple[str, ...], problem: str
 ) -> None:
     assert only(make(tmp_path, text, files)) == problem
+
+
+# -- reuse ---------------------------------------------------------------------------------------
+
+
+def test_a_phase_may_say_it_is_never_reused(tmp_path: Path) -> None:
+    folder = make(tmp_path, SCRIPT_PHASE + "    reuse: never\n")
+    assert contract.require(folder).phase("clean").reuse == "never"
+    (tmp_path / "plain").mkdir()
+    assert contract.require(make(tmp_path / "plain", SCRIPT_PHASE)).phase("clean").reuse == "auto"
+
+
+def test_reuse_takes_auto_or_never_and_not_on_an_agent_phase(tmp_path: Path) -> None:
+    problem = only(make(tmp_path, SCRIPT_PHASE + "    reuse: sometimes\n"))
+    assert problem.startswith("flow.yaml: phases[clean].reuse: "), problem
+    assert "'sometimes'" in problem and "never" in problem
+    agent = "flow: f\nphases:\n  - {id: a, kind: agent, prompt: p.md, reuse: never}\n"
+    (tmp_path / "agent").mkdir()
+    assert only(make(tmp_path / "agent", agent, ("p.md",))) == (
+        "flow.yaml: phases[a].reuse: agent phases are never reused: remove 'reuse'"
+    )

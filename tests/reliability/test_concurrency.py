@@ -34,6 +34,7 @@ SLOW_PHASE = """
         kind: script
         script: only.py
         outputs: [only.txt]
+        reuse: never  # every run's phase runs (and holds its lock), none is restored
 """
 # Long enough that every worker released by the barrier meets the lock still held.
 SLOW_FILES = {"only.py": "import time\ntime.sleep(0.25)\nopen('only.txt', 'w').write('x')\n"}

@@ -102,7 +102,7 @@ def test_item36_extracts_are_read_only_and_leave_no_secret(
     files = every_file(flow)
     assert folder / "records" / "summarise.ipynb" in files
     assert folder / "trace.jsonl" in files  # every command and route, traced
-    assert any(p.is_relative_to(folder / "objects") for p in files)  # the content store
+    assert any(p.is_relative_to(flow / ".praxis" / "objects") for p in files)  # the flow's store
     assert [p for p in files if secret in p.read_bytes()] == []
     # ... not in what the commands printed ...
     for done in (check, run, status):

@@ -363,8 +363,10 @@ def recorded_files(run: Path, skip: set[str]) -> dict[str, tuple[str, int, int]]
     """Every recorded file: (sha256, mode, mtime_ns), but those relative paths in ``skip``."""
     found = {}
     for top in RECORDED:
-        for path in sorted((run / top).rglob("*")):
-            name = path.relative_to(run).as_posix()
+        # the objects are the flow's store's, shared by its runs
+        base = run.parent.parent / ".praxis" if top == "objects" else run
+        for path in sorted((base / top).rglob("*")):
+            name = path.relative_to(base).as_posix()
             if path.is_file() and not path.is_symlink() and name not in skip:
                 info = path.stat()
                 digest = hashlib.sha256(path.read_bytes()).hexdigest()
