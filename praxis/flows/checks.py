@@ -278,19 +278,24 @@ def script_in_kernel(sandbox: Any, flow: Flow, name: str, script: str) -> list[F
 
 
 def after_phase(run: Any, phase: Phase, sandbox: Any = None) -> None:
-    """Every check of ``phase``'s outputs, as the phase wrote them; PhaseError on the first
-    that fails (naming the check, the column and up to 5 rows)."""
+    """Every check of ``phase``'s outputs, as the phase wrote them; PhaseError naming every
+    one that fails (each with its check, column and up to 5 rows), not only the first."""
     from .context import PhaseError
 
     failures: list[Failure] = []
     for name, spec in phase.checks.items():
         path = run.paths.out(name)
-        failures += evaluate(name, spec, read(path))
-        if not failures and "script" in spec and sandbox is not None:
-            failures += script_in_kernel(sandbox, run.flow, name, spec["script"])
+        found = evaluate(name, spec, read(path))
+        if "script" in spec and sandbox is not None and not _unreadable(found):
+            found += script_in_kernel(sandbox, run.flow, name, spec["script"])
+        failures += found
     if failures:
-        more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
-        raise PhaseError(f"{failures[0]}{more}")
+        raise PhaseError(summary(failures))
+
+
+def _unreadable(failures: list[Failure]) -> bool:
+    """The table does not parse: a script check would only say so again."""
+    return any(f.check == "parse" for f in failures)
 
 
 def check_data(
@@ -299,7 +304,7 @@ def check_data(
     """The checks an edit of output ``name`` at the Gate after ``phase`` must pass."""
     spec = phase.checks.get(name, {})
     failures = evaluate(name, spec, data, original=original)
-    if not failures and "script" in spec:
+    if "script" in spec and not _unreadable(failures):
         failures += script_locally(flow, name, spec["script"], data)
     return failures
 
@@ -326,16 +331,18 @@ def gate_failures(run: Any, originals: dict[str, str], *, scripts: bool = True) 
         spec = phase.checks.get(name, {})
         data = read(path)
         found = evaluate(name, spec, data, original=original)
-        if not found and scripts and "script" in spec:
-            found = script_locally(run.flow, name, spec["script"], data)
+        if scripts and "script" in spec and not _unreadable(found):
+            found += script_locally(run.flow, name, spec["script"], data)
         failures += found
     return failures
 
 
 def summary(failures: list[Failure]) -> str:
-    return "; ".join(str(f) for f in failures[:3]) + (
-        f" (and {len(failures) - 3} more)" if len(failures) > 3 else ""
-    )
+    """Every failure, each with its rows: "2 checks fail: (1) ...; (2) ..."."""
+    if len(failures) == 1:
+        return str(failures[0])
+    items = "; ".join(f"({i}) {f}" for i, f in enumerate(failures, start=1))
+    return f"{len(failures)} checks fail: {items}"
 
 
 def dumps(failures: list[Failure]) -> str:
