@@ -432,6 +432,7 @@ def cmd_reject(args: argparse.Namespace) -> int:
         gate=args.gate,
         actor=args.actor,
         acks=args.ack,
+        edits=args.edits,
     )
     print(f"reopened {args.reopen} (revision {state.revision}); continuing", file=sys.stderr)
     return _advance(args.flow, state.run)
@@ -450,6 +451,7 @@ def cmd_rerun(args: argparse.Namespace) -> int:
             expect_revision=args.expect_revision,
             params=_params(args),
             reuse=not args.no_reuse,
+            edits=args.edits,
         )
     except BadParam as exc:
         raise Usage(str(exc)) from None
@@ -669,6 +671,18 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
     add("rerun", cmd_rerun, "re-run from a phase (later phases become stale)", revision=True)
     option(("rerun",), "--from", dest="from_phase", required=True, metavar="PHASE")
     option(("rerun",), "--no-reuse", action="store_true", help="run every later phase again")
+    for flag, choice, words in (
+        ("--keep-edits", "keep", "re-apply them to the new output by row key"),
+        ("--discard-edits", "discard", "drop them (they stay under attempts/)"),
+    ):
+        option(
+            ("rerun", "reject"),
+            flag,
+            dest="edits",
+            action="store_const",
+            const=choice,
+            help=f"outputs edited at a Gate that this replaces: {words}",
+        )
     option(
         ("approve", "reject"),
         "--ack",

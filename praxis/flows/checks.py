@@ -5,8 +5,13 @@ edit at a Gate.
 checks:
   review.csv: {columns: [order_id, action], unique: [order_id], not_null: [action],
                values: {action: [keep, drop]}, min_rows: 1, max_rows: 100000,
-               dtype: {amount: number}, script: checks/review.py, same_columns: true}
+               dtype: {amount: number}, script: checks/review.py, same_columns: true,
+               key: [order_id]}
 ```
+
+``key`` names the columns that together identify a row (no two rows share them, none is
+empty); ``rerun --keep-edits`` re-applies a Gate edit to the new output by it (without
+``key``, by the first ``unique`` column).
 
 ``dtype`` is one of ``integer``, ``number``, ``bool``, ``date``, ``string``; an empty cell is
 left to ``not_null``. ``script`` is a flow file run with the table's name as ``sys.argv[1]``
@@ -192,6 +197,19 @@ def _declared(name: str, spec: dict[str, Any], t: Table) -> list[Failure]:
                 if row[i].strip() and not _is(kind, row[i].strip())
             ]
             _add(out, name, "dtype", column, bad, f"values that are not {kind}")
+    if spec.get("key") and all(c in index for c in spec["key"]):
+        at = [index[c] for c in spec["key"]]
+        keys: set[tuple[str, ...]] = set()
+        bad = []
+        for n, row in enumerate(t.rows, start=1):
+            k = tuple(row[i] for i in at)
+            if k in keys or not all(v.strip() for v in k):
+                bad.append(n)
+            keys.add(k)
+        _add(out, name, "key", "+".join(spec["key"]), bad, "a repeated or empty key")
+    elif spec.get("key"):
+        missing = [c for c in spec["key"] if c not in index]
+        out.append(Failure(name, "key", f"no key column(s) {missing}"))
     if "min_rows" in spec and len(t.rows) < spec["min_rows"]:
         out.append(Failure(name, "min_rows", f"{len(t.rows)} rows, at least {spec['min_rows']}"))
     if "max_rows" in spec and len(t.rows) > spec["max_rows"]:

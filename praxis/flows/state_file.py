@@ -35,7 +35,7 @@ def save(state: RunState, path: Path) -> None:
 
 
 # Fields of a phase added within schema 1, and their empty value: written only when not empty.
-LATER: dict[str, object] = {"failure": {}, "repeats": 0, "retries": 0}
+LATER: dict[str, object] = {"failure": {}, "repeats": 0, "retries": 0, "edited": {}, "carry": {}}
 
 
 def load(path: Path) -> RunState:
@@ -107,6 +107,8 @@ _PHASE_TYPES: dict[str, tuple[type, ...]] = {
     "failure": (dict,),
     "repeats": (int,),
     "retries": (int,),
+    "edited": (dict,),
+    "carry": (dict,),
 }
 
 

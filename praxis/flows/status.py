@@ -105,7 +105,9 @@ def status_of(run: RunHandle) -> Status:
 
 
 # The kinds of event the receipt shows (Gate decisions, edits), as events.jsonl spells them.
-RECEIPT_KINDS = (b'"gate_approved"', b'"gate_rejected"', b'"artifact_edited"')
+RECEIPT_KINDS = (
+    *(b'"gate_approved"', b'"gate_rejected"', b'"artifact_edited"', b'"edits_carried"'),
+)
 
 
 def _events(run: RunHandle) -> list[Any]:
