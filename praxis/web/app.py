@@ -42,9 +42,8 @@ from .security import Guard, GuardMiddleware
 HERE = Path(__file__).parent
 NOTICES = {
     "saved": "Saved. The next phase will read the edited file.",
-    "approved": "Approved. The run continues in the background; this page follows it.",
-    "saved-approved": "Your unsaved edits were saved, then the Gate was approved. "
-    "The run continues in the background; this page follows it.",
+    "approved": "Approved.",
+    "saved-approved": "Your unsaved edits were saved, then the Gate was approved.",
     "rejected": "Rejected. The reopened phase runs again with your note.",
     "rerun": "Going back: the run continues from the chosen phase.",
     "cancelled": "Cancelled.",
@@ -220,6 +219,8 @@ class UI:
             drafts=drafts or {},
             pending=self.advancer.pending(run.flow.root, run.id),
             job=job,
+            going=views.going(run.state, job),
+            edits=views.edits_question(run),
             max_runs=self.advancer.max_runs,
             phase_status={p.id: p.status for p in run.state.phases},
             render_md=lambda text, folder: render.markdown(
@@ -390,7 +391,10 @@ class UI:
                     "Not rejected: write a note saying what the reopened phase should do"
                 )
             reopen = str(form.get("reopen", ""))
-            runner.reject(self.flow_of(ref), reopen, note, run_id, expect_revision=expect)
+            runner.reject(
+                self.flow_of(ref), reopen, note, run_id, expect_revision=expect,
+                edits=str(form.get("edits", "")) or None,
+            )  # fmt: skip
             self.continue_run(ref, run_id)
             return "rejected"
 
@@ -399,7 +403,8 @@ class UI:
     async def rerun(self, request: Request) -> Response:
         def do(form: Any, ref: str, run_id: str, expect: int | None) -> str:
             phase = str(form.get("phase", ""))
-            runner.rerun(self.flow_of(ref), phase, run_id, expect_revision=expect)
+            edits = str(form.get("edits", "")) or None
+            runner.rerun(self.flow_of(ref), phase, run_id, expect_revision=expect, edits=edits)
             self.continue_run(ref, run_id)
             return "rerun"
 

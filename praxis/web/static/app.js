@@ -389,13 +389,45 @@
   setInterval(tickElapsed, 1000);
   if (live.phase) { startLive(live.phase, null); }
 
+  // --- a re-run or reopen that replaces reviewer edits asks: keep or discard ------------
+  document.querySelectorAll("select.edits-from").forEach(function (select) {
+    const box = select.form.querySelector(".edits-choice");
+    if (!box) { return; }
+    function update() {
+      const option = select.options[select.selectedIndex];
+      const names = option ? option.dataset.edits || "" : "";
+      box.hidden = !names;
+      box.querySelector(".edits-names").textContent = names;
+      box.querySelectorAll("input").forEach(function (i) { i.required = !!names; });
+    }
+    select.addEventListener("change", update);
+    update();
+  });
+
+  // After a decision this server goes on with the run: the page follows it in place (badge,
+  // live output) and shows the run anew once it settles (a Gate, the end, a failure).
+  const following = run.dataset.following === "1";
+  function follow(st) {
+    const badge = document.getElementById("run-status");
+    const busy = st.advancing || st.queued;
+    if (st.waiting === "gate" || !busy) {
+      window.location.href = run.dataset.reloadUrl;
+      return;
+    }
+    badge.textContent = st.queued ? "queued: waits for a place" : "running" + (st.running ? ": " + st.running : "");
+    badge.className = "badge running";
+    shown.revision = st.revision; shown.status = st.status; shown.phases = st.phases;
+  }
+
   function poll() {
     fetch(run.dataset.stateUrl, { credentials: "same-origin" })
       .then(function (r) { return r.ok ? r.json() : null; })
       .then(function (st) {
         if (!st) { return; }
         if (st.running) { startLive(st.running, st.elapsed); }
-        if (st.revision !== shown.revision) {
+        if (following && !hasDrafts()) {
+          follow(st);
+        } else if (st.revision !== shown.revision) {
           showMoved(describe(st));
           const badge = document.getElementById("run-status");
           badge.textContent = st.waiting === "gate" ? "waiting at the Gate after " + st.gate : st.status;
@@ -405,7 +437,7 @@
         }
       })
       .catch(function () {})
-      .finally(function () { setTimeout(poll, 1500); });
+      .finally(function () { setTimeout(poll, following ? 700 : 1500); });
   }
-  setTimeout(poll, 1500);
+  setTimeout(poll, following ? 700 : 1500);
 })();
