@@ -568,7 +568,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if not 1 <= args.max_runs <= MAX_RUNS_LIMIT:
         raise Usage(f"--max-runs takes a number of runs from 1 to {MAX_RUNS_LIMIT}")
     _check_port("127.0.0.1", args.port)
-    return int(serve(Path(args.root), port=args.port, max_runs=args.max_runs) or 0)
+    return int(
+        serve(
+            Path(args.root),
+            port=args.port,
+            max_runs=args.max_runs,
+            notify_command=args.notify_command,
+        )
+        or 0
+    )
 
 
 def cmd_chat(args: argparse.Namespace) -> int:
@@ -752,6 +760,12 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
             default=4,
             metavar="N",
             help="runs advanced at once (each in its own sandbox; more wait for a place)",
+        )
+        sv.add_argument(
+            "--notify-command",
+            metavar="COMMAND",
+            help="run COMMAND (JSON on its stdin) when a run waits at a Gate, fails or is done "
+            "(default: $PRAXIS_NOTIFY_COMMAND)",
         )
         sv.set_defaults(func=cmd_serve, flow=".")
     if command in (None, "mcp"):

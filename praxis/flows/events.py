@@ -263,6 +263,27 @@ class EditsCarried(Event):
 
 @event
 @dataclass(frozen=True, kw_only=True)
+class Notified(Event):
+    """A notifier was told that the run waits at a Gate, failed or is done."""
+
+    kind: ClassVar[str] = "notified"
+    target: str  # webhook (its host) or command
+    about: str  # gate | failed | done
+
+
+@event
+@dataclass(frozen=True, kw_only=True)
+class NotifyFailed(Event):
+    """A notifier failed; the run goes on as it was."""
+
+    kind: ClassVar[str] = "notify_failed"
+    target: str
+    about: str
+    error: str
+
+
+@event
+@dataclass(frozen=True, kw_only=True)
 class RunStateChanged(Event):
     kind: ClassVar[str] = "run_state"
     status: str

@@ -184,18 +184,28 @@ def advance(
 
     Options: ``make_sandbox`` (``(flow, run) -> Sandbox``), ``approver``, ``on_message``
     (texts for a person), ``on_event`` (each ``Event`` as it is recorded), ``model``,
-    ``reuse`` (False: run stale phases even when nothing they depend on changed).
+    ``reuse`` (False: run stale phases even when nothing they depend on changed),
+    ``notifier`` (``notify.Notifier``: default from the environment). Once the lock is let
+    go, a run left at a Gate, failed or done is told to flow.yaml's ``notify:`` and the
+    person's command; a notifier's failure is recorded, never raised.
     """
     flow = load_flow(flow_ref)
     opening: Opening | None = options.get("opening")  # a sandbox opened ahead (praxis serve)
+    notifier = options.pop("notifier", None)
     try:
         with held(flow, run_id, ADVANCING) as lock:
             opening = None  # _advance uses it, or closes it
-            return _advance(flow, lock.run, clock=clock, lock=lock, **options)
+            before = RunHandle.open(flow, lock.run, clock).state.revision
+            state = _advance(flow, lock.run, clock=clock, lock=lock, **options)
     except BaseException:
         if opening is not None:  # Busy, NoRun: never ran, so it must not outlive this call
             opening.abandon()
         raise
+    if state.revision != before:  # it moved: to a Gate, a failure or the end, it is told
+        from .notify import Notifier, tell
+
+        tell(RunHandle.open(flow, state.run, clock), notifier or Notifier.from_env())
+    return state
 
 
 def _advance(

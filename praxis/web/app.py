@@ -8,6 +8,7 @@ a change when the run has moved on, and the page says so in plain words.
 
 from __future__ import annotations
 
+import os
 import secrets
 import socket
 import sys
@@ -28,6 +29,7 @@ import praxis.agent.events  # noqa: F401  (registers agent event kinds for the e
 from praxis.errors import PraxisError, RecordCorrupt, Refused
 from praxis.flows import runner
 from praxis.flows.handle import NoRun, RunHandle
+from praxis.flows.notify import Notifier
 from praxis.flows.reconcile import reconcile_if_free
 from sandbox.errors import PathRefused
 
@@ -459,6 +461,7 @@ def serve(
     host: str = "127.0.0.1",
     token: str | None = None,
     max_runs: int = MAX_RUNS,
+    notify_command: str | None = None,
 ) -> int:
     """Serve the UI on 127.0.0.1 until Ctrl-C, advancing up to ``max_runs`` runs at once;
     prints the URL with its token. Returns 0."""
@@ -466,7 +469,12 @@ def serve(
         print(f"serve: {root} is not a folder; next: praxis serve --root DIR", file=sys.stderr)
         return 2
     guard = Guard(token or secrets.token_urlsafe(32), cookie=f"praxis_session_{port}")
-    advancer = Advancer(keep=1, max_runs=max_runs)  # one run at a Gate keeps its sandbox warm
+    env = dict(os.environ)
+    if notify_command:
+        env["PRAXIS_NOTIFY_COMMAND"] = notify_command
+    notifier = Notifier.from_env(env, base_url=f"http://{host}:{port}", root=root)
+    # one run at a Gate keeps its sandbox warm
+    advancer = Advancer(keep=1, max_runs=max_runs, notifier=notifier)
     hosts = {f"{host}:{port}", f"localhost:{port}", f"127.0.0.1:{port}"}
     app = create_app(root, guard=guard, advancer=advancer, allowed_hosts=hosts)
     print(
