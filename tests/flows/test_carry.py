@@ -206,3 +206,15 @@ def test_the_cli_refuses_without_a_choice_and_names_the_next_command(tmp_path) -
     res = praxis("rerun", str(flow), "--run", run.id, "--from", "clean", "--keep-edits")
     assert res.returncode == 0, res.stderr
     assert RunHandle.open(run.flow, run.id).state.phase("clean").carry
+
+
+def test_status_proposes_the_reopen_with_keep_edits_and_says_what_is_edited(tmp_path) -> None:
+    flow, run = weather(tmp_path)
+    st = status_of(RunHandle.open(run.flow, run.id))
+    reject = next(c for c in st.next if c.startswith("praxis reject"))
+    assert "--reopen clean --note '...' --keep-edits" in reject
+    assert "edited at a Gate: clean.csv (a re-run or reopen keeps them with --keep-edits)" in (
+        st.message
+    )
+    route = st.route
+    assert any("--keep-edits" in argv for argv in route["commands"] if "reject" in argv)
