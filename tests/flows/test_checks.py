@@ -192,3 +192,20 @@ def test_approve_and_save_name_every_failing_check_not_the_first(tmp_path) -> No
     assert "rows 1;" in text and "min > max on rows [2]" in text
     failures = checks.check_data(run.flow, run.flow.phase("clean"), "clean.csv", edited, None)
     assert [(f.check, f.rows) for f in failures] == [("values", (1,)), ("script", ())]
+
+
+def test_a_key_is_unique_and_never_empty_together() -> None:
+    spec = {"key": ["station", "day"]}
+    ok = b"station,day\nOSL,1\nOSL,2\nBGN,1\n"
+    assert checks.evaluate("t.csv", spec, ok) == []
+    (failure,) = checks.evaluate("t.csv", spec, b"station,day\nOSL,1\nOSL,1\n,2\n")
+    assert (failure.check, failure.column, failure.rows) == ("key", "station+day", (2, 3))
+    (missing,) = checks.evaluate("t.csv", {"key": ["id"]}, ok)
+    assert missing.check == "key" and "['id']" in missing.message
+
+
+def test_a_key_names_at_least_one_column(tmp_path) -> None:
+    text = TWO_GATES.replace("unique: [id],", "unique: [id], key: [],") % {"backend": "fake"}
+    flow = write_flow(tmp_path / "k", text, FILES)
+    _, report = contract.load(flow)
+    assert any("key: expected at least one column name" in str(e) for e in report.errors)
