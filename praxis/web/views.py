@@ -254,7 +254,25 @@ def edits_question(run: RunHandle) -> dict[str, Any]:
     return {
         "at_risk": {k: v for k, v in risk.items() if v},
         "keyless": carry.keyless(run.flow, found),
+        "carried": _carried(run),
     }
+
+
+def _carried(run: RunHandle) -> list[dict[str, Any]]:
+    """The edits kept across a re-run and re-applied at the Gate the run waits at now."""
+    state = run.state
+    if state.waiting != "gate" or state.gate is None or not run.paths.events.is_file():
+        return []
+    if b'"edits_carried"' not in run.paths.events.read_bytes():
+        return []
+    from praxis.flows.events import EditsCarried
+
+    attempt = state.phase(state.gate).attempt
+    return [
+        {"name": e.name, "applied": list(e.applied), "skipped": list(e.skipped)}
+        for e in run.log.read()
+        if isinstance(e, EditsCarried) and e.phase == state.gate and e.attempt == attempt
+    ]
 
 
 def summary(state: RunState, now: float | None = None) -> dict[str, Any]:

@@ -123,12 +123,17 @@ def test_a_reopen_that_would_replace_an_edit_asks_and_keeps_the_fix(
     expect(page.locator("#run-status")).to_have_text(
         "waiting at the Gate after pick", timeout=120_000
     )
+    expect(page.locator("#moved")).to_contain_text("it waits at the Gate after pick")
+    page.locator("#moved-reload").click()
     run = state_of(waits)
     assert run.state.phase("pick").attempt == 2
     assert b"1,Oslo,keep" in run.paths.out("picks.csv").read_bytes()  # the fix was kept
     kinds = [e.kind for e in run.log.read()]
     assert "edits_carried" in kinds
     expect(page.locator("table.events")).to_contain_text("edits_carried")
+    expect(page.locator(".carried")).to_contain_text(
+        "Your earlier edits of picks.csv were kept: 1 re-applied to the new output."
+    )
     expect(page.locator('table.grid input[value="Olso"]')).to_have_count(0)
     page.screenshot(path=str(SHOTS / "reopen-kept-the-fix.png"), full_page=True)
 
@@ -137,7 +142,9 @@ def test_a_reopen_that_would_replace_an_edit_asks_and_keeps_the_fix(
     expect(rerun.locator(".edits-choice")).to_be_visible()
     rerun.locator(".edits-choice").get_by_label("Discard them", exact=False).check()
     rerun.get_by_role("button", name="Re-run").click()
-    expect(page.locator('table.grid input[value="Olso"]')).to_have_count(1, timeout=120_000)
+    expect(page.locator("#moved")).to_contain_text("waits at the Gate after pick", timeout=120_000)
+    page.locator("#moved-reload").click()
+    expect(page.locator('table.grid input[value="Olso"]')).to_have_count(1)
     run = state_of(waits)
     assert run.state.phase("pick").attempt == 3 and run.state.waiting == "gate"
     assert b"1,Olso,keep" in run.paths.out("picks.csv").read_bytes()
@@ -159,7 +166,10 @@ def test_after_approve_the_page_shows_the_run_running_with_its_output_then_done(
     assert "paused" not in (badge.text_content() or "")
     page.screenshot(path=str(SHOTS / "after-approve-running.png"), full_page=True)
     (tmp_path / "release").write_text("go")
-    expect(badge).to_have_text("done", timeout=120_000)  # the page showed the run anew
+    expect(badge).to_have_text("done", timeout=120_000)
+    expect(page.locator("#moved")).to_contain_text("the run is done")
+    page.locator("#moved-reload").click()
+    expect(badge).to_have_text("done")  # shown anew, as run.json says
     expect(page.get_by_role("button", name="Continue the run")).to_have_count(0)
     assert state_of(waits).state.status == "done"
     page.screenshot(path=str(SHOTS / "after-approve-done.png"), full_page=True)

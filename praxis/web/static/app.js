@@ -405,18 +405,29 @@
   });
 
   // After a decision this server goes on with the run: the page follows it in place (badge,
-  // live output) and shows the run anew once it settles (a Gate, the end, a failure).
-  const following = run.dataset.following === "1";
+  // live output); once it settles (a Gate, the end, a failure) the banner says so and the
+  // badge shows the run's status.
+  let following = run.dataset.following === "1";
+  function setBadge(st) {
+    const badge = document.getElementById("run-status");
+    badge.textContent = st.waiting === "gate" ? "waiting at the Gate after " + st.gate : st.status;
+    badge.className = "badge " + (st.waiting === "gate" ? "gate" : st.status);
+  }
   function follow(st) {
     const badge = document.getElementById("run-status");
     const busy = st.advancing || st.queued;
     if (st.waiting === "gate" || !busy) {
-      window.location.href = run.dataset.reloadUrl;
+      following = false;
+      if (st.revision === shown.revision) {  // stopped before it changed anything: say why
+        window.location.href = run.dataset.reloadUrl;
+        return;
+      }
+      showMoved(describe(st));
+      setBadge(st);
       return;
     }
     badge.textContent = st.queued ? "queued: waits for a place" : "running" + (st.running ? ": " + st.running : "");
     badge.className = "badge running";
-    shown.revision = st.revision; shown.status = st.status; shown.phases = st.phases;
   }
 
   function poll() {
@@ -429,9 +440,7 @@
           follow(st);
         } else if (st.revision !== shown.revision) {
           showMoved(describe(st));
-          const badge = document.getElementById("run-status");
-          badge.textContent = st.waiting === "gate" ? "waiting at the Gate after " + st.gate : st.status;
-          badge.className = "badge " + (st.waiting === "gate" ? "gate" : st.status);
+          setBadge(st);
         } else if (st.pending && !document.querySelector(".approval")) {
           showMoved("Code from a phase waits for your approval.");
         }
