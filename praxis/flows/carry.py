@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -66,29 +66,137 @@ def keyless(flow: Flow, found: Sequence[tuple[str, str]]) -> list[str]:
 
 
 def reapply(name: str, key: list[str], wrote: bytes, edited: bytes, new: bytes) -> Outcome:
-    """Re-apply the edit ``wrote`` -> ``edited`` of table ``name`` to ``new`` by ``key``."""
+    """Re-apply the edit ``wrote`` -> ``edited`` of table ``name`` to ``new`` by ``key``.
+
+    Only the rows between the bytes ``wrote`` and ``edited`` share at the start and the end
+    are compared (an edit of a few cells compares a few rows); ``new`` is read twice as a
+    stream of records, keeping only the rows the edits name, and every other record is
+    written back byte for byte."""
     try:
-        a, b, c = parse(wrote, name), parse(edited, name), parse(new, name)
+        a, b = _edited_region(name, wrote, edited)
+        header = _header(name, new)
     except Unreadable as exc:
         return Outcome(new, skipped=[f"{name}: {exc}: no edit applied"])
-    for label, t in (("as the phase wrote it", a), ("as edited", b), ("new", c)):
-        missing = [k for k in key if k not in t.header]
+    for label, cols in (("as the phase wrote it", a.header), ("as edited", b.header),
+                        ("new", header)):  # fmt: skip
+        missing = [k for k in key if k not in cols]
         if missing:
             return Outcome(new, skipped=[f"{name}: the {label} table has no key column(s) "
                                          f"{missing}: no edit applied"])  # fmt: skip
     edits = _edits(a, b, key)
     if not edits:
         return Outcome(new)
+    needed = {k for k, _, _ in edits}
+    needed |= {tuple(after.get(c, "") for c in key) for _, _, after in edits if after}
+    try:
+        rows, where = _find(name, new, header, key, needed)
+    except Unreadable as exc:
+        return Outcome(new, skipped=[f"{name}: {exc}: no edit applied"])
     out = Outcome(new)
-    rows = [list(r) for r in c.rows]
-    where = _index(c, key)
-    removed: set[int] = set()
+    change = Change(rows=rows, where=where)
     for old_key, before, after in edits:
-        _one(name, c.header, key, rows, where, removed, old_key, before, after, out)
-    kept = [r for i, r in enumerate(rows) if i not in removed]
-    if kept != c.rows:
-        out.data = _write(name, c.header, kept, new)
+        _one(name, header, key, change, old_key, before, after, out)
+    if change.changed or change.removed or change.added:
+        out.data = _rewrite(name, new, change)
     return out
+
+
+@dataclass
+class Change:
+    """What re-applying does to the new table: its rows the edits name (by record number),
+    where each needed key is (None: two rows share it), and the rows changed, removed and
+    added."""
+
+    rows: dict[int, list[str]]
+    where: dict[tuple[str, ...], int | None]
+    changed: set[int] = field(default_factory=set)
+    removed: set[int] = field(default_factory=set)
+    added: list[list[str]] = field(default_factory=list)
+
+
+def _edited_region(name: str, wrote: bytes, edited: bytes) -> tuple[Table, Table]:
+    """The two versions, cut to the rows between what they share at the start and the end
+    (with the header)."""
+    from .edits import _shared
+
+    head, tail, _ = _shared(wrote, edited)
+    if head:
+        first = wrote.find(b"\n") + 1
+        wrote = wrote[:first] + wrote[head : len(wrote) - tail]
+        edited = edited[:first] + edited[head : len(edited) - tail]
+    return parse(wrote, name), parse(edited, name)
+
+
+def _records(name: str, data: bytes) -> Iterator[tuple[str, list[str]]]:
+    """(the record as written, its fields), the header first; Unreadable if it does not
+    parse. Bytes that are not UTF-8 come back as they were (surrogateescape)."""
+    text = data.decode("utf-8", "surrogateescape")
+    lines = iter(io.StringIO(text, newline=""))
+    held: list[str] = []
+
+    def feed() -> Iterator[str]:
+        for line in lines:
+            held.append(line)
+            yield line
+
+    delimiter = TABULAR.get(Path(name).suffix.lower(), ",")
+    reader = csv.reader(feed(), delimiter=delimiter, strict=True)
+    try:
+        for fields in reader:
+            raw = "".join(held)
+            held.clear()
+            if fields:
+                yield raw, fields
+    except csv.Error as exc:
+        raise Unreadable(f"does not parse near line {reader.line_num}: {exc}") from None
+
+
+def _header(name: str, data: bytes) -> list[str]:
+    for _, fields in _records(name, data):
+        return [f.lstrip("\ufeff") if i == 0 else f for i, f in enumerate(fields)]
+    raise Unreadable("it is empty")
+
+
+def _find(
+    name: str, data: bytes, header: list[str], key: list[str], needed: set[tuple[str, ...]]
+) -> tuple[dict[int, list[str]], dict[tuple[str, ...], int | None]]:
+    """The rows of ``data`` whose key is ``needed`` (by data row number), and where each is."""
+    at = [header.index(k) for k in key]
+    rows: dict[int, list[str]] = {}
+    where: dict[tuple[str, ...], int | None] = {}
+    for n, (_, fields) in enumerate(_records(name, data), start=-1):
+        if n < 0:
+            continue
+        if len(fields) != len(header):
+            raise Unreadable(f"data row {n + 1} has {len(fields)} fields, the header {len(header)}")
+        k = tuple(fields[i] for i in at)
+        if k in needed:
+            where[k] = None if k in where else n
+            rows[n] = fields
+    return rows, where
+
+
+def _rewrite(name: str, data: bytes, change: Change) -> bytes:
+    """``data`` with the changed rows written anew, the removed ones left out and the added
+    ones at the end; every other record as it was."""
+    delimiter = TABULAR.get(Path(name).suffix.lower(), ",")
+    out: list[str] = []
+    ending = "\n"
+    for n, (raw, _fields) in enumerate(_records(name, data), start=-1):
+        ending = "\r\n" if raw.endswith("\r\n") else "\n"
+        if n in change.removed:
+            continue
+        out.append(_line(change.rows[n], delimiter, ending) if n in change.changed else raw)
+    if out and not out[-1].endswith(("\n", "\r")):
+        out[-1] += ending
+    out += [_line(row, delimiter, ending) for row in change.added]
+    return "".join(out).encode("utf-8", "surrogateescape")
+
+
+def _line(fields: list[str], delimiter: str, ending: str) -> str:
+    buf = io.StringIO()
+    csv.writer(buf, delimiter=delimiter, lineterminator=ending).writerow(fields)
+    return buf.getvalue()
 
 
 Row = dict[str, str]
@@ -125,28 +233,17 @@ def _only_key(before: Row, after: Row, key: list[str]) -> bool:
     return all(after.get(c) == v for c, v in before.items() if c not in key and c in after)
 
 
-def _index(t: Table, key: list[str]) -> dict[tuple[str, ...], int | None]:
-    """Key -> row number in ``t`` (None for a key two rows share)."""
-    at = [t.header.index(k) for k in key]
-    where: dict[tuple[str, ...], int | None] = {}
-    for n, r in enumerate(t.rows):
-        k = tuple(r[i] for i in at)
-        where[k] = None if k in where else n
-    return where
-
-
 def _one(
     name: str,
     header: list[str],
     key: list[str],
-    rows: list[list[str]],
-    where: dict[tuple[str, ...], int | None],
-    removed: set[int],
+    change: Change,
     old_key: tuple[str, ...],
     before: Row | None,
     after: Row | None,
     out: Outcome,
 ) -> None:
+    where = change.where
     label = f"{name} row " + ", ".join(f"{k}={v!r}" for k, v in zip(key, old_key, strict=True))
     found = old_key in where
     n = where.get(old_key)
@@ -157,14 +254,15 @@ def _one(
         if n is None:
             out.skipped.append(f"{label}: removed at the Gate; not in the new output")
         else:
-            removed.add(n)
+            change.removed.add(n)
             out.applied.append(f"{label}: removed")
         return
     if before is None:  # added by the reviewer
         if found:
             out.skipped.append(f"{label}: added at the Gate; the new output has this key")
         else:
-            rows.append([after.get(c, "") for c in header])
+            change.added.append([after.get(c, "") for c in header])
+            where[old_key] = -1  # a second add of the key finds it
             out.applied.append(f"{label}: added")
         return
     if n is None:
@@ -174,14 +272,16 @@ def _one(
     if new_key != old_key and new_key in where:
         out.skipped.append(f"{label}: the new output has a row with key {new_key}: not applied")
         return
-    row = rows[n]
+    row = change.rows[n]
     for column in header:
         if column not in before or column not in after or before[column] == after[column]:
             continue
         i = header.index(column)
         was, want = before[column], after[column]
         if row[i] in (was, want):
-            row[i] = want
+            if row[i] != want:
+                row[i] = want
+                change.changed.add(n)
             out.applied.append(f"{label}: {column} {was!r} -> {want!r}")
         else:
             out.skipped.append(
@@ -191,18 +291,6 @@ def _one(
     for column in set(before) - set(header):
         if before[column] != after.get(column):
             out.skipped.append(f"{label}: column {column!r} is not in the new output")
-
-
-def _write(name: str, header: list[str], rows: list[list[str]], like: bytes) -> bytes:
-    """The table in the dialect of ``like`` (its delimiter and line ends)."""
-    first = like.split(b"\n", 1)[0]
-    ending = "\r\n" if first.endswith(b"\r") else "\n"
-    delimiter = TABULAR.get(Path(name).suffix.lower(), ",")
-    buf = io.StringIO()
-    writer = csv.writer(buf, delimiter=delimiter, lineterminator=ending)
-    writer.writerow(header)
-    writer.writerows(rows)
-    return buf.getvalue().encode("utf-8")
 
 
 # --- on a run ----------------------------------------------------------------------------

@@ -218,3 +218,12 @@ def test_status_proposes_the_reopen_with_keep_edits_and_says_what_is_edited(tmp_
     )
     route = st.route
     assert any("--keep-edits" in argv for argv in route["commands"] if "reject" in argv)
+
+
+def test_rows_the_edit_does_not_name_stay_byte_for_byte() -> None:
+    wrote = b'id,note\r\n1,"a, b"\r\n2,x\r\n3,"line\r\nbreak"\r\n'
+    edited = wrote.replace(b"2,x", b"2,y")
+    new = b'id,note\r\n3,"line\r\nbreak"\r\n2,x\r\n1,"a, b"\r\n'
+    out = carry.reapply("n.csv", ["id"], wrote, edited, new)
+    assert out.data == b'id,note\r\n3,"line\r\nbreak"\r\n2,y\r\n1,"a, b"\r\n'
+    assert out.applied == ["n.csv row id='2': note 'x' -> 'y'"]
