@@ -50,8 +50,17 @@ def test_at_most_five_rows_are_named() -> None:
     assert failure.rows == (1, 2, 3, 4, 5) and failure.count == 9
     assert str(failure) == (
         "t.csv: check values failed on column 'v': 9 row(s) with values not in ['a']; "
-        "rows 1, 2, 3, 4, 5 (of 9)"
+        "data rows 1 (line 2), 2 (line 3), 3 (line 4), 4 (line 5), 5 (line 6) (of 9)"
     )
+
+
+def test_rows_are_named_with_the_line_an_editor_shows() -> None:
+    # a quoted field over two lines and a blank line: data row 3 starts on line 6
+    data = b'id,note\n1,"two\nlines"\n\n2,ok\n2,again\n'
+    (failure,) = checks.evaluate("t.csv", {"unique": ["id"]}, data)
+    assert failure.rows == (3,) and failure.lines == (6,)
+    assert str(failure).endswith("; data row 3 (line 6)")
+    assert failure.to_dict()["lines"] == [6]
 
 
 def test_dtypes() -> None:
@@ -102,7 +111,8 @@ def test_a_failed_check_fails_the_phase_naming_it(tmp_path) -> None:
     assert state.status == "failed" and state.phase("pick").status == "failed"
     error = state.phase("pick").error or ""
     assert error == (
-        "picks.csv: check unique failed on column 'id': 3 row(s) with repeated values; rows 2, 4, 5"
+        "picks.csv: check unique failed on column 'id': 3 row(s) with repeated values; "
+        "data rows 2 (line 3), 4 (line 5), 5 (line 6)"
     )
     assert not run.paths.out("total.csv").exists()
 
@@ -172,7 +182,8 @@ def test_after_the_phase_every_failing_check_is_named_with_its_rows(tmp_path) ->
     assert state.status == "failed"
     assert state.phase("clean").error == (
         "2 checks fail: (1) clean.csv: check values failed on column 'city': 2 row(s) with "
-        "values not in ['Oslo', 'Bergen']; rows 2, 4; (2) clean.csv: check script failed: "
+        "values not in ['Oslo', 'Bergen']; data rows 2 (line 3), 4 (line 5); (2) clean.csv: check "
+        "script failed: "
         "checks/range.py: AssertionError: min > max on rows [2]"
     )
 
@@ -189,7 +200,7 @@ def test_approve_and_save_name_every_failing_check_not_the_first(tmp_path) -> No
     text = str(caught.value)
     assert "2 checks fail" in text
     assert "check values failed on column 'city': 1 row(s) with values not in" in text
-    assert "rows 1;" in text and "min > max on rows [2]" in text
+    assert "data row 1 (line 2);" in text and "min > max on rows [2]" in text
     failures = checks.check_data(run.flow, run.flow.phase("clean"), "clean.csv", edited, None)
     assert [(f.check, f.rows) for f in failures] == [("values", (1,)), ("script", ())]
 
