@@ -119,12 +119,14 @@ def reject(
     expect_revision: int | None = None,
     gate: str | None = None,
     actor: str | None = None,
+    edits: str | None = None,
 ) -> RunState:
     """Reject at the Gate: phase ``reopen`` runs again, with ``note`` for an agent's prompt.
-    Bound like ``approve``."""
+    Bound like ``approve``; ``edits`` ("keep" or "discard") when it replaces Gate edits."""
     return runner.reject(
-        _ref(flow), reopen, note, run, expect_revision=expect_revision, gate=gate, actor=actor
-    )
+        _ref(flow), reopen, note, run, expect_revision=expect_revision, gate=gate, actor=actor,
+        edits=edits,
+    )  # fmt: skip
 
 
 def manage(
@@ -143,10 +145,16 @@ def accept(
 
 
 def rerun(
-    flow: FlowRef, from_phase: str, run: str | None = None, *, expect_revision: int | None = None
+    flow: FlowRef,
+    from_phase: str,
+    run: str | None = None,
+    *,
+    expect_revision: int | None = None,
+    edits: str | None = None,
 ) -> RunState:
-    """Go back to ``from_phase``; the earlier attempt is kept under attempts/."""
-    return runner.rerun(_ref(flow), from_phase, run, expect_revision=expect_revision)
+    """Go back to ``from_phase``; the earlier attempt is kept under attempts/. ``edits``
+    ("keep" or "discard") when it would replace outputs edited at a Gate."""
+    return runner.rerun(_ref(flow), from_phase, run, expect_revision=expect_revision, edits=edits)
 
 
 def cancel(

@@ -471,6 +471,7 @@ def cmd_reject(args: argparse.Namespace) -> int:
         gate=args.gate,
         actor=args.actor,
         acks=args.ack,
+        edits=args.edits,
     )
     print(f"reopened {args.reopen} (revision {state.revision}); continuing", file=sys.stderr)
     return _advance(args.flow, state.run)
@@ -500,6 +501,7 @@ def cmd_rerun(args: argparse.Namespace) -> int:
             expect_revision=args.expect_revision,
             params=_params(args),
             reuse=not args.no_reuse,
+            edits=args.edits,
         )
     except BadParam as exc:
         raise Usage(str(exc)) from None
@@ -616,7 +618,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if not 1 <= args.max_runs <= MAX_RUNS_LIMIT:
         raise Usage(f"--max-runs takes a number of runs from 1 to {MAX_RUNS_LIMIT}")
     _check_port("127.0.0.1", args.port)
-    return int(serve(Path(args.root), port=args.port, max_runs=args.max_runs) or 0)
+    return int(
+        serve(
+            Path(args.root),
+            port=args.port,
+            max_runs=args.max_runs,
+            notify_command=args.notify_command,
+        )
+        or 0
+    )
 
 
 def cmd_chat(args: argparse.Namespace) -> int:
@@ -721,6 +731,18 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
     add("rerun", cmd_rerun, "re-run from a phase (later phases become stale)", revision=True)
     option(("rerun",), "--from", dest="from_phase", required=True, metavar="PHASE")
     option(("rerun",), "--no-reuse", action="store_true", help="run every later phase again")
+    for flag, choice, words in (
+        ("--keep-edits", "keep", "re-apply them to the new output by row key"),
+        ("--discard-edits", "discard", "drop them (they stay under attempts/)"),
+    ):
+        option(
+            ("rerun", "reject"),
+            flag,
+            dest="edits",
+            action="store_const",
+            const=choice,
+            help=f"outputs edited at a Gate that this replaces: {words}",
+        )
     option(
         ("approve", "reject"),
         "--ack",
@@ -798,6 +820,12 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
             help="runs advanced at once (each in its own sandbox; more wait for a place)",
         )
         sv.add_argument("--allow-local", action="store_true", help=LOCAL_HELP)
+        sv.add_argument(
+            "--notify-command",
+            metavar="COMMAND",
+            help="run COMMAND (JSON on its stdin) when a run waits at a Gate, fails or is done "
+            "(default: $PRAXIS_NOTIFY_COMMAND)",
+        )
         sv.set_defaults(func=cmd_serve, flow=".")
     if command in (None, "mcp"):
         mc = sub.add_parser("mcp", help="an MCP server over stdio for agents (flows below DIR)")

@@ -51,6 +51,7 @@ OPTIONS = {
     "--from": "from_phase",
     "--ack": "acks",
 }
+FLAGS = {"--keep-edits": ("edits", "keep"), "--discard-edits": ("edits", "discard")}
 
 
 def serve(root: Path) -> int:
@@ -162,26 +163,34 @@ class Tools:
         ctx: Context,
         run: str | None = None,
         acks: list[str] | None = None,
+        edits: str | None = None,
     ) -> dict[str, Any]:
         """Reject at the Gate after phase `gate`, as an agent: phase `reopen` runs again with
-        `note`. Bound and acknowledged like approve. Then advance; returns the status."""
+        `note`. Bound and acknowledged like approve; `edits` ("keep" or "discard") when the
+        reopen replaces outputs edited at a Gate. Then advance; returns the status."""
         args = {"flow": flow, "run": run, "gate": gate, "reopen": reopen, "note": note}
         handle = self._open(flow, run, "reject")
         self._do("reject", handle, args | {"acks": acks}, lambda: runner.reject(
             handle.flow, reopen, note, handle.id, expect_revision=expect_revision, gate=gate,
-            actor=ACTOR, acks=list(acks or []),
+            actor=ACTOR, acks=list(acks or []), edits=edits,
         ))  # fmt: skip
         await self._advance(handle, ctx, args)
         return self._result("reject", handle, args)
 
     def rerun(
-        self, flow: str, from_phase: str, expect_revision: int, run: str | None = None
+        self,
+        flow: str,
+        from_phase: str,
+        expect_revision: int,
+        run: str | None = None,
+        edits: str | None = None,
     ) -> dict[str, Any]:
         """Put a failed, cancelled or done run back at phase `from_phase` (later phases
-        become stale); advance runs it. Returns the status."""
+        become stale); advance runs it. `edits` ("keep" or "discard") when it would replace
+        outputs edited at a Gate. Returns the status."""
         args = {"flow": flow, "run": run, "from_phase": from_phase}
         return self._call("rerun", flow, run, args, lambda handle: runner.rerun(
-            handle.flow, from_phase, handle.id, expect_revision=expect_revision
+            handle.flow, from_phase, handle.id, expect_revision=expect_revision, edits=edits
         ))  # fmt: skip
 
     def cancel(self, flow: str, expect_revision: int, run: str | None = None) -> dict[str, Any]:
@@ -283,6 +292,10 @@ def call_of(argv: list[str]) -> dict[str, Any] | None:
     at = verbs[0]
     arguments: dict[str, Any] = {"flow": argv[at + 1]} if len(argv) > at + 1 else {}
     words = argv[at + 2 :]
+    for word in words:
+        if word in FLAGS:
+            key, value = FLAGS[word]
+            arguments[key] = value
     for i, word in enumerate(words[:-1]):
         name = OPTIONS.get(word)
         if name == "acks":

@@ -83,7 +83,16 @@ def receipt_lines(receipt: dict[str, Any], managed: bool) -> list[str]:
             extra = f", reopened {d['reopen']}" if d["decision"] == "rejected" else ""
             lines.append(f"    {d['decision']} by {d['actor']} at revision {d['revision']}{extra}")
         for e in item["edits"]:
-            lines.append(f"    {escape(e['name'])} edited by {e['by']}: {escape(e['diff'])}")
+            mark = ""
+            if e.get("superseded"):
+                to = e.get("carried_to")
+                mark = f" (attempt {e['attempt']}, superseded: " + (
+                    f"re-applied to attempt {to})" if to else "discarded)"
+                )
+            lines.append(f"    {escape(e['name'])} edited by {e['by']}{mark}: {escape(e['diff'])}")
+        for c in item.get("carried", []):
+            for why in c["skipped"]:
+                lines.append(f"    kept edit not applied: {escape(why)}")
     for name in receipt.get("changed_outside", []):
         lines.append(f"  changed outside praxis: {escape(name)}")
     return lines

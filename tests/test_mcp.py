@@ -35,6 +35,10 @@ def test_a_routes_commands_become_the_tool_calls_that_take_them() -> None:
     assert call_of(rerun) == {"tool": "rerun", "arguments": {"flow": "f", "run": "R",
                                                              "from_phase": "c"}}  # fmt: skip
     assert calls({"commands": [["praxis", "accept", "f", "--output", "x"]]}) == [None]
+    keep = ["praxis", "rerun", "f", "--run", "R", "--from", "c", "--keep-edits",
+            "--expect-revision", "3"]  # fmt: skip
+    wanted = {"flow": "f", "run": "R", "from_phase": "c", "edits": "keep", "expect_revision": 3}
+    assert call_of(keep) == {"tool": "rerun", "arguments": wanted}
 
 
 class Client:

@@ -22,6 +22,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from praxis.agent.turn import message_text
 from praxis.errors import PraxisError
 from praxis.flows import contract
+from praxis.flows.check_spec import CHECK_KEYS
 from praxis.flows.context import Approver
 from praxis.flows.model import DEFAULT_LIMITS, PHASE_KINDS, REVIEW_MODES
 
@@ -47,6 +48,11 @@ KEY_HELP: dict[str, str] = {
     "database": "a SQLite file of the flow, or a sqlite:///, duckdb:/// or postgresql+psycopg:// "
     "URL (passwords as ${NAME} from the environment), for agent extracts",
     "phases": "the ordered list of phases (at least one)",
+    "notify": (
+        "who is told when a run waits at a Gate, fails or is done: {webhook: https://..., "
+        "when: [gate, failed, done]}; a JSON POST naming the flow, run, Gate, files and page. "
+        "A command is the person's (PRAXIS_NOTIFY_COMMAND), never flow.yaml's"
+    ),
     "params": (
         "run parameters with their defaults, {name: value}; `praxis run FLOW -p name=value` "
         "overrides one; code reads the variable `params`"
@@ -79,7 +85,7 @@ KEY_HELP: dict[str, str] = {
     "checks": (
         "what a declared table must satisfy after the phase and after every Gate edit: "
         "{name.csv: {columns: [...], unique: [...], not_null: [...], values: {col: [...]}, "
-        "min_rows: N}}"
+        "min_rows: N, key: [...]}} (the keys of a table's checks are listed below)"
     ),
     # inputs
     "working": (
@@ -89,6 +95,24 @@ KEY_HELP: dict[str, str] = {
     "reference": "files read into an agent's prompt (agents only)",
 }
 
+# The keys of one table's entry under a phase's checks: (check_spec.CHECK_KEYS).
+CHECK_HELP: dict[str, str] = {
+    "columns": "columns the table must have",
+    "unique": "columns whose every value differs from the others'",
+    "not_null": "columns with no empty cell",
+    "values": "{column: [allowed values]}",
+    "min_rows": "at least N data rows",
+    "max_rows": "at most N data rows",
+    "dtype": "{column: integer|number|bool|date|string}; empty cells are left to not_null",
+    "script": "a flow file run with the table's name as sys.argv[1]; fails by raising",
+    "same_columns": "at a Gate the edited table keeps the phase's header (default true)",
+    "key": (
+        "the columns that together identify a row (no two rows share them, none is empty); "
+        "`rerun --keep-edits` re-applies a reviewer's edit to the new output by this key "
+        "(default: the first unique column)"
+    ),
+}
+
 
 def known_keys() -> dict[str, tuple[str, ...]]:
     """The keys flow.yaml may hold, by place, as the contract knows them."""
@@ -96,6 +120,7 @@ def known_keys() -> dict[str, tuple[str, ...]]:
         "top level": tuple(contract.TOP_KEYS),
         "a phase": tuple(contract.PHASE_KEYS),
         "a phase's inputs": tuple(contract.INPUT_KEYS),
+        "a table's checks": tuple(CHECK_KEYS),
     }
 
 
@@ -159,7 +184,8 @@ def _keys_text() -> str:
     for place, keys in known_keys().items():
         lines = [f"Keys of {place}:"]
         for key in keys:
-            help_text = KEY_HELP.get(key, "see the README")
+            helps = CHECK_HELP if place == "a table's checks" else KEY_HELP
+            help_text = helps.get(key, "see the README")
             lines.append(f"- `{key}`: {help_text}")
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)

@@ -12,7 +12,7 @@ from typing import Any
 
 CHECK_KEYS = (
     *("columns", "unique", "not_null", "values", "min_rows", "max_rows", "dtype"),
-    *("script", "same_columns"),
+    *("script", "same_columns", "key"),
 )
 DTYPES = ("integer", "number", "bool", "date", "string")
 TABULAR = {".csv": ",", ".tsv": "\t"}
@@ -37,7 +37,7 @@ def validate(reader: Any, value: Any, loc: str, outputs: tuple[str, ...]) -> dic
 def _spec(reader: Any, body: dict[str, Any], at: str, name: str) -> dict[str, Any]:
     spec: dict[str, Any] = {}
     tabular = Path(name).suffix.lower() in TABULAR
-    for key in ("columns", "unique", "not_null"):
+    for key in ("columns", "unique", "not_null", "key"):
         if key in body:
             spec[key] = _strings(reader, body[key], f"{at}.{key}")
     for key in ("values", "dtype"):
@@ -60,6 +60,8 @@ def _spec(reader: Any, body: dict[str, Any], at: str, name: str) -> dict[str, An
         if script is not None and reader.name(script, f"{at}.script") is not None:
             reader.flow_file(script, f"{at}.script")
             spec["script"] = script
+    if "key" in spec and not spec["key"]:
+        reader.error(f"{at}.key", "expected at least one column name")
     if not tabular and set(spec) - {"script"}:
         reader.error(at, f"{name!r} is not a .csv/.tsv table: only script: checks apply to it")
     return spec

@@ -5,8 +5,13 @@ edit at a Gate.
 checks:
   review.csv: {columns: [order_id, action], unique: [order_id], not_null: [action],
                values: {action: [keep, drop]}, min_rows: 1, max_rows: 100000,
-               dtype: {amount: number}, script: checks/review.py, same_columns: true}
+               dtype: {amount: number}, script: checks/review.py, same_columns: true,
+               key: [order_id]}
 ```
+
+``key`` names the columns that together identify a row (no two rows share them, none is
+empty); ``rerun --keep-edits`` re-applies a Gate edit to the new output by it (without
+``key``, by the first ``unique`` column).
 
 ``dtype`` is one of ``integer``, ``number``, ``bool``, ``date``, ``string``; an empty cell is
 left to ``not_null``. ``script`` is a flow file run with the table's name as ``sys.argv[1]``
@@ -209,6 +214,19 @@ def _declared(name: str, spec: dict[str, Any], t: Table) -> list[Failure]:
                 if row[i].strip() and not _is(kind, row[i].strip())
             ]
             _add(out, t, name, "dtype", column, bad, f"values that are not {kind}")
+    if spec.get("key") and all(c in index for c in spec["key"]):
+        at = [index[c] for c in spec["key"]]
+        keys: set[tuple[str, ...]] = set()
+        bad = []
+        for n, row in enumerate(t.rows, start=1):
+            k = tuple(row[i] for i in at)
+            if k in keys or not all(v.strip() for v in k):
+                bad.append(n)
+            keys.add(k)
+        _add(out, t, name, "key", "+".join(spec["key"]), bad, "a repeated or empty key")
+    elif spec.get("key"):
+        missing = [c for c in spec["key"] if c not in index]
+        out.append(Failure(name, "key", f"no key column(s) {missing}"))
     if "min_rows" in spec and len(t.rows) < spec["min_rows"]:
         out.append(Failure(name, "min_rows", f"{len(t.rows)} rows, at least {spec['min_rows']}"))
     if "max_rows" in spec and len(t.rows) > spec["max_rows"]:
@@ -281,19 +299,24 @@ def script_in_kernel(sandbox: Any, flow: Flow, name: str, script: str) -> list[F
 
 
 def after_phase(run: Any, phase: Phase, sandbox: Any = None) -> None:
-    """Every check of ``phase``'s outputs, as the phase wrote them; PhaseError on the first
-    that fails (naming the check, the column and up to 5 rows)."""
+    """Every check of ``phase``'s outputs, as the phase wrote them; PhaseError naming every
+    one that fails (each with its check, column and up to 5 rows), not only the first."""
     from .context import PhaseError
 
     failures: list[Failure] = []
     for name, spec in phase.checks.items():
         path = run.paths.out(name)
-        failures += evaluate(name, spec, read(path))
-        if not failures and "script" in spec and sandbox is not None:
-            failures += script_in_kernel(sandbox, run.flow, name, spec["script"])
+        found = evaluate(name, spec, read(path))
+        if "script" in spec and sandbox is not None and not _unreadable(found):
+            found += script_in_kernel(sandbox, run.flow, name, spec["script"])
+        failures += found
     if failures:
-        more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
-        raise PhaseError(f"{failures[0]}{more}")
+        raise PhaseError(summary(failures))
+
+
+def _unreadable(failures: list[Failure]) -> bool:
+    """The table does not parse: a script check would only say so again."""
+    return any(f.check == "parse" for f in failures)
 
 
 def check_data(
@@ -302,7 +325,7 @@ def check_data(
     """The checks an edit of output ``name`` at the Gate after ``phase`` must pass."""
     spec = phase.checks.get(name, {})
     failures = evaluate(name, spec, data, original=original)
-    if not failures and "script" in spec:
+    if "script" in spec and not _unreadable(failures):
         failures += script_at_gate(flow, name, spec["script"], data)
     return failures
 
@@ -329,16 +352,18 @@ def gate_failures(run: Any, originals: dict[str, str], *, scripts: bool = True) 
         spec = phase.checks.get(name, {})
         data = read(path)
         found = evaluate(name, spec, data, original=original)
-        if not found and scripts and "script" in spec:
-            found = script_at_gate(run.flow, name, spec["script"], data)
+        if scripts and "script" in spec and not _unreadable(found):
+            found += script_at_gate(run.flow, name, spec["script"], data)
         failures += found
     return failures
 
 
 def summary(failures: list[Failure]) -> str:
-    return "; ".join(str(f) for f in failures[:3]) + (
-        f" (and {len(failures) - 3} more)" if len(failures) > 3 else ""
-    )
+    """Every failure, each with its rows: "2 checks fail: (1) ...; (2) ..."."""
+    if len(failures) == 1:
+        return str(failures[0])
+    items = "; ".join(f"({i}) {f}" for i, f in enumerate(failures, start=1))
+    return f"{len(failures)} checks fail: {items}"
 
 
 def dumps(failures: list[Failure]) -> str:

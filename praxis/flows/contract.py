@@ -20,6 +20,7 @@ from typing import Any
 from .. import packages
 from ..errors import UsageError
 from . import check_spec, safe_yaml, sandbox_config
+from . import notify as notify_of
 from .model import DEFAULT_LIMITS, DEFAULT_SANDBOX, PHASE_KINDS, REVIEW_MODES, Flow, Phase
 from .yaml_values import ValueReader, describe, mib, show
 
@@ -28,7 +29,7 @@ FLOW_NAME = re.compile(r"[a-z0-9][a-z0-9-]*")
 PHASE_ID = re.compile(r"[a-z0-9_-]+")
 BACKENDS = ("auto", "docker", "local", "fake", "ray")
 PARAM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
-TOP_KEYS = ("flow", "description", "sandbox", "model", "database", "params", "phases")
+TOP_KEYS = ("flow", "description", "sandbox", "model", "database", "params", "notify", "phases")
 PHASE_KEYS = (
     *("id", "kind", "script", "prompt", "scripts", "queries", "inputs", "outputs"),
     *("may_be_empty", "review", "limits", "timeout", "description", "checks", "notebook"),
@@ -191,6 +192,7 @@ class _Builder(ValueReader):
         model = self.string(top["model"], "model") if "model" in top else None
         database = self.database(top["database"]) if "database" in top else None
         params = self.params(top.get("params", {}))
+        notify = notify_of.validate(self, top["notify"]) if "notify" in top else {}
         if "phases" not in top:
             self.error("", "missing required key 'phases' (the list of phases)")
         phases = self.phases(top["phases"]) if "phases" in top else ()
@@ -198,7 +200,7 @@ class _Builder(ValueReader):
             return None
         return Flow(
             name=name, root=self.root, phases=phases, description=description or "",
-            sandbox=sandbox, model=model, database=database, params=params,
+            sandbox=sandbox, model=model, database=database, params=params, notify=notify,
         )  # fmt: skip
 
     # -- the parts of a flow ------------------------------------------------------------------

@@ -247,6 +247,42 @@ class RerunRequested(Event):
     kind: ClassVar[str] = "rerun_requested"
     phase: str
     kept: list[str]  # attempt folders the earlier outputs were moved to
+    edits: str = ""  # keep | discard: the choice for the Gate edits it may replace
+    edited: list[str] = field(default_factory=list)  # those outputs
+
+
+@event
+@dataclass(frozen=True, kw_only=True)
+class EditsCarried(Event):
+    """A Gate edit kept across a re-run (``--keep-edits``), re-applied to the new output."""
+
+    kind: ClassVar[str] = "edits_carried"
+    phase: str
+    attempt: int
+    name: str
+    applied: list[str]  # each edit applied, by row key
+    skipped: list[str]  # each edit that no longer applies, and why
+
+
+@event
+@dataclass(frozen=True, kw_only=True)
+class Notified(Event):
+    """A notifier was told that the run waits at a Gate, failed or is done."""
+
+    kind: ClassVar[str] = "notified"
+    target: str  # webhook (its host) or command
+    about: str  # gate | failed | done
+
+
+@event
+@dataclass(frozen=True, kw_only=True)
+class NotifyFailed(Event):
+    """A notifier failed; the run goes on as it was."""
+
+    kind: ClassVar[str] = "notify_failed"
+    target: str
+    about: str
+    error: str
 
 
 @event

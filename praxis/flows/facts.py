@@ -38,6 +38,7 @@ def state_facts(state: RunState, flow: Flow, *, flow_arg: str, program: Sequence
     if state.status == "failed" and state.phases:
         p = state.phases[at]
         failure, repeats, retries = one_line(p.error or "") or None, p.repeats, p.retries
+    edited = tuple((n, p.id) for p in state.phases for n in sorted(p.edited))
     return Facts(
         flow=flow_arg,
         run=state.run,
@@ -54,7 +55,18 @@ def state_facts(state: RunState, flow: Flow, *, flow_arg: str, program: Sequence
         retries=retries,
         flow_changed=began is not None and began != [p.id for p in flow.phases],
         rerunnable=tuple(p.id for p in state.phases if allows(state, "rerun", phase=p.id)),
+        phases=tuple(p.id for p in state.phases),
+        edited=edited,
+        keyless=tuple(_keyless(flow, edited)),
     )
+
+
+def _keyless(flow: Flow, edited: tuple[tuple[str, str], ...]) -> list[str]:
+    if not edited:
+        return []
+    from .carry import keyless  # tables of a run with Gate edits only
+
+    return keyless(flow, edited)
 
 
 def _delegatable(flow: Flow, gate: str | None) -> bool:

@@ -48,6 +48,7 @@ class Flow:
     model: str | None = None
     database: str | None = None  # agent extracts: a SQLite file of the flow, or a SQLAlchemy URL
     params: dict[str, Any] = field(default_factory=dict)  # run parameters and their defaults
+    notify: dict[str, Any] = field(default_factory=dict)  # {webhook, when}: who is told (notify.py)
 
     def phase(self, phase_id: str) -> Phase:
         for p in self.phases:

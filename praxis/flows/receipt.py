@@ -3,7 +3,10 @@
 ``ok`` (every phase done, no output changed outside praxis), phases done/total, and a
 ledger per phase: status, attempts, reused, seconds, outputs with sha256, the Gate decisions
 with their actor, and the reviewer edits with a one-line diff summary (the full diff is in
-``edits/<phase>/<attempt>.json``).
+``edits/<phase>/<attempt>.json``). An edit of an earlier attempt than the phase's last is
+``superseded`` (its file was replaced), with ``carried_to`` the attempt it was re-applied to
+(``--keep-edits``) or None (discarded); ``carried`` lists each re-application, with what did
+not apply.
 """
 
 from __future__ import annotations
@@ -28,9 +31,11 @@ def receipt(state: Any, events: list[Event], changed: list[str]) -> dict[str, An
             "error": p.error,
             "decisions": [],
             "edits": [],
+            "carried": [],
         }
     if events:  # the event types load only for a log that has some
         _add_events(ledger, events)
+        _supersede(ledger, {p.id: p.attempt for p in state.phases})
     done = sum(1 for p in state.phases if p.status == "done")
     return {
         "ok": state.status == "done" and not changed,
@@ -44,7 +49,7 @@ def receipt(state: Any, events: list[Event], changed: list[str]) -> dict[str, An
 
 def _add_events(ledger: dict[str, dict[str, Any]], events: list[Event]) -> None:
     """The Gate decisions and the edits, each under its phase."""
-    from .events import ArtifactEdited, GateApproved, GateRejected
+    from .events import ArtifactEdited, EditsCarried, GateApproved, GateRejected
 
     for ev in events:
         if isinstance(ev, GateApproved | GateRejected) and ev.phase in ledger:
@@ -69,3 +74,28 @@ def _add_events(ledger: dict[str, dict[str, Any]], events: list[Event]) -> None:
                     "diff": ev.diff,
                 }
             )
+        elif isinstance(ev, EditsCarried) and ev.phase in ledger:
+            ledger[ev.phase]["carried"].append(
+                {
+                    "name": ev.name,
+                    "attempt": ev.attempt,
+                    "applied": len(ev.applied),
+                    "skipped": list(ev.skipped),
+                }
+            )
+
+
+def _supersede(ledger: dict[str, dict[str, Any]], attempts: dict[str, int]) -> None:
+    """Mark the edits of an attempt before the phase's last as superseded, and where each
+    was re-applied (the next attempt that carried an edit of that output), if anywhere."""
+    for phase, item in ledger.items():
+        for edit in item["edits"]:
+            edit["superseded"] = edit["attempt"] < attempts.get(phase, 0)
+            edit["carried_to"] = None
+            if edit["superseded"]:
+                later = [
+                    c["attempt"]
+                    for c in item["carried"]
+                    if c["name"] == edit["name"] and c["attempt"] > edit["attempt"]
+                ]
+                edit["carried_to"] = min(later) if later else None

@@ -35,7 +35,9 @@ Every command starts with the program praxis was invoked by (``Facts.program``);
 ``who`` is ``agent`` says ``--as agent`` and acknowledges each file of ``read`` by its sha256
 (``--ack``). A re-run is proposed only from a phase the run's state allows it from
 (``Facts.rerunnable``, computed by the state tables), so no command of a route is refused in
-the state it was chosen for.
+the state it was chosen for. A re-run or reopen that would replace outputs carrying Gate
+edits says ``--keep-edits`` (a fix is never lost); where an edit cannot be kept (no row key)
+the route proposes none and a person chooses.
 """
 
 from __future__ import annotations
@@ -92,6 +94,9 @@ class Facts:
     flow_changed: bool = False  # flow.yaml's phases are not the run's
     missing_outputs: tuple[str, ...] = ()  # of changed_outputs, those whose file is gone
     rerunnable: tuple[str, ...] | None = None  # phases a re-run may start from (None: any)
+    phases: tuple[str, ...] = ()  # the run's phases, in order
+    edited: tuple[tuple[str, str], ...] = ()  # (output, phase) carrying Gate edits now
+    keyless: tuple[str, ...] = ()  # of those, the ones --keep-edits cannot re-apply
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -130,10 +135,12 @@ def route(f: Facts) -> Route:
         return [*f.program, verb, f.flow, *run, *rest]
 
     def rerun(phase: str | None) -> list[list[str]]:
-        """The re-run from ``phase``, if the run's state allows one from there."""
+        """The re-run from ``phase``, if the run's state allows one from there (and any Gate
+        edit it would replace can be kept)."""
         if phase is None or (f.rerunnable is not None and phase not in f.rerunnable):
             return []
-        return [cmd("rerun", "--from", phase, *rev)]
+        keep = edits_option(f, phase)
+        return [] if keep is None else [cmd("rerun", "--from", phase, *keep, *rev)]
 
     def make(step: str, reason: str, who: str, *commands: list[str], **kw: Any) -> Route:
         return Route(step, reason, who, REASONS[reason], commands=list(commands), **kw)
@@ -193,24 +200,45 @@ def _gate_route(f: Facts, cmd: Any, rev: list[str], make: Any) -> Route:
     gate = {"phase": f.gate, "delegatable": f.delegatable, "managed": f.managed}
     read = [{"path": p, "sha256": s} for p, s in f.read]
     approve = ["--gate", f.gate, *rev]
-    reject = ["--gate", f.gate, "--reopen", f.gate, "--note", "...", *rev]
+    keep = edits_option(f, f.gate)
+    reject = ["--gate", f.gate, "--reopen", f.gate, "--note", "...", *(keep or []), *rev]
+    rejects = [reject] if keep is not None else []  # else a person chooses what to keep
+    problems = [] if keep is not None else [_keyless(f)]
     if f.checks_failing:
         return make(  # type: ignore[no-any-return]
-            "fix", "gate_checks_fail", "person", cmd("reject", *reject), cmd("status"),
-            gate=gate, read=read, problems=list(f.checks_failing),
+            "fix", "gate_checks_fail", "person", *(cmd("reject", *r) for r in rejects),
+            cmd("status"), gate=gate, read=read, problems=[*f.checks_failing, *problems],
         )  # fmt: skip
     if f.delegatable and f.managed:
         agent = ["--as", "agent", *(a for _, sha in f.read for a in ("--ack", sha))]
         return make(  # type: ignore[no-any-return]
             "decide", "gate_delegated", "agent",
-            cmd("approve", *approve, *agent), cmd("reject", *reject, *agent),
-            gate=gate, read=read,
+            cmd("approve", *approve, *agent), *(cmd("reject", *r, *agent) for r in rejects),
+            gate=gate, read=read, problems=problems,
         )  # fmt: skip
     reason = "gate_not_managed" if f.delegatable else "gate_needs_person"
     return make(  # type: ignore[no-any-return]
-        "decide", reason, "person", cmd("approve", *approve), cmd("reject", *reject),
-        gate=gate, read=read,
+        "decide", reason, "person", cmd("approve", *approve),
+        *(cmd("reject", *r) for r in rejects), gate=gate, read=read, problems=problems,
     )  # fmt: skip
+
+
+def edits_option(f: Facts, phase: str) -> list[str] | None:
+    """What a re-run or reopen of ``phase`` says of the Gate edits it would replace: nothing
+    (none), ``--keep-edits``, or None when one cannot be kept (a person chooses)."""
+    at = f.phases.index(phase) if phase in f.phases else 0
+    risk = [n for n, p in f.edited if p not in f.phases or f.phases.index(p) >= at]
+    if not risk:
+        return []
+    return None if any(n in f.keyless for n in risk) else ["--keep-edits"]
+
+
+def _keyless(f: Facts) -> str:
+    names = ", ".join(f.keyless)
+    return (
+        f"{names} carries Gate edits --keep-edits cannot re-apply (no row key): a reopen is a "
+        "person's choice (--keep-edits after declaring key:, or --discard-edits)"
+    )
 
 
 def _failure(f: Facts) -> tuple[list[str], list[dict[str, str]]]:

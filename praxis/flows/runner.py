@@ -23,11 +23,13 @@ from sandbox import Sandbox, open_sandbox
 
 from ..errors import EXIT, Refused
 from . import acks as acks_of
-from . import checks, collect, contract, decisions, definition, isolation, reconcile, snapshot
+from . import carry, checks, collect, contract, decisions, definition, isolation, reconcile, snapshot
 from .atomic import write_atomic
 from .context import Approver, OnMessage
 from .decisions import DecisionRefused, ManagedMode, OutputAccepted
+from .digest import sha256_of
 from .events import (
+    EditsCarried,
     Event,
     GateApproved,
     GateRejected,
@@ -203,18 +205,28 @@ def advance(
 
     Options: ``make_sandbox`` (``(flow, run) -> Sandbox``), ``approver``, ``on_message``
     (texts for a person), ``on_event`` (each ``Event`` as it is recorded), ``model``,
-    ``reuse`` (False: run stale phases even when nothing they depend on changed).
+    ``reuse`` (False: run stale phases even when nothing they depend on changed),
+    ``notifier`` (``notify.Notifier``: default from the environment). Once the lock is let
+    go, a run left at a Gate, failed or done is told to flow.yaml's ``notify:`` and the
+    person's command; a notifier's failure is recorded, never raised.
     """
     flow = load_flow(flow_ref)
     opening: Opening | None = options.get("opening")  # a sandbox opened ahead (praxis serve)
+    notifier = options.pop("notifier", None)
     try:
         with held(flow, run_id, ADVANCING) as lock:
             opening = None  # _advance uses it, or closes it
-            return _advance(flow, lock.run, clock=clock, lock=lock, **options)
+            before = RunHandle.open(flow, lock.run, clock).state.revision
+            state = _advance(flow, lock.run, clock=clock, lock=lock, **options)
     except BaseException:
         if opening is not None:  # Busy, NoRun: never ran, so it must not outlive this call
             opening.abandon()
         raise
+    if state.revision != before:  # it moved: to a Gate, a failure or the end, it is told
+        from .notify import Notifier, tell
+
+        tell(RunHandle.open(flow, state.run, clock), notifier or Notifier.from_env())
+    return state
 
 
 def _advance(
@@ -351,9 +363,84 @@ def _loop(
         if not ok:
             return
         if phase.gated:
+            carried = carry.carry_over(run, phase) if run.state.phase(phase.id).carry else []
             run.change("gate", phase=phase.id)
+            for name, outcome in carried:
+                _record_carried(run, phase.id, name, outcome)
             run.emit(GateWaiting(phase=phase.id, writable=writable_names(run.flow, run.state)))
             return
+
+
+def _record_carried(run: RunHandle, phase: str, name: str, outcome: carry.Outcome) -> None:
+    """An edit kept across a re-run, re-applied at the Gate: recorded as an edit by
+    ``carried`` (its diff beside the attempt), and what did and did not apply."""
+    p = run.state.phase(phase)
+    old = p.hashes.get(name, "")
+    path = run.paths.out(name)
+    if outcome.applied and path.is_file() and sha256_of(path) != old:
+        reconcile.record_edit(run, name, old, by="carried", actor="person")
+    run.emit(
+        EditsCarried(
+            phase=phase,
+            attempt=p.attempt,
+            name=name,
+            applied=outcome.applied,
+            skipped=outcome.skipped,
+        )
+    )
+
+
+class EditsAtRisk(Refused):
+    """Raised for a re-run or reopen that would replace outputs edited at a Gate, without a
+    choice (``--keep-edits`` or ``--discard-edits``), or with ``--keep-edits`` for an output
+    whose edit cannot be re-applied; ``command`` is the one to try."""
+
+    def __init__(self, message: str, command: str, edited: list[str]) -> None:
+        super().__init__(message)
+        self.command = command
+        self.edited = edited
+
+    def next(self, flow: str) -> str:
+        return self.command
+
+
+EDIT_CHOICES = ("keep", "discard")
+
+
+def _choose_edits(
+    run: RunHandle, phase: str, edits: str | None, command: str
+) -> tuple[str, list[str]]:
+    """The choice for the Gate edits going back to ``phase`` may replace, and those outputs;
+    EditsAtRisk when there are some and no choice (or one that cannot be kept)."""
+    found = carry.at_risk(run.state, phase)
+    if not found:
+        return "", []
+    names = [n for n, _ in found]
+    listed = ", ".join(f"{n} (at the Gate after {p})" for n, p in found)
+    if edits not in EDIT_CHOICES:
+        raise EditsAtRisk(
+            f"run {run.id}: going back to {phase} would replace {listed}, edited by a "
+            "reviewer: choose --keep-edits (re-applied to the new output by row key) or "
+            "--discard-edits (the edited files stay under attempts/)",
+            f"{command} --keep-edits",
+            names,
+        )
+    cannot = carry.keyless(run.flow, found) if edits == "keep" else []
+    if cannot:
+        raise EditsAtRisk(
+            f"run {run.id}: --keep-edits cannot re-apply the edit of {', '.join(cannot)}: it "
+            "is not a table with a row key (declare key: [columns] under its checks: in "
+            "flow.yaml), or choose --discard-edits",
+            f"{command} --discard-edits",
+            names,
+        )
+    return str(edits), names
+
+
+def _command(run: RunHandle, *words: str) -> str:
+    from .status import flow_arg
+
+    return " ".join(["praxis", words[0], flow_arg(run.flow), "--run", run.id, *words[1:]])
 
 
 def recover(run: RunHandle) -> None:
@@ -613,18 +700,25 @@ def reject(
     gate: str | None = None,
     actor: str | None = None,
     acks: list[str] | None = None,
+    edits: str | None = None,
     clock: Clock = time.time,
 ) -> RunState:
     """Reject at the Gate: ``reopen`` (the gated phase or an earlier) runs again with the note.
     Bound like ``approve``; an agent needs a delegatable Gate, managed mode, passing checks
-    and acknowledgements."""
+    and acknowledgements. ``edits`` (keep or discard) is needed when the reopen would
+    replace outputs edited at a Gate (else EditsAtRisk)."""
     who = decisions.actor_of(actor)
     with _opened(flow_ref, run_id, expect_revision, clock, bound=("reject", gate)) as run:
         _known_phase(run.flow, reopen)
         at = _at_gate(run, gate, "reject")
         acked = _authorize(run, who, "reject", at, acks)
+        command = _command(
+            run, "reject", "--gate", at, "--reopen", reopen, "--note", "'...'",
+            "--expect-revision", str(run.state.revision),
+        )  # fmt: skip
+        choice, edited = _choose_edits(run, reopen, edits, command)
         stale = _stale_after(run, reopen)
-        _change(run, "reject", phase=reopen, note=note)
+        _change(run, "reject", phase=reopen, note=note, edits=choice or None)
         kept = _archive(run, reopen)
         run.emit(
             GateRejected(
@@ -636,7 +730,7 @@ def reject(
                 acked=acked,
             )
         )
-        run.emit(RerunRequested(phase=reopen, kept=kept))
+        run.emit(RerunRequested(phase=reopen, kept=kept, edits=choice, edited=edited))
         if stale:
             run.emit(PhasesStale(phases=stale, because=f"{reopen} was reopened at the Gate"))
         return run.state
@@ -650,21 +744,27 @@ def rerun(
     expect_revision: int | None = None,
     params: dict[str, str] | None = None,
     reuse: bool = True,
+    edits: str | None = None,
     clock: Clock = time.time,
 ) -> RunState:
     """Go back to ``from_phase``: later done phases become stale (pending without ``reuse``:
-    they run again whatever changed), the attempt is kept. ``params`` change the run's."""
+    they run again whatever changed), the attempt is kept. ``params`` change the run's.
+    ``edits`` (keep or discard) is needed when it would replace outputs edited at a Gate."""
     with _opened(flow_ref, run_id, expect_revision, clock) as run:
         recover(run)
         check_definition(run)
         _known_phase(run.flow, from_phase)
+        command = _command(
+            run, "rerun", "--from", from_phase, "--expect-revision", str(run.state.revision)
+        )
+        choice, edited = _choose_edits(run, from_phase, edits, command)
         if params:
             base = {**run.flow.params, **run.state.params}
             _change(run, "params", params=resolve_params(base, params))
         stale = _stale_after(run, from_phase)
-        _change(run, "rerun", phase=from_phase, reuse=reuse)
+        _change(run, "rerun", phase=from_phase, reuse=reuse, edits=choice or None)
         kept = _archive(run, from_phase)
-        run.emit(RerunRequested(phase=from_phase, kept=kept))
+        run.emit(RerunRequested(phase=from_phase, kept=kept, edits=choice, edited=edited))
         if stale:
             run.emit(PhasesStale(phases=stale, because=f"re-run from {from_phase}"))
         return run.state

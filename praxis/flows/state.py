@@ -182,6 +182,12 @@ class PhaseState:
     failure: dict[str, str] = field(default_factory=dict)
     repeats: int = 0
     retries: int = 0
+    # Outputs edited at the attempt's Gate: name -> the sha256 the phase wrote (cleared when
+    # an attempt starts). A re-run that would replace them needs a choice (keep or discard).
+    edited: dict[str, str] = field(default_factory=dict)
+    # Edits kept across a re-run: name -> [sha256 the phase wrote, sha256 as edited], to
+    # re-apply by row key when the phase next reaches its Gate.
+    carry: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def seconds(self) -> float | None:
@@ -389,6 +395,7 @@ def _start(
     p.attempt += 1
     p.started, p.ended, p.error, p.waiting, p.pid = now, None, None, None, pid
     p.hashes, p.digests, p.reused, p.reused_from, p.no_reuse = {}, {}, False, None, False
+    p.edited = {}
     if backend is not None:
         p.backend, p.isolated = backend, isolated
         ran = [q for q in s.phases if q.backend is not None]
@@ -409,12 +416,12 @@ def _reuse(
     """The phase's last done attempt stands; with ``source`` ("<run>/<attempt>"), a new
     attempt holds what that done attempt of another run recorded (later done phases stale)."""
     p = s.phase(str(phase))
-    p.reused, p.note = True, None
+    p.reused, p.note, p.carry = True, None, {}  # the edited outputs stay as they are
     if source is not None:
         p.attempt += 1
         p.started, p.ended, p.error, p.waiting, p.pid = now, now, None, None, None
         p.hashes, p.digests, p.reused_from = dict(hashes or {}), dict(digests or {}), source
-        p.failure, p.repeats, p.retries = {}, 0, 0
+        p.failure, p.repeats, p.retries, p.edited = {}, 0, 0, {}  # another run's outputs
         for later in s.phases[s.index(p.id) + 1 :]:
             if later.status == "done":
                 _knock_on(later, "stale")
@@ -481,7 +488,10 @@ def _waiting(s: RunState, phase: str | None, now: float, what: str | None = None
 
 
 def _gate(s: RunState, phase: str | None, now: float) -> None:
+    """At the Gate: the edits carried across a re-run were re-applied (the runner does so
+    before this move), so none is left to carry."""
     s.waiting, s.gate = "gate", phase
+    s.phase(str(phase)).carry = {}
 
 
 def _end(s: RunState, phase: str | None, now: float) -> None:
@@ -493,11 +503,22 @@ def _approve(s: RunState, phase: str | None, now: float) -> None:
 
 
 def _rerun(
-    s: RunState, phase: str | None, now: float, note: str | None = None, reuse: bool = True
+    s: RunState,
+    phase: str | None,
+    now: float,
+    note: str | None = None,
+    reuse: bool = True,
+    edits: str | None = None,
 ) -> None:
     """Go back to ``phase``: it becomes pending (with the note), later done phases stale
-    (pending without ``reuse``: a pending phase is never reused)."""
+    (pending without ``reuse``: a pending phase is never reused). ``edits`` ("keep" or
+    "discard"): what becomes of the Gate edits of the phases that may run again."""
     index = s.index(str(phase))
+    for p in s.phases[index:]:
+        if edits == "keep" and p.edited:
+            p.carry = {n: [orig, p.hashes.get(n, "")] for n, orig in sorted(p.edited.items())}
+        elif edits == "discard":
+            p.carry = {}
     target = s.phases[index]
     _knock_on(target, "reset")
     target.note, target.error, target.waiting, target.pid = note, None, None, None
@@ -512,8 +533,10 @@ def _rerun(
     s.cursor, s.waiting, s.gate, s.error = index, None, None, None
 
 
-def _reject(s: RunState, phase: str | None, now: float, note: str = "") -> None:
-    _rerun(s, phase, now, note=note)
+def _reject(
+    s: RunState, phase: str | None, now: float, note: str = "", edits: str | None = None
+) -> None:
+    _rerun(s, phase, now, note=note, edits=edits)
 
 
 def _cancel(s: RunState, phase: str | None, now: float) -> None:
@@ -526,7 +549,13 @@ def _cancel(s: RunState, phase: str | None, now: float) -> None:
 
 
 def _edit(s: RunState, phase: str | None, now: float, name: str = "", sha256: str = "") -> None:
-    s.phase(str(s.gate)).hashes[name] = sha256
+    p = s.phase(str(s.gate))
+    wrote = p.edited.get(name, p.hashes.get(name, ""))
+    p.hashes[name] = sha256
+    if sha256 == wrote:
+        p.edited.pop(name, None)  # edited back to what the phase wrote
+    else:
+        p.edited[name] = wrote
 
 
 def _accept(s: RunState, phase: str | None, now: float, name: str = "", sha256: str = "") -> None:

@@ -41,6 +41,8 @@ LATER: dict[str, object] = {
     "retries": 0,
     "reused_from": None,
     "no_reuse": False,
+    "edited": {},
+    "carry": {},
 }
 
 
@@ -115,6 +117,8 @@ _PHASE_TYPES: dict[str, tuple[type, ...]] = {
     "failure": (dict,),
     "repeats": (int,),
     "retries": (int,),
+    "edited": (dict,),
+    "carry": (dict,),
 }
 
 

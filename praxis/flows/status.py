@@ -84,7 +84,8 @@ def status_of(run: RunHandle) -> Status:
         st.message += (
             f"; changed since they ran: {', '.join(st.changed)} (re-run from {st.changed[0]})"
         )
-        st.next.append(f"praxis rerun {flow_arg(flow)} --run {run.id} --from {st.changed[0]}")
+        keep = edits_words(flow, state, st.changed[0])
+        st.next.append(f"praxis rerun {flow_arg(flow)} --run {run.id} --from {st.changed[0]}{keep}")
     if st.params_changed and state.status != "running":
         st.message += f"; ran with other parameters: {', '.join(st.params_changed)}"
     st.managed = state.managed
@@ -101,11 +102,31 @@ def status_of(run: RunHandle) -> Status:
         st.message += f"; {len(failing)} check(s) fail: {summary(failing)}"
     if changed:
         st.message += "; changed outside praxis: " + ", ".join(c.name for c in changed)
+    st.message += _edited_note(flow, state)
     return st
 
 
+def _edited_note(flow: Flow, state: RunState) -> str:
+    """Outputs carrying Gate edits, and whether a re-run can keep them."""
+    from . import carry
+
+    found = [(n, p.id) for p in state.phases for n in sorted(p.edited)]
+    if not found:
+        return ""
+    names = ", ".join(n for n, _ in found)
+    cannot = carry.keyless(flow, found)
+    if cannot:
+        return (
+            f"; edited at a Gate: {names} (a re-run or reopen cannot keep "
+            f"{', '.join(cannot)}: no row key; declare key: under its checks)"
+        )
+    return f"; edited at a Gate: {names} (a re-run or reopen keeps them with --keep-edits)"
+
+
 # The kinds of event the receipt shows (Gate decisions, edits), as events.jsonl spells them.
-RECEIPT_KINDS = (b'"gate_approved"', b'"gate_rejected"', b'"artifact_edited"')
+RECEIPT_KINDS = (
+    *(b'"gate_approved"', b'"gate_rejected"', b'"artifact_edited"', b'"edits_carried"'),
+)
 
 
 def _events(run: RunHandle) -> list[Any]:
@@ -159,9 +180,10 @@ def next_commands(
     rev = f"--expect-revision {state.revision}"
     if state.waiting == "gate":
         gate = f"--gate {state.gate}"
+        keep = edits_words(flow, state, str(state.gate))
         return [
             f"praxis approve {f} {run} {gate} {rev}",
-            f"praxis reject {f} {run} {gate} --reopen {state.gate} --note '...' {rev}",
+            f"praxis reject {f} {run} {gate} --reopen {state.gate} --note '...'{keep} {rev}",
         ]
     if running and held is not None:
         return [f"praxis log {f} {run} --follow"]
@@ -171,5 +193,17 @@ def next_commands(
         return [f"praxis advance {f} {run}"]
     if state.status in ("failed", "cancelled"):
         target = state.phases[min(state.cursor, len(state.phases) - 1)].id
-        return [f"praxis rerun {f} {run} --from {target}"]
+        return [f"praxis rerun {f} {run} --from {target}{edits_words(flow, state, target)}"]
     return [f"praxis log {f} {run}"]
+
+
+def edits_words(flow: Flow, state: RunState, phase: str) -> str:
+    """What a re-run or reopen of ``phase`` must add for the Gate edits it would replace:
+    `` --keep-edits``, `` --discard-edits`` where none can be kept (said so beside it), or
+    nothing."""
+    from . import carry
+
+    found = carry.at_risk(state, phase)
+    if not found:
+        return ""
+    return " --discard-edits" if carry.keyless(flow, found) else " --keep-edits"

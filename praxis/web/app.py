@@ -8,6 +8,7 @@ a change when the run has moved on, and the page says so in plain words.
 
 from __future__ import annotations
 
+import os
 import secrets
 import signal
 import socket
@@ -30,6 +31,7 @@ import praxis.agent.events  # noqa: F401  (registers agent event kinds for the e
 from praxis.errors import PraxisError, RecordCorrupt, Refused
 from praxis.flows import runner
 from praxis.flows.handle import NoRun, RunHandle
+from praxis.flows.notify import Notifier
 from praxis.flows.reconcile import reconcile_if_free
 from sandbox.errors import PathRefused
 
@@ -44,9 +46,8 @@ from .security import Guard, GuardMiddleware
 HERE = Path(__file__).parent
 NOTICES = {
     "saved": "Saved. The next phase will read the edited file.",
-    "approved": "Approved. The run continues in the background; this page follows it.",
-    "saved-approved": "Your unsaved edits were saved, then the Gate was approved. "
-    "The run continues in the background; this page follows it.",
+    "approved": "Approved.",
+    "saved-approved": "Your unsaved edits were saved, then the Gate was approved.",
     "rejected": "Rejected. The reopened phase runs again with your note.",
     "rerun": "Going back: the run continues from the chosen phase.",
     "cancelled": "Cancelled.",
@@ -222,6 +223,8 @@ class UI:
             drafts=drafts or {},
             pending=self.advancer.pending(run.flow.root, run.id),
             job=job,
+            going=views.going(run.state, job),
+            edits=views.edits_question(run),
             max_runs=self.advancer.max_runs,
             phase_status={p.id: p.status for p in run.state.phases},
             render_md=lambda text, folder: render.markdown(
@@ -392,7 +395,10 @@ class UI:
                     "Not rejected: write a note saying what the reopened phase should do"
                 )
             reopen = str(form.get("reopen", ""))
-            runner.reject(self.flow_of(ref), reopen, note, run_id, expect_revision=expect)
+            runner.reject(
+                self.flow_of(ref), reopen, note, run_id, expect_revision=expect,
+                edits=str(form.get("edits", "")) or None,
+            )  # fmt: skip
             self.continue_run(ref, run_id)
             return "rejected"
 
@@ -401,7 +407,8 @@ class UI:
     async def rerun(self, request: Request) -> Response:
         def do(form: Any, ref: str, run_id: str, expect: int | None) -> str:
             phase = str(form.get("phase", ""))
-            runner.rerun(self.flow_of(ref), phase, run_id, expect_revision=expect)
+            edits = str(form.get("edits", "")) or None
+            runner.rerun(self.flow_of(ref), phase, run_id, expect_revision=expect, edits=edits)
             self.continue_run(ref, run_id)
             return "rerun"
 
@@ -456,6 +463,7 @@ def serve(
     host: str = "127.0.0.1",
     token: str | None = None,
     max_runs: int = MAX_RUNS,
+    notify_command: str | None = None,
 ) -> int:
     """Serve the UI on 127.0.0.1 until Ctrl-C, advancing up to ``max_runs`` runs at once;
     prints the URL with its token. Returns 0."""
@@ -463,7 +471,12 @@ def serve(
         print(f"serve: {root} is not a folder; next: praxis serve --root DIR", file=sys.stderr)
         return 2
     guard = Guard(token or secrets.token_urlsafe(32), cookie=f"praxis_session_{port}")
-    advancer = Advancer(keep=1, max_runs=max_runs)  # one run at a Gate keeps its sandbox warm
+    env = dict(os.environ)
+    if notify_command:
+        env["PRAXIS_NOTIFY_COMMAND"] = notify_command
+    notifier = Notifier.from_env(env, base_url=f"http://{host}:{port}", root=root)
+    # one run at a Gate keeps its sandbox warm
+    advancer = Advancer(keep=1, max_runs=max_runs, notifier=notifier)
     hosts = {f"{host}:{port}", f"localhost:{port}", f"127.0.0.1:{port}"}
     app = create_app(root, guard=guard, advancer=advancer, allowed_hosts=hosts)
     print(

@@ -23,6 +23,7 @@ from pathlib import Path
 from praxis.agent.approvals import ApprovalQueue, ApprovalRequest
 from praxis.flows import runner
 from praxis.flows.handle import RunHandle
+from praxis.flows.notify import Notifier
 from praxis.flows.runner import SandboxFactory
 from sandbox import close_thread_loop
 
@@ -65,8 +66,10 @@ class Advancer:
         *,
         keep: int = 0,
         max_runs: int = MAX_RUNS,
+        notifier: Notifier | None = None,
     ) -> None:
         self.make_sandbox = make_sandbox
+        self.notifier = notifier  # who is told when a run waits, fails or is done
         self.max_runs = min(max(1, int(max_runs)), MAX_RUNS_LIMIT)
         self.warm = WarmSandboxes(make_sandbox, keep=keep)
         self._pool = ThreadPoolExecutor(self.max_runs, thread_name_prefix="praxis-advance")
@@ -147,6 +150,7 @@ class Advancer:
                 make_sandbox=self.make_sandbox,
                 approver=job.queue,
                 opening=self.warm.take(job.flow, job.run_id),
+                notifier=self.notifier,
             )
         except Exception as exc:  # shown on the run page; the run's own record has the rest
             job.error = f"{type(exc).__name__}: {exc}"

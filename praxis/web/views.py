@@ -232,6 +232,49 @@ def run_view(run: RunHandle, pages: dict[str, int] | None = None) -> RunView:
     return view
 
 
+def going(state: RunState, job: Any) -> str | None:
+    """What this server does with the run now, as the page shows it: "starting" (queued or
+    about to start its next phase), "running", or None (nothing: the run is as run.json
+    says). A run approved a moment ago is paused in run.json, but it is going on."""
+    if job is None or not job.active or state.waiting == "gate":
+        return None
+    if state.status == "running":
+        return "running"
+    return "queued" if job.queued else "starting"
+
+
+def edits_question(run: RunHandle) -> dict[str, Any]:
+    """What going back to each phase would replace of the outputs edited at a Gate, for the
+    page to ask keep or discard: {"at_risk": {phase: [names]}, "keyless": [names]}."""
+    from praxis.flows import carry
+
+    state = run.state
+    risk = {p.id: [n for n, _ in carry.at_risk(state, p.id)] for p in state.phases}
+    found = carry.at_risk(state, state.phases[0].id) if state.phases else []
+    return {
+        "at_risk": {k: v for k, v in risk.items() if v},
+        "keyless": carry.keyless(run.flow, found),
+        "carried": _carried(run),
+    }
+
+
+def _carried(run: RunHandle) -> list[dict[str, Any]]:
+    """The edits kept across a re-run and re-applied at the Gate the run waits at now."""
+    state = run.state
+    if state.waiting != "gate" or state.gate is None or not run.paths.events.is_file():
+        return []
+    if b'"edits_carried"' not in run.paths.events.read_bytes():
+        return []
+    from praxis.flows.events import EditsCarried
+
+    attempt = state.phase(state.gate).attempt
+    return [
+        {"name": e.name, "applied": list(e.applied), "skipped": list(e.skipped)}
+        for e in run.log.read()
+        if isinstance(e, EditsCarried) and e.phase == state.gate and e.attempt == attempt
+    ]
+
+
 def summary(state: RunState, now: float | None = None) -> dict[str, Any]:
     """What the page polls to notice that the run moved on, and to show a phase running."""
     running = next((p for p in state.phases if p.status == "running"), None)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from praxis.chat.chat import KEY_HELP, prompt_keys, system_prompt
+from praxis.chat.chat import CHECK_HELP, KEY_HELP, prompt_keys, system_prompt
 from praxis.flows import contract
+from praxis.flows.check_spec import CHECK_KEYS
 from praxis.flows.model import PHASE_KINDS, REVIEW_MODES
 
 
@@ -12,12 +13,15 @@ def test_the_prompt_lists_the_contracts_keys() -> None:
         "top level": tuple(contract.TOP_KEYS),
         "a phase": tuple(contract.PHASE_KEYS),
         "a phase's inputs": tuple(contract.INPUT_KEYS),
+        "a table's checks": tuple(CHECK_KEYS),
     }
 
 
 def test_every_key_the_contract_knows_is_explained() -> None:
     known = {*contract.TOP_KEYS, *contract.PHASE_KEYS, *contract.INPUT_KEYS}
     assert sorted(k for k in known if k not in KEY_HELP) == []
+    assert sorted(k for k in CHECK_KEYS if k not in CHECK_HELP) == []
+    assert "key" in CHECK_HELP and "--keep-edits" in CHECK_HELP["key"]
 
 
 def test_the_prompt_names_the_phase_kinds_review_modes_and_tools() -> None:

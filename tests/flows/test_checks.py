@@ -147,3 +147,76 @@ def test_at_a_gate_the_header_stays_unless_the_flow_says_otherwise() -> None:
     assert failure.check == "same_columns"
     assert checks.evaluate("t.csv", {"same_columns": False}, after, original=before) == []
     assert checks.evaluate("t.csv", {}, after) == []  # after the phase: nothing to keep
+
+
+WEATHER = """
+    flow: weather
+    sandbox: {backend: fake, timeout: 60}
+    phases:
+      - id: clean
+        kind: script
+        script: scripts/clean.py
+        outputs: [clean.csv]
+        review: required
+        checks:
+          clean.csv: {unique: [day], values: {city: [Oslo, Bergen]}, script: checks/range.py}
+"""
+RANGE = """
+    import csv, sys
+    bad = [n for n, r in enumerate(csv.DictReader(open(sys.argv[1])), start=1)
+           if float(r["min"]) > float(r["max"])]
+    assert not bad, f"min > max on rows {bad}"
+"""
+
+
+def weather(tmp_path, rows: str):  # type: ignore[no-untyped-def]
+    clean = f'open("clean.csv", "w").write("""day,city,min,max\\n{rows}""")\n'
+    files = {"scripts/clean.py": clean, "checks/range.py": RANGE}
+    return write_flow(tmp_path / "weather", WEATHER, files)
+
+
+def test_after_the_phase_every_failing_check_is_named_with_its_rows(tmp_path) -> None:
+    flow = weather(tmp_path, "1,Oslo,1,5\\n2,Olso,9,3\\n3,Bergen,2,4\\n4,Bregen,1,2\\n")
+    run = runner.begin(flow)
+    state = runner.advance(flow, run.id, make_sandbox=Fakes())
+    assert state.status == "failed"
+    assert state.phase("clean").error == (
+        "2 checks fail: (1) clean.csv: check values failed on column 'city': 2 row(s) with "
+        "values not in ['Oslo', 'Bergen']; data rows 2 (line 3), 4 (line 5); (2) clean.csv: check "
+        "script failed: "
+        "checks/range.py: AssertionError: min > max on rows [2]"
+    )
+
+
+def test_approve_and_save_name_every_failing_check_not_the_first(tmp_path) -> None:
+    flow = weather(tmp_path, "1,Oslo,1,5\\n2,Bergen,3,4\\n")
+    run = runner.begin(flow)
+    assert runner.advance(flow, run.id, make_sandbox=Fakes()).waiting == "gate"
+    # the reviewer mistypes a city and swaps a row's min and max: both are refused at once
+    edited = b"day,city,min,max\n1,Olso,1,5\n2,Bergen,4,3\n"
+    run.paths.out("clean.csv").write_bytes(edited)
+    with pytest.raises(runner.Refused) as caught:
+        runner.approve(flow, run.id, gate="clean")
+    text = str(caught.value)
+    assert "2 checks fail" in text
+    assert "check values failed on column 'city': 1 row(s) with values not in" in text
+    assert "data row 1 (line 2);" in text and "min > max on rows [2]" in text
+    failures = checks.check_data(run.flow, run.flow.phase("clean"), "clean.csv", edited, None)
+    assert [(f.check, f.rows) for f in failures] == [("values", (1,)), ("script", ())]
+
+
+def test_a_key_is_unique_and_never_empty_together() -> None:
+    spec = {"key": ["station", "day"]}
+    ok = b"station,day\nOSL,1\nOSL,2\nBGN,1\n"
+    assert checks.evaluate("t.csv", spec, ok) == []
+    (failure,) = checks.evaluate("t.csv", spec, b"station,day\nOSL,1\nOSL,1\n,2\n")
+    assert (failure.check, failure.column, failure.rows) == ("key", "station+day", (2, 3))
+    (missing,) = checks.evaluate("t.csv", {"key": ["id"]}, ok)
+    assert missing.check == "key" and "['id']" in missing.message
+
+
+def test_a_key_names_at_least_one_column(tmp_path) -> None:
+    text = TWO_GATES.replace("unique: [id],", "unique: [id], key: [],") % {"backend": "fake"}
+    flow = write_flow(tmp_path / "k", text, FILES)
+    _, report = contract.load(flow)
+    assert any("key: expected at least one column name" in str(e) for e in report.errors)

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from praxis.flows import decisions
+from praxis.flows import carry, decisions
 from praxis.flows import state as st
 from praxis.flows.facts import state_facts
 from praxis.flows.model import Flow, Phase
@@ -24,7 +24,7 @@ IDS = ("a", "b", "c")
 SHA = "ab" * 32
 
 
-def flow(delegatable: bool) -> Flow:
+def flow(delegatable: bool, keyed: bool = True) -> Flow:
     phases = tuple(
         Phase(
             id=p,
@@ -33,6 +33,7 @@ def flow(delegatable: bool) -> Flow:
             outputs=(f"{p}.csv",),
             review="required" if p == "b" else "none",
             delegatable=delegatable and p == "b",
+            checks={"b.csv": {"key": ["id"]}} if keyed and p == "b" else {},
         )
         for p in IDS
     )
@@ -59,16 +60,18 @@ def moves(s: st.RunState) -> Iterator[tuple[str, dict[str, Any]]]:
     if nxt is None:
         yield "end", {}
     yield "approve", {"phase": s.gate}
+    yield "edit", {"name": "b.csv", "sha256": "edited"}  # a reviewer's edit at the Gate
     for p in IDS:
-        yield "reject", {"phase": p, "note": "n"}
-        yield "rerun", {"phase": p}
+        for edits in (None, "keep"):  # discard: as None, for the route
+            yield "reject", {"phase": p, "note": "n", "edits": edits}
+            yield "rerun", {"phase": p, "edits": edits}
     yield "cancel", {}
     yield "pause", {}
     yield "manage", {"managed": not s.managed}
 
 
 def key(s: st.RunState) -> tuple[Any, ...]:
-    phases = tuple((p.status, min(p.repeats, 2), bool(p.hashes)) for p in s.phases)
+    phases = tuple((p.status, min(p.repeats, 2), bool(p.hashes), bool(p.edited)) for p in s.phases)
     return (s.status, s.cursor, s.waiting, s.gate, s.managed, phases)
 
 
@@ -91,9 +94,9 @@ def reachable(limit: int = 5000) -> list[st.RunState]:
 STATES = reachable()
 
 
-def variations(s: st.RunState, delegatable: bool) -> Iterator[Facts]:
+def variations(s: st.RunState, delegatable: bool, keyed: bool = True) -> Iterator[Facts]:
     """The state's facts, crossed with what the run's files and processes may add."""
-    base = state_facts(s, flow(delegatable), flow_arg="f", program=("praxis",))
+    base = state_facts(s, flow(delegatable, keyed), flow_arg="f", program=("praxis",))
     done = [p.id for p in s.phases if p.status == "done"]
     before = [p.id for p in s.phases[: s.cursor] if p.status == "done" and p.hashes]
     gate = base.gate is not None
@@ -129,7 +132,23 @@ def options(argv: list[str]) -> dict[str, list[str]]:
     return found
 
 
-def refusal(s: st.RunState, f: Facts, delegatable: bool, who: str, argv: list[str]) -> str | None:
+def edits_refusal(
+    s: st.RunState, keyed: bool, phase: str, opts: dict[str, list[str]]
+) -> str | None:
+    """Why a re-run or reopen of ``phase`` is refused for the Gate edits it would replace."""
+    risk = carry.at_risk(s, phase)
+    if not risk:
+        return None
+    if "--keep-edits" not in opts and "--discard-edits" not in opts:
+        return "edits at risk: no choice"
+    if "--keep-edits" in opts and carry.keyless(flow(False, keyed), risk):
+        return "--keep-edits without a row key"
+    return None
+
+
+def refusal(
+    s: st.RunState, f: Facts, delegatable: bool, who: str, argv: list[str], keyed: bool = True
+) -> str | None:
     """Why praxis would refuse ``argv`` in state ``s`` (exit 4), or not make progress with
     it; None when it takes it. The runner's own rules: the state tables (``allows``), who may
     decide (``decisions.refusal``), the revision, acknowledgements, flow.yaml's phases."""
@@ -149,7 +168,7 @@ def refusal(s: st.RunState, f: Facts, delegatable: bool, who: str, argv: list[st
         return "a changed input blocks the next phase" if f.changed_outputs else None
     if verb == "rerun":
         ok = st.allows(s, "rerun", phase=opts["--from"][0]) and not f.left_running
-        return None if ok else "rerun not allowed"
+        return edits_refusal(s, keyed, opts["--from"][0], opts) if ok else "rerun not allowed"
     if verb == "cancel":
         return None if st.allows(s, "cancel") else "cancel not allowed"
     if verb == "accept":
@@ -168,7 +187,7 @@ def refusal(s: st.RunState, f: Facts, delegatable: bool, who: str, argv: list[st
             return why
         if actor == "agent" and opts.get("--ack", []) != [sha for _, sha in f.read]:
             return "not acknowledged"
-        return None
+        return edits_refusal(s, keyed, opts["--reopen"][0], opts) if verb == "reject" else None
     return f"unknown verb {verb}"
 
 
@@ -179,18 +198,19 @@ def test_the_states_cover_every_run_status_and_a_repeated_failure() -> None:
     assert len(STATES) > 100
 
 
-@pytest.mark.parametrize("delegatable", [False, True])
-def test_no_route_proposes_a_command_praxis_refuses(delegatable: bool) -> None:
-    checked = 0
+@pytest.mark.parametrize("delegatable, keyed", [(False, True), (True, True), (True, False)])
+def test_no_route_proposes_a_command_praxis_refuses(delegatable: bool, keyed: bool) -> None:
+    checked = kept = 0
     reasons = set()
     for s in STATES:
-        for f in variations(s, delegatable):
+        for f in variations(s, delegatable, keyed):
             r = route(f)
             reasons.add(r.reason)
             assert r == route(f)  # the same facts, the same route
             for argv in r.commands:
                 who = r.who
-                why = refusal(s, f, delegatable, who, argv)
+                why = refusal(s, f, delegatable, who, argv, keyed)
+                kept += "--keep-edits" in argv
                 assert why is None, (why, argv, r.reason, key(s), f)
                 if who != "agent":
                     assert "--as" not in argv
@@ -202,4 +222,5 @@ def test_no_route_proposes_a_command_praxis_refuses(delegatable: bool) -> None:
             if r.who != "person" and r.step != "none":
                 assert r.commands, (r, key(s))  # an agent always has something to run
     assert checked > 1000
+    assert bool(kept) == keyed  # an edited output's re-run keeps the edit, when it can
     assert "failed_repeatedly" in reasons and "params_changed" in reasons

@@ -236,7 +236,11 @@ def test_waiting_only_in_a_running_phase() -> None:
 def test_edit_at_the_gate_records_the_new_hash() -> None:
     s = st.apply(ran(fresh(), "a"), "gate", phase="a", now=3)
     edited = st.apply(s, "edit", now=4, name="a.csv", sha256="new")
-    assert edited == moved(s, 4, {"a": dict(hashes={"a.csv": "new"})})
+    assert edited == moved(s, 4, {"a": dict(hashes={"a.csv": "new"}, edited={"a.csv": "a"})})
+    again = st.apply(edited, "edit", now=5, name="a.csv", sha256="newer")
+    assert again.phase("a").edited == {"a.csv": "a"}  # what the phase wrote, still
+    back = st.apply(again, "edit", now=6, name="a.csv", sha256="a")
+    assert back.phase("a").edited == {}  # edited back to the phase's version
     approved = st.apply(s, "approve", now=4)
     assert refused(approved, "edit", now=5, name="a.csv", sha256="x") == (
         "cannot edit a run that is not at a Gate"
@@ -338,3 +342,18 @@ def test_a_run_left_running_between_phases_pauses_and_never_while_a_phase_runs()
     running = st.apply(paused, "start", phase="b", now=4)
     assert refused(running, "pause", now=5) == "cannot pause a run that is running a phase"
     assert not st.allows(running, "pause") and st.allows(s, "pause")
+
+
+def test_a_rerun_keeps_or_discards_the_edits_it_would_replace() -> None:
+    s = st.apply(ran(fresh(), "a"), "gate", phase="a", now=3)
+    edited = st.apply(s, "edit", now=4, name="a.csv", sha256="fixed")
+    kept = st.apply(edited, "reject", phase="a", now=5, note="n", edits="keep")
+    assert kept.phase("a").carry == {"a.csv": ["a", "fixed"]}
+    assert kept.phase("a").edited == {"a.csv": "a"}  # until the phase runs again
+    dropped = st.apply(kept, "rerun", phase="a", now=6, edits="discard")
+    assert dropped.phase("a").carry == {}
+    started = st.apply(kept, "start", phase="a", now=7)
+    assert started.phase("a").edited == {} and started.phase("a").carry == {"a.csv": ["a", "fixed"]}
+    finished = st.apply(started, "finish", phase="a", now=8, hashes={"a.csv": "b"})
+    at_gate = st.apply(finished, "gate", phase="a", now=9)
+    assert at_gate.phase("a").carry == {}  # re-applied on the way to the Gate

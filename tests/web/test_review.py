@@ -186,6 +186,11 @@ def test_changes_show_the_edit_and_what_a_rerun_changed(served: Served) -> None:
     page = served.client.get(f"/changes?flow={served.gated.ref}&run={served.gated.run_id}").text
     assert "1 row changed" in page and "<td>action</td>" in page
     r = served.client.post("/reject", data=form(served, reopen="flag", note="again"))
+    assert r.status_code == 409  # it would replace the edit: the page asks keep or discard
+    assert "would replace review.csv" in r.text and 'name="edits" value="keep"' in r.text
+    r = served.client.post(
+        "/reject", data=form(served, reopen="flag", note="again", edits="discard")
+    )
     assert r.status_code == 200
     served.advancer.wait(120)
     found = changes.run_changes(handle(served))

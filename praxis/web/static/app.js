@@ -389,23 +389,64 @@
   setInterval(tickElapsed, 1000);
   if (live.phase) { startLive(live.phase, null); }
 
+  // --- a re-run or reopen that replaces reviewer edits asks: keep or discard ------------
+  document.querySelectorAll("select.edits-from").forEach(function (select) {
+    const box = select.form.querySelector(".edits-choice");
+    if (!box) { return; }
+    function update() {
+      const option = select.options[select.selectedIndex];
+      const names = option ? option.dataset.edits || "" : "";
+      box.hidden = !names;
+      box.querySelector(".edits-names").textContent = names;
+      box.querySelectorAll("input").forEach(function (i) { i.required = !!names; });
+    }
+    select.addEventListener("change", update);
+    update();
+  });
+
+  // After a decision this server goes on with the run: the page follows it in place (badge,
+  // live output); once it settles (a Gate, the end, a failure) the banner says so and the
+  // badge shows the run's status.
+  let following = run.dataset.following === "1";
+  function setBadge(st) {
+    const badge = document.getElementById("run-status");
+    badge.textContent = st.waiting === "gate" ? "waiting at the Gate after " + st.gate : st.status;
+    badge.className = "badge " + (st.waiting === "gate" ? "gate" : st.status);
+  }
+  function follow(st) {
+    const badge = document.getElementById("run-status");
+    const busy = st.advancing || st.queued;
+    if (st.waiting === "gate" || !busy) {
+      following = false;
+      if (st.revision === shown.revision) {  // stopped before it changed anything: say why
+        window.location.href = run.dataset.reloadUrl;
+        return;
+      }
+      showMoved(describe(st));
+      setBadge(st);
+      return;
+    }
+    badge.textContent = st.queued ? "queued: waits for a place" : "running" + (st.running ? ": " + st.running : "");
+    badge.className = "badge running";
+  }
+
   function poll() {
     fetch(run.dataset.stateUrl, { credentials: "same-origin" })
       .then(function (r) { return r.ok ? r.json() : null; })
       .then(function (st) {
         if (!st) { return; }
         if (st.running) { startLive(st.running, st.elapsed); }
-        if (st.revision !== shown.revision) {
+        if (following && !hasDrafts()) {
+          follow(st);
+        } else if (st.revision !== shown.revision) {
           showMoved(describe(st));
-          const badge = document.getElementById("run-status");
-          badge.textContent = st.waiting === "gate" ? "waiting at the Gate after " + st.gate : st.status;
-          badge.className = "badge " + (st.waiting === "gate" ? "gate" : st.status);
+          setBadge(st);
         } else if (st.pending && !document.querySelector(".approval")) {
           showMoved("Code from a phase waits for your approval.");
         }
       })
       .catch(function () {})
-      .finally(function () { setTimeout(poll, 1500); });
+      .finally(function () { setTimeout(poll, following ? 700 : 1500); });
   }
-  setTimeout(poll, 1500);
+  setTimeout(poll, following ? 700 : 1500);
 })();
