@@ -23,7 +23,17 @@ from sandbox import Sandbox, open_sandbox
 
 from ..errors import EXIT, Refused
 from . import acks as acks_of
-from . import carry, checks, collect, contract, decisions, definition, isolation, reconcile, snapshot
+from . import (
+    carry,
+    checks,
+    collect,
+    contract,
+    decisions,
+    definition,
+    isolation,
+    reconcile,
+    snapshot,
+)
 from .atomic import write_atomic
 from .context import Approver, OnMessage
 from .decisions import DecisionRefused, ManagedMode, OutputAccepted
