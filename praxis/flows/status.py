@@ -108,11 +108,10 @@ def status_of(run: RunHandle) -> Status:
 
 def _edited_note(flow: Flow, state: RunState) -> str:
     """Outputs carrying Gate edits, and whether a re-run can keep them."""
-    from . import carry
-
     found = [(n, p.id) for p in state.phases for n in sorted(p.edited)]
     if not found:
         return ""
+    from . import carry  # reads checks: only for a run with edits
     names = ", ".join(n for n, _ in found)
     cannot = carry.keyless(flow, found)
     if cannot:
