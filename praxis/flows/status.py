@@ -112,6 +112,7 @@ def _edited_note(flow: Flow, state: RunState) -> str:
     if not found:
         return ""
     from . import carry  # reads checks: only for a run with edits
+
     names = ", ".join(n for n, _ in found)
     cannot = carry.keyless(flow, found)
     if cannot:

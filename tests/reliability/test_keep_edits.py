@@ -56,6 +56,8 @@ FILES = {
 def sandbox_line(request: pytest.FixtureRequest) -> str:
     if request.param == "docker":
         return docker_sandbox(request.getfixturevalue("docker_image"), timeout=120)
+    for allowance in ("local_env", "allow_local"):  # the person's --allow-local: code on this host
+        request.getfixturevalue(allowance)
     return f'sandbox: {{"backend": "{request.param}", "timeout": 120}}'
 
 
@@ -77,7 +79,7 @@ def test_a_fix_survives_a_reopen_and_a_rerun_with_keep_edits(
     assert runner.advance(flow, run_id).waiting == "gate"
     assert b"OSL,1,Oslo,5" in clean.read_bytes()
     # the kept edit is a file of its own, never an inode of the store
-    store = sorted((run / "objects").glob("*"))
+    store = sorted((flow / ".praxis" / "objects").glob("*"))  # the flow's content store
     assert store
     objects = {os.stat(p).st_ino for p in store}
     assert os.stat(clean).st_ino not in objects

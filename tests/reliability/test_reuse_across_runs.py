@@ -29,6 +29,8 @@ NONCE = "import secrets\nopen('nonce-{0}.txt', 'w').write(secrets.token_hex(8))\
 def sandbox_line(request: pytest.FixtureRequest) -> str:
     if request.param == "docker":
         return docker_sandbox(request.getfixturevalue("docker_image"), timeout=120)
+    for allowance in ("local_env", "allow_local"):  # the person's --allow-local: code on this host
+        request.getfixturevalue(allowance)
     return 'sandbox: {"backend": "fake", "timeout": 120}'
 
 
