@@ -1,0 +1,74 @@
+"""Reliability suite helpers for bounds: flows on docker, and the CLI measured in a child."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from ._flows import docker_sandbox
+
+# Runs argv[1:] and prints its exit code and the peak RSS (KiB) of the process tree it was.
+MEASURE = r"""
+import resource, subprocess, sys
+res = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+sys.stderr.write(res.stderr[-20000:].decode(errors="replace"))
+sys.stdout.write(f"{res.returncode} {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss} "
+                 f"{len(res.stdout)}\n")
+sys.stdout.write(res.stdout[-4000:].decode(errors="replace"))
+"""
+
+BUDGET = 256 << 20  # the runner's peak RSS for any output within sandbox.collect
+SERVER_BUDGET = 512 << 20
+
+
+class Measured:
+    """A command's exit code, peak RSS (bytes), stdout size and its tails."""
+
+    def __init__(self, res: subprocess.CompletedProcess[str]) -> None:
+        head, _, rest = res.stdout.partition("\n")
+        code, rss_kib, out_bytes = (int(x) for x in head.split())
+        self.code = code
+        self.rss = rss_kib * 1024
+        self.out_bytes = out_bytes
+        self.out = rest
+        self.err = res.stderr
+
+    def __repr__(self) -> str:
+        return f"exit {self.code}, {self.rss >> 20} MiB, {self.err[-1500:]}"
+
+
+def measured(*args: str, timeout: float = 600) -> Measured:
+    """`praxis *args` in a child process, measured there with RUSAGE_CHILDREN."""
+    res = subprocess.run(
+        [sys.executable, "-c", MEASURE, sys.executable, "-m", "praxis", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert res.stdout, res.stderr[-3000:]
+    return Measured(res)
+
+
+def flow(
+    root: Path, image: str, phases: list[dict[str, Any]], files: dict[str, str], **extra: Any
+) -> Path:
+    """A docker flow folder: ``phases`` (dicts as flow.yaml has them), ``files``, and extra
+    top-level keys (``checks``, ...) beside ``sandbox``/``phases``."""
+    sandbox = {"timeout": 120, **extra.pop("sandbox", {})}
+    text = docker_sandbox(image, **sandbox) + "\nphases: " + json.dumps(phases, indent=1) + "\n"
+    for key, value in extra.items():
+        text += f"{key}: {json.dumps(value)}\n"
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "flow.yaml").write_text(text)
+    for name, body in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(body)
+    return root
+
+
+def phase(pid: str, script: str, outputs: list[str], **more: Any) -> dict[str, Any]:
+    return {"id": pid, "kind": "script", "script": script, "outputs": outputs, **more}
