@@ -10,6 +10,7 @@ import csv
 import hashlib
 import os
 import shutil
+import uuid
 from pathlib import Path
 
 from sandbox import PathRefused
@@ -68,8 +69,10 @@ def _file(
     it again."""
     dest = _dest(paths, phase, name, declared)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_name(f".{dest.name[:100]}.collect")
-    tmp.unlink(missing_ok=True)
+    # staged outside output/ and scratch/: no name a phase writes can be the temp file's
+    staging = paths.root / ".collecting"
+    staging.mkdir(exist_ok=True)
+    tmp = staging / uuid.uuid4().hex
     obj = store.path(sha)
     editable = name in declared and phase.gated
     try:

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ._flows import docker_sandbox
+from ._flows import docker_sandbox, state_of
 
 # Runs argv[1:] and prints its exit code and the peak RSS (KiB) of the process tree it was.
 MEASURE = r"""
@@ -72,3 +72,50 @@ def flow(
 
 def phase(pid: str, script: str, outputs: list[str], **more: Any) -> dict[str, Any]:
     return {"id": pid, "kind": "script", "script": script, "outputs": outputs, **more}
+
+
+# Phase 1 counts the files it can see in the workspace (an iterative walk: any depth).
+COUNT = r"""
+import os
+count, stack = 0, ["."]
+while stack:
+    top = stack.pop()
+    with os.scandir(top) as entries:
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                stack.append(entry.path)
+            elif entry.name != "total.csv":
+                count += 1
+with open("total.csv", "w") as fh:
+    fh.write(f"what,count\nTOTAL,{count}\n")
+"""
+
+
+def counted_flow(tmp_path: Path, image: str, attack: str) -> Path:
+    return flow(
+        tmp_path / "flow",
+        image,
+        [phase("p1", "count.py", ["total.csv"]), phase("p2", "attack.py", ["ok.txt"])],
+        {"count.py": COUNT, "attack.py": attack},
+    )
+
+
+def rerun_gives_back_phase_one(flow_root: Path, run: Path) -> None:
+    """`praxis rerun --from p1` and advance: within the budget, p1 sees the workspace it saw
+    first (the restore empties what no walk can read, and never fails as the phase did)."""
+    marked = measured("rerun", str(flow_root), "--from", "p1")
+    assert marked.code == 0, marked
+    again = measured("advance", str(flow_root))
+    assert "Traceback" not in again.err, again
+    assert again.rss < BUDGET, f"praxis rerun peaked at {again.rss >> 20} MiB"
+    assert state_of(run).phase("p1").status == "done", again
+    assert state_of(run).phase("p1").attempt == 2, again
+    assert (run / "output" / "total.csv").read_text() == "what,count\nTOTAL,0\n"
+    pre = json.loads((run / "snapshots" / "p1" / "2.json").read_text())
+    assert pre["files"] == {} and pre["folders"] == [], pre
+
+
+def remove_containers(run: Path) -> None:
+    from .test_boundary import _remove_containers
+
+    _remove_containers(run.name)

@@ -23,24 +23,8 @@ from sandbox.tree import Tree
 from sandbox.walk import MAX_DEPTH
 
 from ..labels import left_after
-from ._bounds import BUDGET, flow, measured, phase
+from ._bounds import BUDGET, counted_flow, measured, remove_containers, rerun_gives_back_phase_one
 from ._flows import begin, state_of
-
-# Phase 1 counts the files it can see in the workspace (an iterative walk: any depth).
-COUNT = r"""
-import os
-count, stack = 0, ["."]
-while stack:
-    top = stack.pop()
-    with os.scandir(top) as entries:
-        for entry in entries:
-            if entry.is_dir(follow_symlinks=False):
-                stack.append(entry.path)
-            elif entry.name != "total.csv":
-                count += 1
-with open("total.csv", "w") as fh:
-    fh.write(f"what,count\nTOTAL,{count}\n")
-"""
 
 CHAIN = r"""
 import os
@@ -69,35 +53,11 @@ with open("ok.txt", "w") as fh:
 """
 
 
-def _flow(tmp_path: Path, image: str, attack: str) -> Path:
-    return flow(
-        tmp_path / "flow",
-        image,
-        [phase("p1", "count.py", ["total.csv"]), phase("p2", "attack.py", ["ok.txt"])],
-        {"count.py": COUNT, "attack.py": attack},
-    )
-
-
-def _rerun_gives_back_phase_one(flow_root: Path, run: Path) -> None:
-    """`praxis rerun --from p1` and advance: within the budget, p1 sees the workspace it saw
-    first (the restore empties what no walk can read, and never fails as the phase did)."""
-    marked = measured("rerun", str(flow_root), "--from", "p1")
-    assert marked.code == 0, marked
-    again = measured("advance", str(flow_root))
-    assert "Traceback" not in again.err, again
-    assert again.rss < BUDGET, f"praxis rerun peaked at {again.rss >> 20} MiB"
-    assert state_of(run).phase("p1").status == "done", again
-    assert state_of(run).phase("p1").attempt == 2, again
-    assert (run / "output" / "total.csv").read_text() == "what,count\nTOTAL,0\n"
-    pre = json.loads((run / "snapshots" / "p1" / "2.json").read_text())
-    assert pre["files"] == {} and pre["folders"] == [], pre
-
-
 @pytest.mark.docker
 def test_item41_a_chain_50000_deep_is_refused_naming_it_and_a_rerun_restores(
     docker_image: str, tmp_path: Path
 ) -> None:
-    root = _flow(tmp_path, docker_image, CHAIN)
+    root = counted_flow(tmp_path, docker_image, CHAIN)
     run = begin(root)
     try:
         first = measured("advance", str(root))
@@ -109,17 +69,17 @@ def test_item41_a_chain_50000_deep_is_refused_naming_it_and_a_rerun_restores(
         error = str(p2.error)
         assert f"more than {MAX_DEPTH} folder levels deep" in error, error
         assert "'d/d/d/d/" in error and len(error) < 600, error
-        _rerun_gives_back_phase_one(root, run)
+        rerun_gives_back_phase_one(root, run)
         assert left_after(run.name) == []
     finally:
-        _remove(run)
+        remove_containers(run)
 
 
 @pytest.mark.docker
 def test_item41_100000_sibling_folders_are_refused_and_a_rerun_restores(
     docker_image: str, tmp_path: Path
 ) -> None:
-    root = _flow(tmp_path, docker_image, SIBLINGS.format(folders=100_000))
+    root = counted_flow(tmp_path, docker_image, SIBLINGS.format(folders=100_000))
     run = begin(root)
     try:
         first = measured("advance", str(root))
@@ -131,10 +91,10 @@ def test_item41_100000_sibling_folders_are_refused_and_a_rerun_restores(
         assert "the workspace holds more than 100000 files and folders" in error, error
         assert "(the count passed it in folder 'many')" in error, error
         assert "bytes" not in error, error
-        _rerun_gives_back_phase_one(root, run)
+        rerun_gives_back_phase_one(root, run)
         assert left_after(run.name) == []
     finally:
-        _remove(run)
+        remove_containers(run)
 
 
 @pytest.mark.docker
@@ -143,7 +103,7 @@ def test_item41_files_behind_20500_sibling_folders_are_all_collected(
 ) -> None:
     """The attack that hid files from the walk (a descriptor per pending folder, EMFILE
     skipped): every file is in the manifest and in scratch/, and p1 re-run sees none."""
-    root = _flow(tmp_path, docker_image, SIBLINGS.format(folders=20_500))
+    root = counted_flow(tmp_path, docker_image, SIBLINGS.format(folders=20_500))
     run = begin(root)
     try:
         first = measured("advance", str(root))
@@ -154,16 +114,10 @@ def test_item41_files_behind_20500_sibling_folders_are_all_collected(
         assert len([n for n in post["folders"] if n.startswith("many/")]) == 20_500
         scratch = run / "scratch" / "p2" / "many"
         assert sum(1 for p in scratch.rglob("hidden*.txt")) == 400
-        _rerun_gives_back_phase_one(root, run)
+        rerun_gives_back_phase_one(root, run)
         assert left_after(run.name) == []
     finally:
-        _remove(run)
-
-
-def _remove(run: Path) -> None:
-    from .test_boundary import _remove_containers
-
-    _remove_containers(run.name)
+        remove_containers(run)
 
 
 # -- a walk that cannot open a folder fails naming it -----------------------------------------
