@@ -1,0 +1,107 @@
+"""RELIABILITY.md item 40: host reads of sandbox-written files are bounded.
+
+On docker, a phase writes declared tables built to exhaust the host's output checks: a
+one-line CSV of 200 MB of short fields, and a CSV of 10^6 columns. The runner refuses them
+with a one-line error naming the file, the line and the bound, and peaks under 256 MiB (RSS
+measured with RUSAGE_CHILDREN around `praxis advance`). The bounds themselves are checked on
+tables just past them, in this process.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from praxis.flows import checks
+from praxis.flows.csvread import MAX_FIELDS, MAX_LINE, MAX_RECORD
+
+from ..labels import left_after
+from ._bounds import BUDGET, flow, measured, phase, remove_containers
+from ._flows import begin, state_of
+
+WIDE = r"""
+with open("clean.csv", "w") as fh:  # one line, 200 MB of two-byte fields
+    piece = "a," * (1 << 19)
+    for _ in range(200):
+        fh.write(piece)
+    fh.write("a\n")
+with open("wide.csv", "w") as fh:  # 10^6 columns, two rows
+    for _ in range(2):
+        fh.write(",".join(f"c{n}" for n in range(1_000_000)) + "\n")
+"""
+
+
+@pytest.mark.docker
+def test_item40_a_200_mb_one_line_csv_and_a_million_columns_are_refused_in_budget(
+    docker_image: str, tmp_path: Path
+) -> None:
+    spec = {"columns": ["a"], "not_null": ["a"]}
+    root = flow(
+        tmp_path / "flow",
+        docker_image,
+        [
+            phase(
+                "p",
+                "wide.py",
+                ["clean.csv", "wide.csv"],
+                checks={"clean.csv": spec, "wide.csv": {"min_rows": 1}},
+            )
+        ],
+        {"wide.py": WIDE},
+    )
+    run = begin(root)
+    try:
+        res = measured("advance", str(root))
+        assert "Traceback" not in res.err, res
+        assert res.rss < BUDGET, f"praxis advance peaked at {res.rss >> 20} MiB"
+        p = state_of(run).phase("p")
+        assert res.code == 1 and p.status == "failed", res
+        assert str(p.error) == (
+            f"clean.csv: check parse failed: clean.csv: line 1 has more than {MAX_LINE:,} "
+            "characters, the most a check reads in one line (and 1 more)"
+        ), p.error
+        assert left_after(run.name) == []
+    finally:
+        remove_containers(run)
+
+
+def test_item40_each_bound_refuses_a_table_just_past_it() -> None:
+    spec = {"min_rows": 1}
+    fields = ",".join(["x"] * (MAX_FIELDS + 1)).encode() + b"\n"
+    (failure,) = checks.evaluate("t.csv", spec, fields)
+    assert failure.message == (
+        f"t.csv: line 1 has more than {MAX_FIELDS:,} fields, the most a check reads in one record"
+    )
+    field = b'"' + b"y\n" * 60_000 + b'"'  # each within csv's field limit, on many lines
+    quoted = b"a\n" + b",".join([field] * (MAX_RECORD // len(field) + 1)) + b"\n"
+    (failure,) = checks.evaluate("t.csv", spec, quoted)
+    assert f"has more than {MAX_RECORD:,} characters, the most a check reads in one record" in (
+        failure.message
+    ), failure.message
+    ok = b"a,b\n" + b"1,2\n" * 1000 + b'"' + b"z" * 100_000 + b'",3\n'
+    assert checks.evaluate("t.csv", {"min_rows": 1001, "not_null": ["a"]}, ok) == []
+
+
+def test_item40_checks_stream_a_table_from_its_file(tmp_path: Path) -> None:
+    """The same failures as before the stream: unique, not_null, values, dtype, rows."""
+    table = tmp_path / "t.csv"
+    rows = ["id,kind,n"] + [f"{i % 7},{'ab'[i % 2]},{i if i % 5 else 'x'}" for i in range(40)]
+    table.write_text("\n".join(rows) + "\n")
+    spec = {
+        "unique": ["id"],
+        "values": {"kind": ["a"]},
+        "dtype": {"n": "integer"},
+        "not_null": ["kind"],
+        "max_rows": 10,
+    }
+    found = [str(f) for f in checks.evaluate("t.csv", spec, table)]
+    assert found == [
+        "t.csv: check unique failed on column 'id': 33 row(s) with repeated values; "
+        "rows 8, 9, 10, 11, 12 (of 33)",
+        "t.csv: check values failed on column 'kind': 20 row(s) with values not in ['a']; "
+        "rows 2, 4, 6, 8, 10 (of 20)",
+        "t.csv: check dtype failed on column 'n': 8 row(s) with values that are not integer; "
+        "rows 1, 6, 11, 16, 21 (of 8)",
+        "t.csv: check max_rows failed: 40 rows, at most 10",
+    ]
