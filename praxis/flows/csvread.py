@@ -12,8 +12,8 @@ from __future__ import annotations
 import csv
 import io
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Generator, Iterator
+from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
@@ -51,9 +51,10 @@ class _Lines:
     """The text lines of a binary file, each at most ``MAX_LINE`` characters; counts the
     characters of the record being read."""
 
-    def __init__(self, fh: BinaryIO, name: str) -> None:
+    def __init__(self, fh: BinaryIO, name: str, max_line: int) -> None:
         self.text = io.TextIOWrapper(fh, encoding="utf-8-sig", errors="replace", newline="")
         self.name = name
+        self.max_line = max_line
         self.line = 0
         self.record = 0  # characters since the last record ended
 
@@ -61,27 +62,29 @@ class _Lines:
         return self
 
     def __next__(self) -> str:
-        line = self.text.readline(MAX_LINE + 1)
+        line = self.text.readline(self.max_line + 1)
         if not line:
             raise StopIteration
         self.line += 1
-        if len(line) > MAX_LINE and not line.endswith(("\n", "\r")):
+        if len(line) > self.max_line and not line.endswith(("\n", "\r")):
             raise Unreadable(
-                f"{self.name}: line {self.line} has more than {MAX_LINE:,} characters, "
-                "the most a check reads in one line"
+                f"{self.name}: line {self.line} has more than {self.max_line:,} characters "
+                "(the most read of one line)"
             )
         self.record += len(line)
         if self.record > MAX_RECORD:
             raise Unreadable(
                 f"{self.name}: the record ending near line {self.line} has more than "
-                f"{MAX_RECORD:,} characters, the most a check reads in one record"
+                f"{MAX_RECORD:,} characters (the most read of one record)"
             )
         return line
 
 
-def records(fh: BinaryIO, name: str) -> Iterator[list[str]]:
+def records(
+    fh: BinaryIO, name: str, *, max_line: int = MAX_LINE
+) -> Generator[list[str], None, None]:
     """The non-empty records of table ``name`` (``fh``: its bytes), header first."""
-    lines = _Lines(fh, name)
+    lines = _Lines(fh, name, max_line)
     delimiter = TABULAR.get(Path(name).suffix.lower(), ",")
     reader = csv.reader(lines, delimiter=delimiter, strict=True)
     try:
@@ -89,18 +92,19 @@ def records(fh: BinaryIO, name: str) -> Iterator[list[str]]:
             lines.record = 0
             if len(row) > MAX_FIELDS:
                 raise Unreadable(
-                    f"{name}: line {lines.line} has more than {MAX_FIELDS:,} fields, "
-                    "the most a check reads in one record"
+                    f"{name}: line {lines.line} has more than {MAX_FIELDS:,} fields "
+                    "(the most read of one record)"
                 )
             if row:
                 yield row
     except csv.Error as exc:
         raise Unreadable(f"{name} does not parse near line {lines.line}: {exc}") from None
     finally:
-        lines.text.detach()
+        if not fh.closed:
+            lines.text.detach()  # the caller's file stays open
 
 
 def header(source: bytes | Path, name: str) -> list[str]:
     """The first record of a table ([] for an empty one)."""
-    with opened(source) as fh:
-        return next(records(fh, name), [])
+    with opened(source) as fh, closing(records(fh, name)) as found:
+        return next(found, [])

@@ -119,3 +119,15 @@ def remove_containers(run: Path) -> None:
     from .test_boundary import _remove_containers
 
     _remove_containers(run.name)
+
+
+def measured_python(script: str, *args: str, timeout: float = 600) -> Measured:
+    """``python -c script *args`` in a child process, measured there with RUSAGE_CHILDREN."""
+    res = subprocess.run(
+        [sys.executable, "-c", MEASURE, sys.executable, "-c", script, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert res.stdout, res.stderr[-3000:]
+    return Measured(res)

@@ -17,7 +17,15 @@ from praxis.flows import checks
 from praxis.flows.csvread import MAX_FIELDS, MAX_LINE, MAX_RECORD
 
 from ..labels import left_after
-from ._bounds import BUDGET, flow, measured, phase, remove_containers
+from ._bounds import (
+    BUDGET,
+    SERVER_BUDGET,
+    flow,
+    measured,
+    measured_python,
+    phase,
+    remove_containers,
+)
 from ._flows import begin, state_of
 
 WIDE = r"""
@@ -59,7 +67,7 @@ def test_item40_a_200_mb_one_line_csv_and_a_million_columns_are_refused_in_budge
         assert res.code == 1 and p.status == "failed", res
         assert str(p.error) == (
             f"clean.csv: check parse failed: clean.csv: line 1 has more than {MAX_LINE:,} "
-            "characters, the most a check reads in one line (and 1 more)"
+            "characters (the most read of one line) (and 1 more)"
         ), p.error
         assert left_after(run.name) == []
     finally:
@@ -71,12 +79,12 @@ def test_item40_each_bound_refuses_a_table_just_past_it() -> None:
     fields = ",".join(["x"] * (MAX_FIELDS + 1)).encode() + b"\n"
     (failure,) = checks.evaluate("t.csv", spec, fields)
     assert failure.message == (
-        f"t.csv: line 1 has more than {MAX_FIELDS:,} fields, the most a check reads in one record"
+        f"t.csv: line 1 has more than {MAX_FIELDS:,} fields (the most read of one record)"
     )
     field = b'"' + b"y\n" * 60_000 + b'"'  # each within csv's field limit, on many lines
     quoted = b"a\n" + b",".join([field] * (MAX_RECORD // len(field) + 1)) + b"\n"
     (failure,) = checks.evaluate("t.csv", spec, quoted)
-    assert f"has more than {MAX_RECORD:,} characters, the most a check reads in one record" in (
+    assert f"has more than {MAX_RECORD:,} characters (the most read of one record)" in (
         failure.message
     ), failure.message
     ok = b"a,b\n" + b"1,2\n" * 1000 + b'"' + b"z" * 100_000 + b'",3\n'
@@ -105,3 +113,61 @@ def test_item40_checks_stream_a_table_from_its_file(tmp_path: Path) -> None:
         "rows 1, 6, 11, 16, 21 (of 8)",
         "t.csv: check max_rows failed: 40 rows, at most 10",
     ]
+
+
+LINE = r"""
+with open("out.csv", "w") as fh:  # 30 MB, one line of short fields
+    piece = "b," * (1 << 19)
+    for _ in range(30):
+        fh.write(piece)
+    fh.write("b\n")
+"""
+
+# Serves the flows below argv[1] in this process and reads the run page and the file's page
+# as a browser would; prints the bytes of each page.
+PAGES = r"""
+import sys
+from pathlib import Path
+from starlette.testclient import TestClient
+from praxis.web.app import create_app
+from praxis.web.security import Guard
+root, ref, run = sys.argv[1:]
+guard = Guard()
+with TestClient(create_app(Path(root), guard=guard), base_url="http://127.0.0.1:8765") as client:
+    assert client.get(f"/?token={guard.token}", follow_redirects=False).status_code == 303
+    page = client.get(f"/run?flow={ref}&run={run}")
+    view = client.get(f"/view?flow={ref}&run={run}&path=output/out.csv")
+    rows = client.get(f"/rows?flow={ref}&run={run}&name=out.csv&start=0&n=100")
+    print(page.status_code, len(page.content), view.status_code, len(view.content),
+          rows.status_code, len(rows.content))
+"""
+
+
+@pytest.mark.docker
+def test_item40_a_30_mb_one_line_csv_at_a_gate_is_previewed_and_paged_in_budget(
+    docker_image: str, tmp_path: Path
+) -> None:
+    root = flow(
+        tmp_path / "served" / "line",
+        docker_image,
+        [phase("p", "line.py", ["out.csv"], review="required")],
+        {"line.py": LINE},
+    )
+    run = begin(root)
+    try:
+        gate = measured("advance", str(root))
+        assert "Traceback" not in gate.err, gate
+        assert gate.code == 0 and state_of(run).waiting == "gate", gate
+        assert gate.rss < BUDGET, f"praxis advance peaked at {gate.rss >> 20} MiB"
+        assert gate.out_bytes < 8 << 10, f"the Gate printed {gate.out_bytes} bytes"
+        assert "(no preview: out.csv: line 1 has more than 65,536 characters" in gate.out
+        served = measured_python(PAGES, str(tmp_path / "served"), "line", run.name)
+        assert served.code == 0, served
+        assert served.rss < SERVER_BUDGET, f"the server peaked at {served.rss >> 20} MiB"
+        page, page_bytes, view, view_bytes, rows, rows_bytes = map(int, served.out.split())
+        assert (page, view, rows) == (200, 200, 404), served.out
+        assert page_bytes < 4 << 20 and view_bytes < 4 << 20, (page_bytes, view_bytes)
+        assert rows_bytes < 4 << 10, rows_bytes
+        assert left_after(run.name) == []
+    finally:
+        remove_containers(run)
