@@ -1,18 +1,23 @@
 """RELIABILITY.md item 40: host reads of sandbox-written files are bounded.
 
-On docker, a phase writes declared tables built to exhaust the host's output checks: a
-one-line CSV of 200 MB of short fields, and a CSV of 10^6 columns. The runner refuses them
-with a one-line error naming the file, the line and the bound, and peaks under 256 MiB (RSS
-measured with RUSAGE_CHILDREN around `praxis advance`). The bounds themselves are checked on
-tables just past them, in this process.
+On docker, a phase writes declared tables built to exhaust the host: a one-line CSV of 200
+MB of short fields and a CSV of 10^6 columns (output checks), a 30 MB one-line CSV at a Gate
+(the CLI preview, the run page, its file page and /rows). The runner refuses or previews
+them within 256 MiB and the server within 512 MiB (RSS measured with RUSAGE_CHILDREN in a
+child process). Profiles for prompts (the agent's and the chat's `profile`) of a 1 MB
+one-line CSV, a long CSV and a small Parquet file of 4*10^8 rows stay within 256 MiB and
+read no more rows than their budget. Each bound is also checked on a table just past it.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from praxis.agent import tableprofile
 from praxis.flows import checks
 from praxis.flows.csvread import MAX_FIELDS, MAX_LINE, MAX_RECORD
 
@@ -171,3 +176,64 @@ def test_item40_a_30_mb_one_line_csv_at_a_gate_is_previewed_and_paged_in_budget(
         assert left_after(run.name) == []
     finally:
         remove_containers(run)
+
+
+# -- profiles for prompts (the agent's and the chat's): a row, byte and time budget ----------
+
+PROFILE = r"""
+import json, resource, sys
+from pathlib import Path
+from praxis.agent.prompt import profile
+text = profile(Path(sys.argv[1]))
+print(json.dumps({"rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> 10,
+                  "text": text[:2000], "size": len(text)}))
+"""
+
+
+def _profiled(path: Path) -> dict[str, Any]:
+    done = measured_python(PROFILE, str(path))
+    assert done.code == 0, done
+    report: dict[str, Any] = json.loads(done.out)
+    assert done.rss < BUDGET, f"the profile peaked at {done.rss >> 20} MiB"
+    return report
+
+
+def test_item40_a_1_mb_one_line_csv_is_profiled_in_budget(tmp_path: Path) -> None:
+    path = tmp_path / "line.csv"
+    path.write_text("a," * 500_000 + "a\n")
+    report = _profiled(path)
+    assert report["text"] == (
+        f"could not be read as a table (line.csv: line 1 has more than {MAX_FIELDS:,} fields "
+        "(the most read of one record))"
+    ), report
+    assert report["size"] < 1000
+
+
+def test_item40_a_long_csv_is_profiled_from_its_first_rows(tmp_path: Path) -> None:
+    path = tmp_path / "long.csv"
+    path.write_text("n,s\n" + "".join(f"{i},x\n" for i in range(tableprofile.ROWS * 3)))
+    got = tableprofile.sample(path)
+    assert len(got.rows) == tableprofile.ROWS and not got.complete, len(got.rows)
+    report = _profiled(path)
+    assert report["text"].startswith(
+        f"{tableprofile.ROWS * 3:,} rows, 2 columns (profiled from the first "
+        f"{tableprofile.ROWS:,} rows: {tableprofile.ROWS:,} rows)"
+    ), report
+
+
+def test_item40_a_small_parquet_of_400_million_rows_is_profiled_in_budget(
+    tmp_path: Path,
+) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "many.parquet"
+    group = pa.table({"v": pa.repeat(pa.scalar(7, pa.int8()), 10_000_000)})
+    with pq.ParquetWriter(path, group.schema, compression="zstd") as writer:
+        for _ in range(40):  # 4 * 10^8 rows, row groups of one repeated value
+            writer.write_table(group, row_group_size=10_000_000)
+    del group
+    assert path.stat().st_size < 8 << 20, path.stat().st_size
+    report = _profiled(path)
+    assert report["text"].startswith("400,000,000 rows, 1 columns (Parquet)"), report
+    assert "First 5 rows:\n```\nv\n7\n7\n7\n7\n7\n```" in report["text"], report
