@@ -116,24 +116,24 @@ def clear(root: int) -> int:
     names: list[str] = []  # the path from the root to fd, a name a level
     identities = [_identity(fd)]  # of every folder on that path, the root first
     try:
-        pending, count = _clear_files(fd, "")
+        pending, count = _clear_files(fd, names)
         stack = [pending]
         removed += count
         while True:
             if stack[-1]:
                 name = stack[-1].pop()
-                rel = "/".join([*names, name])
                 try:
                     sub = os.open(name, DIR_FLAGS, dir_fd=fd)
                 except FileNotFoundError:
                     continue
                 except OSError as exc:
+                    rel = "/".join([*names, name])
                     raise WalkRefused(rel, f"cannot be opened ({exc.strerror})") from exc
                 os.close(fd)
                 fd = sub
                 names.append(name)
                 identities.append(_identity(fd))
-                pending, count = _clear_files(fd, rel)
+                pending, count = _clear_files(fd, names)
                 stack.append(pending)
                 removed += count
                 continue
@@ -158,7 +158,7 @@ def clear(root: int) -> int:
         os.close(fd)
 
 
-def _clear_files(fd: int, rel: str) -> tuple[list[str], int]:
+def _clear_files(fd: int, names: list[str]) -> tuple[list[str], int]:
     """Unlink every non-folder of folder ``fd``; its folders' names, and the number unlinked."""
     folders: list[str] = []
     count = 0
@@ -174,7 +174,7 @@ def _clear_files(fd: int, rel: str) -> tuple[list[str], int]:
                     continue
                 count += 1
     except OSError as exc:
-        raise WalkRefused(rel, f"cannot be emptied ({exc.strerror})") from exc
+        raise WalkRefused("/".join(names), f"cannot be emptied ({exc.strerror})") from exc
     return folders, count
 
 

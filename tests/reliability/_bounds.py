@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -39,6 +40,19 @@ class Measured:
     def __repr__(self) -> str:
         return f"exit {self.code}, {self.rss >> 20} MiB, {self.err[-1500:]}"
 
+    def noted(self, what: str) -> Measured:
+        """Append the figure to $PRAXIS_BOUNDS_LOG when set (docs/benchmarks.md's source)."""
+        log = os.environ.get("PRAXIS_BOUNDS_LOG")
+        if log:
+            test = os.environ.get("PYTEST_CURRENT_TEST", "").split(" ")[0].split("::")[-1]
+            with open(log, "a", encoding="utf-8") as fh:
+                fh.write(f"{test}\t")
+                fh.write(
+                    f"{what}\texit {self.code}\t{self.rss / (1 << 20):.0f} MiB\t"
+                    f"stdout {self.out_bytes} bytes\n"
+                )
+        return self
+
 
 def measured(*args: str, timeout: float = 600) -> Measured:
     """`praxis *args` in a child process, measured there with RUSAGE_CHILDREN."""
@@ -49,7 +63,7 @@ def measured(*args: str, timeout: float = 600) -> Measured:
         timeout=timeout,
     )
     assert res.stdout, res.stderr[-3000:]
-    return Measured(res)
+    return Measured(res).noted("praxis " + " ".join(a if "/" not in a else "FLOW" for a in args))
 
 
 def flow(
@@ -130,4 +144,4 @@ def measured_python(script: str, *args: str, timeout: float = 600) -> Measured:
         timeout=timeout,
     )
     assert res.stdout, res.stderr[-3000:]
-    return Measured(res)
+    return Measured(res).noted("python " + " ".join(Path(a).name for a in args))
