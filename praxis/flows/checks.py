@@ -61,13 +61,18 @@ class Failure:
     column: str | None = None
     rows: tuple[int, ...] = ()  # 1-based data rows (the header is row 0), at most 5
     count: int = 0  # offending rows in all
+    lines: tuple[int, ...] = ()  # the line where each of ``rows`` starts, as an editor counts
+
+    def _row(self, i: int, row: int) -> str:
+        return f"{row} (line {self.lines[i]})" if i < len(self.lines) else str(row)
 
     def __str__(self) -> str:
         where = f" on column {self.column!r}" if self.column else ""
         rows = ""
         if self.rows:
             more = f" (of {self.count})" if self.count > len(self.rows) else ""
-            rows = f"; rows {', '.join(str(r) for r in self.rows)}{more}"
+            shown = ", ".join(self._row(i, r) for i, r in enumerate(self.rows))
+            rows = f"; data row{'s' if len(self.rows) > 1 else ''} {shown}{more}"
         return f"{self.output}: check {self.check} failed{where}: {self.message}{rows}"
 
     def to_dict(self) -> dict[str, Any]:
@@ -76,6 +81,7 @@ class Failure:
             "check": self.check,
             "column": self.column,
             "rows": list(self.rows),
+            "lines": list(self.lines),
             "count": self.count,
             "message": self.message,
         }
@@ -88,6 +94,7 @@ class Failure:
 class Table:
     header: list[str]
     rows: list[list[str]] = field(default_factory=list)
+    lines: list[int] = field(default_factory=list)  # where each data row starts (1-based)
 
 
 def parse(data: bytes, name: str) -> Table:
@@ -96,14 +103,16 @@ def parse(data: bytes, name: str) -> Table:
     if len(data) > MAX_BYTES:
         raise Unreadable(f"{name} is {len(data):,} bytes, over the {MAX_BYTES:,} checks read")
     with csvread.opened(data) as fh:
-        rows = list(csvread.records(fh, name))
-    if not rows:
+        found = list(csvread.numbered(fh, name))
+    if not found:
         return Table(header=[])
-    table = Table(header=rows[0], rows=rows[1:])
+    starts, rows = [n for n, _ in found], [row for _, row in found]
+    table = Table(header=rows[0], rows=rows[1:], lines=starts[1:])
     for i, row in enumerate(table.rows, start=1):
         if len(row) != len(table.header):
             raise Unreadable(
-                f"{name}: data row {i} has {len(row)} fields, the header {len(table.header)}"
+                f"{name}: data row {i} (line {table.lines[i - 1]}) has {len(row)} fields, "
+                f"the header {len(table.header)}"
             )
     return table
 
@@ -137,7 +146,7 @@ def evaluate(
         return [Failure(name, "parse", too_large)]
     try:
         with csvread.opened(data) as fh:
-            header, found = _declared(name, spec, csvread.records(fh, name))
+            header, found = _declared(name, spec, csvread.numbered(fh, name))
     except Unreadable as exc:
         return [Failure(name, "parse", str(exc))]
     failures: list[Failure] = []
@@ -160,11 +169,13 @@ class _Bad:
         self.check, self.column, self.what = check, column, what
         self.count = 0
         self.rows: list[int] = []
+        self.lines: list[int] = []  # where each of ``rows`` starts
 
-    def add(self, n: int) -> None:
+    def add(self, n: int, line: int) -> None:
         self.count += 1
         if len(self.rows) < MAX_SHOWN_ROWS:
             self.rows.append(n)
+            self.lines.append(line)
 
 
 ORDER = ("unique", "not_null", "values", "dtype")
@@ -172,11 +183,12 @@ Test = tuple[int, _Bad, Callable[[str], bool]]
 
 
 def _declared(
-    name: str, spec: dict[str, Any], rows: Iterator[list[str]]
+    name: str, spec: dict[str, Any], rows: Iterator[tuple[int, list[str]]]
 ) -> tuple[list[str], list[Failure]]:
-    """The header and the failures of ``spec``'s checks, in one pass over ``rows`` (memory:
-    a counter a check, and for ``unique`` an 8-byte hash a row, at most MAX_UNIQUE_ROWS)."""
-    header = next(rows, [])
+    """The header and the failures of ``spec``'s checks, in one pass over ``rows`` ((line,
+    record) pairs; memory: a counter a check, and for ``unique`` an 8-byte hash and the
+    line of each row, at most MAX_UNIQUE_ROWS)."""
+    header = next(rows, (0, []))[1]
     out: list[Failure] = []
     if "columns" in spec:
         missing = [c for c in spec["columns"] if c not in header]
@@ -194,16 +206,19 @@ def _declared(
         (i, c, array("q")) for c in spec.get("unique", []) if (i := col("unique", c)) is not None
     ]
     tests = _tests(spec, col)
+    starts = array("q")  # the line of each data row, for a unique check
     count = 0
-    for count, row in enumerate(rows, start=1):
+    for count, (line, row) in enumerate(rows, start=1):
         if len(row) != len(header):
             raise Unreadable(
-                f"{name}: data row {count} has {len(row)} fields, the header {len(header)}"
+                f"{name}: data row {count} (line {line}) has {len(row)} fields, "
+                f"the header {len(header)}"
             )
         for i, bad, failing in tests:
             if failing(row[i]):
-                bad.add(count)
-        if count <= MAX_UNIQUE_ROWS:
+                bad.add(count, line)
+        if unique and count <= MAX_UNIQUE_ROWS:
+            starts.append(line)
             for i, _column, hashes in unique:
                 hashes.append(hash(row[i]))
     for i, column, hashes in unique:
@@ -213,7 +228,7 @@ def _declared(
             continue
         bad = _Bad("unique", column, "repeated values")
         for n in _repeated(hashes):
-            bad.add(n)
+            bad.add(n, starts[n - 1])
         tests.append((i, bad, bool))
     for _i, bad, _failing in sorted(tests, key=lambda t: ORDER.index(t[1].check)):
         _add(out, name, bad)
@@ -273,6 +288,7 @@ def _add(out: list[Failure], name: str, bad: _Bad) -> None:
                 column=bad.column,
                 rows=tuple(bad.rows),
                 count=bad.count,
+                lines=tuple(bad.lines),
             )
         )
 

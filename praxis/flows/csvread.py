@@ -84,19 +84,33 @@ def records(
     fh: BinaryIO, name: str, *, max_line: int = MAX_LINE
 ) -> Generator[list[str], None, None]:
     """The non-empty records of table ``name`` (``fh``: its bytes), header first."""
+    for _line, row in numbered(fh, name, max_line=max_line):
+        yield row
+
+
+def numbered(
+    fh: BinaryIO, name: str, *, max_line: int = MAX_LINE
+) -> Generator[tuple[int, list[str]], None, None]:
+    """``records``, each with the line it starts on (1-based, as an editor counts: a quoted
+    field may span lines)."""
     lines = _Lines(fh, name, max_line)
     delimiter = TABULAR.get(Path(name).suffix.lower(), ",")
     reader = csv.reader(lines, delimiter=delimiter, strict=True)
     try:
-        for row in reader:
+        while True:
+            start = lines.line + 1
+            try:
+                row = next(reader)
+            except StopIteration:
+                return
             lines.record = 0
             if len(row) > MAX_FIELDS:
                 raise Unreadable(
-                    f"{name}: line {lines.line} has more than {MAX_FIELDS:,} fields "
+                    f"{name}: line {start} has more than {MAX_FIELDS:,} fields "
                     "(the most read of one record)"
                 )
             if row:
-                yield row
+                yield start, row
     except csv.Error as exc:
         raise Unreadable(f"{name} does not parse near line {lines.line}: {exc}") from None
     finally:

@@ -109,15 +109,23 @@ def test_item40_checks_stream_a_table_from_its_file(tmp_path: Path) -> None:
         "max_rows": 10,
     }
     found = [str(f) for f in checks.evaluate("t.csv", spec, table)]
+
+    def rows(*numbers: int) -> str:
+        return ", ".join(f"{n} (line {n + 1})" for n in numbers)
+
     assert found == [
         "t.csv: check unique failed on column 'id': 33 row(s) with repeated values; "
-        "rows 8, 9, 10, 11, 12 (of 33)",
+        f"data rows {rows(8, 9, 10, 11, 12)} (of 33)",
         "t.csv: check values failed on column 'kind': 20 row(s) with values not in ['a']; "
-        "rows 2, 4, 6, 8, 10 (of 20)",
+        f"data rows {rows(2, 4, 6, 8, 10)} (of 20)",
         "t.csv: check dtype failed on column 'n': 8 row(s) with values that are not integer; "
-        "rows 1, 6, 11, 16, 21 (of 8)",
+        f"data rows {rows(1, 6, 11, 16, 21)} (of 8)",
         "t.csv: check max_rows failed: 40 rows, at most 10",
     ]
+    quoted = tmp_path / "q.csv"  # a quoted field over two lines: rows keep their own line
+    quoted.write_text('k,v\n"a\nb",1\nx,\n')
+    (failure,) = checks.evaluate("q.csv", {"not_null": ["v"]}, quoted)
+    assert str(failure).endswith("; data row 2 (line 4)"), failure
 
 
 LINE = r"""
