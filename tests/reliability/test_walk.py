@@ -14,6 +14,8 @@ import multiprocessing
 import os
 import re
 import resource
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -192,3 +194,44 @@ def test_item41_clear_empties_a_chain_deeper_than_any_walk(tmp_path: Path) -> No
         Tree(ws).listing()
     assert Tree(ws).clear() == 3 * MAX_DEPTH + 2
     assert list(ws.iterdir()) == []
+
+
+DEEP = r"""
+import os
+for _ in range(200):
+    os.mkdir("e")
+    os.chdir("e")
+with open("hidden.txt", "w") as fh:
+    fh.write("x")
+"""
+
+LIMITED = r"""
+import resource, subprocess, sys
+resource.setrlimit(resource.RLIMIT_NOFILE, (int(sys.argv[1]), int(sys.argv[1])))
+sys.exit(subprocess.run(sys.argv[2:]).returncode)
+"""
+
+
+@pytest.mark.docker
+def test_item41_a_runner_out_of_descriptors_fails_the_phase_naming_the_folder(
+    docker_image: str, tmp_path: Path
+) -> None:
+    """The walk under `ulimit -n 128` meets a 200-deep chain: the phase fails naming the
+    folder it could not open (it was skipped before, and its files never collected)."""
+    root = counted_flow(tmp_path, docker_image, DEEP)
+    run = begin(root)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", LIMITED, "128", sys.executable, "-m", "praxis", "advance",
+             str(root)],
+            capture_output=True, text=True, timeout=600,
+        )  # fmt: skip
+        assert "Traceback" not in done.stderr, done.stderr[-3000:]
+        p2 = state_of(run).phase("p2")
+        assert done.returncode == 1 and p2.status == "failed", (done.stderr[-2000:], p2)
+        error = str(p2.error)
+        shape = r"^WalkRefused: folder 'e/e/.*' \(\d+ levels deep\): cannot be (opened|listed) "
+        assert re.search(shape + r"\(Too many open files\)$", error), error
+        assert left_after(run.name) == []
+    finally:
+        remove_containers(run)
