@@ -13,6 +13,7 @@
                      objects/<sha256>            content store, read-only
                      snapshots/<phase>/<n>.json  the workspace before attempt n (.post.json: after)
                      cancel          present when a cancel was requested during a phase
+                     .collecting/    a collected file on its way into output/ or scratch/
 <flow>/runs/.new-<run-id>/           a run being created (renamed into place when complete)
 <flow>/runs/.trash-<run-id>-<n>/     a run being deleted (renamed out of place first)
 ```
