@@ -198,6 +198,15 @@ print(json.dumps({"rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> 1
 """
 
 
+PARQUET_PAGE = r"""
+import json, sys
+from pathlib import Path
+from praxis.web import parquet_view
+page = parquet_view.page_of(Path(sys.argv[1]), 2)
+print(json.dumps({"total": page.total, "rows": len(page.rows), "pages": page.pages}))
+"""
+
+
 def _profiled(path: Path) -> dict[str, Any]:
     done = measured_python(PROFILE, str(path))
     assert done.code == 0, done
@@ -244,4 +253,7 @@ def test_item40_a_small_parquet_of_400_million_rows_is_profiled_in_budget(
     assert path.stat().st_size < 8 << 20, path.stat().st_size
     report = _profiled(path)
     assert report["text"].startswith("400,000,000 rows, 1 columns (Parquet)"), report
+    paged = measured_python(PARQUET_PAGE, str(path))  # the run page's table of it
+    assert paged.code == 0 and paged.rss < SERVER_BUDGET, paged
+    assert json.loads(paged.out) == {"total": 400_000_000, "rows": 100, "pages": 4_000_000}
     assert "First 5 rows:\n```\nv\n7\n7\n7\n7\n7\n```" in report["text"], report
