@@ -152,11 +152,11 @@ class Serve:
                 raise RuntimeError(f"login answered {answer.status_code}")
             yield client
 
-    def stop(self, timeout: float = 120.0) -> int:
-        """Ctrl-C, as a person stops it; its exit code."""
+    def stop(self, timeout: float = 120.0, sig: int = signal.SIGINT) -> int:
+        """Ctrl-C (or ``sig``: SIGTERM, as a service manager stops it); its exit code."""
         try:
             if self.proc.poll() is None:
-                self.proc.send_signal(signal.SIGINT)
+                self.proc.send_signal(sig)
                 self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
             self.proc.kill()

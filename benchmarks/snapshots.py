@@ -74,7 +74,7 @@ def pipeline(work: Path, backend: str, repeats: int) -> dict[str, Any]:
         uploads = {e["phase"]: e["seconds"] for e in _events(run_dir, "inputs_uploaded")}
         pre += [e["seconds"] - uploads.get(e["phase"], 0) for e in recorded if e["which"] == "pre"]
         post += [e["seconds"] for e in recorded if e["which"] == "post"]
-        store.append(_disk(run_dir / "objects") + _disk(run_dir / "snapshots"))
+        store.append(_disk(flow / ".praxis" / "objects") + _disk(run_dir / "snapshots"))
         outputs.append(_disk(run_dir / "output"))
         done = {e["phase"]: e["seconds"] for e in _events(run_dir, "phase_done")}
         first.append(done["step1"])

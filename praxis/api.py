@@ -71,9 +71,10 @@ def advance(
 ) -> RunState:
     """Run phases until a Gate, a failure, the end, or a cancel; returns the state reached.
 
-    ``sandbox``: None uses the flow's own ``sandbox:`` section (auto = Docker if a daemon
-    answers, else local; ``PRAXIS_SANDBOX`` overrides auto); a mapping such as
-    ``{"backend": "local"}`` is laid over that section; a callable ``(flow, run) -> Sandbox``
+    ``sandbox``: None uses the flow's own ``sandbox:`` section (auto = Docker; local kernels
+    only where the person allowed them, ``praxis.flows.isolation``); a mapping such as
+    ``{"backend": "local"}`` is laid over that section, the caller's own choice of backend;
+    a callable ``(flow, run) -> Sandbox``
     builds the sandbox itself. ``on_event`` is called with each ``Event`` as it is recorded;
     ``on_message`` with short texts for a person (status lines, and what phases print as
     ``praxis.flows.live.Output`` pieces). ``model``: the chat model of the run's agent phases (a
@@ -226,7 +227,7 @@ def _factory(choice: SandboxChoice) -> runner.SandboxFactory:
 
         def build(flow: Flow, run: RunHandle) -> Any:
             merged = dataclasses.replace(flow, sandbox={**flow.sandbox, **config})
-            return runner.default_sandbox(merged, run)
+            return runner.default_sandbox(merged, run, chosen="backend" in config)
 
         return build
     return choice

@@ -39,6 +39,9 @@ if TYPE_CHECKING:
     from .flows.handle import RunHandle
     from .flows.state import RunState
 
+# The commands that may run a flow's code: they take --allow-local (isolation.py).
+ALLOW_LOCAL = ("run", "advance", "approve", "reject", "rerun", "status", "chat", "serve")
+LOCAL_HELP = "let a flow asking for backend: local run its code on this host, unisolated"
 NOT_SEARCHED = ("chat", "serve", "sandbox", "mcp")  # FLOW may be new (chat), or is not a flow
 OVERVIEW = ("status", "runs")  # above several flows: list them with their newest run
 
@@ -71,11 +74,13 @@ def _dispatch(args: argparse.Namespace) -> int:
                 if args.command not in OVERVIEW:
                     raise
                 return _overview(here)
+        if getattr(args, "allow_local", False):
+            return _allowing_local(args)
         return int(args.func(args))
     except Exception as exc:
         if not _acted_on(exc):
             raise  # a bug: its traceback
-        return _fail(exc, exit_code_of(exc), next_of(exc, args.flow))
+        return _fail(exc, exit_code_of(exc), _next(exc, args))
     except KeyboardInterrupt:
         how = received_signal()
         print(f"\ncancelled ({how}): the run is recorded as cancelled", file=sys.stderr)
@@ -121,6 +126,25 @@ def _trace(args: argparse.Namespace, words: list[str], code: int) -> None:
         return
     except Exception as exc:  # a trace that cannot be written never changes the outcome
         print(f"trace: not recorded ({type(exc).__name__}: {escape(str(exc))})", file=sys.stderr)
+
+
+def _allowing_local(args: argparse.Namespace) -> int:
+    """Run the command with the person's --allow-local (never from a flow), then take it back."""
+    from .flows.isolation import allow_local
+
+    before = allow_local()
+    try:
+        return int(args.func(args))
+    finally:
+        allow_local(before)
+
+
+def _next(exc: PraxisError | SandboxUnavailable, args: argparse.Namespace) -> str:
+    """The command to try after ``exc``: for a local backend refused before ``run`` made a
+    run, ``run`` again with the flag (else the error's own: ``advance`` with it)."""
+    if type(exc).__name__ == "LocalRefused" and args.command == "run":
+        return f"praxis run {args.flow} --allow-local"
+    return next_of(exc, args.flow)
 
 
 def _acted_on(exc: Exception) -> TypeGuard[PraxisError | SandboxUnavailable]:
@@ -195,6 +219,16 @@ def cmd_check(args: argparse.Namespace) -> int:
     if not report.ok:
         return EXIT["usage"]
     assert flow is not None
+    from .flows.isolation import UNISOLATED, backend_of
+
+    backend = backend_of(flow.sandbox)
+    if backend in UNISOLATED:  # valid, but not isolated: never a plain "ok"
+        print(
+            f"{flow.name}: valid, {len(flow.phases)} phase(s), NOT isolated: the {backend} "
+            "backend runs its code (check scripts too) on this host; it runs only with "
+            "--allow-local"
+        )
+        return EXIT["ok"]
     print(f"{flow.name}: ok, {len(flow.phases)} phase(s)")
     return EXIT["ok"]
 
@@ -213,7 +247,12 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     params = _params(args)
     return _advance(
-        args.flow, None, quiet=args.quiet, new_run=(params, begun), managed=args.managed
+        args.flow,
+        None,
+        quiet=args.quiet,
+        new_run=(params, begun),
+        managed=args.managed,
+        reuse=not args.no_reuse,
     )
 
 
@@ -437,6 +476,17 @@ def cmd_reject(args: argparse.Namespace) -> int:
     return _advance(args.flow, state.run)
 
 
+def cmd_gc(args: argparse.Namespace) -> int:
+    from .flows import runner
+
+    swept = runner.gc(args.flow)
+    print(
+        f"removed {swept.objects} object(s), {swept.bytes / (1 << 20):.1f} MiB, that no run "
+        f"holds; {swept.kept} kept"
+    )
+    return EXIT["ok"]
+
+
 def cmd_rerun(args: argparse.Namespace) -> int:
     from .flows import runner
     from .flows.params import BadParam
@@ -579,7 +629,8 @@ def cmd_chat(args: argparse.Namespace) -> int:
 
 
 COMMANDS = (
-    *("check", "run", "begin", "advance", "status", "runs", "approve", "reject", "manage"),
+    *("check", "run", "begin", "advance", "status", "runs", "gc", "approve", "reject"),
+    "manage",
     *("accept", "rerun", "cancel", "log", "replay", "params", "chat", "sandbox", "serve"),
     "mcp",
 )
@@ -645,6 +696,7 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
     add("runs", cmd_runs, "list runs, newest first (or delete some)", run=False)
     option(("runs",), "--delete", action="append", default=[], metavar="ID", help="delete a run")
     option(("runs",), "--keep", type=int, metavar="N", help="delete all but the newest N runs")
+    add("gc", cmd_gc, "remove the stored files that no run of the flow holds", run=False)
     add("approve", cmd_approve, "approve the Gate and continue", revision=True)
     add("reject", cmd_reject, "reopen a phase with a note, and continue", revision=True)
     option(("reject",), "--reopen", required=True, metavar="PHASE")
@@ -687,10 +739,10 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
         ("run",), "--managed", action="store_true", help="let an agent decide the delegatable Gates"
     )
     option(
-        ("advance",),
+        ("run", "advance"),
         "--no-reuse",
         action="store_true",
-        help="run stale phases even if nothing changed",
+        help="run every phase, even one a done attempt of this or another run stands for",
     )
     option(
         ("run", "begin", "rerun"),
@@ -707,6 +759,12 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
     option(("chat",), "--resume", action="store_true", help="continue the newest transcript")
     option(
         ("chat",), "--max-calls", type=int, default=30, metavar="N", help="model calls per message"
+    )
+    option(
+        ALLOW_LOCAL,
+        "--allow-local",
+        action="store_true",
+        help=LOCAL_HELP,
     )
 
     if command in (None, "sandbox"):
@@ -739,6 +797,7 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
             metavar="N",
             help="runs advanced at once (each in its own sandbox; more wait for a place)",
         )
+        sv.add_argument("--allow-local", action="store_true", help=LOCAL_HELP)
         sv.set_defaults(func=cmd_serve, flow=".")
     if command in (None, "mcp"):
         mc = sub.add_parser("mcp", help="an MCP server over stdio for agents (flows below DIR)")

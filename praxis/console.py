@@ -67,6 +67,11 @@ class Progress:
                 error = escape(event.error)
                 self._line(f"✗ {event.phase} failed after {event.seconds:.1f} s: {error}")
                 self._current = None
+            elif isinstance(event, ev.PhaseReused) and event.source_run:
+                self._line(
+                    f"↺ {event.phase} reused from {event.source_run} (attempt "
+                    f"{event.source_attempt}: nothing it reads changed)"
+                )
             elif isinstance(event, ev.PhaseReused):
                 self._line(
                     f"↺ {event.phase} reused (attempt {event.attempt}: nothing it reads changed)"

@@ -29,6 +29,7 @@ PraxisError               1  something failed                                   
 │   ├── FileRefused          a path or a write the flow chat may not make       chat.workfiles
 │   ├── RequestRefused       a form the reviewer UI turns down                  web.refusals
 │   │   └── TokenRefused     the form's security token is missing or old        web.refusals
+│   ├── LocalRefused         a flow's code on this host, not allowed by a person flows.isolation
 │   ├── BadEdit              a table edit that does not fit the file            web.tables
 │   ├── NotATable            a file that cannot be edited as a table            web.csvedit
 │   └── BadRow               a row or column the file does not have             web.csvedit
@@ -101,8 +102,8 @@ class RecordCorrupt(PraxisError):
 SANDBOX_NEXT = {
     "PackagesUnavailable": "fix sandbox.packages, then: praxis sandbox build {flow}",
     "RayUnavailable": "fix what it names (README: Ray cluster), then: praxis advance {flow}",
-    "SandboxUnavailable": "start Docker (dockerd), or set `sandbox: {{backend: local}}` in "
-    "flow.yaml",
+    "SandboxUnavailable": "start Docker (dockerd), or, for a flow you trust: praxis advance "
+    "{flow} --allow-local (no isolation)",
 }
 
 

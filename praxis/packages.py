@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .errors import UsageError
 from .flows.yaml_values import ValueReader, describe, show
 
 if TYPE_CHECKING:
@@ -22,6 +23,13 @@ REQUIREMENTS = "requirements.txt"
 MAX_REQUIREMENTS_BYTES = 64 << 10
 MAX_PACKAGES = 200
 DOCKER_BACKENDS = ("auto", "docker")
+
+
+class PackagesRefused(UsageError):
+    """Raised when the flow's requirements.txt cannot be used (a link, unreadable, invalid)."""
+
+    def next(self, flow: str) -> str:
+        return f"praxis check {flow}"
 
 
 def requirement_problem(text: str) -> str | None:
@@ -38,12 +46,16 @@ def requirement_problem(text: str) -> str | None:
     return None
 
 
-def read_requirements(path: Path) -> tuple[list[str], list[tuple[int, str]]]:
-    """The requirements in a requirements.txt, and its problems as (line number, message)."""
+def read_requirements(root: Path) -> tuple[list[str], list[tuple[int, str]]]:
+    """The requirements in the requirements.txt of flow folder ``root``, and its problems as
+    (line number, message). Read by descriptor inside the folder: a link is refused."""
+    from .flows import flow_files
+
     problems: list[tuple[int, str]] = []
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_REQUIREMENTS_BYTES + 1)
+        data = flow_files.read(root, REQUIREMENTS, MAX_REQUIREMENTS_BYTES)
+    except flow_files.PathRefused as exc:
+        return [], [(0, f"{exc.reason}: a flow's files must be inside its folder, not links")]
     except OSError as exc:
         return [], [(0, f"cannot be read ({exc.strerror})")]
     if len(data) > MAX_REQUIREMENTS_BYTES:
@@ -76,9 +88,8 @@ def check(value: Any, root: Path, reader: ValueReader) -> None:
                 if problem:
                     reader.error(at, f"{show(text)} {problem}")
             count += len(value)
-    path = root / REQUIREMENTS
-    if path.is_file():
-        found, problems = read_requirements(path)
+    if _has_requirements(root):
+        found, problems = read_requirements(root)
         for number, message in problems:
             where = f"line {number}: " if number else ""
             reader.error("sandbox.packages", f"{REQUIREMENTS} {where}{message}")
@@ -91,15 +102,25 @@ def check(value: Any, root: Path, reader: ValueReader) -> None:
 
 def requirements_named(raw: dict[str, Any], root: Path) -> bool:
     """Whether a ``sandbox:`` mapping or a requirements.txt beside flow.yaml names packages."""
-    return bool(raw.get("packages")) or (root / REQUIREMENTS).is_file()
+    return bool(raw.get("packages")) or _has_requirements(root)
+
+
+def _has_requirements(root: Path) -> bool:
+    """Whether the flow folder has anything named requirements.txt (a link too)."""
+    from .flows.flow_files import exists
+
+    return exists(root, REQUIREMENTS)
 
 
 def requirements_of(flow: Flow) -> list[str]:
     """Every requirement the flow names, flow.yaml's first, then requirements.txt's."""
     listed = [str(p) for p in flow.sandbox.get("packages") or []]
-    path = flow.root / REQUIREMENTS
-    if path.is_file():
-        listed += read_requirements(path)[0]
+    if _has_requirements(flow.root):
+        found, problems = read_requirements(flow.root)
+        if problems:  # `praxis check` reports them; nothing of such a file reaches pip
+            number, message = problems[0]
+            raise PackagesRefused(f"{REQUIREMENTS} {f'line {number}: ' if number else ''}{message}")
+        listed += found
     return listed
 
 

@@ -31,6 +31,9 @@ def timeline(state: RunState, width: int = 30) -> str:
         note = escape(p.error or (f"attempt {p.attempt}" if p.attempt > 1 else ""))
         if p.reused and p.status == "done":
             note = f"reused (attempt {p.attempt}: nothing it reads changed)"
+            if p.reused_from:
+                source, _, attempt = p.reused_from.rpartition("/")
+                note = f"reused from {source} (attempt {attempt}: nothing it reads changed)"
         mark = "↺" if p.reused and p.status == "done" else MARKS.get(p.status, "?")
         word = "reused" if p.reused and p.status == "done" else p.status
         rows.append(f"  {mark} {word:<8} {p.id:<18} {secs:>8}  {bar:<{width}}  {note}".rstrip())
@@ -71,6 +74,8 @@ def receipt_lines(receipt: dict[str, Any], managed: bool) -> list[str]:
     for item in receipt["ledger"]:
         seconds = "" if item["seconds"] is None else f", {item['seconds']:.1f} s"
         reused = ", reused" if item["reused"] else ""
+        if item.get("reused_from"):
+            reused = f", reused from {item['reused_from'].rpartition('/')[0]}"
         lines.append(
             f"  {item['phase']}: {item['status']}, {item['attempts']} attempt(s){reused}{seconds}"
         )

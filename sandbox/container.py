@@ -1,14 +1,18 @@
 """The docker backend: one hardened container per run, kernels forked in it by a zygote.
 
 The container runs an idle init process. One ``docker exec`` starts the kernel zygote
-(``sandbox/zygote.py``, run with ``python -c``) in it as root with only the capabilities
-SETUID, SETGID and KILL; every kernel is a fork of the zygote, asked for over the zygote's
-unix socket ``/rt/zygote.sock``, and killed the same way: no docker exec per kernel. A kernel
-binds its sockets in ``/rt/k<n>/`` while it is still root, and becomes uid 1000 (with no
-capability) only when it is handed out: the runtime folder (0700, root's), the zygote, the
-spare kernels and their keys are out of reach of phase code. Between phases ``quiesce`` kills
-every uid-1000 process. Transport is ZMQ ``ipc``: the host's jupyter_client connects to the
-kernel's sockets by their host path. The container has no network at all.
+(``sandbox/zygote.py``, run with ``python -I -c``: no site hook but the image's own) in it as
+root with only the capabilities SETUID, SETGID and KILL; every kernel is a fork of the zygote,
+asked for over the zygote's unix socket ``/rt/zygote.sock``, and killed the same way: no
+docker exec per kernel. A kernel binds its sockets in ``/rt/k<n>/`` while it is still root,
+and becomes uid 1000 (with no capability) only when it is handed out: the runtime folder
+(0700, root's), the zygote, the spare kernels and their keys are out of reach of phase code.
+A flow's packages sit in their own prefix (``/opt/flow``, see ``image/layer_install.py``)
+that only a kernel puts on its path, once it is uid 1000: nothing of theirs runs as root.
+Between phases ``quiesce`` kills every process that is not the server's own, whatever its
+uid, and removes what they left (``zygote_sweep.py``); a sweep that cannot finish raises.
+Transport is ZMQ ``ipc``: the host's jupyter_client connects to the kernel's sockets by their
+host path. The container has no network at all and its own IPC namespace.
 
 Hardening (docs/reliability.md item 1) is in ``_host_config``; the workspace is a host folder
 bind-mounted at ``/workspace`` and moved with plain file operations (``Workspace``).
@@ -22,6 +26,7 @@ import logging
 import os
 import re
 import shutil
+import subprocess
 import tempfile
 import threading
 import time
@@ -38,6 +43,7 @@ from .forkserver import (
     SOCKET,
     ForkedKernel,
     ForkServer,
+    ZygoteGone,
     ZygoteSupervisor,
     connection_files,
     zygote_source,
@@ -80,10 +86,11 @@ ENDED = "kernel server ended"
 COMMAND = [
     "sh",
     "-c",
-    f'(python -c "$1" "$2" "$3" "$4" "$5"; echo "{ENDED}: $?") & exec sleep infinity',
+    f'(python -I -c "$1" "$2" "$3" "$4" "$5"; echo "{ENDED}: $?") & exec sleep infinity',
 ]
 GOING = 3.0  # seconds an earlier open's container gets to end by itself before it is removed
 RUNTIME_PREFIX = "praxis-rt-"  # host runtime folders: praxis-rt-<name>-<random>
+RUNTIME_SIZE = "64m"  # the runtime tmpfs: sockets, exit files, the kernel server's log
 DISK = "10g"  # the workspace's disk quota (a sparse image: only what is written takes space)
 
 
@@ -178,6 +185,7 @@ class DockerSandbox(ZygoteKernels, FolderSandbox):
         self._private = Path(tempfile.mkdtemp(prefix=f"{RUNTIME_PREFIX}{_safe(self.name)}-"))
         self._runtime = self._private / "rt"
         self._runtime.mkdir(mode=0o700)  # the kernel server's (root): phase code cannot enter
+        _mount_runtime(self._runtime)  # its own tmpfs: its host path is not in mountinfo
         try:
             self.container = self._client.containers.run(
                 self.image,
@@ -262,6 +270,8 @@ class DockerSandbox(ZygoteKernels, FolderSandbox):
         assert self._runtime is not None
         return {
             "network_mode": "none",
+            "ipc_mode": "private",  # its own SysV IPC namespace, emptied at each sweep
+            "cgroupns": "private",  # its cgroup paths start at / (no host path in mountinfo)
             "cap_drop": ["ALL"],
             "cap_add": list(SERVER_CAPS),
             "security_opt": ["no-new-privileges"],
@@ -312,6 +322,7 @@ class DockerSandbox(ZygoteKernels, FolderSandbox):
         prefix = f"{RUNTIME_PREFIX}{_safe(self.name)}-"
         for folder in Path(tempfile.gettempdir()).glob(f"{glob.escape(prefix)}*"):
             if folder.is_dir() and not folder.is_symlink():
+                _unmount_runtime(folder / "rt")
                 shutil.rmtree(folder, ignore_errors=True)
 
     def _wait_gone(self, ids: list[str], timeout: float = 30.0, quiet: bool = False) -> None:
@@ -338,6 +349,7 @@ class DockerSandbox(ZygoteKernels, FolderSandbox):
 
     def _remove_runtime(self) -> None:
         if self._private is not None:
+            _unmount_runtime(self._private / "rt")
             shutil.rmtree(self._private, ignore_errors=True)
             self._private = self._runtime = None
 
@@ -358,7 +370,7 @@ class DockerSandbox(ZygoteKernels, FolderSandbox):
         self._launches += 1
         if self._launches == 1:
             return self._command_ended
-        exec_id = self._exec(["python", "-c", *self._zygote_args()], user=ROOT)
+        exec_id = self._exec(["python", "-I", "-c", *self._zygote_args()], user=ROOT)
         return lambda: not self._running(exec_id)
 
     def _command_ended(self) -> bool:
@@ -394,21 +406,26 @@ class DockerSandbox(ZygoteKernels, FolderSandbox):
         self._dirty = True  # code may run from now on: the next quiesce sweeps
 
     def quiesce(self) -> None:
+        """Stop everything a phase started and remove what it left outside the workspace,
+        then seal the workspace. Raises SandboxUnavailable when the sweep cannot finish (and
+        sweeps again at the next call): nothing is sealed over a phase still running."""
         if not self._dirty:
             return  # no kernel was handed out since the last quiesce: nothing can run
-        self._dirty = False
         if self._standby is not None:
             for kernel in self._standby.handed_out():
                 kernel.shutdown()
         if self.container is None:
+            self._dirty = False
             return
         try:
             if self._zygote is None:
-                raise SandboxUnavailable("no kernel server")
+                raise ZygoteGone("no kernel server")
             self._zygote.server.sweep()
-        except SandboxUnavailable:
-            # the kernel server is gone: kill the kernel uid's processes with a docker exec
-            self._exec_wait(["python", "-c", "import os; os.kill(-1, 9)"], user=UID)
+        except ZygoteGone:
+            # the kernel server is gone: kill the kernel uid's processes with a docker exec;
+            # the next kernel starts a new server, whose first sweep does the rest
+            self._exec_wait(["python", "-I", "-c", "import os; os.kill(-1, 9)"], user=UID)
+        self._dirty = False
         self.workspace.seal()  # what the phase wrote is read-only to every later phase
 
     def _exec(self, cmd: list[str], *, user: str = UID) -> str:
@@ -452,7 +469,7 @@ class DockerSandbox(ZygoteKernels, FolderSandbox):
         if self.container is None:
             return
         try:
-            self._exec(["python", "-c", f"import os; os.killpg({int(pid)}, 9)"], user=ROOT)
+            self._exec(["python", "-I", "-c", f"import os; os.killpg({int(pid)}, 9)"], user=ROOT)
         except SandboxUnavailable:
             log.debug("could not kill kernel %s", pid, exc_info=True)
 
@@ -471,6 +488,31 @@ class DockerSandbox(ZygoteKernels, FolderSandbox):
         if baseline is not None and kills is not None and kills > baseline:
             return f"out of memory (the sandbox's memory limit is {self.memory})"
         return forked.death_cause()
+
+
+def _mount_runtime(folder: Path) -> None:
+    """Make the runtime folder a small tmpfs of its own when the host may mount (root): the
+    container's mountinfo then shows ``/`` for ``/rt``, not the host path (the run's name),
+    and what the kernel server writes there cannot fill the host's disk. Without root it
+    stays a plain folder, its path visible in the container."""
+    if os.geteuid() != 0:
+        return
+    options = f"size={RUNTIME_SIZE},mode=0700,nosuid,nodev,noexec"
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", options, "praxis-rt", str(folder)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        log.warning("runtime folder %s stays a plain folder: %s", folder, done.stderr.strip())
+
+
+def _unmount_runtime(folder: Path) -> None:
+    if os.path.ismount(folder):
+        done = subprocess.run(["umount", str(folder)], capture_output=True, check=False)
+        if done.returncode != 0:
+            subprocess.run(["umount", "-l", str(folder)], capture_output=True, check=False)
 
 
 def _closed(row: dict[str, Any]) -> bool:

@@ -37,6 +37,9 @@ log = logging.getLogger("sandbox")
 SOCKET = "zygote.sock"
 LOG = "zygote.log"
 REQUEST_TIMEOUT = 10.0  # seconds for one answer; the zygote answers in microseconds
+# A sweep's answer: the zygote's own budget (zygote.py: 10 s to kill, 20 s to empty the
+# folders) and a margin.
+SWEEP_TIMEOUT = 45.0
 READY_TIMEOUT = 60.0  # seconds for the zygote to import what kernels need
 POLL = 0.01  # seconds between attempts to reach a starting zygote
 ENDED_EVERY = 0.25  # seconds between checks that a starting zygote's process still runs
@@ -48,8 +51,11 @@ class ZygoteGone(SandboxUnavailable):
 
 @cache
 def zygote_source() -> str:
-    """The zygote script's source, as run with ``python -c``."""
-    return Path(__file__).with_name("zygote.py").read_text(encoding="utf-8")
+    """The zygote script's source, as run with ``python -c``: its sweep's module first (the
+    image has no ``sandbox`` package to import it from)."""
+    here = Path(__file__).parent
+    parts = [(here / name).read_text(encoding="utf-8") for name in ("zygote_sweep.py", "zygote.py")]
+    return "\n".join(parts)
 
 
 class ForkServer:
@@ -136,9 +142,19 @@ class ForkServer:
         """SIGKILL kernel ``key`` and its process group; returns at once."""
         self.request("kill", key=key)
 
-    def sweep(self) -> None:
-        """SIGKILL every process of the kernel uid and wait until none runs."""
-        answer = self.request("sweep", timeout=REQUEST_TIMEOUT + 10)
+    def sweep(self, timeout: float = SWEEP_TIMEOUT) -> None:
+        """Kill every process that is not the zygote's own and remove what they left; wait
+        until it is done. SandboxUnavailable when it fails or misses ``timeout``: never
+        ZygoteGone (which lets the caller carry on as if the zygote had simply ended)."""
+        try:
+            answer = self.request("sweep", timeout=timeout)
+        except ZygoteGone as exc:
+            if isinstance(exc.__cause__, TimeoutError):
+                raise SandboxUnavailable(
+                    f"the sandbox's sweep did not finish within {timeout:g} s: the phase's "
+                    f"processes may still run; its log is {self.folder / LOG}"
+                ) from exc
+            raise
         if not answer.get("ok"):
             raise SandboxUnavailable(
                 f"the sandbox could not stop the phase's processes: {answer.get('error')}"

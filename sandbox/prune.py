@@ -2,16 +2,20 @@
 
 Every container the docker backend creates carries the label ``praxis.run=<run>``. A run
 whose process died without ``close()`` leaves its container running; ``prune`` removes the
-containers of runs the caller says are no longer running.
+containers of runs the caller says are no longer running, and their runtime folders (with
+the tmpfs mounted on each, see ``container._mount_runtime``).
 """
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from .container import RUN_LABEL
+from .container import RUN_LABEL, RUNTIME, RUNTIME_PREFIX, _unmount_runtime
 from .daemon import connect as connect_docker
 from .errors import SandboxUnavailable
 
@@ -26,6 +30,7 @@ class SandboxContainer:
     state: str  # created | running | exited | ...
     image: str
     labels: dict[str, str] = field(default_factory=dict)
+    runtime: str = ""  # the host folder mounted at /rt, if any
 
 
 def list_sandboxes(client: Any = None) -> list[SandboxContainer]:
@@ -65,10 +70,23 @@ def prune(keep: Callable[[str], bool] | None = None, client: Any = None) -> list
             except docker.errors.DockerException as exc:
                 raise SandboxUnavailable(f"cannot remove container {box.name}: {exc}") from exc
             removed.append(box.name)
+            _remove_runtime(box.runtime)
     finally:
         if own:
             client.close()
     return removed
+
+
+def _remove_runtime(source: str) -> None:
+    """Unmount and remove a dead runner's runtime folder: ``<tmp>/praxis-rt-*/rt`` only."""
+    folder = Path(source)
+    private = folder.parent
+    if not source or folder.name != "rt" or not private.name.startswith(RUNTIME_PREFIX):
+        return
+    if private.parent != Path(tempfile.gettempdir()) or private.is_symlink():
+        return
+    _unmount_runtime(folder)
+    shutil.rmtree(private, ignore_errors=True)
 
 
 def _describe(row: dict[str, Any]) -> SandboxContainer:
@@ -82,4 +100,12 @@ def _describe(row: dict[str, Any]) -> SandboxContainer:
         state=str(row.get("State", "")),
         image=str(row.get("Image", "")),
         labels=labels,
+        runtime=next(
+            (
+                str(m.get("Source", ""))
+                for m in row.get("Mounts") or []
+                if m.get("Destination") == RUNTIME
+            ),
+            "",
+        ),
     )

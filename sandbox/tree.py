@@ -17,19 +17,20 @@ it cannot open: it never skips one, ``sandbox/walk.py``), a copy at ``max_bytes`
 from __future__ import annotations
 
 import errno
-import hashlib
 import os
 import stat
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from .errors import OutputTooLarge, PathRefused
 from .paths import check_name
 from .walk import MAX_ENTRIES, clear, entries
+
+if TYPE_CHECKING:
+    import hashlib  # loaded by a copy only: `praxis check` opens flow files through Tree
 
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
@@ -195,7 +196,7 @@ class Tree:
                 raise PathRefused(str(src), "is not a regular file on the host")
             with self._parent(name, create=True) as (parent, last):
                 self._unlink(parent, last, name)
-                tmp = f".{uuid.uuid4().hex[:12]}.upload"
+                tmp = f".{os.urandom(6).hex()}.upload"
                 out = os.open(tmp, CREATE_FLAGS, mode, dir_fd=parent)
                 try:
                     with os.fdopen(out, "wb", closefd=False) as fh:
@@ -272,8 +273,10 @@ class Tree:
 
 def copy_fd_to(fd: int, dest: Path, *, max_bytes: int | None = None, what: str = "") -> str:
     """Copy open file ``fd`` to ``dest`` through a new temp file and os.replace; its sha256."""
+    import hashlib
+
     dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_name(f".{dest.name[:100]}.{uuid.uuid4().hex[:8]}.tmp")
+    tmp = dest.with_name(f".{dest.name[:100]}.{os.urandom(4).hex()}.tmp")
     digest = hashlib.sha256()
     try:
         with open(tmp, "xb") as out:

@@ -3,7 +3,7 @@
 A standalone script (standard library and ipykernel only: it runs inside the sandbox image,
 which does not have the ``sandbox`` package). The host reads this file and runs it as
 
-    python -c "<this source>" SOCKET
+    python -I -c "<this source>" SOCKET
 
 in the sandbox (docker exec, or a subprocess for the local backend). It preloads ipykernel,
 IPython, zmq and, when importable, pandas and numpy, WITHOUT creating a zmq context, thread or
@@ -25,11 +25,15 @@ and KILL; phase code runs as the kernel uid with none. A kernel is a forked chil
 starts its own session, creates its socket folder ``KEY/`` (0700, the zygote's owner) next to
 SOCKET, binds its sockets there and runs the start CELLs as IPKernelApp.initialize does,
 then WAITS, still as root, until ``activate``: only then does it switch to the kernel uid
-(which drops every capability) and start answering. A spare kernel is therefore out of reach
-of the running phase: its sockets sit in a folder the phase cannot enter, and it cannot be
-signalled or traced by the phase's uid. ``sweep`` SIGKILLs every process of the kernel uid
-(found in /proc, again until none is left that can run code), and removes what that uid
-left in /tmp, /dev/shm and /dev/mqueue: nothing of a phase survives it. Only peers
+(which drops every capability), add the flow's own packages (``FLOW_SITE``, a prefix apart
+from the image's, with their ``.pth`` hooks) to its path and start answering: nothing a
+flow's package installed runs as root, in the zygote or in a dormant kernel. A spare kernel
+is therefore out of reach of the running phase: its sockets sit in a folder the phase cannot
+enter, and it cannot be signalled or traced by the phase's uid. ``sweep`` SIGKILLs every
+process that is not the zygote's own, whatever its uid (found in /proc, again until none is
+left that can run code), removes every SysV IPC object and, without recursion, what the
+kernel uid left in /tmp, /dev/shm and /dev/mqueue (``zygote_sweep.py``): nothing of a phase
+survives it, and a sweep that cannot finish answers an error. Only peers
 whose uid is the zygote's own or the host's may connect (SO_PEERCRED). Without a kernel uid
 (the local backend, no isolation) kernels keep the zygote's identity and sweep is a no-op.
 
@@ -42,14 +46,12 @@ SOCKET. Its own output goes to ``zygote.log`` there. It exits on SIGTERM (killin
 it started) and when the process that started it goes away.
 """
 
-import contextlib
 import ctypes
 import gc
 import json
 import os
 import re
 import select
-import shutil
 import signal
 import socket
 import struct
@@ -57,11 +59,28 @@ import sys
 import time
 import traceback
 
+try:  # on the host; in the sandbox, forkserver.zygote_source() put them above this source
+    from sandbox.zygote_sweep import (
+        SweepFailed,
+        elders,
+        file_identity,
+        kill_all_but,
+        remove_ipc,
+        scrub,
+    )
+except ImportError:
+    pass
+
 KEY = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 MAX_LINE = 1 << 20
 CLIENT_TIMEOUT = 5.0
-SWEEP_SECONDS = 10.0
-SCRUB = ("/tmp", "/dev/shm", "/dev/mqueue")  # writable by the kernel uid, outside the workspace
+SWEEP_SECONDS = 10.0  # to kill every process of the phase
+SCRUB_SECONDS = 20.0  # to empty the folders (forkserver.SWEEP_TIMEOUT waits for both)
+# The flow's own packages: a prefix apart from the image's /opt/venv, on the path of a kernel
+# only once it took the kernel uid (and of that uid's own Python processes: the layer's
+# praxis-flow.pth). Never on the zygote's.
+FLOW_PREFIX = "/opt/flow"
+FLOW_SITE = f"{FLOW_PREFIX}/lib/python{sys.version_info[0]}.{sys.version_info[1]}/site-packages"
 
 # Imported before any fork, so that each kernel finds them in memory. Importing them creates
 # no thread, zmq context or event loop.
@@ -141,6 +160,8 @@ class Zygote:
         self.ended = {}  # key -> "exit N" | "signal N"
         self.stop = False
         self.wake_r, self.wake_w = os.pipe()
+        # what a sweep never kills, as it is before any phase code ran
+        self.elders = elders() if kernel_uid is not None else set()
 
     # -- server ------------------------------------------------------------------------------
 
@@ -281,35 +302,28 @@ class Zygote:
             os.close(gate)
         return {"ok": True}
 
+    def own(self):
+        """The pids this zygote keeps at a sweep: itself, its elders (pid 1, its ancestors,
+        the container's command) and the dormant kernels it forked (still its identity)."""
+        dormant = {self.kernels[key] for key in self.gates if key in self.kernels}
+        return {os.getpid(), *self.elders, *dormant}
+
     def sweep(self):
-        """SIGKILL every process of the kernel uid; wait until none can run code; remove
-        what that uid left in /tmp, /dev/shm and /dev/mqueue. In this process (CAP_KILL; the
-        files as that uid through setfsuid): no fork of the zygote's large memory."""
+        """SIGKILL every process that is not this zygote's own, whatever its uid; wait until
+        none can run code; remove every SysV IPC object, and what the kernel uid left in
+        /tmp, /dev/shm and /dev/mqueue. In this process (CAP_KILL; the files as that uid
+        through setfsuid): no fork of the zygote's large memory. An error answer when a step
+        cannot finish."""
         if self.kernel_uid is None:
             return {"ok": True}
-        # Done when a listing finds none that can run code AND only pids an earlier listing
-        # saw (and this loop killed, or saw dead). A process forks only before it is killed,
-        # so a child it made after one listing was read shows up, new, in the next.
-        deadline = time.monotonic() + SWEEP_SECONDS
-        seen: set[int] = set()
-        while True:
-            found = processes_of(self.kernel_uid)
-            left = [pid for pid, live in found.items() if live]
-            if not left and found.keys() <= seen:
-                break
-            if time.monotonic() > deadline:
-                return {"ok": False, "error": f"{len(left)} process(es) of the phase survive"}
-            for pid in left:  # a pid can only be reused by a process of that uid meanwhile
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
-            seen.update(found)
+        try:
+            kill_all_but(self.own(), SWEEP_SECONDS, reap=self.reap)
             self.reap()
-            time.sleep(0.001)
-        self.reap()
-        with file_identity(self.kernel_uid, self.kernel_gid, back=self.host_uid):
-            scrub()
+            remove_ipc()
+            with file_identity(self.kernel_uid, self.kernel_gid, back=self.host_uid):
+                scrub(seconds=SCRUB_SECONDS)
+        except SweepFailed as exc:
+            return {"ok": False, "error": str(exc)}
         return {"ok": True}
 
     def drop_identity(self):
@@ -446,6 +460,7 @@ class Zygote:
                 os._exit(0)
             os.close(gate)
             self.drop_identity()
+            add_flow_packages()
             os.chdir(workspace)
             manager = getattr(app.shell, "history_manager", None)
             history = getattr(manager, "dir_hist", None)  # IPython's _dh: where it started
@@ -466,73 +481,15 @@ class Zygote:
                 os._exit(code)
 
 
-@contextlib.contextmanager
-def file_identity(uid, gid, back=None):
-    """File operations of this (single-threaded) process as ``uid``/``gid`` (setfsuid), then
-    as ``back`` (default: the effective uid) again."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.setfsgid(gid)
-    libc.setfsuid(uid)
-    try:
-        yield
-    finally:
-        libc.setfsuid(os.geteuid() if back is None else back)
-        libc.setfsgid(os.getegid())
+def add_flow_packages():
+    """Put the flow's own packages (a layer's ``FLOW_PREFIX``) on this kernel's path, their
+    ``.pth`` hooks run: only ever after the kernel took the kernel uid."""
+    if not os.path.isdir(FLOW_SITE):
+        return
+    import site
 
-
-def _fsuid():
-    libc = ctypes.CDLL(None, use_errno=True)
-    return libc.setfsuid(-1)  # (uid_t)-1 changes nothing and returns the current fsuid
-
-
-PF_EXITING = 0x4  # the task is in do_exit: it never runs user code or a syscall again
-
-
-def processes_of(uid):
-    """Every process of ``uid``: pid -> whether it can still run code (not a zombie, not
-    exiting)."""
-    found = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/status", "rb") as f:
-                status = f.read(4096).decode("ascii", "replace")
-            with open(f"/proc/{name}/stat", "rb") as f:
-                stat = f.read(4096).decode("ascii", "replace")
-        except OSError:
-            continue
-        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
-        uids = {int(u) for u in fields.get("Uid", "").split() if u.isdigit()}
-        rest = stat.rsplit(")", 1)[-1].split()
-        state = rest[0] if rest else "?"
-        flags = int(rest[6]) if len(rest) > 6 and rest[6].isdigit() else 0
-        if uid in uids:
-            found[int(name)] = state not in ("Z", "X") and not flags & PF_EXITING
-    return found
-
-
-def scrub():
-    """Remove what the file identity's uid left where a later phase could find it outside
-    the workspace."""
-    me = _fsuid()
-    for folder in SCRUB:
-        try:
-            entries = os.listdir(folder)
-        except OSError:
-            continue
-        for name in entries:
-            path = os.path.join(folder, name)
-            try:
-                st = os.lstat(path)
-                if st.st_uid != me:
-                    continue
-                if os.path.isdir(path) and not os.path.islink(path):
-                    shutil.rmtree(path, ignore_errors=True)
-                else:
-                    os.unlink(path)
-            except OSError:
-                pass
+    site.addsitedir(FLOW_SITE)
+    os.environ["PATH"] = f"{FLOW_PREFIX}/bin:" + os.environ.get("PATH", "")
 
 
 def private_file(data):

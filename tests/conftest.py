@@ -57,6 +57,26 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 
 @pytest.fixture
+def allow_local() -> Iterator[None]:
+    """The person's ``--allow-local``: for a test whose flow.yaml asks for the local or fake
+    backend (code on this host), as a person passes the flag on the command line."""
+    from praxis.flows import isolation
+
+    before = isolation.allow_local()
+    try:
+        yield
+    finally:
+        isolation.allow_local(before)
+
+
+@pytest.fixture
+def local_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``PRAXIS_SANDBOX=local`` in the person's environment: their ``--allow-local`` for every
+    ``praxis`` process a test starts (for tests whose flows all ask for local or fake)."""
+    monkeypatch.setenv("PRAXIS_SANDBOX", "local")
+
+
+@pytest.fixture
 def local_sandbox(tmp_path: Path) -> Iterator[Sandbox]:
     """An open local sandbox (kernels as subprocesses) on ``tmp_path/workspace``."""
     sandbox = open_sandbox({"backend": "local"}, workspace=tmp_path / "workspace", name="test")

@@ -100,7 +100,7 @@ phases:
 """
 
 
-def test_reject_reopens_a_phase_with_the_note(tmp_path: Path) -> None:
+def test_reject_reopens_a_phase_with_the_note(tmp_path: Path, allow_local: None) -> None:
     flow = tmp_path / "gated"
     flow.mkdir()
     (flow / "flow.yaml").write_text(GATED)

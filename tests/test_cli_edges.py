@@ -101,7 +101,7 @@ def _hostile_session(flow: Path, capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_phase_text_is_escaped_on_the_terminal(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], allow_local: None
 ) -> None:
     flow = write_flow(tmp_path / "f", HOSTILE_FLOW.format(sandbox="{backend: fake}"), HOSTILE_FILES)
     _hostile_session(flow, capsys)
@@ -121,7 +121,7 @@ def test_phase_text_is_escaped_on_the_terminal_in_docker(
 
 
 def test_a_missing_output_names_the_near_miss_and_header_only_names_may_be_empty(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], allow_local: None
 ) -> None:
     flow = one_script_flow(tmp_path / "f", "open('b_typo.csv', 'w').write('id\\n1\\n')\n", "b.csv")
     code, _, err = run_cli(capsys, "run", str(flow))

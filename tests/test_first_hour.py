@@ -100,7 +100,7 @@ def test_a_missing_module_on_docker_names_sandbox_packages_and_the_build(
 
 
 def test_a_failed_check_names_the_line_an_editor_shows(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], allow_local: None
 ) -> None:
     flow = write_flow(
         tmp_path / "f",

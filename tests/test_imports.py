@@ -71,7 +71,6 @@ NOT_NEEDED = {
         "praxis.flows.edits",  # only when a hand edit is recorded
         "praxis.flows.live",
         "praxis.flows.notebook_check",  # the flow has no notebook phase
-        "sandbox.tree",
         "praxis.flows.events",  # a log without decisions or edits adds nothing to the receipt
         "praxis.flows.decisions",
         "praxis.flows.checks",  # tables are checked only at a Gate

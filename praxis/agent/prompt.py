@@ -256,8 +256,12 @@ def limit(ctx: PhaseContext, key: str) -> int:
 
 
 def _read_text(ctx: PhaseContext, name: str, base: Path | None = None) -> str:
+    from praxis.flows import flow_files
+
     try:
-        path = confined(base, name) if base is not None else host_path(ctx, name)
+        if base is not None:  # a flow file: by descriptor, no link followed
+            return flow_files.text(base, name)
+        path = host_path(ctx, name)
     except SandboxError as exc:
         raise PhaseError(f"{ctx.phase.id}: {exc}; check flow.yaml") from exc
     return path.read_text(encoding="utf-8", errors="replace")

@@ -19,13 +19,14 @@ from typing import Any
 
 from praxis.agent.prompt import TABULAR, clip, profile
 from praxis.agent.tools import args_problem, describe, tool_schema
+from praxis.errors import Refused
 from praxis.flows import contract
 from praxis.flows.context import Approver
 from praxis.flows.model import DEFAULT_LIMITS
 from sandbox import SandboxError
 
 from .trial import Scratch, try_phases
-from .workfiles import FileRefused, WorkFiles, Write, path_problem
+from .workfiles import WorkFiles, Write, path_problem
 
 RESULT_CHARS = 4_000
 READ_CHARS = 4_000
@@ -123,7 +124,7 @@ class Authoring:
             else:
                 try:
                     result = handler(**args)
-                except FileRefused as exc:
+                except Refused as exc:  # a path the chat may not write, a local backend
                     result = ToolResult(f"refused: {exc}", "refused")
                 except (SandboxError, OSError) as exc:
                     result = ToolResult(f"error: {type(exc).__name__}: {exc}", "error")

@@ -71,6 +71,11 @@ KEY_HELP: dict[str, str] = {
         "notebook phases: {allow_errors: true} runs past a failing cell, as nbclient's "
         "allow_errors does, and records the error"
     ),
+    "reuse": (
+        "auto | never: 'never' always runs the phase, for code that reads the clock or "
+        "randomness (by default a script or notebook phase whose definition and pre-state "
+        "equal a done attempt of any run of the flow is restored, not run)"
+    ),
     "checks": (
         "what a declared table must satisfy after the phase and after every Gate edit: "
         "{name.csv: {columns: [...], unique: [...], not_null: [...], values: {col: [...]}, "
@@ -383,7 +388,7 @@ def resolve_chat_model(root: Path, env: Mapping[str, str] | None = None) -> Any:
         if doc.readable and isinstance(doc.data, dict) and isinstance(doc.data.get("model"), str):
             spec = doc.data["model"]
     try:
-        return resolve_model(spec, env=env)
+        return resolve_model(spec, env=env, flow_root=root)
     except ModelUnavailable as exc:
         if "no chat model" in str(exc):
             from praxis.agent.scripted import SCRIPT_ENV

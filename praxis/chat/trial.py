@@ -16,11 +16,12 @@ import os
 import shutil
 import tempfile
 from collections.abc import Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from praxis.errors import Refused
-from praxis.flows import contract, runner
+from praxis.flows import contract, isolation, runner
 from praxis.flows.context import Approver
 from praxis.flows.handle import RunHandle
 from praxis.flows.lock import Busy
@@ -76,14 +77,18 @@ def _try_copy(
         if phase_id is not None:
             trial = dataclasses.replace(trial, phases=trial.phases[: ids.index(phase_id) + 1])
         trial = with_sandbox(trial, sandbox)
-        return _run(trial, phase_id, approver)
+        chosen = sandbox is not None and "backend" in sandbox  # the caller's, not the flow's
+        return _run(trial, phase_id, approver, chosen)
 
 
-def _run(flow: Flow, target: str | None, approver: Approver | None) -> str:
+def _run(flow: Flow, target: str | None, approver: Approver | None, chosen: bool) -> str:
+    make = partial(runner.default_sandbox, chosen=True) if chosen else runner.default_sandbox
+    if not chosen:
+        isolation.confine(flow.sandbox)  # a flow switched to local: refused, no run made
     run = runner.begin(flow)
     passed: list[str] = []
     while True:
-        state = runner.advance(flow, run.id, approver=approver)
+        state = runner.advance(flow, run.id, approver=approver, make_sandbox=make)
         if state.waiting == "gate" and target is not None and state.gate != target:
             passed.append(str(state.gate))
             runner.approve(flow, run.id, expect_revision=state.revision)
@@ -187,9 +192,10 @@ class Scratch:
         flow, _ = contract.load(self.folder)
         config = dict(flow.sandbox if flow is not None else DEFAULT_SANDBOX)
         config.update(self.override)
-        env = os.environ.get("PRAXIS_SANDBOX")
-        if env and config.get("backend", "auto") == "auto":
-            config["backend"] = env
+        if "backend" in self.override:  # the caller's choice, not the flow's
+            config["backend"] = isolation.backend_of(config)
+        else:
+            config = isolation.confine(config)  # LocalRefused: flow.yaml may not grant it
         if config.get("backend", "auto") in ("auto", "docker"):
             config.setdefault("labels", {})["praxis.flow"] = str(self.folder.resolve())
         return config

@@ -11,8 +11,9 @@ checks:
 ``dtype`` is one of ``integer``, ``number``, ``bool``, ``date``, ``string``; an empty cell is
 left to ``not_null``. ``script`` is a flow file run with the table's name as ``sys.argv[1]``
 and the table in its working directory; it fails the check by raising (or exiting non-zero)
-with a message. After a phase it runs in a fresh kernel of the run's sandbox; at a Gate in a
-local Python process, in a temporary folder holding only a copy of the table.
+with a message. It never runs on the host: after a phase in a fresh kernel of the run's
+sandbox, at a Gate in a fresh kernel of a sandbox opened for the check, holding only a copy
+of the table (check_sandbox).
 ``same_columns`` (default true): at a Gate, an edited table keeps the header the phase wrote.
 
 flow.yaml's ``checks:`` are read and validated by ``check_spec``; this module evaluates them.
@@ -32,8 +33,6 @@ from datetime import date
 from functools import partial
 from pathlib import Path
 from typing import Any
-
-from sandbox.paths import confined
 
 from . import csvread
 from .check_spec import CHECK_KEYS, DTYPES, TABULAR, validate
@@ -311,41 +310,23 @@ def _is(kind: str, value: str) -> bool:
 # --- scripts ---------------------------------------------------------------------------------
 
 
-def script_locally(flow: Flow, name: str, script: str, data: bytes) -> list[Failure]:
-    """Run a ``script:`` check in a local Python process, in a temp folder holding ``name``."""
-    import shutil  # a process and a folder only for a script check: `praxis check` needs none
-    import subprocess
-    import sys
-    import tempfile
+def script_at_gate(flow: Flow, name: str, script: str, data: bytes) -> list[Failure]:
+    """Run a ``script:`` check on ``data`` in a sandbox opened for it (check_sandbox)."""
+    from .check_sandbox import run_at_gate
 
-    code = confined(flow.root, script)
-    with tempfile.TemporaryDirectory(prefix="praxis-check-") as tmp:
-        (Path(tmp) / Path(name).name).write_bytes(data)
-        shutil.copyfile(code, Path(tmp) / ".check.py")
-        try:
-            done = subprocess.run(
-                [sys.executable, "-I", ".check.py", Path(name).name],
-                cwd=tmp,
-                capture_output=True,
-                timeout=SCRIPT_TIMEOUT,
-                check=False,
-            )
-        except subprocess.TimeoutExpired:
-            return [Failure(name, "script", f"{script} took over {SCRIPT_TIMEOUT:.0f} s")]
-    if done.returncode == 0:
-        return []
-    lines = done.stderr.decode("utf-8", "replace").strip().splitlines() or ["(no message)"]
-    return [Failure(name, "script", f"{script}: {lines[-1][:500]}")]
+    why = run_at_gate(flow, name, script, data)
+    return [] if why is None else [Failure(name, "script", why)]
 
 
 def script_in_kernel(sandbox: Any, flow: Flow, name: str, script: str) -> list[Failure]:
     """Run a ``script:`` check in a fresh kernel of the run's sandbox (the table is in its
     working directory, as the phase left it)."""
-    text = confined(flow.root, script).read_text(encoding="utf-8", errors="replace")
-    setup = f"import sys\nsys.argv = [{script!r}, {name!r}]\n"
+    from .check_sandbox import prologue, script_text
+
+    text = script_text(flow, script)
     kernel = sandbox.kernel()
     try:
-        result = kernel.execute(setup + text, timeout=SCRIPT_TIMEOUT)
+        result = kernel.execute(prologue(script, name) + text, timeout=SCRIPT_TIMEOUT)
     finally:
         kernel.shutdown()
     if getattr(result, "status", "ok") == "ok":
@@ -380,7 +361,7 @@ def check_data(
     spec = phase.checks.get(name, {})
     failures = evaluate(name, spec, data, original=original)
     if not failures and "script" in spec:
-        failures += script_locally(flow, name, spec["script"], data)
+        failures += script_at_gate(flow, name, spec["script"], data)
     return failures
 
 
@@ -401,12 +382,12 @@ def gate_failures(run: Any, originals: dict[str, str], *, scripts: bool = True) 
         if sha and sha == sha256_of(path):
             continue  # as the phase wrote it: it passed its checks after the phase
         original = None
-        if sha and (run.paths.objects / sha).is_file():
-            original = run.paths.objects / sha
+        if sha and run.paths.object(sha).is_file():
+            original = run.paths.object(sha)
         spec = phase.checks.get(name, {})
         found = evaluate(name, spec, path, original=original)
         if not found and scripts and "script" in spec:
-            found = script_locally(run.flow, name, spec["script"], read(path))
+            found = script_at_gate(run.flow, name, spec["script"], read(path))
         failures += found
     return failures
 

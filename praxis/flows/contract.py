@@ -32,7 +32,9 @@ TOP_KEYS = ("flow", "description", "sandbox", "model", "database", "params", "ph
 PHASE_KEYS = (
     *("id", "kind", "script", "prompt", "scripts", "queries", "inputs", "outputs"),
     *("may_be_empty", "review", "limits", "timeout", "description", "checks", "notebook"),
+    "reuse",
 )
+REUSE = ("auto", "never")
 NOTEBOOK_KEYS = ("allow_errors",)
 INPUT_KEYS = ("working", "reference")
 AGENT_ONLY = ("prompt", "scripts", "queries", "limits")
@@ -132,14 +134,16 @@ def _definition(path: Path, report: Report) -> Path | None:
     definition = path / "flow.yaml" if path.is_dir() else path
     problem, shown = None, definition.name
     try:
-        st = definition.stat()
+        st = definition.lstat()  # flow.yaml is read without following a link (flow_files)
     except OSError as exc:
         problem, shown = (
             f"cannot be read ({exc.strerror}); give a flow folder or its flow.yaml",
             str(definition),
         )
     else:
-        if not stat.S_ISREG(st.st_mode):
+        if stat.S_ISLNK(st.st_mode):
+            problem = "is a symbolic link: a flow's files are read without following links"
+        elif not stat.S_ISREG(st.st_mode):
             problem = "is not a regular file"
         elif st.st_size > MAX_DEFINITION_BYTES:
             problem = f"is {mib(st.st_size)}, over the 1 MiB limit for a flow definition"
@@ -312,15 +316,25 @@ class _Builder(ValueReader):
         )
         description = self.string(raw.get("description", ""), f"{loc}.description")
         allow_errors = self.notebook_options(raw, loc, kind)
+        reuse = self.reuse(raw, loc, kind)
         if draft.id is not None and kind is not None:
             draft.phase = Phase(
                 id=draft.id, kind=kind, script=script, prompt=prompt, scripts=scripts,
                 queries=queries, working=working, reference=reference, outputs=outputs,
                 may_be_empty=may_be_empty, review=review or "none", limits=limits,
                 timeout=timeout, description=description or "", delegatable=delegatable,
-                checks=declared, allow_errors=allow_errors,
+                checks=declared, allow_errors=allow_errors, reuse=reuse,
             )  # fmt: skip
         return draft
+
+    def reuse(self, raw: dict[str, Any], loc: str, kind: str | None) -> str:
+        """``reuse: never``: the phase always runs (never restored from a done attempt)."""
+        if "reuse" not in raw:
+            return "auto"
+        if kind == "agent":
+            self.error(f"{loc}.reuse", "agent phases are never reused: remove 'reuse'")
+            return "auto"
+        return self.choice(raw["reuse"], f"{loc}.reuse", REUSE, "reuse") or "auto"
 
     def notebook_options(self, raw: dict[str, Any], loc: str, kind: str | None) -> bool:
         """``notebook: {allow_errors: true}``: a notebook phase runs past a failing cell."""

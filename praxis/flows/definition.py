@@ -12,6 +12,7 @@ import hashlib
 import json
 from typing import Any
 
+from .digest import sha256_of
 from .handle import RunHandle
 from .model import Flow, Phase
 
@@ -51,10 +52,11 @@ def digests_of(flow: Flow, phase: Phase, params: dict[str, Any]) -> dict[str, st
     files = {}
     for name in files_of(flow, phase):
         try:
-            files[name] = hashlib.sha256((flow.root / name).read_bytes()).hexdigest()
+            files[name] = sha256_of(flow.root / name)  # a link is not followed: "missing"
         except OSError:
             files[name] = "missing"
     entry = dataclasses.asdict(phase)
+    del entry["reuse"]  # whether it may be reused, not what it computes
     data = {"entry": entry, "files": files, "params": params}
     code = {"entry": entry, "files": files}
     return {"definition": _sha(data), "code": _sha(code)}

@@ -179,11 +179,14 @@ class WorkspaceRecorded(Event):
 @event
 @dataclass(frozen=True, kw_only=True)
 class PhaseReused(Event):
-    """A stale phase whose inputs and definition were unchanged: its last done attempt stands."""
+    """A phase whose inputs and definition were those of a done attempt: that attempt stands
+    (``source_run``, ``source_attempt``: the run's own last one, or another run's)."""
 
     kind: ClassVar[str] = "phase_reused"
     phase: str
     attempt: int
+    source_run: str = ""  # empty in events written before runs reused each other's work
+    source_attempt: int = 0
 
 
 @event

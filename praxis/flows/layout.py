@@ -2,6 +2,8 @@
 
 ```
 <flow>/run.lock                      the Flow's lock (fcntl): a moment to create, delete, list runs
+<flow>/.praxis/objects/<sha256>      the flow's content store, shared by its runs, read-only
+<flow>/.praxis/reuse/<key>/...       done attempts by reuse key (reuse.py)
 <flow>/runs/<run-id>/run.lock        the run's lock (fcntl): held while advancing, deciding it
                      run.json        RunState
                      events.jsonl    typed events
@@ -10,7 +12,8 @@
                      records/<phase>.ipynb
                      attempts/<phase>/<n>/{output,scratch,record.ipynb}
                      workspace/      the sandbox's workspace (bind-mounted)
-                     objects/<sha256>            content store, read-only
+                     refs            the objects of the store the run holds (store.py)
+                     objects/<sha256>            a run from before the flow's store: its own
                      snapshots/<phase>/<n>.json  the workspace before attempt n (.post.json: after)
                      cancel          present when a cancel was requested during a phase
                      .collecting/    a collected file on its way into output/ or scratch/
@@ -80,6 +83,11 @@ def _epoch(stamp: str) -> float:
 
 def runs_dir(flow_root: Path) -> Path:
     return flow_root / "runs"
+
+
+def store_dir(flow_root: Path) -> Path:
+    """``<flow>/.praxis``: the flow's content store and its reuse index."""
+    return flow_root / ".praxis"
 
 
 def lock_path(flow_root: Path) -> Path:
@@ -198,8 +206,25 @@ class RunPaths:
         return self.root / "workspace"
 
     @property
+    def flow_root(self) -> Path:
+        return self.root.parent.parent
+
+    @property
     def objects(self) -> Path:
+        """The flow's content store (shared by its runs)."""
+        return store_dir(self.flow_root) / "objects"
+
+    @property
+    def legacy_objects(self) -> Path:
+        """The run's own store, in a run made before the flow had one (until migrated)."""
         return self.root / "objects"
+
+    def object(self, sha: str) -> Path:
+        """Where object ``sha`` is: in the flow's store, or in the run's own older one."""
+        path = self.objects / sha
+        if path.is_file() or not self.legacy_objects.is_dir():
+            return path
+        return self.legacy_objects / sha
 
     @property
     def snapshots(self) -> Path:

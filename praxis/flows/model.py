@@ -31,6 +31,7 @@ class Phase:
     delegatable: bool = False  # an agent may decide its Gate in managed mode
     checks: dict[str, dict[str, Any]] = field(default_factory=dict)  # output -> checks
     allow_errors: bool = False  # notebook: run past a failing cell (nbclient's allow_errors)
+    reuse: str = "auto"  # auto | never: "never" for code that reads the clock or randomness
 
     @property
     def gated(self) -> bool:

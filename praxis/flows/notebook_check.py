@@ -37,6 +37,23 @@ def read(path: Path) -> NotebookNode:
             raw = fh.read(MAX_BYTES + 1)
     except OSError as exc:
         raise NotebookProblem(f"cannot be read ({exc.strerror or exc})") from exc
+    return _parse(raw)
+
+
+def read_flow(root: Path, name: str) -> NotebookNode:
+    """Notebook ``name`` of the flow folder ``root``, read by descriptor (no link followed)."""
+    from . import flow_files
+
+    try:
+        raw = flow_files.read(root, name, MAX_BYTES)
+    except flow_files.PathRefused as exc:
+        raise NotebookProblem(exc.reason) from exc
+    except OSError as exc:
+        raise NotebookProblem(f"cannot be read ({exc.strerror or exc})") from exc
+    return _parse(raw)
+
+
+def _parse(raw: bytes) -> NotebookNode:
     if len(raw) > MAX_BYTES:
         raise NotebookProblem("is over the 50 MiB limit")
     try:

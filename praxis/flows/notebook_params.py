@@ -52,7 +52,7 @@ class NotebookParameters:
 
 def of_phase(flow: Flow, phase: Phase) -> NotebookParameters:
     """The parameters of a notebook phase; NotebookProblem when the file cannot be run."""
-    nb = notebook_check.read(flow.root / str(phase.script))
+    nb = notebook_check.read_flow(flow.root, str(phase.script))
     number = 0
     for cell in nb.cells:
         if cell.cell_type != "code":
@@ -150,7 +150,7 @@ def _named_in(flow: Flow, phase: Phase) -> set[str]:
     """Names and string literals of a script or notebook phase's code (empty if unreadable)."""
     try:
         if phase.kind == "notebook":
-            nb = notebook_check.read(flow.root / str(phase.script))
+            nb = notebook_check.read_flow(flow.root, str(phase.script))
             sources = [_text(c.source) for c in nb.cells if c.cell_type == "code"]
         else:
             sources = [_read_script(flow, str(phase.script))]
@@ -163,10 +163,9 @@ def _named_in(flow: Flow, phase: Phase) -> set[str]:
 
 
 def _read_script(flow: Flow, name: str) -> str:
-    from sandbox.paths import confined
+    from . import flow_files
 
-    with confined(flow.root, name).open("rb") as fh:
-        return fh.read(notebook_check.MAX_BYTES).decode("utf-8", "replace")
+    return flow_files.read(flow.root, name, notebook_check.MAX_BYTES).decode("utf-8", "replace")
 
 
 def _text(source: Any) -> str:

@@ -10,7 +10,6 @@ import logging
 import os
 import shutil
 import threading
-from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,6 +18,7 @@ from sandbox import Kernel, Sandbox
 from sandbox.paths import confined
 
 from . import checks, collect, definition, live, snapshot
+from . import reuse as other_runs
 from .context import Approver, OnMessage, PhaseContext, PhaseError
 from .events import (
     FilesCollected,
@@ -36,6 +36,7 @@ from .hints import with_hint
 from .model import Phase
 from .record import Record
 from .state import STOPPED
+from .store import RunStore
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -57,8 +58,8 @@ def run_phase(
 ) -> bool:
     """Run ``phase``; True when it is done (or reused), False when it failed (and is recorded
     so). ``workspace`` is what the sandbox's workspace holds (kept across phases)."""
-    ws = workspace or snapshot.Workspace(sandbox, snapshot.Store(run.paths.objects))
-    if reuse and reusable(run, phase) and try_reuse(run, phase, sandbox, ws):
+    ws = workspace or snapshot.Workspace(sandbox, RunStore(run.paths))
+    if reuse and reused(run, phase, sandbox, ws):
         return True
     previous = run.state.phase(phase.id).attempt
     record = Record()
@@ -84,21 +85,29 @@ def run_phase(
         run.emit(FilesCollected(phase=phase.id, outputs=sorted(outputs), scratch=scratch))
         collect.check_outputs(run.paths, phase)
         checks.after_phase(run, phase, sandbox)  # flow.yaml checks: of the declared tables
+        sandbox.quiesce()  # a check's kernel too: nothing runs once the phase is done
         ws.save(run.paths.snapshot(phase.id, attempt, "post"), post)
         finish(run, phase, started, record, outputs, digests)
+        if isinstance(ws.store, RunStore):
+            other_runs.remember(run, phase, ws.store, pre, post, outputs)
         return True
     except Exception as exc:  # any error of the phase's, of its files or of the sandbox
         cancelled = run.paths.cancel_request.exists()  # the interrupt came from `praxis cancel`
         error = STOPPED if cancelled else _message(exc, sandbox)
+        if handout is not None:
+            handout.close()
+        error = _stopped(sandbox, error)
         fail(run, phase, started, record, error, digests)
         return False
     except BaseException:
         fail(run, phase, started, record, STOPPED)
+        if handout is not None:
+            handout.close()
+        sandbox.quiesce()  # a sweep that fails now is raised, chained to the interrupt
         raise
     finally:
         if handout is not None:
             handout.close()
-        _quiet(sandbox.quiesce)
         shutil.rmtree(run.paths.staging, ignore_errors=True)
 
 
@@ -112,11 +121,15 @@ def _scratch(pre: snapshot.Manifest, post: snapshot.Manifest, outputs: dict[str,
     )
 
 
-def _quiet(call: Callable[[], None]) -> None:
+def _stopped(sandbox: Sandbox, error: str) -> str:
+    """``error``, the failure of a phase, once nothing of the phase runs: a sweep that cannot
+    stop its processes (or remove what they left) is never swallowed, it joins the error."""
     try:
-        call()
-    except Exception:
-        log.warning("could not stop the sandbox's processes", exc_info=True)
+        sandbox.quiesce()
+    except Exception as exc:
+        swept = _message(exc, sandbox)
+        return error if swept in error else f"{error}; and {swept}"
+    return error
 
 
 def base_state(
@@ -224,6 +237,19 @@ def _recorded(
     )
 
 
+def reused(run: RunHandle, phase: Phase, sandbox: Sandbox, ws: snapshot.Workspace) -> bool:
+    """Whether the phase is restored from a done attempt rather than run: its own last one
+    (early cutoff), else one of any run of the flow with the same reuse key."""
+    if not other_runs.applies(phase):
+        return False
+    if reusable(run, phase) and try_reuse(run, phase, sandbox, ws):
+        return True
+    store = ws.store
+    if not isinstance(store, RunStore) or not other_runs.from_other_runs(run, phase):
+        return False
+    return other_runs.try_other_runs(run, phase, sandbox, ws, store)
+
+
 def reusable(run: RunHandle, phase: Phase) -> bool:
     p = run.state.phase(phase.id)
     return p.status == "stale" and phase.kind != "agent" and bool(p.digests)
@@ -261,7 +287,10 @@ def gather(run: RunHandle, phase: Phase, ws: snapshot.Workspace) -> None:
     workspace holds it already (an earlier phase's output where that phase left it)."""
     t0 = run.clock()
     for name in phase.working:
-        sha, size = ws.store.add_file(source_of(run, name))
+        if run.flow.producer(name) is None:  # a flow file: by descriptor, no link followed
+            sha, size = ws.store.add_flow_file(run.flow.root, name)
+        else:
+            sha, size = ws.store.add_file(source_of(run, name))
         if not ws.holds(name, sha):
             ws.place(name, sha, size)
     run.emit(InputsUploaded(phase=phase.id, files=list(phase.working), seconds=run.clock() - t0))

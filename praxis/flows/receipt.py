@@ -22,6 +22,7 @@ def receipt(state: Any, events: list[Event], changed: list[str]) -> dict[str, An
             "status": p.status,
             "attempts": p.attempt,
             "reused": p.reused,
+            "reused_from": p.reused_from,
             "seconds": None if p.seconds is None else round(p.seconds, 3),
             "outputs": [{"name": n, "sha256": h} for n, h in sorted(p.hashes.items())],
             "error": p.error,

@@ -102,12 +102,13 @@ def record_edit(run: RunHandle, name: str, old: str, *, by: str, actor: str) -> 
     """Store the new version, write its diff beside the attempt, move the revision, emit."""
     from sandbox.errors import PathRefused
 
-    from . import edits, snapshot
+    from . import edits
     from .events import ArtifactEdited
+    from .store import RunStore
 
     gate = str(run.state.gate)
     attempt = run.state.phase(gate).attempt
-    store = snapshot.Store(run.paths.objects)
+    store = RunStore(run.paths)
     try:
         new, _ = store.add_file(run.paths.out(name))
     except (OSError, PathRefused):
@@ -165,7 +166,7 @@ def _linked(run: RunHandle, name: str, recorded: str, ended: float | None) -> bo
     that file was not written since the phase ended: unchanged, without reading it."""
     try:
         out = os.stat(run.paths.out(name), follow_symlinks=False)
-        obj = os.stat(run.paths.objects / recorded, follow_symlinks=False)
+        obj = os.stat(run.paths.object(recorded), follow_symlinks=False)
     except (OSError, ValueError):
         return False
     same = (out.st_dev, out.st_ino) == (obj.st_dev, obj.st_ino) and stat.S_ISREG(out.st_mode)

@@ -23,7 +23,7 @@ from sandbox import Sandbox, open_sandbox
 
 from ..errors import EXIT, Refused
 from . import acks as acks_of
-from . import checks, collect, contract, decisions, definition, reconcile, snapshot
+from . import checks, collect, contract, decisions, definition, isolation, reconcile, snapshot
 from .atomic import write_atomic
 from .context import Approver, OnMessage
 from .decisions import DecisionRefused, ManagedMode, OutputAccepted
@@ -54,7 +54,11 @@ from .lock import ADVANCING, PATIENCE, Busy, Lock
 from .model import Flow
 from .opening import Opening
 from .params import resolve as resolve_params
+from .reuse import ahead as reuse_ahead
+from .reuse import index_dir as reuse_index
+from .reuse import prune as prune_reuse
 from .state import IllegalTransition, RunState
+from .store import RunStore, Swept, migrate, sweep
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -131,6 +135,8 @@ def run(
     flow = load_flow(flow_ref)
     if managed:
         _person_only(actor, "put a run in managed mode")
+    if options.get("make_sandbox", default_sandbox) is default_sandbox:
+        isolation.confine(flow.sandbox)  # refused before a run is made
     locks: list[Lock] = []
 
     def take(staging: RunPaths) -> None:
@@ -142,28 +148,43 @@ def run(
         with flow_lock(flow, "creating"):
             handle = _begin(flow, params, clock, staged=take)
         make_sandbox = options.pop("make_sandbox", default_sandbox)
-        opening = Opening(partial(make_sandbox, flow, handle))  # starts while we go on
+        opening = None  # settled work is restored before a sandbox is asked for, if any
+        if not (options.get("reuse", True) and reuse_index(flow.root).is_dir()):
+            opening = Opening(partial(make_sandbox, flow, handle))  # starts while we go on
         try:
             if managed:
                 _set_managed(handle, True, "person")
             if on_begun is not None:
                 on_begun(handle)
         except BaseException:
-            opening.abandon()
+            if opening is not None:
+                opening.abandon()
             raise
-        return _advance(flow, handle.id, clock=clock, opening=opening, lock=locks[0], **options)
+        return _advance(
+            flow,
+            handle.id,
+            clock=clock,
+            opening=opening,
+            lock=locks[0],
+            make_sandbox=make_sandbox,
+            **options,
+        )
     finally:
         for lock in locks:
             lock.release()
 
 
-def default_sandbox(flow: Flow, run: RunHandle) -> Sandbox:
+def default_sandbox(flow: Flow, run: RunHandle, *, chosen: bool = False) -> Sandbox:
+    """The sandbox flow.yaml's ``sandbox:`` names, as the person allowed it (isolation.py);
+    ``chosen``: the caller, not the flow, named the backend (``praxis.advance(sandbox=)``)."""
     config = {k: v for k, v in flow.sandbox.items() if k != "timeout"}
-    override = os.environ.get("PRAXIS_SANDBOX")
-    if override and config.get("backend", "auto") == "auto":
-        config["backend"] = override
+    if chosen:
+        config["backend"] = isolation.backend_of(config)
+    else:
+        config = isolation.confine(config)
     if config.get("backend", "auto") in ("auto", "docker"):
-        config.setdefault("labels", {})["praxis.flow"] = str(flow.root.resolve())
+        # a new dict: the flow's own settings stay as flow.yaml gave them (reuse keys read them)
+        config["labels"] = {**config.get("labels", {}), "praxis.flow": str(flow.root.resolve())}
     from .. import packages
 
     config = packages.sandbox_config(flow, config)  # the image that holds the flow's packages
@@ -211,20 +232,31 @@ def _advance(
     lock: Lock | None = None,
 ) -> RunState:
     try:
+        if make_sandbox is default_sandbox:
+            isolation.confine(flow.sandbox)  # refused before anything of the run changes
         run = RunHandle.open(flow, run_id, clock)
         if on_event is not None:
             run.listeners.append(on_event)
         recover(run)
+        migrate(run.paths)  # a run from before the flow's store: its objects move there
         reconcile.reconcile(run)
         if not _runnable(run.state):
             if opening is not None:
                 opening.abandon()
             return run.state
-        opening = opening or Opening(partial(make_sandbox, flow, run))
         check_definition(run)
         blocked = reconcile.refuse_changed(run)
         if blocked:
             raise Refused(f"run {run.id}: {blocked}", revision=run.state.revision)
+        store = RunStore(run.paths)
+        if reuse and opening is None and reuse_ahead(run, store):
+            if run.paths.cancel_request.exists():
+                _do_cancel(run)
+                return run.state
+            if run.state.next_phase is None:
+                run.change("end")  # every phase left was settled work: no sandbox needed
+                return run.state
+        opening = opening or Opening(partial(make_sandbox, flow, run))
     except BaseException:
         if opening is not None:
             opening.abandon()
@@ -233,7 +265,7 @@ def _advance(
         box = opening.box()  # SandboxUnavailable leaves run.json as it was: nothing ran
         try:
             _note_sandbox(run, box)
-            ws = snapshot.Workspace(box, snapshot.Store(run.paths.objects), known=_known(run))
+            ws = snapshot.Workspace(box, store, known=_known(run))
             _loop(run, box, ws, approver, on_message, model, reuse)
         finally:
             if lock is not None:
@@ -352,6 +384,7 @@ def _opened(
     flow = load_flow(flow_ref)
     with held(flow, run_id, "changing") as lock:
         run = RunHandle.open(flow, lock.run, clock)
+        migrate(run.paths)
         reconcile.reconcile(run)
         if bound is not None and expect_revision is None and bound[1] is None:
             _unbound(run, bound[0])
@@ -485,7 +518,7 @@ def accept(
         c = found[0]
         if not c.now:
             raise Refused(f"run {run.id}: output {name} is missing: re-run {c.phase}")
-        sha, _ = snapshot.Store(run.paths.objects).add_file(run.paths.out(name))
+        sha, _ = RunStore(run.paths).add_file(run.paths.out(name))
         _change(run, "accept", phase=c.phase, name=name, sha256=sha)
         run.emit(
             OutputAccepted(
@@ -640,8 +673,8 @@ def rerun(
 def delete_runs(flow: Flow, ids: list[str], *, keep: int | None = None) -> list[str]:
     """Delete runs ``ids`` (and, with ``keep``, all but the newest ``keep``), under the
     Flow's lock and each run's: a run being advanced is never deleted (Busy, and none is).
-    Each leaves the listing at once; its files are removed after the locks are let go.
-    The ids deleted."""
+    Each leaves the listing at once; its files are removed after the locks are let go, then
+    the objects of the flow's store that no run holds any more. The ids deleted."""
     locks: list[Lock] = []
     try:
         with flow_lock(flow, "deleting"):
@@ -664,7 +697,20 @@ def delete_runs(flow: Flow, ids: list[str], *, keep: int | None = None) -> list[
             lock.release()
     for folder in dict.fromkeys(gone):
         shutil.rmtree(folder, ignore_errors=True)
+    gc(flow)  # the objects only they held
     return doomed
+
+
+def gc(flow_ref: Flow | str | Path) -> Swept:
+    """Remove from the flow's store every object no run holds, and what a creator or deleter
+    that died left in ``runs/``; safe while other runs of the flow advance (store.py)."""
+    flow = load_flow(flow_ref)
+    with flow_lock(flow, "deleting"):
+        gone = leftovers(flow.root)  # under the Flow's lock: their makers are gone
+        for folder in gone:
+            shutil.rmtree(folder, ignore_errors=True)
+        prune_reuse(flow.root, list_by_creation(flow.root))
+    return sweep(flow.root)
 
 
 def cancel(

@@ -8,6 +8,9 @@ limit is checked while reading, so a file that grows after a stat is still bound
 
 from __future__ import annotations
 
+import errno
+import os
+import stat
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,7 +42,10 @@ class Document:
 def read(path: Path, *, max_bytes: int) -> Document:
     """The document in ``path``; problems are collected, never raised (OSError aside)."""
     doc = Document()
-    with open(path, "rb") as f:
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as f:  # never through a link
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise IsADirectoryError(errno.EISDIR, "not a regular file", str(path))
         raw = f.read(max_bytes + 1)
     if len(raw) > max_bytes:
         doc.problems.append(TextProblem(f"is over the limit of {max_bytes} bytes"))

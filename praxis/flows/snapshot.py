@@ -145,21 +145,33 @@ class Store:
         the store has already is read once, not copied."""
         fd = os.open(src, READ_FLAGS)
         try:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode):
-                raise PathRefused(str(src), "is not a regular file")
-            key = (str(src), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-            sha = self._seen.get(key)
-            if sha is None:
-                sha = _hash_fd(fd)
-            if not self.has(sha):
-                os.lseek(fd, 0, os.SEEK_SET)
-                tmp = self._incoming()
-                sha = self._keep(tmp, copy_fd_to(fd, tmp))
-            self._seen[key] = sha
-            return sha, st.st_size
+            return self.add_fd(fd, str(src))
         finally:
             os.close(fd)
+
+    def add_flow_file(self, root: Path, name: str) -> tuple[str, int]:
+        """Take a copy of flow file ``name``, opened by descriptor inside ``root`` with no
+        link followed (flow_files); (sha256, size)."""
+        from . import flow_files
+
+        with flow_files.open_fd(root, name) as fd:
+            return self.add_fd(fd, str(root / name))
+
+    def add_fd(self, fd: int, src: str) -> tuple[str, int]:
+        """Take a copy of the regular file open at ``fd`` (known as ``src``); (sha256, size)."""
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise PathRefused(src, "is not a regular file")
+        key = (src, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        sha = self._seen.get(key)
+        if sha is None:
+            sha = _hash_fd(fd)
+        if not self.has(sha):
+            os.lseek(fd, 0, os.SEEK_SET)
+            tmp = self._incoming()
+            sha = self._keep(tmp, copy_fd_to(fd, tmp))
+        self._seen[key] = sha
+        return sha, st.st_size
 
     def remember(self, path: Path, sha: str) -> None:
         """Host file ``path`` (a copy or a link of object ``sha``, filed by the host) holds

@@ -27,7 +27,7 @@ RunStatus = Literal["paused", "running", "done", "failed", "cancelled"]
 PhaseStatus = Literal["pending", "running", "done", "failed", "stale"]
 Event = Literal[
     "start",  # a phase begins an attempt
-    "reuse",  # a stale phase's last attempt stands: nothing it reads changed
+    "reuse",  # a phase's done attempt stands (its own, or another run's): nothing it reads changed
     "finish",  # the phase's attempt ended well
     "fail",  # the phase's attempt ended in an error
     "recover",  # a phase left running by a process that died
@@ -107,6 +107,7 @@ RUN_MOVES: dict[RunStatus, dict[Event, RunStatus]] = {
 PHASE_MOVES: dict[PhaseStatus, dict[Event | KnockOn, PhaseStatus]] = {
     "pending": {
         "start": "running",
+        "reuse": "done",  # a done attempt of another run had the same definition and pre-state
         "reset": "pending",
     },
     "stale": {
@@ -171,6 +172,8 @@ class PhaseState:
     pid: int | None = None
     digests: dict[str, str] = field(default_factory=dict)  # "pre", "definition" of the attempt
     reused: bool = False  # the last done attempt stands for a re-run that changed nothing
+    reused_from: str | None = None  # "<run>/<attempt>": the done attempt it was restored from
+    no_reuse: bool = False  # `rerun --no-reuse`: the phase runs, whatever another run did
     backend: str | None = None  # where the attempt ran
     isolated: bool | None = None
     # The last failed attempt's error and digests (pre, definition); how many attempts in a
@@ -385,7 +388,7 @@ def _start(
     p = s.phase(str(phase))
     p.attempt += 1
     p.started, p.ended, p.error, p.waiting, p.pid = now, None, None, None, pid
-    p.hashes, p.digests, p.reused = {}, {}, False
+    p.hashes, p.digests, p.reused, p.reused_from, p.no_reuse = {}, {}, False, None, False
     if backend is not None:
         p.backend, p.isolated = backend, isolated
         ran = [q for q in s.phases if q.backend is not None]
@@ -395,9 +398,26 @@ def _start(
     s.error = None
 
 
-def _reuse(s: RunState, phase: str | None, now: float) -> None:
+def _reuse(
+    s: RunState,
+    phase: str | None,
+    now: float,
+    source: str | None = None,
+    hashes: dict[str, str] | None = None,
+    digests: dict[str, str] | None = None,
+) -> None:
+    """The phase's last done attempt stands; with ``source`` ("<run>/<attempt>"), a new
+    attempt holds what that done attempt of another run recorded (later done phases stale)."""
     p = s.phase(str(phase))
     p.reused, p.note = True, None
+    if source is not None:
+        p.attempt += 1
+        p.started, p.ended, p.error, p.waiting, p.pid = now, now, None, None, None
+        p.hashes, p.digests, p.reused_from = dict(hashes or {}), dict(digests or {}), source
+        p.failure, p.repeats, p.retries = {}, 0, 0
+        for later in s.phases[s.index(p.id) + 1 :]:
+            if later.status == "done":
+                _knock_on(later, "stale")
     s.cursor = s.index(p.id) + 1
     s.error = None
 
@@ -482,6 +502,7 @@ def _rerun(
     _knock_on(target, "reset")
     target.note, target.error, target.waiting, target.pid = note, None, None, None
     for later in s.phases[index + 1 :]:
+        later.no_reuse = later.no_reuse or not reuse
         if later.status == "done":
             _knock_on(later, "stale" if reuse else "reset")
         elif later.status == "stale" and not reuse:

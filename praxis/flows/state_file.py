@@ -35,7 +35,13 @@ def save(state: RunState, path: Path) -> None:
 
 
 # Fields of a phase added within schema 1, and their empty value: written only when not empty.
-LATER: dict[str, object] = {"failure": {}, "repeats": 0, "retries": 0}
+LATER: dict[str, object] = {
+    "failure": {},
+    "repeats": 0,
+    "retries": 0,
+    "reused_from": None,
+    "no_reuse": False,
+}
 
 
 def load(path: Path) -> RunState:
@@ -102,6 +108,8 @@ _PHASE_TYPES: dict[str, tuple[type, ...]] = {
     "pid": (int, type(None)),
     "digests": (dict,),
     "reused": (bool,),
+    "reused_from": (str, type(None)),
+    "no_reuse": (bool,),
     "backend": (str, type(None)),
     "isolated": (bool, type(None)),
     "failure": (dict,),

@@ -131,6 +131,7 @@ def _phase_row(p: Any, state: RunState) -> dict[str, Any]:
         "error": p.error,
         "outputs": sorted(p.hashes),
         "reused": p.reused,
+        "reused_from": p.reused_from,
         "backend": p.backend,
     }
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import datetime
 import math
 import re
-import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -104,23 +103,29 @@ class ValueReader:
         return [(at, n) for at, item in located if (n := self.name(item, at)) is not None]
 
     def flow_file(self, name: str, loc: str) -> None:
-        """A file below root: it must exist, stay inside, be a regular file and not be huge."""
+        """A file below root: it must exist, be reached without a link (flow_files), be a
+        regular file and not be huge."""
+        from . import flow_files
+
         path = self.root / name
         try:
             if not path.resolve().is_relative_to(self.root):
                 self.error(loc, f"{show(name)} leads outside the flow folder")
                 return
-            st = path.stat()
-        except FileNotFoundError:
-            self.error(loc, f"{show(name)} does not exist in the flow folder")
+            size = flow_files.size(self.root, name)
+        except flow_files.PathRefused as exc:
+            if exc.reason == "does not exist":
+                self.error(loc, f"{show(name)} does not exist in the flow folder")
+            elif exc.reason == "is not a regular file":
+                self.error(loc, f"{show(name)} is not a regular file")
+            else:
+                self.error(loc, f"{show(name)} {exc.reason}: a flow file is read without links")
             return
         except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop
             self.error(loc, f"{show(name)} cannot be read ({getattr(exc, 'strerror', exc)})")
             return
-        if not stat.S_ISREG(st.st_mode):
-            self.error(loc, f"{show(name)} is not a regular file")
-        elif st.st_size > MAX_FILE_BYTES:
-            self.error(loc, f"{show(name)} is {mib(st.st_size)}, over the 50 MiB limit")
+        if size > MAX_FILE_BYTES:
+            self.error(loc, f"{show(name)} is {mib(size)}, over the 50 MiB limit")
 
 
 def show(value: Any, limit: int = 60) -> str:

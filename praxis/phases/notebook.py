@@ -106,7 +106,7 @@ def run(ctx: PhaseContext) -> None:
 
 def read_notebook(ctx: PhaseContext) -> NotebookNode:
     try:
-        return notebook_check.read(ctx.flow.root / str(ctx.phase.script))
+        return notebook_check.read_flow(ctx.flow.root, str(ctx.phase.script))
     except notebook_check.NotebookProblem as exc:
         raise PhaseError(f"{ctx.phase.script}: {exc}") from exc
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from praxis.flows import flow_files
 from praxis.flows.context import PhaseContext, PhaseError
 from praxis.flows.events import CodeRan
 
@@ -16,7 +17,10 @@ from .notebook import clean_exit, error_text
 
 def run(ctx: PhaseContext) -> None:
     assert ctx.phase.script is not None
-    source = (ctx.flow.root / ctx.phase.script).read_text(encoding="utf-8")
+    try:
+        source = flow_files.text(ctx.flow.root, ctx.phase.script)  # by descriptor, no link
+    except flow_files.PathRefused as exc:
+        raise PhaseError(f"{ctx.phase.id}: script {exc}; check flow.yaml") from exc
     ctx.on_message(f"running {ctx.phase.script}")
     cell = ctx.record.code(source, source_file=ctx.phase.script)  # recorded even if it hangs
     result = ctx.kernel.execute(source, timeout=ctx.timeout, on_output=ctx.live)

@@ -9,8 +9,10 @@ a change when the run has moved on, and the page says so in plain words.
 from __future__ import annotations
 
 import secrets
+import signal
 import socket
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -470,8 +472,29 @@ def serve(
         file=sys.stderr,
     )
     print(f"praxis: open http://{host}:{port}/?token={guard.token}", file=sys.stderr, flush=True)
+    # uvicorn stops on SIGTERM as on Ctrl-C, then sends the signal again to the handler it
+    # found: this one, so that the warm sandboxes (containers, workspace mounts) are closed
+    # below instead of the process ending at once
+    main = threading.current_thread() is threading.main_thread()  # signals: only there
+    previous = signal.signal(signal.SIGTERM, _terminated) if main else None
     try:
         uvicorn.run(app, host=host, port=port, log_level="warning")
+    except Terminated:
+        pass
     finally:
-        advancer.close()
+        if main:  # a second SIGTERM cannot cut the close short
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        try:
+            advancer.close()
+        finally:
+            if main:
+                signal.signal(signal.SIGTERM, previous)
     return 0
+
+
+class Terminated(Exception):
+    """Raised in ``serve`` on SIGTERM, once the server stopped: its sandboxes close next."""
+
+
+def _terminated(signum: int, frame: object) -> None:
+    raise Terminated()

@@ -1,7 +1,7 @@
 """What changed in a run's outputs: the reviewer's edits, and each re-run against the last.
 
 The phase's version of a file is the one it wrote, found by the sha256 its ``phase_done``
-event recorded: in the run's content store ``objects/<sha256>``, or, for a run without
+event recorded: in the flow's content store ``.praxis/objects/<sha256>``, or, for a run without
 one, in the copy this server keeps before the first edit at a Gate
 (``runs/<run>/edits/<phase>/<attempt>/<name>``, read-only). Tables are compared cell by cell (rows
 changed, added, removed), other text as a unified diff. Both are bounded: a diff of files
@@ -100,7 +100,7 @@ def keep_original(run: RunHandle, name: str) -> None:
     if dest.exists() or not src.is_file() or src.is_symlink():
         return
     recorded = phase_hash(run, gate, attempt, name)
-    if recorded and (run.root / "objects" / recorded).is_file():
+    if recorded and run.paths.object(recorded).is_file():
         return  # the run's content store keeps the phase's version already
     if sha256_of(src) != recorded:
         return  # already changed (by hand, or through another tool): not the phase's version
@@ -128,7 +128,7 @@ def phase_version(run: RunHandle, phase: str, attempt: int, name: str) -> Path |
         return kept
     digest = phase_hash(run, phase, attempt, name)
     if digest:
-        stored = run.root / "objects" / digest
+        stored = run.paths.object(digest)
         if stored.is_file() and not stored.is_symlink():
             return stored
     return None

@@ -21,6 +21,8 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from sandbox import close_thread_loop
+
 from . import catalog
 
 if TYPE_CHECKING:
@@ -175,6 +177,7 @@ class ChatPanel:
             return chat.session, f"The model stopped: {exc}. The conversation so far is kept."
         finally:
             chat.close()
+            close_thread_loop()  # try_phase's kernels left their client's loop on this thread
         return chat.session, None
 
     async def _form(self, request: Request) -> tuple[Any, str, str, Path | None, Response | None]:

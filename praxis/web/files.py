@@ -1,6 +1,8 @@
 """Serving a file of a run folder with a content type that cannot run in the reviewer's page.
 
-The path is confined to the run folder (no ``..``, no symlinks, regular files only). Images
+Only record files are served: the path is confined to the record folders of the run folder
+(``RECORD``: never the workspace, its disk image, the content store or the snapshots; no
+``..``, no symlinks, regular files only). Images
 (SVG included: the page shows it only through ``<img>``, where it runs no script) are served
 as images; every text-like file, HTML included, as ``text/plain`` so it is shown,
 never executed; anything else as a download. Each response also carries a CSP ``sandbox``.
@@ -40,18 +42,31 @@ TEXT = {
     ".htm",
     ".xml",
 }
+# The folders of a run a reviewer reads (views.run_files lists the same); the live workspace,
+# its disk image (workspace.img) and the rest of the run folder are not served.
+RECORD = ("output", "scratch", "records", "attempts", "edits")
 HEADERS = {
     "Content-Security-Policy": "sandbox; default-src 'none'",
     "X-Content-Type-Options": "nosniff",
 }
 
 
+def record_file(run_root: Path, name: str) -> Path:
+    """The record file ``name`` of the run folder ``run_root``; PathRefused for a path
+    outside ``RECORD`` (the workspace, ``workspace.img``) or outside the run folder."""
+    top = name.replace("\\", "/").split("/", 1)[0]
+    if top not in RECORD or "/" not in name:
+        raise PathRefused(name, f"is not a record file (served: {', '.join(RECORD)})")
+    return confined(run_root, name)
+
+
 def file_response(run_root: Path, name: str) -> Response:
     try:
-        path = confined(run_root, name)
+        path = record_file(run_root, name)
     except PathRefused as exc:
         return PlainTextResponse(
-            f"praxis: refused: {name!r} {exc.reason}; only files of the run folder are served\n",
+            f"praxis: refused: {name!r} {exc.reason}; only record files of the run folder "
+            "are served\n",
             status_code=403 if "does not exist" not in exc.reason else 404,
         )
     suffix = path.suffix.lower()

@@ -22,6 +22,7 @@ from sandbox.errors import PathRefused
 from sandbox.paths import confined
 
 from . import catalog, changes, csvedit, notebook, parquet_view, render, tables, views
+from .files import record_file
 from .security import FRAME_HEADERS
 
 if TYPE_CHECKING:
@@ -142,7 +143,7 @@ class Reader:
         ref, name = q.get("flow", ""), q.get("path", "")
         try:
             run = self.open(request)
-            path = confined(run.root, name)
+            path = record_file(run.root, name)
         except catalog.NotFound as exc:
             return self.ui.render(request, "error.html", 404, message=str(exc))
         except PathRefused as exc:

@@ -58,3 +58,32 @@ def test_an_unknown_prefix_lists_both_forms() -> None:
     assert "'openia' is neither a known provider nor a module Python can import" in message
     assert "provider:model (e.g. openai:gpt-4.1-mini; providers: " in message
     assert "module:Class (e.g. mymodels:MyChat" in message
+
+
+PAYLOAD = (
+    "import pathlib\npathlib.Path(__file__).with_name('imported').write_text('yes')\n"
+    "from praxis.agent.scripted import ScriptedChatModel as Chat\n"
+)
+
+
+def test_a_module_in_the_working_directory_is_never_imported(
+    tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "cwdmodels.py").write_text(PAYLOAD)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))  # as `python -m praxis` puts the cwd first
+    with pytest.raises(ModelUnavailable, match="cwdmodels is not an installed module"):
+        resolve_model("cwdmodels:Chat", env={})
+    assert not (tmp_path / "imported").exists()
+
+
+def test_a_module_in_the_flow_folder_is_never_imported(
+    tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    flow = tmp_path / "flow"
+    flow.mkdir()
+    (flow / "inflow.py").write_text(PAYLOAD)
+    monkeypatch.syspath_prepend(str(flow))  # on the path, but not the working directory
+    with pytest.raises(ModelUnavailable, match="inflow is not an installed module"):
+        resolve_model("inflow:Chat", env={}, flow_root=flow)
+    assert not (flow / "imported").exists()

@@ -117,7 +117,7 @@ def test_a_failed_check_fails_the_phase_naming_it(tmp_path) -> None:
     assert not run.paths.out("total.csv").exists()
 
 
-def test_a_script_check_runs_after_the_phase_and_at_the_gate(tmp_path) -> None:
+def test_a_script_check_runs_after_the_phase_and_at_the_gate(tmp_path, allow_local) -> None:
     yaml_text = TWO_GATES.replace(
         "dtype: {amount: number}, min_rows: 1}",
         "dtype: {amount: number}, min_rows: 1, script: checks/total.py}",

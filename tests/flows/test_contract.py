@@ -477,10 +477,14 @@ def test_symlink_leading_out_of_the_flow_is_refused(tmp_path: Path) -> None:
     )
 
 
-def test_symlink_inside_the_flow_is_fine(tmp_path: Path) -> None:
+def test_a_symlink_is_refused_even_inside_the_flow(tmp_path: Path) -> None:
+    """Flow files are read by descriptor with no link followed, wherever the link points."""
     folder = make(tmp_path, SCRIPT_PHASE.replace("clean.py", "link.py"))
     (folder / "link.py").symlink_to(folder / "clean.py")
-    assert contract.require(folder).phases[0].script == "link.py"
+    assert lines(folder) == [
+        "flow.yaml: phases[clean].script: 'link.py' is or passes through a symbolic link or a "
+        "non-folder: a flow file is read without links"
+    ]
 
 
 def test_definition_file_must_be_regular_and_not_huge(tmp_path: Path) -> None:
@@ -640,3 +644,24 @@ def test_notebook_options_are_checked(
     tmp_path: Path, text: str, files: tuple[str, ...], problem: str
 ) -> None:
     assert only(make(tmp_path, text, files)) == problem
+
+
+# -- reuse ---------------------------------------------------------------------------------------
+
+
+def test_a_phase_may_say_it_is_never_reused(tmp_path: Path) -> None:
+    folder = make(tmp_path, SCRIPT_PHASE + "    reuse: never\n")
+    assert contract.require(folder).phase("clean").reuse == "never"
+    (tmp_path / "plain").mkdir()
+    assert contract.require(make(tmp_path / "plain", SCRIPT_PHASE)).phase("clean").reuse == "auto"
+
+
+def test_reuse_takes_auto_or_never_and_not_on_an_agent_phase(tmp_path: Path) -> None:
+    problem = only(make(tmp_path, SCRIPT_PHASE + "    reuse: sometimes\n"))
+    assert problem.startswith("flow.yaml: phases[clean].reuse: "), problem
+    assert "'sometimes'" in problem and "never" in problem
+    agent = "flow: f\nphases:\n  - {id: a, kind: agent, prompt: p.md, reuse: never}\n"
+    (tmp_path / "agent").mkdir()
+    assert only(make(tmp_path / "agent", agent, ("p.md",))) == (
+        "flow.yaml: phases[a].reuse: agent phases are never reused: remove 'reuse'"
+    )

@@ -17,6 +17,9 @@ from praxis.flows.status import status_of
 from .gates import two_gates
 from .helpers import Fakes, write_flow
 
+# their flows ask for the fake or local backend: as with --allow-local
+pytestmark = pytest.mark.usefixtures("allow_local")
+
 
 def at_first_gate(tmp_path):  # type: ignore[no-untyped-def]
     flow = two_gates(tmp_path)

@@ -68,7 +68,10 @@ def test_the_live_log_holds_the_first_line_while_the_phase_runs(tmp_path: Path) 
 
 def praxis(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "praxis", *args], capture_output=True, text=True, timeout=300
+        [sys.executable, "-m", "praxis", *args, "--allow-local"],  # its flow is local
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
 
 
@@ -84,7 +87,7 @@ def test_praxis_run_prints_the_output_under_the_phase_and_quiet_hides_it(tmp_pat
     assert printed == ["    tick 0^[[2J", "    tick 1^[[2J", "    tick 2^[[2J"]
     assert "\x1b" not in res.stderr
 
-    quiet = praxis("run", str(root), "--quiet")
+    quiet = praxis("run", str(root), "--quiet", "--no-reuse")  # runs it again, not restored
     assert quiet.returncode == 0, quiet.stderr
     assert "▶ ticks (1/1)" in quiet.stderr and "tick 0" not in quiet.stderr + quiet.stdout
 

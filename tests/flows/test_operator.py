@@ -18,6 +18,9 @@ from praxis import cli
 from ..route_agent import program_of
 from .gates import two_gates
 
+# their flows ask for the fake or local backend: as with --allow-local
+pytestmark = pytest.mark.usefixtures("allow_local")
+
 Call = Callable[[list[str], str], tuple[int, str, str]]  # (argv without "praxis", actor)
 
 

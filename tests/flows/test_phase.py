@@ -169,3 +169,32 @@ def test_an_input_the_workspace_holds_already_is_not_uploaded_again_where_sealed
     assert state.status == "done" and state.phase("b").attempt == 2
     assert made[1].uploads == expected
     assert run.paths.out("y.txt").read_text() == "from ax\n"
+
+
+class SweepFails(FakeSandbox):
+    """A sandbox whose sweep after a kernel ran cannot stop what the phase started."""
+
+    ran = False
+
+    def kernel(self) -> Kernel:
+        self.ran = True
+        return super().kernel()
+
+    def quiesce(self) -> None:
+        if self.ran:
+            raise SandboxUnavailable("the sandbox could not stop the phase's processes: 1 left")
+
+
+@pytest.mark.parametrize("script", ["pass", "raise ValueError('bad input')"])
+def test_a_sweep_that_fails_fails_the_phase_never_swallowed(tmp_path, script) -> None:
+    flow = one_script_flow(tmp_path / "f", script)
+    run = runner.begin(flow)
+
+    def make(flow: Any, run: Any) -> SweepFails:
+        return SweepFails(workspace=run.paths.workspace, name=run.id)
+
+    state = runner.advance(flow, run.id, make_sandbox=make)
+    assert state.phase("a").status == "failed"
+    assert "could not stop the phase's processes: 1 left" in str(state.phase("a").error)
+    if "raise" in script:  # the phase's own error comes first, the sweep's joins it
+        assert str(state.phase("a").error).startswith("s.py")

@@ -143,8 +143,9 @@ def test_failure_then_rerun_marks_later_done_phases_stale() -> None:
 def test_rerun_without_reuse_makes_later_done_phases_pending() -> None:
     s = st.apply(ran(fresh(), "a", "b", "c"), "end", now=2)
     rerun = st.apply(s, "rerun", phase="b", now=5, reuse=False)
+    later = dict(status="pending", no_reuse=True)  # no other run's attempt stands for c either
     assert rerun == moved(
-        s, 5, {"b": dict(status="pending"), "c": dict(status="pending")}, status="paused", cursor=1
+        s, 5, {"b": dict(status="pending"), "c": later}, status="paused", cursor=1
     )
 
 

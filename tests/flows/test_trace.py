@@ -17,6 +17,9 @@ from praxis.flows.trace import Traced, TraceFull
 
 from .gates import two_gates
 
+# their flows ask for the fake or local backend: as with --allow-local
+pytestmark = pytest.mark.usefixtures("allow_local")
+
 
 def main(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     code = cli.main(list(argv))

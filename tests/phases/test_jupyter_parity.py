@@ -180,9 +180,17 @@ def as_run(record: nbformat.NotebookNode, source: Path) -> nbformat.NotebookNode
     return nb
 
 
+def _warm_font_cache() -> None:
+    """Build matplotlib's font cache before the reference kernel starts: a kernel that builds
+    it says so on stderr ("Matplotlib is building the font cache"), which the image's kernels,
+    whose cache is built with the image, never do (a fresh machine's first run only)."""
+    import matplotlib.font_manager  # noqa: F401  (builds ~/.cache/matplotlib once)
+
+
 def reference(nb: nbformat.NotebookNode, workdir: Path, allow_errors: bool) -> None:
     """nbclient runs ``nb`` in a local ipykernel, cell by cell as its ``execute`` does, the
     injected cell without an execution count (papermill's cell, praxis's numbering)."""
+    _warm_font_cache()
     client = NotebookClient(
         nb,
         kernel_name="python3",

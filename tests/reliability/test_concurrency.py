@@ -20,6 +20,9 @@ from praxis.flows.lock import Lock
 from . import _child
 from ._flows import begin, one_line_error, praxis, praxis_here, state_of, write_flow
 
+# every flow here asks for the fake or local backend: the person allows it
+pytestmark = pytest.mark.usefixtures("local_env")
+
 WORKERS = 8
 ROUNDS = 50
 
@@ -31,6 +34,7 @@ SLOW_PHASE = """
         kind: script
         script: only.py
         outputs: [only.txt]
+        reuse: never  # every run's phase runs (and holds its lock), none is restored
 """
 # Long enough that every worker released by the barrier meets the lock still held.
 SLOW_FILES = {"only.py": "import time\ntime.sleep(0.25)\nopen('only.txt', 'w').write('x')\n"}
@@ -185,6 +189,7 @@ ASKING_CHILD = """
 import sys, threading
 from pathlib import Path
 from praxis.flows import runner
+
 
 flow, marker = Path(sys.argv[1]), Path(sys.argv[2])
 

@@ -54,9 +54,10 @@ def every_file(folder: Path) -> list[Path]:
 
 
 @pytest.fixture(params=["local", pytest.param("docker", marks=pytest.mark.docker)])
-def sandbox(request: pytest.FixtureRequest) -> str:
+def sandbox(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     if request.param == "docker":
         return docker_sandbox(request.getfixturevalue("docker_image"), timeout=120)
+    monkeypatch.setenv("PRAXIS_SANDBOX", "local")  # the person allows local kernels
     return 'sandbox: {"backend": "local", "timeout": 120}'
 
 
@@ -101,7 +102,7 @@ def test_item36_extracts_are_read_only_and_leave_no_secret(
     files = every_file(flow)
     assert folder / "records" / "summarise.ipynb" in files
     assert folder / "trace.jsonl" in files  # every command and route, traced
-    assert any(p.is_relative_to(folder / "objects") for p in files)  # the content store
+    assert any(p.is_relative_to(flow / ".praxis" / "objects") for p in files)  # the flow's store
     assert [p for p in files if secret in p.read_bytes()] == []
     # ... not in what the commands printed ...
     for done in (check, run, status):

@@ -13,6 +13,9 @@ from praxis.flows.layout import NotWritable
 
 from ._flows import begin, one_line_error, praxis, state_of, write_flow
 
+# every flow here asks for the fake or local backend: the person allows it
+pytestmark = pytest.mark.usefixtures("local_env")
+
 PHASE = """
     flow: paths
     sandbox: {backend: local, timeout: 60}

@@ -53,8 +53,11 @@ class Backend:
 
 
 @pytest.fixture(params=[pytest.param("docker", marks=pytest.mark.docker), "local", "fake"])
-def backend(request: pytest.FixtureRequest) -> Backend:
-    """The same test on each backend: docker, local kernels, and the in-process fake."""
+def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Backend:
+    """The same test on each backend: docker, local kernels, and the in-process fake (the
+    latter two allowed by the person's environment, as with --allow-local)."""
+    if request.param != "docker":
+        monkeypatch.setenv("PRAXIS_SANDBOX", request.param)
     if request.param == "docker":
         image = request.getfixturevalue("docker_image")
         return Backend("docker", docker_sandbox(image, timeout=120))
@@ -360,8 +363,10 @@ def recorded_files(run: Path, skip: set[str]) -> dict[str, tuple[str, int, int]]
     """Every recorded file: (sha256, mode, mtime_ns), but those relative paths in ``skip``."""
     found = {}
     for top in RECORDED:
-        for path in sorted((run / top).rglob("*")):
-            name = path.relative_to(run).as_posix()
+        # the objects are the flow's store's, shared by its runs
+        base = run.parent.parent / ".praxis" if top == "objects" else run
+        for path in sorted((base / top).rglob("*")):
+            name = path.relative_to(base).as_posix()
             if path.is_file() and not path.is_symlink() and name not in skip:
                 info = path.stat()
                 digest = hashlib.sha256(path.read_bytes()).hexdigest()
@@ -438,7 +443,7 @@ def _changed_yaml(change: str) -> str:
 
 @pytest.mark.parametrize("change", sorted(CHANGES))
 def test_item30_a_changed_flow_yaml_is_refused_and_the_run_can_be_cancelled(
-    change: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    change: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], local_env: None
 ) -> None:
     root = _write_flow(tmp_path / "changing", THREE, THREE_FILES)
     res = praxis_here(capsys, "begin", str(root))
@@ -474,7 +479,7 @@ LAST_GATED = """
 
 
 def test_approving_the_gate_after_the_last_phase_finishes_the_run(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], local_env: None
 ) -> None:
     root = _write_flow(tmp_path / "last", LAST_GATED, {"one.py": THREE_FILES["one.py"]})
     res = praxis_here(capsys, "run", str(root))
@@ -593,7 +598,7 @@ def test_acceptance4_a_rerun_with_identical_output_reuses_later_phases(
 
 
 def test_sales_report_reruns_and_reopens_after_its_gate_through_the_commands(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], local_env: None
 ) -> None:
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
         return praxis_here(capsys, *args)
@@ -670,7 +675,9 @@ def _end(child: subprocess.Popen[str]) -> None:
         child.wait()
 
 
-def test_a_second_run_of_a_busy_flow_runs_beside_it_and_cancel_stops_each(tmp_path: Path) -> None:
+def test_a_second_run_of_a_busy_flow_runs_beside_it_and_cancel_stops_each(
+    tmp_path: Path, local_env: None
+) -> None:
     root = _write_flow(tmp_path / "nap", NAP_FLOW, NAP_FILES)
     first = _start(root)
     second = None
@@ -702,7 +709,9 @@ def test_a_second_run_of_a_busy_flow_runs_beside_it_and_cancel_stops_each(tmp_pa
         assert state.phase("nap").error == st.STOPPED
 
 
-def test_ctrl_c_during_a_phase_cancels_the_run_and_exits_130(tmp_path: Path) -> None:
+def test_ctrl_c_during_a_phase_cancels_the_run_and_exits_130(
+    tmp_path: Path, local_env: None
+) -> None:
     root = _write_flow(tmp_path / "nap", NAP_FLOW, NAP_FILES)
     child = _start(root)
     try:

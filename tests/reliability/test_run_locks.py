@@ -28,6 +28,9 @@ from praxis.flows.state_file import StateCorrupt
 
 from ._flows import event_kinds, one_line_error, popen_praxis, praxis, state_of, write_flow
 
+# every flow here asks for the fake or local backend: the person allows it
+pytestmark = pytest.mark.usefixtures("local_env")
+
 FLOW = """
     flow: meet
     sandbox: {backend: fake, timeout: 90}

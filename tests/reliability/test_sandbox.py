@@ -6,6 +6,7 @@ import json
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -281,6 +282,8 @@ def test_item07_prune_removes_the_containers_of_runs_no_longer_running(
         res = praxis("sandbox", "prune", "--label", f"{SESSION_LABEL}={SESSION}")
         assert res.returncode == 0, res.stderr
         assert left_after(dead_run.name) == []
+        # nor its runtime folder, a tmpfs mount of its own when the runner is root
+        assert list(Path(tempfile.gettempdir()).glob(f"praxis-rt-{dead_run.name}-*")) == []
         assert len(_containers(live_run.name)) == 1  # its run is still being advanced
     finally:
         (live_run / "workspace" / "release").write_text("go")

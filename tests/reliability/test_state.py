@@ -20,6 +20,9 @@ from praxis.flows.handle import RunHandle
 
 from ._flows import begin, one_line_error, praxis, praxis_here, write_flow
 
+# every flow here asks for the fake or local backend: the person allows it
+pytestmark = pytest.mark.usefixtures("local_env")
+
 TWO_PHASES = """
     flow: tiny
     sandbox: {backend: fake, timeout: 30}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -30,7 +31,11 @@ def _config(backend: str, request: pytest.FixtureRequest) -> dict[str, object]:
 @pytest.fixture
 def sandbox(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Sandbox]:
     sb = open_sandbox(
-        _config(request.param, request), workspace=tmp_path / "workspace", name="contract"
+        _config(request.param, request),
+        workspace=tmp_path / "workspace",
+        # a name of its own: opening a run's sandbox removes what an earlier open of the same
+        # name left (container, runtime folder), so a shared name would end a test beside it
+        name=f"contract-{uuid.uuid4().hex[:8]}",
     )
     sb.open()
     try:

@@ -56,5 +56,5 @@ def test_outside_the_run_folder_is_refused_and_missing_is_not_found(
     for name in ("../../secret.txt", "/etc/passwd", "output/link.txt"):
         r = file_response(run_root, name)
         assert r.status_code == 403, name
-        assert b"only files of the run folder are served" in r.body
+        assert b"only record files of the run folder are served" in r.body
     assert file_response(run_root, "output/missing.csv").status_code == 404

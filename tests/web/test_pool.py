@@ -6,7 +6,8 @@ back and forth between pages shown at once.
 
 Phases run in in-process fake sandboxes whose code is a ``Hold``: each phase says it started
 and waits until the test lets its run go on, so "at once" and "waits for a place" are facts
-the test observes, not timings.
+the test observes, not timings. The phases say ``reuse: never``: each run's code runs, none
+is restored from another run's.
 """
 
 from __future__ import annotations
@@ -34,14 +35,18 @@ from sandbox.fake import FakeSandbox
 
 from ..flows.helpers import write_flow
 
+# every flow here asks for the fake or local backend: the person allows it
+pytestmark = pytest.mark.usefixtures("local_env")
+
 FLOW = """
     flow: pool
     sandbox: {backend: fake, timeout: 60}
     params: {region: north, rows: 2}
     phases:
-      - {id: first, kind: script, script: first.py, outputs: [first.txt], review: required}
+      - {id: first, kind: script, script: first.py, outputs: [first.txt], review: required,
+         reuse: never}
       - {id: second, kind: script, script: second.py, inputs: {working: [first.txt]},
-         outputs: [second.txt]}
+         outputs: [second.txt], reuse: never}
 """
 WAIT = 60.0  # seconds before a held phase, or a test waiting for one, gives up
 

@@ -215,7 +215,7 @@ def test_without_a_content_store_the_page_keeps_the_phase_version(served: Served
 
     served.login()
     run = handle(served)
-    shutil.rmtree(run.root / "objects", ignore_errors=True)
+    shutil.rmtree(run.paths.objects, ignore_errors=True)  # the flow's store
     row = o0151_row(served)
     served.client.post("/save", data=form(served, name="review.csv", **{f"cell.{row}.6": "keep"}))
     kept = changes.edits_dir(run, "flag", 1) / "review.csv"

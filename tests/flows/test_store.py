@@ -1,0 +1,157 @@
+"""The flow's content store: shared by runs, held through refs, swept by gc (store.py)."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import shutil
+import stat
+from pathlib import Path
+
+import pytest
+
+from praxis.flows import runner, store
+from praxis.flows.contract import require
+from praxis.flows.layout import run_paths
+from praxis.flows.snapshot import load_manifest
+
+from .helpers import Fakes, three_phase_flow
+
+
+def held_by(run: Path) -> set[str]:
+    """Every object run folder ``run`` names: in its manifests and its outputs' hashes."""
+    found: set[str] = set()
+    for path in (run / "snapshots").rglob("*.json"):
+        found |= {i.sha256 for n, i in (load_manifest(path) or {}).items() if not n.endswith("/")}
+    return found
+
+
+def test_runs_of_a_flow_share_one_read_only_store(tmp_path: Path) -> None:
+    root = three_phase_flow(tmp_path)
+    fakes = Fakes()
+    first = runner.run(root, make_sandbox=fakes, reuse=False)
+    second = runner.run(root, make_sandbox=fakes, reuse=False)
+    objects = root / ".praxis" / "objects"
+    names = {p.name for p in objects.iterdir() if len(p.name) == 64}
+    for state in (first, second):
+        paths = run_paths(root, state.run)
+        assert not paths.legacy_objects.exists()
+        held = set(store.read_refs(paths.root))
+        assert held_by(paths.root) <= held <= names
+        clean = paths.out("clean.csv")  # a recorded output is the store's read-only file
+        sha = first.phases[0].hashes["clean.csv"]
+        assert os.stat(clean).st_ino == os.stat(objects / sha).st_ino
+    # the same inputs, the same outputs: the same objects, each stored once
+    assert held_by(run_paths(root, first.run).root) == held_by(run_paths(root, second.run).root)
+    for path in objects.iterdir():
+        if len(path.name) == 64:
+            assert stat.S_IMODE(path.stat().st_mode) == 0o444
+
+
+def test_deleting_a_run_removes_only_what_no_other_run_holds(tmp_path: Path) -> None:
+    root = three_phase_flow(tmp_path)
+    (root / "scripts" / "load.py").write_text(
+        (root / "scripts" / "load.py").read_text()
+        + "import secrets\nopen('nonce.txt', 'w').write(secrets.token_hex(8))\n"
+    )
+    fakes = Fakes()
+    first = runner.run(root, make_sandbox=fakes, reuse=False)
+    second = runner.run(root, make_sandbox=fakes, reuse=False)
+    a, b = run_paths(root, first.run), run_paths(root, second.run)
+    only_a = (a.scratch_of("load") / "nonce.txt").read_bytes()
+    assert only_a != (b.scratch_of("load") / "nonce.txt").read_bytes()
+    flow = require(root)
+    runner.delete_runs(flow, [first.run])
+    objects = root / ".praxis" / "objects"
+    left = {p.name for p in objects.iterdir() if len(p.name) == 64}
+    assert held_by(b.root) <= left  # everything the other run holds is there
+    assert not any((objects / n).read_bytes() == only_a for n in left)
+    # and the other run goes on: re-run from its first phase, every file where it should be
+    runner.rerun(flow, "load", second.run)
+    assert runner.advance(flow, second.run, make_sandbox=fakes).waiting == "gate"
+    runner.delete_runs(flow, [second.run])
+    assert {p.name for p in objects.iterdir() if len(p.name) == 64} == set()
+
+
+def _sweep_loop(root: str, rounds: int) -> None:
+    for _ in range(rounds):
+        store.sweep(Path(root))
+
+
+def test_an_object_added_while_gc_sweeps_is_always_there(tmp_path: Path) -> None:
+    """A run adds the same content again and again while another process sweeps: every add
+    leaves the object in the store, and held (gc's exclusive lock against the add's shared
+    one, the reference written in the same hold)."""
+    root = three_phase_flow(tmp_path)
+    state = runner.begin(root)
+    paths = run_paths(root, state.id)
+    src = tmp_path / "src.bin"
+    src.write_bytes(os.urandom(1 << 16))
+    sweeper = multiprocessing.get_context("spawn").Process(
+        target=_sweep_loop, args=(str(root), 400)
+    )
+    sweeper.start()
+    try:
+        for n in range(40):
+            other = runner.begin(root)  # a run that holds nothing: its objects are swept
+            orphan = store.RunStore(run_paths(root, other.id))
+            orphan.add_bytes(os.urandom(64))
+            shutil.rmtree(run_paths(root, other.id).root)
+            fresh = store.RunStore(paths)  # no memory of what it added before
+            sha, _ = fresh.add_file(src)
+            assert fresh.path(sha).read_bytes() == src.read_bytes(), n
+            assert sha in store.read_refs(paths.root)
+    finally:
+        sweeper.join(timeout=120)
+    assert sweeper.exitcode == 0
+    assert (
+        store.sweep(root).kept == 1
+    )  # every orphan goes (in the loop, or now); the held one stays
+
+
+def test_a_run_from_before_the_flow_store_is_read_and_then_moved_in(tmp_path: Path) -> None:
+    """Old layout: runs/<id>/objects/ and no refs. It reads as it is; the first command that
+    changes the run moves its objects into the flow's store."""
+    root = three_phase_flow(tmp_path)
+    fakes = Fakes()
+    state = runner.run(root, make_sandbox=fakes, reuse=False)
+    paths = run_paths(root, state.run)
+    objects = root / ".praxis" / "objects"
+    legacy = paths.legacy_objects
+    legacy.mkdir()
+    for sha in store.read_refs(paths.root):
+        os.link(objects / sha, legacy / sha)
+    shutil.rmtree(root / ".praxis")
+    (paths.root / "refs").unlink()
+    clean = state.phases[0].hashes["clean.csv"]
+    assert paths.object(clean) == legacy / clean  # read where it is
+    flow = require(root)
+    runner.approve(flow, state.run, gate="review")  # changes the run: it moves in
+    assert not legacy.exists()
+    assert paths.object(clean) == objects / clean and (objects / clean).is_file()
+    assert held_by(paths.root) <= set(store.read_refs(paths.root))
+    done = runner.advance(flow, state.run, make_sandbox=fakes)
+    assert done.status == "done"
+    assert (paths.out("total.txt")).read_text() == "60"
+    assert runner.gc(flow).objects == 0
+
+
+def test_praxis_gc_says_what_it_removed_and_keeps_what_runs_hold(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from praxis import cli
+
+    root = three_phase_flow(tmp_path)
+    state = runner.run(root, make_sandbox=Fakes(), reuse=False)
+    paths = run_paths(root, state.run)
+    orphan = store.RunStore(paths).add_bytes(b"held by nobody once its reference is gone")
+    (paths.root / "refs").write_text(
+        "".join(f"{s}\n" for s in store.read_refs(paths.root) if s != orphan)
+    )
+    capsys.readouterr()
+    assert cli.main(["gc", str(root)]) == 0
+    out = capsys.readouterr().out
+    held = len(set(store.read_refs(paths.root)))
+    assert out.startswith("removed 1 object(s), ") and out.endswith(f"; {held} kept\n"), out
+    assert not (paths.objects / orphan).exists()
+    assert all((paths.objects / s).is_file() for s in store.read_refs(paths.root))
