@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import csv
 import itertools
 import sys
 import threading
 import time
+from contextlib import closing
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -131,24 +131,35 @@ class Progress:
             self._current = None
 
 
+PREVIEW_LINE = 64 << 10  # characters of one line a preview reads
+PREVIEW_COLUMNS = 12  # columns a preview shows
+
+
 def table_preview(path: Path, rows: int = 8, clip: int = 24) -> str:
     """The first rows of a CSV/TSV as a text table, for a reviewer at a Gate.
 
     Read with the csv module, not pandas: the preview is the only table work the CLI does,
-    and a pandas import would cost more than the rest of the command.
+    and a pandas import would cost more than the rest of the command. Bounded whatever the
+    file: lines of at most PREVIEW_LINE characters, PREVIEW_COLUMNS columns shown, rows
+    counted by newlines in fixed-size reads.
     """
-    sep = "\t" if path.suffix.lower() == ".tsv" else ","
+    from .flows import csvread
+
     try:
-        with path.open(encoding="utf-8", errors="replace", newline="") as fh:
-            reader = csv.reader(fh, delimiter=sep)
-            table = list(itertools.islice(reader, rows + 1))
-        with path.open("rb") as fh:
-            total = sum(1 for _ in fh) - 1
-    except (OSError, csv.Error) as exc:  # a preview must never stop the CLI
+        with (
+            csvread.opened(path) as fh,
+            closing(csvread.records(fh, path.name, max_line=PREVIEW_LINE)) as found,
+        ):
+            table = list(itertools.islice(found, rows + 1))
+        total = _newlines(path) - 1
+    except csvread.Unreadable as exc:
+        return f"    (no preview: {escape(str(exc))})"
+    except OSError as exc:  # a preview must never stop the CLI
         return f"    (no preview: {escape(str(exc))})"
     if not table:
         return "    (empty file)"
-    cells = [[_clip(escape(cell), clip) for cell in row] for row in table]
+    wide = max(len(row) for row in table)
+    cells = [[_clip(escape(cell), clip) for cell in row[:PREVIEW_COLUMNS]] for row in table]
     columns = max(len(row) for row in cells)
     cells = [row + [""] * (columns - len(row)) for row in cells]
     widths = [max(len(row[i]) for row in cells) for i in range(columns)]
@@ -158,7 +169,17 @@ def table_preview(path: Path, rows: int = 8, clip: int = 24) -> str:
     ]
     shown = len(cells) - 1
     more = [f"    … {total - shown} more rows"] if total > shown else []
+    if wide > columns:
+        more.append(f"    … {wide - columns} more columns")
     return "\n".join(lines + more)
+
+
+def _newlines(path: Path) -> int:
+    count = 0
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            count += chunk.count(b"\n")
+    return count
 
 
 def _clip(text: str, width: int) -> str:

@@ -8,6 +8,7 @@ from .errors import (
     PathRefused,
     SandboxError,
     SandboxUnavailable,
+    WalkRefused,
 )
 from .factory import open_sandbox
 
@@ -18,6 +19,7 @@ __all__ = [
     "Kernel",
     "KernelDied",
     "OutputTooLarge",
+    "WalkRefused",
     "PathRefused",
     "Sandbox",
     "SandboxError",

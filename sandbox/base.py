@@ -165,6 +165,11 @@ class Sandbox(ABC):
         """Remove workspace folder ``name`` if it is empty; otherwise leave it."""
         raise NotImplementedError(f"the {self.backend} sandbox cannot remove folders")
 
+    def clear(self) -> None:
+        """Remove everything in the workspace, whatever its depth or number of entries (a
+        restore of a workspace a walk refused starts from nothing)."""
+        raise NotImplementedError(f"the {self.backend} sandbox cannot empty its workspace")
+
     @abstractmethod
     def kernel(self) -> Kernel:
         """A FRESH interpreter for one phase; a warm standby makes this fast."""

@@ -25,7 +25,7 @@ import re
 from typing import Any
 
 from .base import ExecResult, OutputCallback
-from .output import capped_error, truncation_marker, verdict
+from .output import bounded, capped_error, truncation_marker, verdict
 
 log = logging.getLogger("sandbox")
 
@@ -97,8 +97,8 @@ class Collector:
         from nbformat import NotebookNode
 
         self.on_output = on_output  # (stream name, text): told as kept stream text arrives
-        self.stream_limit = stream_limit
-        self.display_limit = display_limit
+        self.stream_limit = bounded("stream_limit", stream_limit)
+        self.display_limit = bounded("display_limit", display_limit)
         self.stream_bytes = 0
         self.display_bytes = 0  # bundles taken in (recounted from what is held after clears)
         self.recount = False  # a clear or an update may have freed room since the last count

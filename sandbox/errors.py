@@ -5,7 +5,9 @@ SandboxError
 ├── PathRefused             a workspace name escapes, or names a non-regular file
 ├── KernelDied              the kernel process ended while running code (cause: exit, out of memory)
 ├── ExecTimeout             code ran past its timeout; it was interrupted, then killed
-└── OutputTooLarge          a file or message is over the configured size limit
+├── OutputTooLarge          a file or message is over the configured size limit
+└── WalkRefused             a folder of the workspace cannot be read whole (opened, too deep,
+                            too many entries): never skipped
 """
 
 from __future__ import annotations
@@ -52,3 +54,25 @@ class OutputTooLarge(SandboxError):
         self.what = what
         self.size = size
         self.limit = limit
+
+
+class WalkRefused(SandboxError):
+    """Raised by a walk of the workspace that cannot read a folder whole: it cannot open it
+    (EMFILE, EACCES), or the folder is past a bound (depth, path length, entries). A walk
+    never skips a folder: what it cannot read, it refuses, naming the folder."""
+
+    def __init__(self, folder: str, reason: str) -> None:
+        super().__init__(f"{shown(folder)}{': ' if folder else ' '}{reason}")
+        self.folder = folder
+        self.reason = reason
+
+
+def shown(folder: str, keep: int = 60) -> str:
+    """``folder`` for a one-line message: the workspace's root by name, a long path cut in
+    the middle (with its depth)."""
+    if not folder:
+        return "the workspace"
+    if len(folder) <= 2 * keep + 20:
+        return f"folder {folder!r}"
+    depth = folder.count("/") + 1
+    return f"folder {folder[:keep]!r} … {folder[-keep:]!r} ({depth} levels deep)"

@@ -13,6 +13,9 @@ from typing import Any
 
 STREAM_LIMIT = 1 << 20  # bytes of stdout + stderr kept per execute
 DISPLAY_LIMIT = 16 << 20  # bytes of display/result bundles kept per execute
+# what a limit may be set to: the host holds what a limit keeps (and copies it into the
+# record), so these bound its memory whatever flow.yaml says
+LIMITS = {"stream_limit": (1, 8 << 20), "display_limit": (1, 16 << 20)}
 ERROR_TEXT = 8 << 10  # characters of an exception's name or message kept
 TRACEBACK_TEXT = 64 << 10  # characters of a traceback kept, in all
 
@@ -117,8 +120,21 @@ del _praxis_cap_errors
 WARM_UP = "try:\n    import pandas as _p\n    del _p\nexcept ImportError:\n    pass\n"
 
 
+def bounded(key: str, value: int) -> int:
+    """``value`` of limit ``key`` (``stream_limit``, ``display_limit``); ValueError naming
+    the bounds when it is outside them."""
+    low, high = LIMITS[key]
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ValueError(
+            f"{key} must be a whole number of bytes from {low} to {high} ({high >> 20} MiB), "
+            f"got {value!r}"
+        )
+    return value
+
+
 def start_code(stream_limit: int, warm_up: str = WARM_UP) -> list[str]:
     """The cells a new kernel runs before it is handed out: the output cap, then ``warm_up``."""
+    bounded("stream_limit", stream_limit)
     prelude = PRELUDE.replace("_praxis_cap(LIMIT)", f"_praxis_cap({int(stream_limit)})")
     prelude = prelude.replace(
         "_praxis_cap_errors(ERROR_TEXT, TRACEBACK_TEXT)",

@@ -281,6 +281,9 @@ class RaySandbox(Sandbox):
     def remove_folder(self, name: str) -> None:
         self.call("remove_folder", check_name(name))
 
+    def clear(self) -> None:
+        self.call("clear")
+
     def quiesce(self) -> None:
         self.call("quiesce")
 

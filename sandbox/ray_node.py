@@ -34,6 +34,7 @@ from .errors import (
     PathRefused,
     SandboxError,
     SandboxUnavailable,
+    WalkRefused,
 )
 
 log = logging.getLogger("sandbox")
@@ -84,6 +85,8 @@ def encode(exc: BaseException) -> Reply:
         return ("err", "ExecTimeout", (exc.timeout,))
     if isinstance(exc, OutputTooLarge):
         return ("err", "OutputTooLarge", (exc.what, exc.size, exc.limit))
+    if isinstance(exc, WalkRefused):
+        return ("err", "WalkRefused", (exc.folder, exc.reason))
     if isinstance(exc, SandboxUnavailable):
         return ("err", "SandboxUnavailable", (str(exc),))
     if isinstance(exc, SandboxError):
@@ -96,6 +99,7 @@ ERRORS: dict[str, Callable[..., SandboxError]] = {
     "KernelDied": KernelDied,
     "ExecTimeout": ExecTimeout,
     "OutputTooLarge": OutputTooLarge,
+    "WalkRefused": WalkRefused,
     "SandboxUnavailable": SandboxUnavailable,
     "SandboxError": SandboxError,
 }
@@ -262,6 +266,10 @@ class NodeSandbox:
     @boundary
     def remove_folder(self, name: str) -> None:
         self.sandbox.remove_folder(name)
+
+    @boundary
+    def clear(self) -> None:
+        self.sandbox.clear()
 
     @boundary
     def quiesce(self) -> None:

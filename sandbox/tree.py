@@ -10,7 +10,8 @@ renameat2 RENAME_EXCHANGE) makes the operation fail instead of leading out of th
 CPython's ``shutil.rmtree`` does with ``_rmtree_safe_fd``. The runner also stops every
 sandbox process before it calls any of these (``Sandbox.quiesce``): both guards hold.
 
-Sizes are bounded: a listing stops at ``max_files`` entries, a copy at ``max_bytes``.
+Sizes are bounded: a listing stops at ``max_files`` entries (and at a folder too deep, or one
+it cannot open: it never skips one, ``sandbox/walk.py``), a copy at ``max_bytes``.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING, BinaryIO
 
 from .errors import OutputTooLarge, PathRefused
 from .paths import check_name
+from .walk import MAX_ENTRIES, clear, entries
 
 if TYPE_CHECKING:
     import hashlib  # loaded by a copy only: `praxis check` opens flow files through Tree
@@ -33,7 +35,7 @@ if TYPE_CHECKING:
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-MAX_FILES = 100_000  # entries one listing reads at the most
+MAX_FILES = MAX_ENTRIES  # entries one listing reads at the most
 CHUNK = 1 << 20
 
 
@@ -124,58 +126,26 @@ class Tree:
     ) -> dict[str, Entry]:
         """Every regular file below the root: relative posix path -> Entry. Folders are
         entered by descriptor only (and added to ``folders`` when given); links, FIFOs,
-        devices and sockets are never followed or opened (their names go to ``others``)."""
+        devices and sockets are never followed or opened (their names go to ``others``).
+        ``WalkRefused`` names a folder it cannot read whole (``sandbox/walk.py``): more than
+        ``max_files`` entries, too deep, or one it cannot open; it never skips one."""
         found: dict[str, Entry] = {}
-        seen = 0
         with self._root() as root:
-            stack: list[tuple[int, str]] = [(os.dup(root), "")]
-        try:
-            while stack:
-                fd, prefix = stack.pop()
-                try:
-                    with os.scandir(fd) as entries:
-                        for entry in entries:
-                            seen += 1
-                            if seen > max_files:
-                                raise OutputTooLarge("the workspace", seen, max_files)
-                            self._visit(fd, entry, prefix, found, stack, folders, others)
-                finally:
-                    os.close(fd)
-        finally:
-            for fd, _ in stack:
-                os.close(fd)
+            for rel, st in entries(root, max_files):
+                if stat.S_ISREG(st.st_mode):
+                    found[rel] = _entry(st)
+                elif stat.S_ISDIR(st.st_mode):
+                    if folders is not None:
+                        folders.add(rel)
+                elif others is not None:
+                    others.add(rel)
         return found
 
-    @staticmethod
-    def _visit(
-        fd: int,
-        entry: os.DirEntry[str],
-        prefix: str,
-        found: dict[str, Entry],
-        stack: list[tuple[int, str]],
-        folders: set[str] | None,
-        others: set[str] | None,
-    ) -> None:
-        try:
-            st = entry.stat(follow_symlinks=False)
-        except FileNotFoundError:
-            return
-        rel = prefix + entry.name
-        if stat.S_ISREG(st.st_mode):
-            found[rel] = _entry(st)
-        elif stat.S_ISDIR(st.st_mode):
-            try:
-                sub = os.open(entry.name, DIR_FLAGS, dir_fd=fd)
-            except OSError:  # replaced since it was listed: not followed
-                return
-            if (os.fstat(sub).st_ino, os.fstat(sub).st_dev) != (st.st_ino, st.st_dev):
-                os.close(sub)
-                return
-            stack.append((sub, rel + "/"))
-            if folders is not None:
-                folders.add(rel)
-        elif others is not None:
-            others.add(rel)
+    def clear(self) -> int:
+        """Remove everything below the root, whatever its depth or size (never following a
+        link); the number of entries removed."""
+        with self._root() as root:
+            return clear(root)
 
     @contextmanager
     def open(self, name: str) -> Iterator[int]:

@@ -186,6 +186,9 @@ class Workspace:
     def remove_folder(self, name: str) -> None:
         self.tree.remove_folder(name)
 
+    def clear(self) -> None:
+        self.tree.clear()
+
     def seal(self) -> None:
         """Every file read-only, the host's: what a phase wrote, the next can only read.
         (Changing the owner needs root; otherwise files are only made 0444.)"""
@@ -224,6 +227,9 @@ class FolderSandbox(Sandbox):
 
     def remove_folder(self, name: str) -> None:
         self.workspace.remove_folder(name)
+
+    def clear(self) -> None:
+        self.workspace.clear()
 
 
 def _run(cmd: list[str]) -> None:

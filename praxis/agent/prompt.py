@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pandas as pd
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from praxis.flows.context import PhaseContext, PhaseError
@@ -197,7 +196,8 @@ def _working(ctx: PhaseContext) -> str:
 
 
 def profile(path: Path) -> str:
-    """A pandas profile of a tabular file: rows, columns, dtypes, nulls and sample rows."""
+    """A profile of a tabular file: rows, columns, dtypes, nulls and sample rows, read within
+    a budget (Parquet: its footer and first rows; CSV/TSV: ``tableprofile``)."""
     size = path.stat().st_size
     if size > PROFILE_MAX_BYTES:
         return f"{size:,} bytes: too large to profile here; inspect it with code."
@@ -205,26 +205,9 @@ def profile(path: Path) -> str:
         from praxis import parquet
 
         return parquet.profile(path, SAMPLE_ROWS)
-    try:
-        frame = _read_table(path)
-    except Exception as exc:  # a malformed file is reported to the model, not fatal
-        return f"could not be read as a table ({type(exc).__name__}: {exc})"
-    rows, cols = frame.shape
-    header = "| column | dtype | nulls |\n|---|---|---|"
-    lines = [f"| {c} | {frame[c].dtype} | {int(frame[c].isna().sum())} |" for c in frame.columns]
-    sample = frame.head(SAMPLE_ROWS).to_csv(index=False).strip()
-    return (
-        f"{rows:,} rows, {cols} columns\n\n{header}\n"
-        + "\n".join(lines)
-        + f"\n\nFirst {min(rows, SAMPLE_ROWS)} rows:\n```\n{sample}\n```"
-    )
+    from .tableprofile import profile as table_profile  # a row, byte and time budget
 
-
-def _read_table(path: Path) -> pd.DataFrame:
-    suffix = path.suffix.lower()
-    if suffix == ".parquet":
-        return pd.read_parquet(path)
-    return pd.read_csv(path, sep="\t" if suffix == ".tsv" else ",")
+    return table_profile(path, SAMPLE_ROWS)
 
 
 def _reference(ctx: PhaseContext) -> str:

@@ -24,28 +24,33 @@ of the table (check_sandbox).
 flow.yaml's ``checks:`` are read and validated by ``check_spec``; this module evaluates them.
 A table at a Gate must still parse: every row as many fields as the header, no quote left
 open. Every check reads at most ``MAX_BYTES``; a larger table fails its checks saying so.
+A table is read as a stream (``csvread``: lines, records and fields bounded), in one pass.
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import os
+from array import array
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import date
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+from . import csvread
 from .check_spec import CHECK_KEYS, DTYPES, TABULAR, validate
+from .csvread import Unreadable
 from .digest import sha256_of
 from .model import Flow, Phase
 
 # flow.yaml's part is in check_spec, a file's sha256 in digest
-__all__ = ["CHECK_KEYS", "DTYPES", "TABULAR", "sha256_of", "validate"]
+__all__ = ["CHECK_KEYS", "DTYPES", "TABULAR", "Unreadable", "sha256_of", "validate"]
 
 MAX_BYTES = 256 * 1024 * 1024
 MAX_SHOWN_ROWS = 5
+MAX_UNIQUE_ROWS = 4_000_000  # rows a unique check hashes (8 bytes each, 3x while sorted)
 SCRIPT_TIMEOUT = 120.0
 BOOLS = {"true", "false", "0", "1", "yes", "no", "t", "f", "y", "n"}
 
@@ -86,6 +91,9 @@ class Failure:
         }
 
 
+# --- reading a table (streamed: csvread) -----------------------------------------------------
+
+
 @dataclass
 class Table:
     header: list[str]
@@ -93,36 +101,16 @@ class Table:
     lines: list[int] = field(default_factory=list)  # where each data row starts (1-based)
 
 
-class Unreadable(Exception):
-    """A table that does not parse (or is too large to check)."""
-
-
-# --- reading a table -------------------------------------------------------------------------
-
-
 def parse(data: bytes, name: str) -> Table:
-    """The rows of a .csv/.tsv: strict, every row as wide as the header; else Unreadable."""
+    """The rows of a .csv/.tsv, all held (an edit's changed region): strict, every row as
+    wide as the header, lines and records bounded as ``csvread`` reads them; else Unreadable."""
     if len(data) > MAX_BYTES:
         raise Unreadable(f"{name} is {len(data):,} bytes, over the {MAX_BYTES:,} checks read")
-    text = data.decode("utf-8-sig", errors="replace")
-    delimiter = TABULAR.get(Path(name).suffix.lower(), ",")
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
-    rows: list[list[str]] = []
-    starts: list[int] = []
-    try:
-        while True:
-            start = reader.line_num + 1  # a quoted field may span lines: the row starts here
-            try:
-                row = next(reader)
-            except StopIteration:
-                break
-            if row:
-                rows.append(row)
-                starts.append(start)
-    except csv.Error as exc:
-        raise Unreadable(f"{name} does not parse near line {reader.line_num}: {exc}") from None
-    if not rows:
+    with csvread.opened(data) as fh:
+        found = list(csvread.numbered(fh, name))
+    if not found:
         return Table(header=[])
+    starts, rows = [n for n, _ in found], [row for _, row in found]
     table = Table(header=rows[0], rows=rows[1:], lines=starts[1:])
     for i, row in enumerate(table.rows, start=1):
         if len(row) != len(table.header):
@@ -144,39 +132,73 @@ def read(path: Path) -> bytes:
 
 
 def evaluate(
-    name: str, spec: dict[str, Any], data: bytes, *, original: bytes | None = None
+    name: str,
+    spec: dict[str, Any],
+    data: bytes | Path,
+    *,
+    original: bytes | Path | None = None,
 ) -> list[Failure]:
-    """The declarative checks of ``spec`` on table ``data`` (not ``script``). With
-    ``original`` (the phase's version, at a Gate) the table must parse and, unless
-    ``same_columns: false``, keep its header."""
+    """The declarative checks of ``spec`` on table ``data`` (its bytes, or a host path read
+    as a stream; not ``script``). With ``original`` (the phase's version, at a Gate) the
+    table must parse and, unless ``same_columns: false``, keep its header."""
     tabular = Path(name).suffix.lower() in TABULAR
-    if not tabular or (len(data) > MAX_BYTES and not spec):
+    size = csvread.size_of(data) if tabular else 0
+    if not tabular or (size > MAX_BYTES and not spec):
         return []  # a table too large to read whole is checked only where flow.yaml asks
+    if size > MAX_BYTES:
+        too_large = f"{name} is {size:,} bytes, over the {MAX_BYTES:,} checks read"
+        return [Failure(name, "parse", too_large)]
     try:
-        table = parse(data, name)
+        with csvread.opened(data) as fh:
+            header, found = _declared(name, spec, csvread.numbered(fh, name))
     except Unreadable as exc:
         return [Failure(name, "parse", str(exc))]
     failures: list[Failure] = []
     if original is not None and spec.get("same_columns", True):
         try:
-            before = parse(original, name).header
+            before = csvread.header(original, name)
         except Unreadable:
-            before = table.header
-        if before != table.header:
+            before = header
+        if before != header:
             failures.append(
-                Failure(name, "same_columns", f"the columns were {before}, now {table.header}")
+                Failure(name, "same_columns", f"the columns were {before}, now {header}")
             )
-    failures += _declared(name, spec, table)
-    return failures
+    return failures + found
 
 
-def _declared(name: str, spec: dict[str, Any], t: Table) -> list[Failure]:
+class _Bad:
+    """Rows failing one check on one column: how many, and the first few."""
+
+    def __init__(self, check: str, column: str, what: str) -> None:
+        self.check, self.column, self.what = check, column, what
+        self.count = 0
+        self.rows: list[int] = []
+        self.lines: list[int] = []  # where each of ``rows`` starts
+
+    def add(self, n: int, line: int) -> None:
+        self.count += 1
+        if len(self.rows) < MAX_SHOWN_ROWS:
+            self.rows.append(n)
+            self.lines.append(line)
+
+
+ORDER = ("unique", "not_null", "values", "dtype", "key")
+Test = tuple[int, _Bad, Callable[[str], bool]]
+
+
+def _declared(
+    name: str, spec: dict[str, Any], rows: Iterator[tuple[int, list[str]]]
+) -> tuple[list[str], list[Failure]]:
+    """The header and the failures of ``spec``'s checks, in one pass over ``rows`` ((line,
+    record) pairs; memory: a counter a check, and for ``unique`` an 8-byte hash and the
+    line of each row, at most MAX_UNIQUE_ROWS)."""
+    header = next(rows, (0, []))[1]
     out: list[Failure] = []
     if "columns" in spec:
-        missing = [c for c in spec["columns"] if c not in t.header]
+        missing = [c for c in spec["columns"] if c not in header]
         if missing:
-            out.append(Failure(name, "columns", f"missing column(s) {missing}; has {t.header}"))
-    index = {c: i for i, c in enumerate(t.header)}
+            out.append(Failure(name, "columns", f"missing column(s) {missing}; has {header}"))
+    index = {c: i for i, c in enumerate(header)}
 
     def col(check: str, column: str) -> int | None:
         if column not in index:
@@ -184,70 +206,110 @@ def _declared(name: str, spec: dict[str, Any], t: Table) -> list[Failure]:
             return None
         return index[column]
 
-    for column in spec.get("unique", []):
-        i = col("unique", column)
-        if i is not None:
-            seen: set[str] = set()
-            bad = []
-            for n, row in enumerate(t.rows, start=1):
-                if row[i] in seen:
-                    bad.append(n)
-                seen.add(row[i])
-            _add(out, t, name, "unique", column, bad, "repeated values")
-    for column in spec.get("not_null", []):
-        i = col("not_null", column)
-        if i is not None:
-            bad = [n for n, row in enumerate(t.rows, start=1) if not row[i].strip()]
-            _add(out, t, name, "not_null", column, bad, "empty cells")
-    for column, allowed in spec.get("values", {}).items():
-        i = col("values", column)
-        if i is not None:
-            ok = set(allowed)
-            bad = [n for n, row in enumerate(t.rows, start=1) if row[i] not in ok]
-            _add(out, t, name, "values", column, bad, f"values not in {allowed}")
-    for column, kind in spec.get("dtype", {}).items():
-        i = col("dtype", column)
-        if i is not None:
-            bad = [
-                n
-                for n, row in enumerate(t.rows, start=1)
-                if row[i].strip() and not _is(kind, row[i].strip())
-            ]
-            _add(out, t, name, "dtype", column, bad, f"values that are not {kind}")
-    if spec.get("key") and all(c in index for c in spec["key"]):
-        at = [index[c] for c in spec["key"]]
-        keys: set[tuple[str, ...]] = set()
-        bad = []
-        for n, row in enumerate(t.rows, start=1):
-            k = tuple(row[i] for i in at)
-            if k in keys or not all(v.strip() for v in k):
-                bad.append(n)
-            keys.add(k)
-        _add(out, t, name, "key", "+".join(spec["key"]), bad, "a repeated or empty key")
-    elif spec.get("key"):
+    unique = [
+        (i, c, array("q")) for c in spec.get("unique", []) if (i := col("unique", c)) is not None
+    ]
+    tests = _tests(spec, col)
+    key = [index[c] for c in spec.get("key", []) if c in index]
+    if spec.get("key") and len(key) != len(spec["key"]):
         missing = [c for c in spec["key"] if c not in index]
         out.append(Failure(name, "key", f"no key column(s) {missing}"))
-    if "min_rows" in spec and len(t.rows) < spec["min_rows"]:
-        out.append(Failure(name, "min_rows", f"{len(t.rows)} rows, at least {spec['min_rows']}"))
-    if "max_rows" in spec and len(t.rows) > spec["max_rows"]:
-        out.append(Failure(name, "max_rows", f"{len(t.rows)} rows, at most {spec['max_rows']}"))
-    return out
+        key = []
+    if key:
+        unique.append((-1, "+".join(spec["key"]), array("q")))  # -1: the key's tuple
+    empties = array("q")  # the rows whose key has an empty part
+    starts = array("q")  # the line of each data row, for a unique check
+    count = 0
+    for count, (line, row) in enumerate(rows, start=1):
+        if len(row) != len(header):
+            raise Unreadable(
+                f"{name}: data row {count} (line {line}) has {len(row)} fields, "
+                f"the header {len(header)}"
+            )
+        for i, bad, failing in tests:
+            if failing(row[i]):
+                bad.add(count, line)
+        if unique and count <= MAX_UNIQUE_ROWS:
+            starts.append(line)
+            for i, _column, hashes in unique:
+                hashes.append(hash(tuple(row[k] for k in key)) if i < 0 else hash(row[i]))
+            if key and not all(row[k].strip() for k in key):
+                empties.append(count)
+    for i, column, hashes in unique:
+        check = "key" if i < 0 else "unique"
+        if count > MAX_UNIQUE_ROWS:
+            over = f"{count:,} rows, over the {MAX_UNIQUE_ROWS:,} a {check} check reads"
+            out.append(Failure(name, check, over, column=column))
+            continue
+        if i < 0:  # a repeated key, or one with an empty part
+            bad = _Bad("key", column, "a repeated or empty key")
+            for n in sorted({*empties, *_repeated(hashes)}):
+                bad.add(n, starts[n - 1])
+            tests.append((0, bad, bool))
+            continue
+        bad = _Bad("unique", column, "repeated values")
+        for n in _repeated(hashes):
+            bad.add(n, starts[n - 1])
+        tests.append((i, bad, bool))
+    for _i, bad, _failing in sorted(tests, key=lambda t: ORDER.index(t[1].check)):
+        _add(out, name, bad)
+    if "min_rows" in spec and count < spec["min_rows"]:
+        out.append(Failure(name, "min_rows", f"{count} rows, at least {spec['min_rows']}"))
+    if "max_rows" in spec and count > spec["max_rows"]:
+        out.append(Failure(name, "max_rows", f"{count} rows, at most {spec['max_rows']}"))
+    return header, out
 
 
-def _add(
-    out: list[Failure], t: Table, name: str, check: str, column: str, bad: list[int], what: str
-) -> None:
-    if bad:
-        shown = bad[:MAX_SHOWN_ROWS]
+def _tests(spec: dict[str, Any], col: Callable[[str, str], int | None]) -> list[Test]:
+    """The per-cell checks of ``spec``: (column index, its failures, the failing test)."""
+    tests: list[Test] = []
+    for column in spec.get("not_null", []):
+        if (i := col("not_null", column)) is not None:
+            tests.append((i, _Bad("not_null", column, "empty cells"), lambda v: not v.strip()))
+    for column, allowed in spec.get("values", {}).items():
+        if (i := col("values", column)) is not None:
+            ok = set(allowed)
+            bad = _Bad("values", column, f"values not in {allowed}")
+            tests.append((i, bad, partial(_not_in, ok)))
+    for column, kind in spec.get("dtype", {}).items():
+        if (i := col("dtype", column)) is not None:
+            bad = _Bad("dtype", column, f"values that are not {kind}")
+            tests.append((i, bad, partial(_not_of, kind)))
+    return tests
+
+
+def _not_in(allowed: set[str], value: str) -> bool:
+    return value not in allowed
+
+
+def _not_of(kind: str, value: str) -> bool:
+    return bool(value.strip()) and not _is(kind, value.strip())
+
+
+def _repeated(hashes: array[int]) -> Iterator[int]:
+    """The 1-based rows whose value an earlier row had (by 64-bit hash), in row order."""
+    import numpy as np  # only for a unique check
+
+    values = np.frombuffer(hashes, dtype=np.int64)
+    order = np.argsort(values, kind="stable")
+    ranked = values[order]
+    later = order[1:][ranked[1:] == ranked[:-1]]
+    later.sort()
+    for n in later:
+        yield int(n) + 1
+
+
+def _add(out: list[Failure], name: str, bad: _Bad) -> None:
+    if bad.count:
         out.append(
             Failure(
                 name,
-                check,
-                f"{len(bad)} row(s) with {what}",
-                column=column,
-                rows=tuple(shown),
-                count=len(bad),
-                lines=tuple(t.lines[n - 1] for n in shown if n - 1 < len(t.lines)),
+                bad.check,
+                f"{bad.count} row(s) with {bad.what}",
+                column=bad.column,
+                rows=tuple(bad.rows),
+                count=bad.count,
+                lines=tuple(bad.lines),
             )
         )
 
@@ -306,10 +368,9 @@ def after_phase(run: Any, phase: Phase, sandbox: Any = None) -> None:
     failures: list[Failure] = []
     for name, spec in phase.checks.items():
         path = run.paths.out(name)
-        found = evaluate(name, spec, read(path))
-        if "script" in spec and sandbox is not None and not _unreadable(found):
-            found += script_in_kernel(sandbox, run.flow, name, spec["script"])
-        failures += found
+        failures += evaluate(name, spec, path)
+        if "script" in spec and sandbox is not None and not _unreadable(failures):
+            failures += script_in_kernel(sandbox, run.flow, name, spec["script"])
     if failures:
         raise PhaseError(summary(failures))
 
@@ -348,12 +409,11 @@ def gate_failures(run: Any, originals: dict[str, str], *, scripts: bool = True) 
             continue  # as the phase wrote it: it passed its checks after the phase
         original = None
         if sha and run.paths.object(sha).is_file():
-            original = read(run.paths.object(sha))
+            original = run.paths.object(sha)
         spec = phase.checks.get(name, {})
-        data = read(path)
-        found = evaluate(name, spec, data, original=original)
+        found = evaluate(name, spec, path, original=original)
         if scripts and "script" in spec and not _unreadable(found):
-            found += script_at_gate(run.flow, name, spec["script"], data)
+            found += script_at_gate(run.flow, name, spec["script"], read(path))
         failures += found
     return failures
 

@@ -6,15 +6,16 @@ and record move to attempts/<phase>/<n>/, so nothing a run wrote is ever overwri
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import os
 import shutil
+import uuid
 from pathlib import Path
 
 from sandbox import PathRefused
 from sandbox.paths import check_name, confined
 
+from . import csvread
 from .context import PhaseError
 from .layout import RunPaths
 from .model import Phase
@@ -68,8 +69,10 @@ def _file(
     it again."""
     dest = _dest(paths, phase, name, declared)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_name(f".{dest.name[:100]}.collect")
-    tmp.unlink(missing_ok=True)
+    # staged outside output/ and scratch/: no name a phase writes can be the temp file's
+    staging = paths.root / ".collecting"
+    staging.mkdir(exist_ok=True)
+    tmp = staging / uuid.uuid4().hex
     obj = store.path(sha)
     editable = name in declared and phase.gated
     try:
@@ -123,7 +126,7 @@ def check_outputs(paths: RunPaths, phase: Phase, scratch: list[str] | None = Non
         if name not in phase.may_be_empty and path.stat().st_size == 0:
             raise PhaseError(f"output {name} is empty ({allow})")
         if delimiter and name not in phase.may_be_empty:
-            rows = _count_rows(path, delimiter, limit=2)
+            rows = _count_rows(path, name, limit=2)
             if rows == 0:
                 raise PhaseError(f"output {name} is empty ({allow})")
             if rows == 1:
@@ -144,14 +147,19 @@ def _near_miss(name: str, paths: RunPaths, phase: Phase, scratch: list[str] | No
     return f"; it wrote {close[0]!r} (now in scratch/{phase.id}/): a typo?" if close else ""
 
 
-def _count_rows(path: Path, delimiter: str, *, limit: int) -> int:
+def _count_rows(path: Path, name: str, *, limit: int) -> int:
+    """Rows with a value, up to ``limit``, read as a stream (bounded lines and records); a
+    table past those bounds counts as full: its checks say why it is refused."""
     count = 0
-    with open(path, newline="", encoding="utf-8", errors="replace") as fh:
-        for row in csv.reader(fh, delimiter=delimiter):
-            if any(cell.strip() for cell in row):
-                count += 1
-                if count >= limit:
-                    break
+    try:
+        with csvread.opened(path) as fh:
+            for row in csvread.records(fh, name):
+                if any(cell.strip() for cell in row):
+                    count += 1
+                    if count >= limit:
+                        break
+    except csvread.Unreadable:
+        return limit
     return count
 
 

@@ -16,6 +16,7 @@
                      objects/<sha256>            a run from before the flow's store: its own
                      snapshots/<phase>/<n>.json  the workspace before attempt n (.post.json: after)
                      cancel          present when a cancel was requested during a phase
+                     .collecting/    a collected file on its way into output/ or scratch/
 <flow>/runs/.new-<run-id>/           a run being created (renamed into place when complete)
 <flow>/runs/.trash-<run-id>-<n>/     a run being deleted (renamed out of place first)
 ```

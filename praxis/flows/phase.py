@@ -203,8 +203,15 @@ def collect_limit(run: RunHandle) -> int:
     """Bytes of new files one phase may leave: flow.yaml sandbox.collect, else 1 GiB."""
     from sandbox.workspace import parse_size
 
+    from .sandbox_config import MAX_DISK, MIN_COLLECT
+
     value = run.flow.sandbox.get("collect")
-    return parse_size(value) if value else snapshot.MAX_BYTES
+    limit = parse_size(value) if value else snapshot.MAX_BYTES
+    if not MIN_COLLECT <= limit <= MAX_DISK:  # `praxis check` refuses it too
+        raise PhaseError(
+            f"sandbox.collect is {value!r}, outside 1m to 16t; set it within (e.g. 4g)"
+        )
+    return limit
 
 
 def _recorded(

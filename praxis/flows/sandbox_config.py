@@ -11,6 +11,8 @@ outside them (zero, negative, "unlimited", more than this machine has) is an err
 | pids       | docker        | a whole number from 32 to 65536                             |
 | disk       | docker        | the workspace's disk quota (``10g``): at least 16m, at most 16t |
 | collect    | every backend | bytes of new files a phase may leave (``1g``): 1m to 16t    |
+| stream_limit | docker, local, ray | bytes of a phase's prints kept: 1 to 8388608 (8 MiB) |
+| display_limit | docker, local, ray | bytes of its displays kept: 1 to 16777216 (16 MiB) |
 | timeout    | every backend | seconds per phase: more than 0, at most 7 days (604800)     |
 | address    | ray           | ``ray://host:10001``, ``host:6379`` or ``auto``; env wins   |
 | resources  | ray           | Ray resources a node must offer: names to positive numbers  |
@@ -28,6 +30,8 @@ import math
 import os
 import re
 from typing import Any
+
+from sandbox.output import LIMITS
 
 from .yaml_values import ValueReader, describe, nearest, show
 
@@ -49,6 +53,7 @@ MIN_CPUS = 0.01
 PIDS = (32, 65536)
 MAX_TIMEOUT = 7 * 24 * 3600
 MAX_DISK = 16 << 40
+MIN_COLLECT = 1 << 20
 _SIZE = re.compile(r"(\d+(?:\.\d+)?)([bkmg]?)", re.IGNORECASE)
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 
@@ -118,7 +123,10 @@ def check(raw: dict[str, Any], backend: str | None, reader: ValueReader) -> None
     if "disk" in raw:
         _disk(raw["disk"], reader, "sandbox.disk", MIN_TMP)
     if "collect" in raw:
-        _disk(raw["collect"], reader, "sandbox.collect", 1 << 20)
+        _disk(raw["collect"], reader, "sandbox.collect", MIN_COLLECT)
+    for key in LIMITS:
+        if key in raw:
+            _output_limit(key, raw[key], reader)
     if "cpus" in raw:
         _cpus(raw["cpus"], reader, ray=backend == "ray")
     if "pids" in raw:
@@ -163,7 +171,25 @@ def _disk(value: Any, reader: ValueReader, loc: str, floor: int) -> None:
     if n is None:
         reader.error(loc, f"expected a size such as 10g, got {describe(value)}")
     elif not floor <= n <= MAX_DISK:
-        reader.error(loc, f"must be between {size(floor)} and 16t, got {show(value)}")
+        reader.error(
+            loc,
+            f"must be between {size(floor)} and 16t, got {show(value)}; set a size within "
+            "them, or remove the key for the default",
+        )
+
+
+def _output_limit(key: str, value: Any, reader: ValueReader) -> None:
+    """What the host keeps of a phase's output, in bytes: within the sandbox's bounds (the
+    runner holds it all, and copies it into the record)."""
+    low, high = LIMITS[key]
+    if isinstance(value, bool) or not isinstance(value, int):
+        reader.error(f"sandbox.{key}", f"expected a whole number of bytes, got {describe(value)}")
+    elif not low <= value <= high:
+        reader.error(
+            f"sandbox.{key}",
+            f"must be between {low} and {high} bytes ({high >> 20} MiB, what the runner may "
+            f"hold), got {value}; lower it, or remove the key for the default",
+        )
 
 
 def _cpus(value: Any, reader: ValueReader, *, ray: bool = False) -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import stat
 import uuid
@@ -25,12 +26,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sandbox import FileStat, PathRefused, Sandbox
+from sandbox import FileStat, PathRefused, Sandbox, WalkRefused
 from sandbox.tree import READ_FLAGS, copy_fd_to
 
 from ..errors import PraxisError
 from .atomic import write_atomic
 
+log = logging.getLogger("praxis")
 MAX_FILES = 10_000  # new files one phase may leave in the workspace
 MAX_BYTES = 1 << 30  # bytes of new files one phase may leave (their size, holes included)
 KEPT = 4  # manifests a Workspace keeps after saving them (a phase's pre and post, and the last)
@@ -332,12 +334,13 @@ class Workspace:
     def restore(self, target: Manifest) -> list[str]:
         """Make the workspace hold exactly ``target``: its files and folders, and nothing
         else (no link, FIFO or socket a phase left); the names removed or replaced."""
-        listing, folders, strays = self.sandbox.survey()  # one look at the workspace
+        listing, folders, strays, cleared = self._look()  # one look at the workspace
         changed = sorted(strays)  # a link a phase left never reaches another
         for name in changed:
             self.sandbox.remove(name)
         if changed:  # removing one takes the folders it leaves empty with it: look again
             listing, folders, _ = self.sandbox.survey()
+        changed += cleared
         self.seen = dict(listing)
         looked = len(changed)  # the changes this look saw done
         removed = False
@@ -366,6 +369,18 @@ class Workspace:
         changed += self._restore_folders(wanted, now)
         self.look = (listing, folders) if len(changed) == looked else None
         return sorted(changed)
+
+    def _look(self) -> tuple[dict[str, FileStat], set[str], set[str], list[str]]:
+        """The workspace's files, folders and strays; a workspace no walk can read whole (too
+        deep, too many entries: a phase left it so) is emptied first, so a restore never
+        fails the way the phase did."""
+        try:
+            return (*self.sandbox.survey(), [])
+        except WalkRefused as exc:
+            log.info("emptying the workspace to restore it: %s", exc)
+            self.sandbox.clear()
+            self.known, self.placed, self.seen = {}, {}, {}
+            return {}, set(), set(), [f"{exc.folder}/" if exc.folder else "./"]
 
     def _restore_folders(self, wanted: set[str], current: set[str] | None) -> list[str]:
         """Make the folders ``wanted``; ``current`` are those there now (None: look)."""

@@ -31,6 +31,11 @@ SAMPLE_BYTES = 64 * 1024
 CHECK_WHOLE_BYTES = 4 * 1024 * 1024  # files up to this size are round-trip checked whole
 CHECK_ROWS = 1000  # larger files: the first rows are checked, and every row an edit touches
 MAX_TABLE_BYTES = 4 * 1024**3
+# a page shows a table only within these (else it offers the file as text, bounded): what a
+# page holds is then at most PAGE_ROWS rows of MAX_ROW_BYTES, MAX_COLUMNS cells each
+MAX_ROW_BYTES = 1024 * 1024
+MAX_COLUMNS = 1000
+MAX_RECORD_BYTES = 4 * 1024 * 1024  # a record the scan holds at once, whatever it shows
 DELIMITERS = ",;\t"
 CACHE_SIZE = 16
 CHUNK = 1 << 20
@@ -78,6 +83,8 @@ class Index:
     rows: int  # rows including the header
     size: int
     problem: str | None = None  # why the file is offered as text only
+    widest: int = 0  # bytes of the longest row
+    most_fields: int = 0  # delimiters + 1 of the row with most (quoted ones counted too)
 
     @property
     def data_rows(self) -> int:
@@ -211,18 +218,34 @@ def record_ends(buf: bytes, start: int, size: int) -> tuple[int, int]:
 
 def records(fh: BinaryIO, pos: int, size: int) -> Iterator[tuple[int, int, int]]:
     """(start, end, quotes) of each record from offset ``pos``, reading a window at a time."""
+    for start, end, quotes, _ in counted(fh, pos, size, b""):
+        yield start, end, quotes
+
+
+def counted(
+    fh: BinaryIO, pos: int, size: int, delimiter: bytes
+) -> Iterator[tuple[int, int, int, int]]:
+    """``records``, with the count of ``delimiter`` in each; NotATable for a record longer
+    than MAX_RECORD_BYTES (the window never holds more)."""
     fh.seek(pos)
     buf, base = b"", pos
     while pos < size:
         rel = pos - base
         end, quotes = record_ends(buf, rel, len(buf))
         if end >= len(buf) and base + len(buf) < size:
+            if len(buf) - rel > MAX_RECORD_BYTES:
+                raise NotATable(
+                    Path(getattr(fh, "name", "?")).name,
+                    f"has a row longer than {MAX_RECORD_BYTES:,} bytes, more than a page "
+                    "reads as a table",
+                )
             more = fh.read(CHUNK)
             if not more:
                 raise NotATable(Path(getattr(fh, "name", "?")).name, "shrank while being read")
             buf, base = buf[rel:] + more, pos
             continue
-        yield pos, base + end, quotes
+        delims = buf.count(delimiter, rel, end) if delimiter else 0
+        yield pos, base + end, quotes, delims
         pos = base + end
 
 
@@ -255,9 +278,11 @@ def _scan(path: Path, version: tuple[int, int, int], fh: BinaryIO, size: int) ->
     rows, problem = 0, None
     check_all = size <= CHECK_WHOLE_BYTES
     last = len(bom)
-    for start, end, quotes in records(fh, len(bom), size):
+    widest = most = 0
+    for start, end, quotes, delims in counted(fh, len(bom), size, delimiter.encode()):
         if rows % INDEX_EVERY == 0:
             offsets.append(start)
+        widest, most = max(widest, end - start), max(most, delims + 1)
         if quotes % 2 and problem is None:
             problem = f"row {rows + 1} opens a quote that is never closed"
         if problem is None and (check_all or rows < CHECK_ROWS):
@@ -271,7 +296,7 @@ def _scan(path: Path, version: tuple[int, int, int], fh: BinaryIO, size: int) ->
         last = end
     if not offsets:
         offsets.append(last)
-    return Index(path, version, dialect, offsets, rows, size, problem)
+    return Index(path, version, dialect, offsets, rows, size, problem, widest, most)
 
 
 def _why(raw: bytes, dialect: Dialect, row: int) -> str:

@@ -82,7 +82,7 @@ class Reader:
                 return self.parquet_rows(path, q.get("start", ""), q.get("n", ""))
             if not tables.is_table(name):
                 raise catalog.NotFound(f"{name} is not a table")
-            idx = csvedit.index(path)
+            idx = tables.fits(csvedit.index(path))
         except (catalog.NotFound, PathRefused, csvedit.NotATable) as exc:
             return JSONResponse({"error": str(exc)}, status_code=404)
         start = int(q["start"]) if q.get("start", "").isdigit() else 0

@@ -56,7 +56,7 @@ def rows_of(
 ) -> tuple[list[tuple[int, list[str]]], list[tuple[int, int]]]:
     """Data rows [start, start + count) fitted to the header's width, and the (row, column)
     of each cell clipped at ``MAX_CELL`` characters (shown, not editable in the grid)."""
-    width = len(csvedit.header(idx))
+    width = len(csvedit.header(fits(idx)))
     count = max(0, min(count, MAX_PAGE_ROWS))
     found = csvedit.read_rows(idx, start + 1, count)
     rows, clipped = [], []
@@ -71,8 +71,24 @@ def rows_of(
     return rows, clipped
 
 
+def fits(idx: csvedit.Index) -> csvedit.Index:
+    """``idx`` when a page can show it as a table; NotATable when a row is past what a page
+    holds (longer than MAX_ROW_BYTES, or more than MAX_COLUMNS fields): the file is then
+    offered as text (bounded), and no row of it is parsed."""
+    name = idx.path.name
+    if idx.widest > csvedit.MAX_ROW_BYTES:
+        limit = csvedit.MAX_ROW_BYTES
+        raise csvedit.NotATable(name, f"has a row of {idx.widest:,} bytes (a page shows {limit:,})")
+    if idx.most_fields > csvedit.MAX_COLUMNS:
+        limit = csvedit.MAX_COLUMNS
+        raise csvedit.NotATable(
+            name, f"has a row of up to {idx.most_fields:,} fields (a page shows {limit:,} columns)"
+        )
+    return idx
+
+
 def page_of(path: Path, page: int, size: int = PAGE_ROWS) -> TablePage:
-    idx = csvedit.index(path)
+    idx = fits(csvedit.index(path))
     pages = max(1, -(-idx.data_rows // size))
     page = min(max(1, page), pages)
     rows, clipped = rows_of(idx, (page - 1) * size, size)

@@ -188,7 +188,8 @@ def test_after_the_phase_every_failing_check_is_named_with_its_rows(tmp_path) ->
     )
 
 
-def test_approve_and_save_name_every_failing_check_not_the_first(tmp_path) -> None:
+def test_approve_and_save_name_every_failing_check_not_the_first(tmp_path, allow_local) -> None:
+    # the Gate's script check runs in a sandbox of the flow's (fake) backend: the person allows it
     flow = weather(tmp_path, "1,Oslo,1,5\\n2,Bergen,3,4\\n")
     run = runner.begin(flow)
     assert runner.advance(flow, run.id, make_sandbox=Fakes()).waiting == "gate"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from sandbox import OutputTooLarge, PathRefused
+from sandbox import OutputTooLarge, PathRefused, WalkRefused
 from sandbox.tree import Tree, copy_fd_to
 
 
@@ -49,7 +49,7 @@ def test_listing_names_regular_files_and_sorts_folders_and_others_apart(
 
 
 def test_a_listing_stops_at_its_bound(tree: Tree) -> None:
-    with pytest.raises(OutputTooLarge):
+    with pytest.raises(WalkRefused, match=r"^the workspace holds more than 3 files and folders"):
         tree.listing(max_files=3)
     assert len(tree.listing(max_files=5)) == 2
 
