@@ -9,6 +9,7 @@ each write moving the revision on by one.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from praxis.errors import Refused, UsageError
@@ -62,20 +63,29 @@ def save(run: RunHandle, drafts: Drafts, expect: int | None) -> int | None:
     """
     if expect is not None and expect != run.state.revision:
         raise Refused("stale", revision=run.state.revision)
-    planned = []
-    for name, draft in drafts.items():
-        path = writable(run.flow, run.state, run.paths, name)
-        if "text" in draft and draft.get("cells"):
-            raise tables.BadEdit(f"{name} has both cell edits and a text edit: keep one")
-        if "text" in draft:
-            data = validate.text_save(path, str(draft["text"]))
-        else:
-            data = validate.cell_save(path, draft["cells"], str(draft.get("version", "")))
-        validate.check_save(run, name, data)
-        planned.append((name, data))
-    for name, data in planned:
-        changes.keep_original(run, name)
-        state = runner.edit(run.flow, name, data, run.id, expect_revision=expect, by="web")
-        expect = state.revision if expect is not None else None
-        run = RunHandle.open(run.flow, run.id)
+    planned: list[tuple[str, bytes | Path, dict[str, Any] | None]] = []
+    try:
+        for name, draft in drafts.items():
+            path = writable(run.flow, run.state, run.paths, name)
+            if "text" in draft and draft.get("cells"):
+                raise tables.BadEdit(f"{name} has both cell edits and a text edit: keep one")
+            if "text" in draft:
+                data = validate.text_save(path, str(draft["text"]))
+                validate.check_save(run, name, data)
+                planned.append((name, data, None))
+            else:  # streamed to a file beside the outputs, checked, then moved in place
+                version = str(draft.get("version", ""))
+                staged, cell_diff = validate.stage_cells(run, path, draft["cells"], version)
+                planned.append((name, staged, cell_diff))
+        for name, new, diff in planned:
+            changes.keep_original(run, name)
+            state = runner.edit(
+                run.flow, name, new, run.id, expect_revision=expect, by="web", diff=diff
+            )
+            expect = state.revision if expect is not None else None
+            run = RunHandle.open(run.flow, run.id)
+    finally:
+        for _, left, _ in planned:
+            if isinstance(left, Path):
+                left.unlink(missing_ok=True)  # moved in place already, or not saved
     return expect
