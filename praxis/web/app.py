@@ -70,6 +70,7 @@ def create_app(
     templates.env.globals["when"] = views.when
     templates.env.globals["chart_width"] = views.CHART_WIDTH
     templates.env.globals["page_rows"] = tables.PAGE_ROWS
+    templates.env.globals["row_links"] = refusals.row_links
     ui = UI(root, guard, advancer or Advancer(), templates)
     chat = ChatPanel(ui)
     reader = Reader(ui)

@@ -4,6 +4,10 @@ tree (``praxis.errors``) and a sentence for the person. Nothing was changed in e
 
 from __future__ import annotations
 
+import re
+
+from markupsafe import Markup, escape
+
 from praxis.errors import PraxisError, RecordCorrupt, Refused, UsageError
 from praxis.flows.lock import Busy
 from sandbox.errors import PathRefused
@@ -55,3 +59,21 @@ def sentence(exc: PraxisError | PathRefused, expect: int | None) -> str:
                 "Look at the run as it is now below, then try again."
             )
     return f"Not done: {exc}"
+
+
+ROWS = re.compile(r"\b(rows? )(\d+(?:, \d+)*)")
+
+
+def row_links(text: str) -> Markup:
+    """The refusal's text, escaped, each data row a check names ("rows 3, 7") a link that
+    shows that row in the table."""
+    out, pos = [], 0
+    for m in ROWS.finditer(text):
+        out.append(escape(text[pos : m.start(2)]))
+        numbers = m.group(2).split(", ")
+        links = [Markup('<a href="#" class="goto" data-row="{0}">{0}</a>').format(int(n))
+                 for n in numbers]  # fmt: skip
+        out.append(Markup(", ").join(links))
+        pos = m.end(2)
+    out.append(escape(text[pos:]))
+    return Markup("").join(out)
