@@ -7,6 +7,7 @@ import itertools
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -126,17 +127,21 @@ class Progress:
             self._current = None
 
 
-def table_preview(path: Path, rows: int = 8, clip: int = 24) -> str:
-    """The first rows of a CSV/TSV as a text table, for a reviewer at a Gate.
+def table_preview(path: Path, rows: int = 8, clip: int = 24, flagged: tuple[int, ...] = ()) -> str:
+    """The first rows of a CSV/TSV as a text table, for a reviewer at a Gate; with
+    ``flagged`` (1-based data rows a check names) those rows first, each with its number.
 
     Read with the csv module, not pandas: the preview is the only table work the CLI does,
     and a pandas import would cost more than the rest of the command.
     """
     sep = "\t" if path.suffix.lower() == ".tsv" else ","
+    wanted = sorted(set(flagged))[:rows]
     try:
         with path.open(encoding="utf-8", errors="replace", newline="") as fh:
             reader = csv.reader(fh, delimiter=sep)
             table = list(itertools.islice(reader, rows + 1))
+            if wanted:
+                table = _flagged_first(table, reader, wanted, rows)
         with path.open("rb") as fh:
             total = sum(1 for _ in fh) - 1
     except (OSError, csv.Error) as exc:  # a preview must never stop the CLI
@@ -153,7 +158,28 @@ def table_preview(path: Path, rows: int = 8, clip: int = 24) -> str:
     ]
     shown = len(cells) - 1
     more = [f"    … {total - shown} more rows"] if total > shown else []
+    if wanted:
+        lines.insert(1, f"    (rows a check flags first: {', '.join(map(str, wanted))})")
     return "\n".join(lines + more)
+
+
+def _flagged_first(
+    first: list[list[str]], reader: Iterator[list[str]], wanted: list[int], rows: int
+) -> list[list[str]]:
+    """The header, then the ``wanted`` rows, then first rows up to ``rows``; each data row
+    led by its number (one pass, stopping after the last wanted row)."""
+    found = {n: row for n, row in enumerate(first[1:], start=1) if n in wanted}
+    n = len(first) - 1
+    for row in reader:
+        if len(found) == len(wanted):
+            break
+        n += 1
+        if n in wanted:
+            found[n] = row
+    picked = [n for n in wanted if n in found]
+    picked += [n for n in range(1, len(first)) if n not in found][: rows - len(picked)]
+    body = {**dict(enumerate(first[1:], start=1)), **found}
+    return [["#", *first[0]]] + [[str(n), *body[n]] for n in picked]
 
 
 def _clip(text: str, width: int) -> str:
