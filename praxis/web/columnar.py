@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
@@ -101,6 +102,93 @@ def copy_of(idx: csvedit.Index) -> Copy:
                 _open.popitem(last=False)
             _building.pop(key, None)
         return made
+
+
+def prepare_later(idx: csvedit.Index) -> None:
+    """Build the copy of ``idx`` in a thread unless it is open (a big table's page asks for
+    it when shown, so its first find or save does not wait for the build)."""
+    with _lock:
+        if key_of(idx) in _open:
+            return
+    threading.Thread(target=_quietly, args=(idx,), daemon=True).start()
+
+
+def _quietly(idx: csvedit.Index) -> None:
+    try:
+        copy_of(idx)
+    except (OSError, csvedit.NotATable, pa.ArrowException):
+        pass  # the find or save that needs it builds it again, and says why it cannot
+
+
+def carry_later(
+    before: csvedit.Index,
+    after: csvedit.Index,
+    shifts: list[tuple[int, int, int]],
+    edits: dict[int, dict[int, str]],
+) -> threading.Thread | None:
+    """Make the copy of ``after`` (``before``'s file with ``edits`` spliced in) from the copy
+    of ``before``, in a thread, when that copy is open; None when there is none to carry."""
+    with _lock:
+        old = _open.get(key_of(before))
+        if old is None:
+            return None
+        building = _building.setdefault(key_of(after), threading.Lock())
+    ready = threading.Event()
+
+    def carry() -> None:
+        with building:  # a find of the new version waits for this rather than scanning
+            ready.set()
+            try:
+                _carry(old, after, shifts, edits)
+            except (OSError, pa.ArrowException):
+                pass  # the copy is built from the file when it is asked for
+
+    thread = threading.Thread(target=carry, daemon=True)
+    thread.start()
+    ready.wait()
+    return thread
+
+
+def _carry(
+    old: Copy,
+    after: csvedit.Index,
+    shifts: list[tuple[int, int, int]],
+    edits: dict[int, dict[int, str]],
+) -> None:
+    key = key_of(after)
+    dest = cache_dir() / f"{key}.arrow"
+    table = old.table
+    for c in sorted({c for cells in edits.values() for c in cells}):
+        if c >= len(old.header):
+            continue
+        rows = sorted(r for r, cells in edits.items() if c in cells)
+        mask = np.zeros(old.rows, dtype=bool)
+        mask[rows] = True
+        values = pa.array([edits[r][c][:FIELD_CAP] for r in rows], pa.string())
+        col = pc.replace_with_mask(old.column(c).combine_chunks(), pa.array(mask), values)
+        table = table.set_column(c, f"c{c}", col)
+    starts = table.column("start").to_numpy()
+    at = np.array([a for a, _, _ in sorted(shifts)], dtype=np.int64)
+    grow = np.cumsum([n - (b - a) for a, b, n in sorted(shifts)], dtype=np.int64)
+    before = np.searchsorted(at, starts, side="left")  # shifted rows that start earlier
+    delta = np.where(before > 0, grow[np.maximum(before - 1, 0)], 0)
+    new_starts = starts + delta
+    ends = table.column("end").to_numpy()
+    # a row's end moves by every shift up to and including its own
+    upto = np.searchsorted(at, starts, side="right")
+    new_ends = ends + np.where(upto > 0, grow[np.maximum(upto - 1, 0)], 0)
+    table = table.set_column(len(old.header), "start", pa.array(new_starts))
+    table = table.set_column(len(old.header) + 1, "end", pa.array(new_ends))
+    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=".carry.", suffix=".arrow")
+    os.close(fd)
+    try:
+        with ipc.new_file(tmp, table.schema) as out:
+            out.write_table(table, max_chunksize=BATCH_ROWS)
+        if csvedit._version(after.path) == after.version:
+            os.replace(tmp, dest)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
 
 
 def build(idx: csvedit.Index, dest: Path) -> None:

@@ -367,9 +367,18 @@ def splice(idx: Index, edits: dict[int, dict[int, str]]) -> bytes:
 
 
 Change = tuple[int, int, str, str]  # (data row, column, old value, new value)
+Shift = tuple[int, int, int]  # (start, end) of an edited row in the old file, its new length
 
 
-def splice_to(idx: Index, edits: dict[int, dict[int, str]], out: BinaryIO) -> list[Change]:
+@dataclass
+class Spliced:
+    """What a splice changed: the cells whose value changed, and where rows grew or shrank."""
+
+    changed: list[Change]
+    shifts: list[Shift]
+
+
+def splice_to(idx: Index, edits: dict[int, dict[int, str]], out: BinaryIO) -> Spliced:
     """Write the file to ``out`` with data row r's column c set to ``edits[r][c]``, in one
     streaming pass: every byte outside the edited rows is copied as it was.
 
@@ -396,7 +405,30 @@ def splice_to(idx: Index, edits: dict[int, dict[int, str]], out: BinaryIO) -> li
         _copy(fh, pos, idx.size, out)
         if _version(idx.path) != idx.version:
             raise NotATable(idx.path.name, "changed while it was being read: reload the page")
-    return changed
+    return Spliced(changed, [(a, b, len(new)) for a, b, new in planned])
+
+
+def carried(idx: Index, spliced: Spliced) -> Index | None:
+    """The index of the file ``splice_to`` wrote from ``idx``'s, now at ``idx.path``, made
+    from ``idx`` (rows start where they did, shifted by the rows before that changed size)
+    instead of scanning it again; None when the file there is not that one any more."""
+    version = _version(idx.path)
+    grew = sum(n - (b - a) for a, b, n in spliced.shifts)
+    if version[0] != idx.size + grew:
+        return None
+    offsets, k, delta = [], 0, 0
+    shifts = sorted(spliced.shifts)
+    for o in idx.offsets:
+        while k < len(shifts) and shifts[k][1] <= o:
+            delta += shifts[k][2] - (shifts[k][1] - shifts[k][0])
+            k += 1
+        offsets.append(o + delta)
+    new = Index(idx.path, version, idx.dialect, offsets, idx.rows, version[0], idx.problem)
+    with _cache_lock:
+        _cache[(str(idx.path), *version)] = new
+        while len(_cache) > CACHE_SIZE:
+            _cache.popitem(last=False)
+    return new
 
 
 def _copy(fh: BinaryIO, start: int, end: int, out: BinaryIO) -> None:

@@ -9,7 +9,6 @@ each write moving the revision on by one.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 from praxis.errors import Refused, UsageError
@@ -63,7 +62,7 @@ def save(run: RunHandle, drafts: Drafts, expect: int | None) -> int | None:
     """
     if expect is not None and expect != run.state.revision:
         raise Refused("stale", revision=run.state.revision)
-    planned: list[tuple[str, bytes | Path, dict[str, Any] | None]] = []
+    planned: list[tuple[str, bytes | tables.Staged]] = []
     try:
         for name, draft in drafts.items():
             path = writable(run.flow, run.state, run.paths, name)
@@ -72,20 +71,22 @@ def save(run: RunHandle, drafts: Drafts, expect: int | None) -> int | None:
             if "text" in draft:
                 data = validate.text_save(path, str(draft["text"]))
                 validate.check_save(run, name, data)
-                planned.append((name, data, None))
+                planned.append((name, data))
             else:  # streamed to a file beside the outputs, checked, then moved in place
                 version = str(draft.get("version", ""))
-                staged, cell_diff = validate.stage_cells(run, path, draft["cells"], version)
-                planned.append((name, staged, cell_diff))
-        for name, new, diff in planned:
+                planned.append((name, validate.stage_cells(run, path, draft["cells"], version)))
+        for name, new in planned:
             changes.keep_original(run, name)
-            state = runner.edit(
-                run.flow, name, new, run.id, expect_revision=expect, by="web", diff=diff
-            )
+            if isinstance(new, tables.Staged):
+                state = runner.edit(run.flow, name, new.path, run.id, expect_revision=expect,
+                                    by="web", diff=new.diff)  # fmt: skip
+                new.carry()
+            else:
+                state = runner.edit(run.flow, name, new, run.id, expect_revision=expect, by="web")
             expect = state.revision if expect is not None else None
             run = RunHandle.open(run.flow, run.id)
     finally:
-        for _, left, _ in planned:
-            if isinstance(left, Path):
-                left.unlink(missing_ok=True)  # moved in place already, or not saved
+        for _, left in planned:
+            if isinstance(left, tables.Staged):
+                left.path.unlink(missing_ok=True)  # moved in place already, or not saved
     return expect

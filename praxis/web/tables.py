@@ -132,6 +132,24 @@ def apply_cells(path: Path, cells: dict[tuple[int, int], str], version: str = ""
     return out.getvalue()
 
 
+@dataclass
+class Staged:
+    """A cell save written beside the outputs, not yet in place: its file, the edit's diff,
+    and what lets the saved file's row index and columnar copy be made without a scan."""
+
+    path: Path
+    diff: dict[str, Any]
+    before: csvedit.Index
+    spliced: csvedit.Spliced
+    edits: dict[int, dict[int, str]]
+
+    def carry(self) -> None:
+        """Once the staged file is in place: its index now, its columnar copy soon."""
+        new = csvedit.carried(self.before, self.spliced)
+        if new is not None:
+            columnar.carry_later(self.before, new, self.spliced.shifts, self.edits)
+
+
 def cell_diff(header: list[str], changed: list[csvedit.Change]) -> dict[str, Any]:
     """The edit's cell-level diff, as ``edits.diff_tables`` records one, from the cells a
     save changed (no rows move in a cell save: nothing to compare)."""
@@ -147,18 +165,19 @@ def cell_diff(header: list[str], changed: list[csvedit.Change]) -> dict[str, Any
 
 def stage_cells(
     path: Path, cells: dict[tuple[int, int], str], folder: Path, version: str = ""
-) -> tuple[Path, dict[str, Any]]:
+) -> Staged:
     """``apply_cells`` streamed into a new file in ``folder`` (same file system as ``path``,
-    so it can replace it atomically); its path and the edit's diff. BadEdit as
-    ``apply_cells``."""
+    so it can replace it atomically). BadEdit as ``apply_cells``."""
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name[:100]}.", suffix=".save")
     try:
         with os.fdopen(fd, "wb") as out:
-            changed = write_cells(path, cells, out, version)
+            spliced = write_cells(path, cells, out, version)
     except BaseException:
         os.unlink(tmp)
         raise
-    return Path(tmp), cell_diff(csvedit.header(csvedit.index(path)), changed)
+    idx = csvedit.index(path)
+    diff = cell_diff(csvedit.header(idx), spliced.changed)
+    return Staged(Path(tmp), diff, idx, spliced, edits_of(cells))
 
 
 def edits_of(cells: dict[tuple[int, int], str]) -> dict[int, dict[int, str]]:
@@ -170,7 +189,7 @@ def edits_of(cells: dict[tuple[int, int], str]) -> dict[int, dict[int, str]]:
 
 def write_cells(
     path: Path, cells: dict[tuple[int, int], str], out: BinaryIO, version: str = ""
-) -> list[csvedit.Change]:
+) -> csvedit.Spliced:
     try:
         idx = csvedit.index(path)
     except csvedit.NotATable as exc:

@@ -10,7 +10,6 @@ to be written, so a save that breaks them is refused the same way.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from praxis.flows import checks
 from praxis.flows.handle import RunHandle
@@ -37,16 +36,16 @@ def cell_save(path: Path, cells: dict[tuple[int, int], str], version: str) -> by
 
 def stage_cells(
     run: RunHandle, path: Path, cells: dict[tuple[int, int], str], version: str
-) -> tuple[Path, dict[str, Any]]:
+) -> tables.Staged:
     """A cell-level table edit streamed into a new file beside the run's outputs, checked
-    against flow.yaml's checks (``check_cells``); its path and diff, for ``runner.edit``."""
-    staged, diff = tables.stage_cells(path, cells, run.root, version)
+    against flow.yaml's checks (``check_cells``), for ``runner.edit``."""
+    staged = tables.stage_cells(path, cells, run.root, version)
     try:
-        check_cells(run, path, staged, cells)
+        check_cells(run, path, staged.path, cells)
     except BaseException:
-        staged.unlink(missing_ok=True)
+        staged.path.unlink(missing_ok=True)
         raise
-    return staged, diff
+    return staged
 
 
 def check_cells(

@@ -155,9 +155,10 @@ def test_splice_streams_only_the_edited_rows_and_names_the_changed_cells(tmp_pat
     idx = table(tmp_path, BODY)
     out = tmp_path / "out.csv"
     with out.open("wb") as fh:
-        changed = csvedit.splice_to(idx, {1: {1: "Bergen, west"}, 5: {3: "end"}}, fh)
+        spliced = csvedit.splice_to(idx, {1: {1: "Bergen, west"}, 5: {3: "end"}}, fh)
     assert out.read_bytes() == HEADER + BODY.replace(b"last", b"end")
-    assert changed == [(5, 3, "last", "end")]
+    assert spliced.changed == [(5, 3, "last", "end")]
+    assert spliced.shifts == [(30, 62, 32), (91, 105, 13)]  # row 2 kept its length
 
 
 # --- through the app ---------------------------------------------------------------------
@@ -187,3 +188,30 @@ def test_a_refusal_links_the_rows_it_names_and_stays_escaped(served: Served) -> 
     html = str(row_links("t.csv: <b>x</b> failed; rows 3, 7 (of 12)"))
     assert "&lt;b&gt;x&lt;/b&gt;" in html
     assert html.count('class="goto"') == 2 and 'data-row="7">7</a>' in html
+
+
+def test_a_saved_files_index_and_copy_are_carried_as_a_scan_would_make_them(
+    tmp_path: Path,
+) -> None:
+    from praxis.web import tables
+
+    body = b"".join(b"%d,c%d,%d,n\n" % (i, i, i) for i in range(3000))
+    idx = table(tmp_path, body)
+    old = columnar.copy_of(idx)
+    cells = {(5, 1): "a much longer city, quoted", (1500, 3): "", (2999, 2): "77"}
+    staged = tables.stage_cells(idx.path, cells, tmp_path)
+    staged.path.replace(idx.path)
+    new = csvedit.carried(idx, staged.spliced)
+    assert new is not None
+    columnar._carry(old, new, staged.spliced.shifts, staged.edits)
+    fresh = csvedit.build_index(idx.path)
+    assert (new.offsets, new.rows, new.version) == (fresh.offsets, fresh.rows, fresh.version)
+    built = tmp_path / "fresh.arrow"
+    columnar.build(fresh, built)
+    carried = columnar.copy_of(new).table
+    import pyarrow.ipc as ipc
+
+    assert carried.equals(ipc.open_file(str(built)).read_all())
+    assert csvedit.read_spans(new, columnar.copy_of(new).spans([5]))[0].fields[1] == (
+        "a much longer city, quoted"
+    )
