@@ -258,12 +258,20 @@ def flagged(copy: columnar.Copy, spec: dict[str, Any]) -> list[Flag]:
 def _repeats(copy: columnar.Copy, i: int, column: str) -> list[Flag]:
     """Every row whose value an earlier row holds (hash-encoded, then the first row of each
     code kept): the rows ``checks`` names for ``unique``."""
-    codes = copy.column(i).combine_chunks().dictionary_encode().indices.to_numpy()
+    encoded = copy.column(i).combine_chunks().dictionary_encode()
+    codes = encoded.indices.to_numpy(zero_copy_only=False)
     if len(codes) < 2:
         return []
-    _, first = np.unique(codes, return_index=True)
+    # codes are handed out in order of first appearance: a row holds a new value when its
+    # code is above every code before it (checked; else found by sorting)
+    seen = np.maximum.accumulate(codes)
     repeat = np.ones(len(codes), dtype=bool)
-    repeat[first] = False
+    repeat[0] = False
+    repeat[1:] = codes[1:] <= seen[:-1]
+    if not np.array_equal(codes[~repeat], np.arange(len(encoded.dictionary))):
+        _, first = np.unique(codes, return_index=True)
+        repeat = np.ones(len(codes), dtype=bool)
+        repeat[first] = False
     rows = pa.array(np.flatnonzero(repeat).astype(np.int64))
     if not len(rows):
         return []
