@@ -36,6 +36,8 @@ from . import csvedit, rowscan
 FIELD_CAP = 1000  # characters of a cell the copy keeps (filters read at most these)
 LINE_CAP = 64 * 1024  # bytes of a record that are parsed for the copy
 BATCH_ROWS = 65_536
+BLOCK = 1 << 20  # bytes Arrow's CSV reader reads at a time
+FAST_RECORD = BLOCK // 4  # a file with a longer record is copied by the record-by-record pass
 KEEP_FILES = 16  # copies kept in the cache folder, newest first
 OPEN_COPIES = 8
 
@@ -201,7 +203,11 @@ def build(idx: csvedit.Index, dest: Path) -> None:
     fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=".build.", suffix=".arrow")
     os.close(fd)
     try:
+        with open(idx.path, "rb") as fh:
+            fast = rowscan.longest(fh, len(idx.dialect.bom), idx.size) <= FAST_RECORD
         try:
+            if not fast:
+                raise Misread("a record longer than Arrow reads in one block")
             _write(tmp, schema, _fast_batches(idx, width))
         except (pa.ArrowInvalid, Misread):
             _write(tmp, schema, _slow_batches(idx, width))
@@ -233,7 +239,8 @@ def _fast_batches(idx: csvedit.Index, width: int) -> Iterator[list[Any]]:
                 column_names=[f"c{i}" for i in range(width)],
                 skip_rows=1,
                 encoding="latin-1" if d.encoding == "latin-1" else "utf8",
-                block_size=4 << 20,
+                block_size=BLOCK,
+                use_threads=False,  # one block read at a time: memory stays a few blocks
             ),
             parse_options=pacsv.ParseOptions(
                 delimiter=d.delimiter, newlines_in_values=True, ignore_empty_lines=False
@@ -270,7 +277,7 @@ def _slow_batches(idx: csvedit.Index, width: int) -> Iterator[list[Any]]:
             if first:  # the header
                 first = False
                 continue
-            fields = parse(head, dialect).fields
+            fields = _cut(head, dialect) if end - start > len(head) else parse(head, dialect).fields
             for c in range(width):
                 value = fields[c] if c < len(fields) else ""
                 cols[c].append(value if len(value) <= FIELD_CAP else value[:FIELD_CAP])
@@ -281,6 +288,17 @@ def _slow_batches(idx: csvedit.Index, width: int) -> Iterator[list[Any]]:
                 cols = [[] for _ in range(width + 2)]
     if cols[width] or not idx.data_rows:
         yield cols
+
+
+def _cut(head: bytes, dialect: csvedit.Dialect) -> list[str]:
+    """The fields of a record's head (its first ``LINE_CAP`` bytes): a quoted field the cut
+    leaves open is closed where the head ends."""
+    for attempt in (head, head + b'"'):
+        try:
+            return csvedit.parse_record(attempt, dialect).fields
+        except (csvedit.BadRow, UnicodeError):
+            continue
+    return csvedit.lenient(head, dialect).fields
 
 
 def _prune(folder: Path) -> None:

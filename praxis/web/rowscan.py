@@ -12,7 +12,7 @@ from typing import BinaryIO
 
 import numpy as np
 
-WINDOW = 8 << 20
+WINDOW = 1 << 20
 
 
 class Spans:
@@ -52,3 +52,13 @@ class Spans:
         last = int(self.ends[-1]) if len(self.ends) else self.start
         if self.read_to >= self.size and last < self.size:
             self.ends = np.append(self.ends, self.size)  # a last record without a newline
+
+
+def longest(fh: BinaryIO, pos: int, size: int) -> int:
+    """The length in bytes of the longest record from ``pos``: one pass, a window at a time."""
+    spans, most = Spans(fh, pos, size), 0
+    while True:
+        starts, ends = spans.take(1 << 16)
+        if not len(ends):
+            return most
+        most = max(most, int((ends - starts).max()))

@@ -215,3 +215,56 @@ def test_a_saved_files_index_and_copy_are_carried_as_a_scan_would_make_them(
     assert csvedit.read_spans(new, columnar.copy_of(new).spans([5]))[0].fields[1] == (
         "a much longer city, quoted"
     )
+
+
+PROBE = """
+import json, sys
+from pathlib import Path
+from praxis.web import columnar, csvedit
+
+def hwm():
+    line = next(l for l in open("/proc/self/status") if l.startswith("VmHWM:"))
+    return int(line.split()[1]) // 1024
+
+path = Path(sys.argv[1])
+size = path.stat().st_size
+st = path.stat()
+dialect = csvedit.Dialect("utf-8", b"", ",", b"\\n")
+# the index a scan would give, made by hand: only the copy's build is measured
+idx = csvedit.Index(path, (st.st_size, st.st_mtime_ns, st.st_ino), dialect, [0], 3, size)
+# Arrow's first IPC write sets up its allocator and threads (about 50 MiB, whatever the
+# table): a small copy first, so what is measured is what the 30 MB line costs
+small = path.with_name("small.csv")
+small.write_bytes(b"id,text\\n1,a\\n")
+sst = small.stat()
+warm = csvedit.Index(small, (sst.st_size, sst.st_mtime_ns, sst.st_ino), dialect, [0], 2,
+                     sst.st_size)
+columnar.build(warm, path.with_name("small.arrow"))
+before = hwm()
+columnar.build(idx, Path(sys.argv[2]))
+copy = columnar.copy_of(idx)
+print(json.dumps({"before": before, "after": hwm(), "rows": copy.rows,
+                  "head": len(copy.column(1).to_pylist()[0]), "last": copy.column(0).to_pylist()}))
+"""
+
+
+def test_a_30_mb_line_is_copied_in_bounded_memory(tmp_path: Path) -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    path = tmp_path / "wide.csv"
+    with path.open("wb") as fh:
+        fh.write(b"id,text\n1,")
+        for _ in range(30):
+            fh.write(b"y" * (1 << 20))
+        fh.write(b"\n2,short\n")
+    env = {**os.environ, "PRAXIS_CACHE": str(tmp_path / "cache")}
+    done = subprocess.run([sys.executable, "-c", PROBE, str(path), str(tmp_path / "c.arrow")],
+                          capture_output=True, text=True, timeout=240, env=env)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["rows"] == 2 and report["last"] == ["1", "2"]
+    assert report["head"] == columnar.FIELD_CAP
+    assert report["after"] - report["before"] < 24, report  # MiB; the line alone is 30
