@@ -5,8 +5,8 @@ table about to be written is the columnar copy of the file as it is (``columnar`
 edited cells replaced, and the declared checks (``unique``, ``not_null``, ``values``,
 ``dtype``, ``columns``, ``min_rows``, ``max_rows``) run over it column by column, with the
 messages ``checks`` gives. ``None`` when this cannot stand in for ``checks.evaluate``: a
-``script:`` check (it reads the file), or a checked column holding a cell longer than the
-copy keeps; the caller then checks the whole staged file.
+``script:`` check (it reads the file), a table too wide for a copy, or a checked column
+holding a cell longer than the copy keeps; the caller then checks the whole staged file.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def check_cells(
     idx: csvedit.Index, name: str, spec: dict[str, Any], edits: dict[int, dict[int, str]]
 ) -> list[checks.Failure] | None:
     """The failures of ``spec`` on ``idx``'s file with ``edits`` ({row: {column: value}})."""
-    if "script" in spec:
+    if "script" in spec or len(csvedit.header(idx)) > columnar.MAX_COLUMNS:
         return None
     copy = columnar.copy_of(idx)
     header = copy.header

@@ -40,6 +40,7 @@ BLOCK = 1 << 20  # bytes Arrow's CSV reader reads at a time
 FAST_RECORD = BLOCK // 4  # a file with a longer record is copied by the record-by-record pass
 KEEP_FILES = 16  # copies kept in the cache folder, newest first
 OPEN_COPIES = 8
+MAX_COLUMNS = 1000  # a wider table is paged, not searched
 
 
 @dataclass
@@ -80,7 +81,15 @@ _building: dict[str, threading.Lock] = {}
 
 
 def copy_of(idx: csvedit.Index) -> Copy:
-    """The columnar copy of this index's file version, built on first use."""
+    """The columnar copy of this index's file version, built on first use; NotATable for a
+    table of more than ``MAX_COLUMNS`` columns."""
+    width = len(csvedit.header(idx))
+    if width > MAX_COLUMNS:
+        raise csvedit.NotATable(
+            idx.path.name,
+            f"has {width} columns: rows are found in tables of at most "
+            f"{MAX_COLUMNS}; page through it, or open it raw",
+        )
     key = key_of(idx)
     with _lock:
         found = _open.get(key)

@@ -176,7 +176,7 @@ def artifact(path: Path, page: int) -> Artifact:
         except csvedit.NotATable as exc:
             return _text_artifact(path, size, problem=f"{name} {exc.reason}")
         art = Artifact(name, "table", size, table=table, problem=table.problem)
-        if size > PREPARE_BYTES and not table.problem:
+        if size > PREPARE_BYTES and not table.problem and len(table.header) <= columnar.MAX_COLUMNS:
             columnar.prepare_later(csvedit.index(path))
         if size <= MAX_INLINE_TEXT:
             art.text = decoded_text(path)

@@ -268,3 +268,12 @@ def test_a_30_mb_line_is_copied_in_bounded_memory(tmp_path: Path) -> None:
     assert report["rows"] == 2 and report["last"] == ["1", "2"]
     assert report["head"] == columnar.FIELD_CAP
     assert report["after"] - report["before"] < 24, report  # MiB; the line alone is 30
+
+
+def test_a_table_too_wide_to_search_says_so(tmp_path: Path) -> None:
+    path = tmp_path / "wide.csv"
+    width = columnar.MAX_COLUMNS + 1
+    path.write_text(",".join(f"c{i}" for i in range(width)) + "\n" + "1," * (width - 1) + "1\n")
+    with pytest.raises(csvedit.NotATable, match=f"has {width} columns: rows are found in"):
+        columnar.copy_of(csvedit.index(path))
+    assert cellchecks.check_cells(csvedit.index(path), "wide.csv", {}, {0: {0: "2"}}) is None
