@@ -175,9 +175,15 @@ def test_jump_to_the_flagged_rows_and_to_a_row_a_refusal_names(
     flags.nth(1).get_by_role("button", name="show only these").click()
     expect(form.locator(".find-count")).to_have_text(f"1 of {ROWS} rows match")
     assert column(form, 0) == ["202"]
+    # each check's rows are links: to the row in the file's own order, on its page
+    form.get_by_role("button", name="Flagged rows").click()
+    form.locator(".find-flags li").nth(0).get_by_role("link", name="101").click()
+    expect(form.locator("tr.target td").first).to_have_text("101")
+    expect(form.locator(".page-label")).to_have_text("rows 101–200")
 
     # a save the checks refuse names its rows; each is a link to it in the table
-    form.get_by_role("button", name="Show every row").click()
+    expect(form.locator(".find-flags li")).to_have_count(0)  # the find is put aside
+    expect(form.get_by_role("button", name="Show every row")).to_be_hidden()
     form.get_by_label("Go to row of review.csv").fill("5000")
     form.get_by_label("Go to row of review.csv").press("Enter")
     target = form.locator("table.grid tbody tr.target")

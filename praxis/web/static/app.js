@@ -188,13 +188,16 @@
     box.querySelector(".find-sort").addEventListener("change", function () { apply(); });
     box.querySelector(".find-desc").addEventListener("change", function () { apply(); });
     box.querySelector(".find-flagged").addEventListener("click", function () { apply({ flagged: "1" }); });
-    box.querySelector(".find-clear").addEventListener("click", function () {
+    form.findReset = function () {  // back to every row in file order
       filters.replaceChildren();
       box.querySelector(".find-q").value = "";
       box.querySelector(".find-sort").value = "";
       box.querySelector(".find-desc").checked = false;
       box.querySelector(".find-flags").replaceChildren();
       form.dataset.query = "";
+    };
+    box.querySelector(".find-clear").addEventListener("click", function () {
+      form.findReset();
       loadRows(form, 0, Number(form.dataset.pageRows || 100));
     });
     box.addEventListener("keydown", function (ev) {
@@ -211,6 +214,7 @@
   function goToRow(form, row) {
     if (!row || row < 1) { return; }
     const size = Number(form.dataset.pageRows || 100);
+    if (form.findReset) { form.findReset(); }
     form.dataset.query = "";
     form.dataset.target = String(row - 1);
     loadRows(form, Math.floor((row - 1) / size) * size, size);
@@ -234,6 +238,17 @@
       only.textContent = "show only these";
       only.addEventListener("click", function () { form.findApply({ check: String(i) }); });
       li.appendChild(only);
+      li.append(document.createTextNode(" · rows "));
+      (f.first || []).forEach(function (n, k) {
+        const go = document.createElement("a");
+        go.href = "#";
+        go.className = "goto";
+        go.textContent = String(n);
+        go.addEventListener("click", function (ev) { ev.preventDefault(); goToRow(form, n); });
+        if (k) { li.append(document.createTextNode(", ")); }
+        li.appendChild(go);
+      });
+      if (f.count > (f.first || []).length) { li.append(document.createTextNode(" …")); }
       list.appendChild(li);
     });
   }
