@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import tempfile
 import threading
 from collections import OrderedDict
@@ -62,11 +63,25 @@ class Copy:
         return list(zip(starts, ends, strict=True))
 
 
+_private: list[Path] = []
+
+
 def cache_dir() -> Path:
+    """``praxis-tables-UID`` below ``$PRAXIS_CACHE`` or the temp folder, when it is this
+    user's own folder that no one else may write to; else a new private one for this
+    process (a folder planted by someone else is never read)."""
     base = Path(os.environ.get("PRAXIS_CACHE") or tempfile.gettempdir())
     folder = base / f"praxis-tables-{os.getuid()}"
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    return folder
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        st = os.lstat(folder)
+        if stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o022:
+            return folder
+    except OSError:
+        pass
+    if not _private:
+        _private.append(Path(tempfile.mkdtemp(prefix="praxis-tables-")))
+    return _private[0]
 
 
 def key_of(idx: csvedit.Index) -> str:

@@ -277,3 +277,15 @@ def test_a_table_too_wide_to_search_says_so(tmp_path: Path) -> None:
     with pytest.raises(csvedit.NotATable, match=f"has {width} columns: rows are found in"):
         columnar.copy_of(csvedit.index(path))
     assert cellchecks.check_cells(csvedit.index(path), "wide.csv", {}, {0: {0: "2"}}) is None
+
+
+def test_a_cache_folder_others_may_write_to_is_not_used(tmp_path: Path) -> None:
+    import os
+
+    planted = tmp_path / "cache" / f"praxis-tables-{os.getuid()}"
+    planted.mkdir()
+    planted.chmod(0o777)
+    assert columnar.cache_dir() != planted
+    assert not os.stat(columnar.cache_dir()).st_mode & 0o077
+    planted.chmod(0o700)
+    assert columnar.cache_dir() == planted
