@@ -3,7 +3,9 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PRAXIS := $(VENV)/bin/praxis
 FLOW   ?= flows/sales-report
-PYTEST_ARGS ?=
+# Two workers on the suite (pytest-xdist), tests handed out one by one: most of a docker test
+# is waiting on a container, so the other worker's test runs meanwhile.
+PYTEST_ARGS ?= -n 2 --dist worksteal --durations=25
 
 .PHONY: run test test-fast image lint bench clean
 

@@ -8,7 +8,7 @@ TEST_LABELS = {"praxis.test": SESSION}
 TEST_LABEL = f"praxis.test={SESSION}"
 
 
-def left_after(run_id: str, timeout: float = 30.0) -> list[str]:
+def left_after(run_id: str, timeout: float = 120.0) -> list[str]:
     """Names of the containers of run ``run_id`` still there once none is, or ``timeout`` s.
 
     A sandbox's container is ended when its run stops and the daemon removes it by itself

@@ -97,3 +97,25 @@ def test_a_missing_module_on_docker_names_sandbox_packages_and_the_build(
     nexts = [line.strip() for line in err if line.strip().startswith(("next:", "then:"))]
     assert nexts[0].startswith("next: ") and f"sandbox build {flow}" in nexts[0]
     assert nexts[1].startswith("then: ") and f"rerun {flow}" in nexts[1]
+
+
+def test_a_failed_check_names_the_line_an_editor_shows(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    flow = write_flow(
+        tmp_path / "f",
+        """
+        sandbox: {backend: fake}
+        phases:
+          - id: a
+            kind: script
+            script: s.py
+            outputs: [t.csv]
+            checks: {t.csv: {unique: [id]}}
+        """,
+        {"s.py": "open('t.csv', 'w').write('id,note\\n1,\"two\\nlines\"\\n2,ok\\n2,again\\n')\n"},
+    )
+    assert main(["run", str(flow)]) == 1
+    err = capsys.readouterr().err
+    assert "t.csv: check unique failed on column 'id': 1 row(s) with repeated values; " in err
+    assert "data row 3 (line 5)" in err  # row 1 spans lines 2-3: line 5 is what an editor shows

@@ -67,6 +67,10 @@ KEY_HELP: dict[str, str] = {
     ),
     "limits": "agent phases: {model_calls: N, run_python: N}",
     "timeout": "seconds, overrides sandbox.timeout for this phase",
+    "notebook": (
+        "notebook phases: {allow_errors: true} runs past a failing cell, as nbclient's "
+        "allow_errors does, and records the error"
+    ),
     "checks": (
         "what a declared table must satisfy after the phase and after every Gate edit: "
         "{name.csv: {columns: [...], unique: [...], not_null: [...], values: {col: [...]}, "

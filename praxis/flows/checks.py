@@ -56,13 +56,18 @@ class Failure:
     column: str | None = None
     rows: tuple[int, ...] = ()  # 1-based data rows (the header is row 0), at most 5
     count: int = 0  # offending rows in all
+    lines: tuple[int, ...] = ()  # the line where each of ``rows`` starts, as an editor counts
+
+    def _row(self, i: int, row: int) -> str:
+        return f"{row} (line {self.lines[i]})" if i < len(self.lines) else str(row)
 
     def __str__(self) -> str:
         where = f" on column {self.column!r}" if self.column else ""
         rows = ""
         if self.rows:
             more = f" (of {self.count})" if self.count > len(self.rows) else ""
-            rows = f"; rows {', '.join(str(r) for r in self.rows)}{more}"
+            shown = ", ".join(self._row(i, r) for i, r in enumerate(self.rows))
+            rows = f"; data row{'s' if len(self.rows) > 1 else ''} {shown}{more}"
         return f"{self.output}: check {self.check} failed{where}: {self.message}{rows}"
 
     def to_dict(self) -> dict[str, Any]:
@@ -71,6 +76,7 @@ class Failure:
             "check": self.check,
             "column": self.column,
             "rows": list(self.rows),
+            "lines": list(self.lines),
             "count": self.count,
             "message": self.message,
         }
@@ -80,6 +86,7 @@ class Failure:
 class Table:
     header: list[str]
     rows: list[list[str]] = field(default_factory=list)
+    lines: list[int] = field(default_factory=list)  # where each data row starts (1-based)
 
 
 class Unreadable(Exception):
@@ -96,17 +103,28 @@ def parse(data: bytes, name: str) -> Table:
     text = data.decode("utf-8-sig", errors="replace")
     delimiter = TABULAR.get(Path(name).suffix.lower(), ",")
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
+    rows: list[list[str]] = []
+    starts: list[int] = []
     try:
-        rows = [r for r in reader if r]
+        while True:
+            start = reader.line_num + 1  # a quoted field may span lines: the row starts here
+            try:
+                row = next(reader)
+            except StopIteration:
+                break
+            if row:
+                rows.append(row)
+                starts.append(start)
     except csv.Error as exc:
         raise Unreadable(f"{name} does not parse near line {reader.line_num}: {exc}") from None
     if not rows:
         return Table(header=[])
-    table = Table(header=rows[0], rows=rows[1:])
+    table = Table(header=rows[0], rows=rows[1:], lines=starts[1:])
     for i, row in enumerate(table.rows, start=1):
         if len(row) != len(table.header):
             raise Unreadable(
-                f"{name}: data row {i} has {len(row)} fields, the header {len(table.header)}"
+                f"{name}: data row {i} (line {table.lines[i - 1]}) has {len(row)} fields, "
+                f"the header {len(table.header)}"
             )
     return table
 
@@ -171,18 +189,18 @@ def _declared(name: str, spec: dict[str, Any], t: Table) -> list[Failure]:
                 if row[i] in seen:
                     bad.append(n)
                 seen.add(row[i])
-            _add(out, name, "unique", column, bad, "repeated values")
+            _add(out, t, name, "unique", column, bad, "repeated values")
     for column in spec.get("not_null", []):
         i = col("not_null", column)
         if i is not None:
             bad = [n for n, row in enumerate(t.rows, start=1) if not row[i].strip()]
-            _add(out, name, "not_null", column, bad, "empty cells")
+            _add(out, t, name, "not_null", column, bad, "empty cells")
     for column, allowed in spec.get("values", {}).items():
         i = col("values", column)
         if i is not None:
             ok = set(allowed)
             bad = [n for n, row in enumerate(t.rows, start=1) if row[i] not in ok]
-            _add(out, name, "values", column, bad, f"values not in {allowed}")
+            _add(out, t, name, "values", column, bad, f"values not in {allowed}")
     for column, kind in spec.get("dtype", {}).items():
         i = col("dtype", column)
         if i is not None:
@@ -191,7 +209,7 @@ def _declared(name: str, spec: dict[str, Any], t: Table) -> list[Failure]:
                 for n, row in enumerate(t.rows, start=1)
                 if row[i].strip() and not _is(kind, row[i].strip())
             ]
-            _add(out, name, "dtype", column, bad, f"values that are not {kind}")
+            _add(out, t, name, "dtype", column, bad, f"values that are not {kind}")
     if "min_rows" in spec and len(t.rows) < spec["min_rows"]:
         out.append(Failure(name, "min_rows", f"{len(t.rows)} rows, at least {spec['min_rows']}"))
     if "max_rows" in spec and len(t.rows) > spec["max_rows"]:
@@ -199,16 +217,20 @@ def _declared(name: str, spec: dict[str, Any], t: Table) -> list[Failure]:
     return out
 
 
-def _add(out: list[Failure], name: str, check: str, column: str, bad: list[int], what: str) -> None:
+def _add(
+    out: list[Failure], t: Table, name: str, check: str, column: str, bad: list[int], what: str
+) -> None:
     if bad:
+        shown = bad[:MAX_SHOWN_ROWS]
         out.append(
             Failure(
                 name,
                 check,
                 f"{len(bad)} row(s) with {what}",
                 column=column,
-                rows=tuple(bad[:MAX_SHOWN_ROWS]),
+                rows=tuple(shown),
                 count=len(bad),
+                lines=tuple(t.lines[n - 1] for n in shown if n - 1 < len(t.lines)),
             )
         )
 

@@ -45,9 +45,17 @@ def check_cells(
             if column not in header:
                 failures.append(checks.Failure(name, key, "no such column", column=column))
     for flag in find.flagged(edited, spec):
-        rows = tuple(r + 1 for r in flag.rows.slice(0, checks.MAX_SHOWN_ROWS).to_pylist())
+        shown = flag.rows.slice(0, checks.MAX_SHOWN_ROWS).to_pylist()
         failures.append(
-            checks.Failure(name, flag.check, flag.message, flag.column, rows, len(flag.rows))
+            checks.Failure(
+                name,
+                flag.check,
+                flag.message,
+                flag.column,
+                tuple(r + 1 for r in shown),
+                len(flag.rows),
+                lines_of(idx, copy, shown, edits),
+            )  # fmt: skip
         )
     n = copy.rows
     if "min_rows" in spec and n < spec["min_rows"]:
@@ -55,6 +63,43 @@ def check_cells(
     if "max_rows" in spec and n > spec["max_rows"]:
         failures.append(checks.Failure(name, "max_rows", f"{n} rows, at most {spec['max_rows']}"))
     return failures
+
+
+def lines_of(
+    idx: csvedit.Index, copy: columnar.Copy, rows: list[int], edits: dict[int, dict[int, str]]
+) -> tuple[int, ...]:
+    """The line (as an editor counts, 1-based) where each data row of ``rows`` starts in
+    the file as saved: the newlines before it in the file now (counted in one pass up to
+    the last of them), and those the edited cells before it add or take away."""
+    starts = [a for a, _ in copy.spans(rows)]
+    before = _newlines_before(idx, sorted(set(starts)))
+    edited = sorted(edits)
+    old = dict(zip(edited, csvedit.read_spans(idx, copy.spans(edited)), strict=True))
+    grew = {}
+    for r in edited:
+        fields = old[r].fields
+        grew[r] = sum(v.replace("\r\n", "\n").count("\n")
+                      - (fields[c].count("\n") if c < len(fields) else 0)
+                      for c, v in edits[r].items())  # fmt: skip
+    return tuple(1 + before[s] + sum(g for e, g in grew.items() if e < r)
+                 for r, s in zip(rows, starts, strict=True))  # fmt: skip
+
+
+def _newlines_before(idx: csvedit.Index, offsets: list[int]) -> dict[int, int]:
+    found: dict[int, int] = {}
+    if not offsets:
+        return found
+    count, pos = 0, 0
+    with open(idx.path, "rb") as fh:
+        for target in offsets:
+            while pos < target:
+                chunk = fh.read(min(csvedit.CHUNK, target - pos))
+                if not chunk:
+                    break
+                count += chunk.count(b"\n")
+                pos += len(chunk)
+            found[target] = count
+    return found
 
 
 def _columns(spec: dict[str, Any], key: str) -> list[str]:

@@ -50,8 +50,17 @@ def test_at_most_five_rows_are_named() -> None:
     assert failure.rows == (1, 2, 3, 4, 5) and failure.count == 9
     assert str(failure) == (
         "t.csv: check values failed on column 'v': 9 row(s) with values not in ['a']; "
-        "rows 1, 2, 3, 4, 5 (of 9)"
+        "data rows 1 (line 2), 2 (line 3), 3 (line 4), 4 (line 5), 5 (line 6) (of 9)"
     )
+
+
+def test_rows_are_named_with_the_line_an_editor_shows() -> None:
+    # a quoted field over two lines and a blank line: data row 3 starts on line 6
+    data = b'id,note\n1,"two\nlines"\n\n2,ok\n2,again\n'
+    (failure,) = checks.evaluate("t.csv", {"unique": ["id"]}, data)
+    assert failure.rows == (3,) and failure.lines == (6,)
+    assert str(failure).endswith("; data row 3 (line 6)")
+    assert failure.to_dict()["lines"] == [6]
 
 
 def test_dtypes() -> None:
@@ -102,7 +111,8 @@ def test_a_failed_check_fails_the_phase_naming_it(tmp_path) -> None:
     assert state.status == "failed" and state.phase("pick").status == "failed"
     error = state.phase("pick").error or ""
     assert error == (
-        "picks.csv: check unique failed on column 'id': 3 row(s) with repeated values; rows 2, 4, 5"
+        "picks.csv: check unique failed on column 'id': 3 row(s) with repeated values; "
+        "data rows 2 (line 3), 4 (line 5), 5 (line 6)"
     )
     assert not run.paths.out("total.csv").exists()
 

@@ -133,10 +133,12 @@ def test_flagged_rows_are_every_row_the_checks_name(tmp_path: Path) -> None:
         {1: {0: "1"}},  # unique, against a row not edited
         {0: {1: " "}, 2: {2: "warm"}},  # not_null and dtype
         {2: {0: "9"}},  # fixes nothing, breaks nothing
+        {0: {1: "Os\nlo"}, 2: {3: "bad"}},  # a line break before the failing row
+        {1: {3: "one\ntwo"}, 3: {3: "bad"}},  # and one taken away before it
     ],
 )
 def test_a_cell_save_is_checked_as_checks_evaluate_would(tmp_path: Path, edits: dict) -> None:
-    body = b"1,Oslo,3,ok\n2,Rome,4,ok\n3,Oslo,5,fine\n"
+    body = b'1,Oslo,3,ok\n2,Rome,4,ok\n3,Oslo,5,fine\n4,"Ber\ngen",6,fine\n'
     idx = table(tmp_path, body)
     spec = {**SPEC, "min_rows": 1, "columns": ["id", "city"]}
     got = cellchecks.check_cells(idx, "t.csv", spec, edits)
@@ -188,6 +190,8 @@ def test_a_refusal_links_the_rows_it_names_and_stays_escaped(served: Served) -> 
     html = str(row_links("t.csv: <b>x</b> failed; rows 3, 7 (of 12)"))
     assert "&lt;b&gt;x&lt;/b&gt;" in html
     assert html.count('class="goto"') == 2 and 'data-row="7">7</a>' in html
+    html = str(row_links("t.csv: check x failed: data rows 3 (line 4), 12 (line 14)"))
+    assert 'data-row="3">3</a> (line 4), <a href="#" class="goto" data-row="12">' in html
 
 
 def test_a_saved_files_index_and_copy_are_carried_as_a_scan_would_make_them(
