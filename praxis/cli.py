@@ -311,6 +311,21 @@ def _approver() -> Approver | None:
     return terminal_approver()
 
 
+def _flagged_rows(run: RunHandle) -> dict[str, tuple[int, ...]]:
+    """Output name -> the data rows (1-based) the Gate's failing declared checks name."""
+    from .flows import checks, reconcile
+
+    found: dict[str, tuple[int, ...]] = {}
+    try:
+        failures = checks.gate_failures(run, reconcile.phase_version(run, str(run.state.gate)),
+                                        scripts=False)  # fmt: skip
+    except (OSError, ValueError):  # a preview must never stop the CLI
+        return found
+    for f in failures:
+        found[f.output] = tuple(sorted({*found.get(f.output, ()), *f.rows}))
+    return found
+
+
 def _report(flow_ref: str, state: RunState, seconds: float) -> int:
     from .console import table_preview
     from .flows import runner
@@ -327,10 +342,11 @@ def _report(flow_ref: str, state: RunState, seconds: float) -> int:
     )
     if state.waiting == "gate":
         print("review (you may edit these files):")
+        flagged = _flagged_rows(run)
         for path in st.review:
             print(f"  {escape(path)}")
             if path.endswith((".csv", ".tsv")) and Path(path).is_file():
-                print(table_preview(Path(path)))
+                print(table_preview(Path(path), flagged=flagged.get(Path(path).name, ())))
         print("then approve:")
         print(f"  {command(st.next[0])}")
         print("or reopen a phase with a note for it:")

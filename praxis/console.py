@@ -6,6 +6,7 @@ import itertools
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
@@ -135,8 +136,9 @@ PREVIEW_LINE = 64 << 10  # characters of one line a preview reads
 PREVIEW_COLUMNS = 12  # columns a preview shows
 
 
-def table_preview(path: Path, rows: int = 8, clip: int = 24) -> str:
-    """The first rows of a CSV/TSV as a text table, for a reviewer at a Gate.
+def table_preview(path: Path, rows: int = 8, clip: int = 24, flagged: tuple[int, ...] = ()) -> str:
+    """The first rows of a CSV/TSV as a text table, for a reviewer at a Gate; with
+    ``flagged`` (1-based data rows a check names) those rows first, each with its number.
 
     Read with the csv module, not pandas: the preview is the only table work the CLI does,
     and a pandas import would cost more than the rest of the command. Bounded whatever the
@@ -145,12 +147,15 @@ def table_preview(path: Path, rows: int = 8, clip: int = 24) -> str:
     """
     from .flows import csvread
 
+    wanted = sorted(set(flagged))[:rows]
     try:
         with (
             csvread.opened(path) as fh,
             closing(csvread.records(fh, path.name, max_line=PREVIEW_LINE)) as found,
         ):
             table = list(itertools.islice(found, rows + 1))
+            if wanted:
+                table = _flagged_first(table, found, wanted, rows)
         total = _newlines(path) - 1
     except csvread.Unreadable as exc:
         return f"    (no preview: {escape(str(exc))})"
@@ -171,6 +176,8 @@ def table_preview(path: Path, rows: int = 8, clip: int = 24) -> str:
     more = [f"    … {total - shown} more rows"] if total > shown else []
     if wide > columns:
         more.append(f"    … {wide - columns} more columns")
+    if wanted:
+        lines.insert(1, f"    (rows a check flags first: {', '.join(map(str, wanted))})")
     return "\n".join(lines + more)
 
 
@@ -180,6 +187,25 @@ def _newlines(path: Path) -> int:
         while chunk := fh.read(1 << 20):
             count += chunk.count(b"\n")
     return count
+
+
+def _flagged_first(
+    first: list[list[str]], reader: Iterator[list[str]], wanted: list[int], rows: int
+) -> list[list[str]]:
+    """The header, then the ``wanted`` rows, then first rows up to ``rows``; each data row
+    led by its number (one pass, stopping after the last wanted row)."""
+    found = {n: row for n, row in enumerate(first[1:], start=1) if n in wanted}
+    n = len(first) - 1
+    for row in reader:
+        if len(found) == len(wanted):
+            break
+        n += 1
+        if n in wanted:
+            found[n] = row
+    picked = [n for n in wanted if n in found]
+    picked += [n for n in range(1, len(first)) if n not in found][: rows - len(picked)]
+    body = {**dict(enumerate(first[1:], start=1)), **found}
+    return [["#", *first[0]]] + [[str(n), *body[n]] for n in picked]
 
 
 def _clip(text: str, width: int) -> str:

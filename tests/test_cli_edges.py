@@ -199,3 +199,37 @@ def test_a_mistyped_command_is_told_every_command(capsys: pytest.CaptureFixture[
         main(["stauts"])
     assert exit.value.code == 2
     assert "invalid choice: 'stauts' (choose from 'check', 'run'," in capsys.readouterr().err
+
+
+CHECKED_FLOW = """
+    flow: checked
+    sandbox: {backend: fake}
+    phases:
+      - id: write
+        kind: script
+        script: write.py
+        outputs: [t.csv]
+        review: required
+        checks:
+          t.csv: {values: {action: [keep, drop]}}
+"""
+
+
+def test_the_gate_preview_shows_the_rows_a_check_flags_first(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], allow_local: None
+) -> None:
+    write = (
+        'open("t.csv", "w").write("id,action\\n" + "".join(f"{n},keep\\n" for n in range(30)))\n'
+    )
+    flow = write_flow(tmp_path / "checked", CHECKED_FLOW, {"write.py": write})
+    code, out, err = run_cli(capsys, "run", str(flow))
+    assert code == 0 and "waiting at the Gate after write" in out, err
+    assert "flags first" not in out  # as the phase wrote it, every check passes
+    table = newest_run(flow) / "output" / "t.csv"
+    table.write_text(table.read_text().replace("25,keep", "25,maybe"))  # a hand edit
+    code, out, err = run_cli(capsys, "advance", str(flow))
+    lines = out.splitlines()
+    at = lines.index("    (rows a check flags first: 26)")
+    assert lines[at - 1].split() == ["#", "id", "action"]
+    assert lines[at + 1].split() == ["26", "25", "maybe"]  # data row 26 holds id 25
+    assert lines[at + 2].split() == ["1", "0", "keep"]

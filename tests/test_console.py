@@ -29,3 +29,17 @@ def test_the_preview_of_an_empty_or_unreadable_file_says_so(tmp_path: Path) -> N
     empty.write_text("", encoding="utf-8")
     assert table_preview(empty) == "    (empty file)"
     assert table_preview(tmp_path / "missing.csv").startswith("    (no preview:")
+
+
+def test_the_preview_shows_the_rows_a_check_flags_first(tmp_path: Path) -> None:
+    path = tmp_path / "review.csv"
+    path.write_text("id,reason\n" + "".join(f"{n},r{n}\n" for n in range(1, 41)), encoding="utf-8")
+    lines = table_preview(path, rows=4, flagged=(30, 2, 30)).splitlines()
+    assert lines == ["     # id reason", "    (rows a check flags first: 2, 30)",
+                     "     2  2     r2", "    30 30    r30", "     1  1     r1",
+                     "     3  3     r3", "    … 36 more rows"]  # fmt: skip
+    # a row past the end is not there: the first rows fill the preview
+    assert table_preview(path, rows=2, flagged=(99,)).splitlines()[2:4] == [
+        "    1  1     r1",
+        "    2  2     r2",
+    ]

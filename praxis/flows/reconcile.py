@@ -98,7 +98,15 @@ def reconcile(run: RunHandle) -> list[str]:
     return done
 
 
-def record_edit(run: RunHandle, name: str, old: str, *, by: str, actor: str) -> str:
+def record_edit(
+    run: RunHandle,
+    name: str,
+    old: str,
+    *,
+    by: str,
+    actor: str,
+    diff: dict[str, Any] | None = None,
+) -> str:
     """Store the new version, write its diff beside the attempt, move the revision, emit."""
     from sandbox.errors import PathRefused
 
@@ -114,7 +122,8 @@ def record_edit(run: RunHandle, name: str, old: str, *, by: str, actor: str) -> 
     except (OSError, PathRefused):
         new = _digest(run, name)
     before = store.path(old) if old and store.has(old) else None
-    diff = edits.diff_of(name, before, run.paths.out(name))
+    if diff is None:
+        diff = edits.diff_of(name, before, run.paths.out(name))
     text = edits.summary(diff) if "text" not in diff else "changed (text)"
     run.change("edit", name=name, sha256=new)
     entry: dict[str, Any] = {

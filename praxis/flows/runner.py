@@ -34,7 +34,7 @@ from . import (
     reconcile,
     snapshot,
 )
-from .atomic import write_atomic
+from .atomic import fsync_folder, write_atomic
 from .context import Approver, OnMessage
 from .decisions import DecisionRefused, ManagedMode, OutputAccepted
 from .digest import sha256_of
@@ -672,31 +672,45 @@ def approve(
 def edit(
     flow_ref: Flow | str | Path,
     name: str,
-    data: bytes,
+    data: bytes | Path,
     run_id: str | None = None,
     *,
     expect_revision: int | None = None,
     by: str = "reviewer",
     actor: str | None = None,
+    diff: dict[str, Any] | None = None,
     clock: Clock = time.time,
 ) -> RunState:
     """Replace a writable artifact at the Gate (atomically) and record the edit with its
-    diff (edits/<phase>/<attempt>.json)."""
+    diff (edits/<phase>/<attempt>.json). ``data`` is the new bytes, or a file already
+    written beside the artifact's folder (same file system) that is moved into its place;
+    ``diff``, when the caller knows it (a cell save), is recorded instead of comparing the
+    two versions again."""
     who = decisions.actor_of(actor)
     with _opened(flow_ref, run_id, expect_revision, clock) as run:
         path = writable(run.flow, run.state, run.paths, name)
         old = run.state.phase(str(run.state.gate)).hashes.get(name, "")
         _write_atomic(path, data)
-        reconcile.record_edit(run, name, old, by=by, actor=who)
+        reconcile.record_edit(run, name, old, by=by, actor=who, diff=diff)
         return run.state
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
+def _write_atomic(path: Path, data: bytes | Path) -> None:
     """Replace ``path`` atomically; the edited file keeps its mode (a new one gets 0644)."""
     try:
         mode = os.stat(path, follow_symlinks=False).st_mode & 0o777
     except FileNotFoundError:
         mode = 0o644
+    if isinstance(data, Path):
+        fd = os.open(data, os.O_RDONLY | os.O_NOFOLLOW)
+        try:
+            os.fchmod(fd, mode)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(data, path)
+        fsync_folder(path.parent)
+        return
     write_atomic(path, data, mode=mode)
 
 

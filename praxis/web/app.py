@@ -35,7 +35,7 @@ from praxis.flows.notify import Notifier
 from praxis.flows.reconcile import reconcile_if_free
 from sandbox.errors import PathRefused
 
-from . import catalog, drafts, highlight, refusals, render, tables, views
+from . import catalog, columnar, drafts, highlight, refusals, render, tables, views
 from .background import MAX_RUNS, Advancer
 from .chat_routes import ChatPanel
 from .files import file_response
@@ -73,6 +73,8 @@ def create_app(
     templates.env.globals["when"] = views.when
     templates.env.globals["chart_width"] = views.CHART_WIDTH
     templates.env.globals["page_rows"] = tables.PAGE_ROWS
+    templates.env.globals["row_links"] = refusals.row_links
+    templates.env.globals["max_find_columns"] = columnar.MAX_COLUMNS
     ui = UI(root, guard, advancer or Advancer(), templates)
     chat = ChatPanel(ui)
     reader = Reader(ui)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import codecs
 import csv
+import io
 import os
 import threading
 from collections import OrderedDict
@@ -352,13 +353,30 @@ def read_rows(idx: Index, start: int, count: int) -> list[Row]:
     with open(idx.path, "rb") as fh:
         for a, b in spans(idx, start, count):
             fh.seek(a)
-            raw = fh.read(b - a)
-            try:
-                result.append(parse_record(raw, idx.dialect))
-            except (BadRow, UnicodeError):
-                text = raw.decode(idx.dialect.encoding, errors="replace").rstrip("\r\n")
-                result.append(Row([text], [False], b""))
+            result.append(lenient(fh.read(b - a), idx.dialect))
     return result
+
+
+def read_spans(idx: Index, found: list[tuple[int, int]]) -> list[Row]:
+    """Parsed rows at the byte spans ``found`` (from a columnar copy of this version);
+    a malformed row comes back as its raw text."""
+    result = []
+    with open(idx.path, "rb") as fh:
+        if _version(idx.path) != idx.version:
+            raise NotATable(idx.path.name, "changed while it was being read: reload the page")
+        for a, b in found:
+            fh.seek(a)
+            result.append(lenient(fh.read(b - a), idx.dialect))
+    return result
+
+
+def lenient(raw: bytes, dialect: Dialect) -> Row:
+    """``raw`` parsed; a malformed record comes back as one field of its text."""
+    try:
+        return parse_record(raw, dialect)
+    except (BadRow, UnicodeError):
+        text = raw.decode(dialect.encoding, errors="replace").rstrip("\r\n")
+        return Row([text], [False], b"")
 
 
 def header(idx: Index) -> list[str]:
@@ -367,45 +385,133 @@ def header(idx: Index) -> list[str]:
 
 
 def splice(idx: Index, edits: dict[int, dict[int, str]]) -> bytes:
-    """The file's bytes with data row r's column c set to ``edits[r][c]``; nothing else moves.
+    """The file's bytes with data row r's column c set to ``edits[r][c]`` (``splice_to``)."""
+    out = io.BytesIO()
+    splice_to(idx, edits, out)
+    return out.getvalue()
+
+
+Change = tuple[int, int, str, str]  # (data row, column, old value, new value)
+Shift = tuple[int, int, int]  # (start, end) of an edited row in the old file, its new length
+
+
+@dataclass
+class Spliced:
+    """What a splice changed: the cells whose value changed, and where rows grew or shrank."""
+
+    changed: list[Change]
+    shifts: list[Shift]
+
+
+def splice_to(idx: Index, edits: dict[int, dict[int, str]], out: BinaryIO) -> Spliced:
+    """Write the file to ``out`` with data row r's column c set to ``edits[r][c]``, in one
+    streaming pass: every byte outside the edited rows is copied as it was.
 
     Rows are data rows (0 is the first row after the header). An edited row keeps each
     field's quoting and its line ending; a new value's line breaks follow the cell's own.
+    Returns each cell whose value changed.
     """
-    width = len(header(idx))
+    planned: list[tuple[int, int, bytes]] = []  # (start, end, new bytes) of each edited row
+    changed: list[Change] = []
     with open(idx.path, "rb") as fh:
-        data = fh.read()
-    if _version(idx.path) != idx.version:
-        raise NotATable(idx.path.name, "changed while it was being read: reload the page")
-    pieces, pos = [], 0
-    for r in sorted(edits):
-        if not 0 <= r < idx.data_rows:
-            raise BadRow(f"{idx.path.name} has no row {r + 1}")
-        ((a, b),) = spans(idx, r + 1, 1)
-        raw = data[a:b]
-        if not round_trips(raw, idx.dialect):
-            raise BadRow(
-                f"{idx.path.name} row {r + 1} would not be written back as it is: "
-                "edit the file as text"
-            )
-        row = parse_record(raw, idx.dialect)
-        fields, quoted = list(row.fields), list(row.quoted)
-        for c, value in edits[r].items():
-            if not 0 <= c < max(width, len(fields)):
-                raise BadRow(f"{idx.path.name} has no column {c + 1}")
-            while len(fields) <= c:
-                fields.append("")
-                quoted.append(False)
-            fields[c] = _line_breaks(value, fields[c])
-        new = write_record(Row(fields, quoted, row.end), idx.dialect)
+        if _version(idx.path) != idx.version:
+            raise NotATable(idx.path.name, "changed while it was being read: reload the page")
+        for r in sorted(edits):
+            if not 0 <= r < idx.data_rows:
+                raise BadRow(f"{idx.path.name} has no row {r + 1}")
+            ((a, b),) = spans(idx, r + 1, 1)
+            fh.seek(a)
+            planned.append((a, b, _edited_row(idx, r, fh.read(b - a), edits[r], changed)))
+        pos = 0
+        for a, b, new in planned:
+            _copy(fh, pos, a, out)
+            out.write(new)
+            pos = b
+        _copy(fh, pos, idx.size, out)
+        if _version(idx.path) != idx.version:
+            raise NotATable(idx.path.name, "changed while it was being read: reload the page")
+    return Spliced(changed, [(a, b, len(new)) for a, b, new in planned])
+
+
+def carried(idx: Index, spliced: Spliced) -> Index | None:
+    """The index of the file ``splice_to`` wrote from ``idx``'s, now at ``idx.path``, made
+    from ``idx`` (rows start where they did, shifted by the rows before that changed size)
+    instead of scanning it again; None when the file there is not that one any more."""
+    version = _version(idx.path)
+    grew = sum(n - (b - a) for a, b, n in spliced.shifts)
+    if version[0] != idx.size + grew:
+        return None
+    offsets, k, delta = [], 0, 0
+    shifts = sorted(spliced.shifts)
+    for o in idx.offsets:
+        while k < len(shifts) and shifts[k][1] <= o:
+            delta += shifts[k][2] - (shifts[k][1] - shifts[k][0])
+            k += 1
+        offsets.append(o + delta)
+    new = Index(idx.path, version, idx.dialect, offsets, idx.rows, version[0], idx.problem)
+    with _cache_lock:
+        _cache[(str(idx.path), *version)] = new
+        while len(_cache) > CACHE_SIZE:
+            _cache.popitem(last=False)
+    return new
+
+
+def _copy(fh: BinaryIO, start: int, end: int, out: BinaryIO) -> None:
+    """Bytes [start, end) of ``fh`` to ``out``: in the kernel between two files, else read
+    and written a window at a time."""
+    left = end - start
+    if (
+        hasattr(os, "copy_file_range")
+        and hasattr(out, "fileno")
+        and not isinstance(out, io.BytesIO)
+    ):
+        out.flush()
+        src, dst, at = fh.fileno(), out.fileno(), start
         try:
-            new.decode(idx.dialect.encoding)
-        except UnicodeError:  # pragma: no cover - encode already refused it
-            raise BadRow(f"row {r + 1} cannot be written in {idx.dialect.encoding}") from None
-        pieces += [data[pos:a], new]
-        pos = b
-    pieces.append(data[pos:])
-    return b"".join(pieces)
+            while left > 0:
+                done = os.copy_file_range(src, dst, left, at)
+                if done == 0:
+                    break
+                at, left = at + done, left - done
+        except OSError:
+            pass  # another file system, an old kernel: copy it ourselves
+        os.lseek(dst, 0, os.SEEK_END)
+        start = at
+    fh.seek(start)
+    while left > 0:
+        chunk = fh.read(min(CHUNK * 8, left))
+        if not chunk:
+            raise NotATable(Path(getattr(fh, "name", "?")).name, "shrank while being read")
+        out.write(chunk)
+        left -= len(chunk)
+
+
+def _edited_row(
+    idx: Index, r: int, raw: bytes, cells: dict[int, str], changed: list[Change]
+) -> bytes:
+    """Data row ``r`` (its bytes ``raw``) with ``cells`` set, quoting and ending kept."""
+    width = len(header(idx))
+    if not round_trips(raw, idx.dialect):
+        raise BadRow(
+            f"{idx.path.name} row {r + 1} would not be written back as it is: edit the file as text"
+        )
+    row = parse_record(raw, idx.dialect)
+    fields, quoted = list(row.fields), list(row.quoted)
+    for c, value in cells.items():
+        if not 0 <= c < max(width, len(fields)):
+            raise BadRow(f"{idx.path.name} has no column {c + 1}")
+        while len(fields) <= c:
+            fields.append("")
+            quoted.append(False)
+        old, fields[c] = fields[c], _line_breaks(value, fields[c])
+        if fields[c] != old:
+            changed.append((r, c, old, fields[c]))
+    new = write_record(Row(fields, quoted, row.end), idx.dialect)
+    try:
+        new.decode(idx.dialect.encoding)
+    except UnicodeError:  # pragma: no cover - encode already refused it
+        raise BadRow(f"row {r + 1} cannot be written in {idx.dialect.encoding}") from None
+    return new
 
 
 def _line_breaks(value: str, old: str) -> str:

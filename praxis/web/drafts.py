@@ -62,20 +62,31 @@ def save(run: RunHandle, drafts: Drafts, expect: int | None) -> int | None:
     """
     if expect is not None and expect != run.state.revision:
         raise Refused("stale", revision=run.state.revision)
-    planned = []
-    for name, draft in drafts.items():
-        path = writable(run.flow, run.state, run.paths, name)
-        if "text" in draft and draft.get("cells"):
-            raise tables.BadEdit(f"{name} has both cell edits and a text edit: keep one")
-        if "text" in draft:
-            data = validate.text_save(path, str(draft["text"]))
-        else:
-            data = validate.cell_save(path, draft["cells"], str(draft.get("version", "")))
-        validate.check_save(run, name, data)
-        planned.append((name, data))
-    for name, data in planned:
-        changes.keep_original(run, name)
-        state = runner.edit(run.flow, name, data, run.id, expect_revision=expect, by="web")
-        expect = state.revision if expect is not None else None
-        run = RunHandle.open(run.flow, run.id)
+    planned: list[tuple[str, bytes | tables.Staged]] = []
+    try:
+        for name, draft in drafts.items():
+            path = writable(run.flow, run.state, run.paths, name)
+            if "text" in draft and draft.get("cells"):
+                raise tables.BadEdit(f"{name} has both cell edits and a text edit: keep one")
+            if "text" in draft:
+                data = validate.text_save(path, str(draft["text"]))
+                validate.check_save(run, name, data)
+                planned.append((name, data))
+            else:  # streamed to a file beside the outputs, checked, then moved in place
+                version = str(draft.get("version", ""))
+                planned.append((name, validate.stage_cells(run, path, draft["cells"], version)))
+        for name, new in planned:
+            changes.keep_original(run, name)
+            if isinstance(new, tables.Staged):
+                state = runner.edit(run.flow, name, new.path, run.id, expect_revision=expect,
+                                    by="web", diff=new.diff)  # fmt: skip
+                new.carry()
+            else:
+                state = runner.edit(run.flow, name, new, run.id, expect_revision=expect, by="web")
+            expect = state.revision if expect is not None else None
+            run = RunHandle.open(run.flow, run.id)
+    finally:
+        for _, left in planned:
+            if isinstance(left, tables.Staged):
+                left.path.unlink(missing_ok=True)  # moved in place already, or not saved
     return expect

@@ -21,7 +21,7 @@ from praxis.flows.handle import RunHandle
 from sandbox.errors import PathRefused
 from sandbox.paths import confined
 
-from . import catalog, changes, csvedit, notebook, parquet_view, render, tables, views
+from . import catalog, changes, csvedit, find, notebook, parquet_view, render, tables, views
 from .files import record_file
 from .security import FRAME_HEADERS
 
@@ -87,6 +87,15 @@ class Reader:
             return JSONResponse({"error": str(exc)}, status_code=404)
         start = int(q["start"]) if q.get("start", "").isdigit() else 0
         count = int(q["n"]) if q.get("n", "").isdigit() else tables.PAGE_ROWS
+        try:
+            query = find.parse_query(dict(q), len(csvedit.header(idx)))
+            if not query.empty:
+                spec = checks_of(run, name)
+                return JSONResponse(tables.found_rows(idx, query, start, count, spec))
+        except csvedit.BadRow as exc:
+            return JSONResponse({"error": str(exc)}, status_code=400)
+        except csvedit.NotATable as exc:
+            return JSONResponse({"error": str(exc)}, status_code=409)
         rows, clipped = tables.rows_of(idx, start, count)
         return JSONResponse(
             {
@@ -204,3 +213,11 @@ class Reader:
         if phase not in [p.id for p in run.state.phases]:
             raise catalog.NotFound(f"{run.flow.name} has no phase {phase!r}")
         return phase
+
+
+def checks_of(run: RunHandle, name: str) -> dict[str, Any]:
+    """flow.yaml's checks of output ``name`` of the phase that wrote it ({} when none)."""
+    for phase in run.flow.phases:
+        if name in phase.outputs:
+            return dict(phase.checks.get(name, {}))
+    return {}

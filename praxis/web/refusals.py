@@ -4,6 +4,10 @@ tree (``praxis.errors``) and a sentence for the person. Nothing was changed in e
 
 from __future__ import annotations
 
+import re
+
+from markupsafe import Markup, escape
+
 from praxis.errors import PraxisError, RecordCorrupt, Refused, UsageError
 from praxis.flows.lock import Busy
 from sandbox.errors import PathRefused
@@ -55,3 +59,23 @@ def sentence(exc: PraxisError | PathRefused, expect: int | None) -> str:
                 "Look at the run as it is now below, then try again."
             )
     return f"Not done: {exc}"
+
+
+ONE = r"\d+(?: \(line \d+\))?"
+ROWS = re.compile(rf"\b(rows? )({ONE}(?:, {ONE})*)")
+ROW = re.compile(r"(\d+)( \(line \d+\))?")
+
+
+def row_links(text: str) -> Markup:
+    """The refusal's text, escaped, each data row a check names ("rows 3, 7", "data rows
+    3 (line 4), 7 (line 9)") a link that shows that row in the table."""
+    out, pos = [], 0
+    for m in ROWS.finditer(text):
+        out.append(escape(text[pos : m.start(2)]))
+        links = [Markup('<a href="#" class="goto" data-row="{0}">{0}</a>{1}').format(
+                     int(one.group(1)), one.group(2) or "")
+                 for one in ROW.finditer(m.group(2))]  # fmt: skip
+        out.append(Markup(", ").join(links))
+        pos = m.end(2)
+    out.append(escape(text[pos:]))
+    return Markup("").join(out)

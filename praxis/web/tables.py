@@ -7,12 +7,17 @@ Cells stay strings end to end: numbers keep their spelling, nothing is re-inferr
 
 from __future__ import annotations
 
+import io
+import os
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, BinaryIO
 
 from praxis.errors import Refused
+from praxis.flows import edits
 
-from . import csvedit
+from . import columnar, csvedit, find
 
 PAGE_ROWS = 100
 MAX_PAGE_ROWS = 500
@@ -59,16 +64,39 @@ def rows_of(
     width = len(csvedit.header(fits(idx)))
     count = max(0, min(count, MAX_PAGE_ROWS))
     found = csvedit.read_rows(idx, start + 1, count)
-    rows, clipped = [], []
-    for i, r in enumerate(found):
+    return fitted(found, list(range(start, start + len(found))), width)
+
+
+def fitted(
+    rows: list[csvedit.Row], numbers: list[int], width: int
+) -> tuple[list[tuple[int, list[str]]], list[tuple[int, int]]]:
+    """(row number, cells) fitted to ``width``, and the cells clipped at ``MAX_CELL``."""
+    out, clipped = [], []
+    for n, r in zip(numbers, rows, strict=True):
         cells = _fit(r.fields, width)
         for c, value in enumerate(cells):
             if len(value) > MAX_CELL:
                 more = len(value) - MAX_CELL
                 cells[c] = value[:MAX_CELL] + f" [... {more} more characters]"
-                clipped.append((start + i, c))
-        rows.append((start + i, cells))
-    return rows, clipped
+                clipped.append((n, c))
+        out.append((n, cells))
+    return out, clipped
+
+
+def found_rows(
+    idx: csvedit.Index, query: find.Query, start: int, count: int, spec: dict[str, Any]
+) -> dict[str, Any]:
+    """Rows [start, start + count) of those ``query`` finds, as /rows answers them, with
+    how many it finds and, when it asks for flagged rows, the failing checks."""
+    copy = columnar.copy_of(idx)
+    found = find.find(copy, query, spec)
+    count = max(0, min(count, MAX_PAGE_ROWS))
+    numbers = found.rows.slice(start, count).to_pylist()
+    rows, clipped = fitted(csvedit.read_spans(idx, copy.spans(numbers)), numbers,
+                           len(copy.header))  # fmt: skip
+    return {"start": start, "rows": rows, "clipped": clipped, "total": idx.data_rows,
+            "matches": found.count, "version": idx.token,
+            "flags": [f.to_dict() for f in found.flags]}  # fmt: skip
 
 
 def fits(idx: csvedit.Index) -> csvedit.Index:
@@ -115,6 +143,69 @@ def apply_cells(path: Path, cells: dict[tuple[int, int], str], version: str = ""
     ``version`` is the file version the page showed; BadEdit when the file changed since,
     when a cell is out of range, or when the file cannot be saved as a table losslessly.
     """
+    out = io.BytesIO()
+    write_cells(path, cells, out, version)
+    return out.getvalue()
+
+
+@dataclass
+class Staged:
+    """A cell save written beside the outputs, not yet in place: its file, the edit's diff,
+    and what lets the saved file's row index and columnar copy be made without a scan."""
+
+    path: Path
+    diff: dict[str, Any]
+    before: csvedit.Index
+    spliced: csvedit.Spliced
+    edits: dict[int, dict[int, str]]
+
+    def carry(self) -> None:
+        """Once the staged file is in place: its index now, its columnar copy soon."""
+        new = csvedit.carried(self.before, self.spliced)
+        if new is not None:
+            columnar.carry_later(self.before, new, self.spliced.shifts, self.edits)
+
+
+def cell_diff(header: list[str], changed: list[csvedit.Change]) -> dict[str, Any]:
+    """The edit's cell-level diff, as ``edits.diff_tables`` records one, from the cells a
+    save changed (no rows move in a cell save: nothing to compare)."""
+    rows = {r for r, _, _, _ in changed}
+    cells = [
+        {"row": r + 1, "column": header[c] if c < len(header) else f"column {c + 1}",
+         "old": old[:200], "new": new[:200]}
+        for r, c, old, new in sorted(changed)[: edits.MAX_CELLS]
+    ]  # fmt: skip
+    return {"columns_before": header, "columns_after": header, "changed": len(rows),
+            "added": 0, "removed": 0, "cells": cells}  # fmt: skip
+
+
+def stage_cells(
+    path: Path, cells: dict[tuple[int, int], str], folder: Path, version: str = ""
+) -> Staged:
+    """``apply_cells`` streamed into a new file in ``folder`` (same file system as ``path``,
+    so it can replace it atomically). BadEdit as ``apply_cells``."""
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name[:100]}.", suffix=".save")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            spliced = write_cells(path, cells, out, version)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    idx = csvedit.index(path)
+    diff = cell_diff(csvedit.header(idx), spliced.changed)
+    return Staged(Path(tmp), diff, idx, spliced, edits_of(cells))
+
+
+def edits_of(cells: dict[tuple[int, int], str]) -> dict[int, dict[int, str]]:
+    edits: dict[int, dict[int, str]] = {}
+    for (row, col), value in cells.items():
+        edits.setdefault(row, {})[col] = value
+    return edits
+
+
+def write_cells(
+    path: Path, cells: dict[tuple[int, int], str], out: BinaryIO, version: str = ""
+) -> csvedit.Spliced:
     try:
         idx = csvedit.index(path)
     except csvedit.NotATable as exc:
@@ -130,7 +221,7 @@ def apply_cells(path: Path, cells: dict[tuple[int, int], str], version: str = ""
             raise BadEdit(f"{path.name} has no cell at row {row + 1}, column {col + 1}")
         edits.setdefault(row, {})[col] = value
     try:
-        return csvedit.splice(idx, edits)
+        return csvedit.splice_to(idx, edits, out)
     except csvedit.BadRow as exc:
         raise BadEdit(str(exc)) from None
     except UnicodeEncodeError as exc:

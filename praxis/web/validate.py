@@ -14,7 +14,7 @@ from pathlib import Path
 from praxis.flows import checks
 from praxis.flows.handle import RunHandle
 
-from . import changes, tables
+from . import cellchecks, changes, csvedit, tables
 
 
 def text_save(path: Path, text: str) -> bytes:
@@ -32,6 +32,39 @@ def text_save(path: Path, text: str) -> bytes:
 def cell_save(path: Path, cells: dict[tuple[int, int], str], version: str) -> bytes:
     """The bytes of a cell-level table edit; only the edited rows differ from the file."""
     return tables.apply_cells(path, cells, version)
+
+
+def stage_cells(
+    run: RunHandle, path: Path, cells: dict[tuple[int, int], str], version: str
+) -> tables.Staged:
+    """A cell-level table edit streamed into a new file beside the run's outputs, checked
+    against flow.yaml's checks (``check_cells``), for ``runner.edit``."""
+    staged = tables.stage_cells(path, cells, run.root, version)
+    try:
+        check_cells(run, path, staged.path, cells)
+    except BaseException:
+        staged.path.unlink(missing_ok=True)
+        raise
+    return staged
+
+
+def check_cells(
+    run: RunHandle, path: Path, staged: Path, cells: dict[tuple[int, int], str]
+) -> None:
+    """``check_save`` for a cell edit: over the table's columnar copy with the cells
+    replaced when the checks allow (``cellchecks``), else on the staged file's bytes."""
+    gate = run.state.gate
+    if gate is None or path.name not in run.flow.phase(gate).checks:
+        return
+    spec = run.flow.phase(gate).checks[path.name]
+    idx = csvedit.index(path)
+    failures = cellchecks.check_cells(idx, path.name, spec, tables.edits_of(cells))
+    if failures is None:
+        check_save(run, path.name, checks.read(staged))
+    elif failures:
+        raise tables.BadEdit(
+            f"the edit breaks the checks flow.yaml declares: {checks.summary(failures)}"
+        )
 
 
 def check_save(run: RunHandle, name: str, data: bytes) -> None:

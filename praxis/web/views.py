@@ -20,7 +20,7 @@ from praxis.flows.handle import RunHandle
 from praxis.flows.layout import writable_names
 from praxis.flows.state import RunState
 
-from . import csvedit, parquet_view, render, tables
+from . import columnar, csvedit, parquet_view, render, tables
 
 TEXT_SUFFIXES = (".md", ".txt", ".json", ".yaml", ".yml", ".sql", ".py", ".log", ".html", ".xml")
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp")
@@ -29,6 +29,7 @@ MAX_INLINE_TEXT = 256 * 1024  # larger text to edit is fetched when its box is o
 MAX_FILES = 500
 CHART_WIDTH = 600
 LIVE_CHUNK = 256 * 1024
+PREPARE_BYTES = 4 * 1024 * 1024  # a bigger table's columnar copy is built as it is shown
 
 
 @dataclass
@@ -175,6 +176,8 @@ def artifact(path: Path, page: int) -> Artifact:
         except csvedit.NotATable as exc:
             return _text_artifact(path, size, problem=f"{name} {exc.reason}")
         art = Artifact(name, "table", size, table=table, problem=table.problem)
+        if size > PREPARE_BYTES and not table.problem and len(table.header) <= columnar.MAX_COLUMNS:
+            columnar.prepare_later(csvedit.index(path))
         if size <= MAX_INLINE_TEXT:
             art.text = decoded_text(path)
         elif size <= MAX_TEXT_EDIT:

@@ -108,6 +108,16 @@
         loadRows(form, Math.max(0, start), size);
       });
     });
+    setUpFind(form);
+  });
+  document.querySelectorAll("#refusal a.goto").forEach(function (link) {
+    link.addEventListener("click", function (ev) {
+      ev.preventDefault();
+      const refusal = document.getElementById("refusal").textContent;
+      const forms = Array.from(document.querySelectorAll("form.table-edit"));
+      const form = forms.find(function (f) { return refusal.indexOf(f.dataset.name) >= 0; }) || forms[0];
+      if (form) { goToRow(form, Number(link.dataset.row)); }
+    });
   });
   if (dropped.length) {
     const p = document.createElement("p");
@@ -131,12 +141,129 @@
     });
   }
 
+  // --- finding rows: the server filters, searches and sorts; the page shows a page of them --
+  function setUpFind(form) {
+    const box = form.querySelector(".find");
+    if (!box) { return; }
+    const filters = box.querySelector(".find-filters");
+    const tpl = box.querySelector("template.find-filter");
+    function addFilter() {
+      const f = tpl.content.firstElementChild.cloneNode(true);
+      const op = f.querySelector(".f-op");
+      function shape() {
+        f.querySelector(".f-upto").hidden = op.value !== "range";
+        f.querySelector(".f-v").hidden = op.value === "empty" || op.value === "notempty";
+      }
+      op.addEventListener("change", shape);
+      f.querySelector(".f-remove").addEventListener("click", function () { f.remove(); });
+      shape();
+      filters.appendChild(f);
+      return f;
+    }
+    box.querySelector(".find-add").addEventListener("click", function () {
+      addFilter().querySelector(".f-v").focus();
+    });
+    function query(extra) {
+      const p = new URLSearchParams();
+      const q = box.querySelector(".find-q").value;
+      if (q) { p.set("q", q); }
+      filters.querySelectorAll(".filter").forEach(function (f, k) {
+        p.set("f" + k, f.querySelector(".f-col").value);
+        p.set("op" + k, f.querySelector(".f-op").value);
+        p.set("v" + k, f.querySelector(".f-v").value);
+        p.set("to" + k, f.querySelector(".f-to").value);
+      });
+      const sort = box.querySelector(".find-sort").value;
+      if (sort) { p.set("sort", sort); if (box.querySelector(".find-desc").checked) { p.set("desc", "1"); } }
+      Object.keys(extra || {}).forEach(function (k) { p.set(k, extra[k]); });
+      return p.toString();
+    }
+    function apply(extra) {
+      form.dataset.query = query(extra);
+      box.querySelector(".find-flags").replaceChildren();
+      loadRows(form, 0, Number(form.dataset.pageRows || 100));
+    }
+    form.findApply = apply;
+    box.querySelector(".find-apply").addEventListener("click", function () { apply(); });
+    box.querySelector(".find-sort").addEventListener("change", function () { apply(); });
+    box.querySelector(".find-desc").addEventListener("change", function () { apply(); });
+    box.querySelector(".find-flagged").addEventListener("click", function () { apply({ flagged: "1" }); });
+    form.findReset = function () {  // back to every row in file order
+      filters.replaceChildren();
+      box.querySelector(".find-q").value = "";
+      box.querySelector(".find-sort").value = "";
+      box.querySelector(".find-desc").checked = false;
+      box.querySelector(".find-flags").replaceChildren();
+      form.dataset.query = "";
+    };
+    box.querySelector(".find-clear").addEventListener("click", function () {
+      form.findReset();
+      loadRows(form, 0, Number(form.dataset.pageRows || 100));
+    });
+    box.addEventListener("keydown", function (ev) {
+      if (ev.key !== "Enter") { return; }
+      ev.preventDefault();  // Enter finds; it never submits the table's save
+      const go = box.querySelector(".find-goto");
+      if (ev.target === go) { goToRow(form, Number(go.value)); } else { apply(); }
+    });
+    box.querySelector(".find-goto").addEventListener("change", function (ev) {
+      goToRow(form, Number(ev.target.value));
+    });
+  }
+
+  function goToRow(form, row) {
+    if (!row || row < 1) { return; }
+    const size = Number(form.dataset.pageRows || 100);
+    if (form.findReset) { form.findReset(); }
+    form.dataset.query = "";
+    form.dataset.target = String(row - 1);
+    loadRows(form, Math.floor((row - 1) / size) * size, size);
+  }
+
+  function showFlags(form, data) {
+    const list = form.querySelector(".find-flags");
+    if (!list || !data.flags || form.dataset.query.indexOf("flagged=1") < 0) { return; }
+    list.replaceChildren();
+    if (!data.flags.length) {
+      const li = document.createElement("li");
+      li.textContent = "No row is flagged: the checks flow.yaml declares pass on the file as it is.";
+      list.appendChild(li);
+    }
+    data.flags.forEach(function (f, i) {
+      const li = document.createElement("li");
+      li.append(document.createTextNode("check " + f.check + " on " + f.column + ": " + f.message + " "));
+      const only = document.createElement("button");
+      only.type = "button";
+      only.className = "link";
+      only.textContent = "show only these";
+      only.addEventListener("click", function () { form.findApply({ check: String(i) }); });
+      li.appendChild(only);
+      li.append(document.createTextNode(" · rows "));
+      (f.first || []).forEach(function (n, k) {
+        const go = document.createElement("a");
+        go.href = "#";
+        go.className = "goto";
+        go.textContent = String(n);
+        go.addEventListener("click", function (ev) { ev.preventDefault(); goToRow(form, n); });
+        if (k) { li.append(document.createTextNode(", ")); }
+        li.appendChild(go);
+      });
+      if (f.count > (f.first || []).length) { li.append(document.createTextNode(" …")); }
+      list.appendChild(li);
+    });
+  }
+
   function loadRows(form, start, size) {
-    const url = form.dataset.rowsUrl + "&start=" + start + "&n=" + size;
+    const query = form.dataset.query || "";
+    const url = form.dataset.rowsUrl + "&start=" + start + "&n=" + size + (query ? "&" + query : "");
+    const count = form.querySelector(".find-count");
+    if (count && query) { count.textContent = "finding..."; }
+    const asked = (form.asked = (form.asked || 0) + 1);
     fetch(url, { credentials: "same-origin" })
-      .then(function (r) { return r.ok ? r.json() : null; })
+      .then(function (r) { return r.json().then(function (d) { return r.ok ? d : { failed: d.error || "not found" }; }); })
       .then(function (data) {
-        if (!data) { return; }
+        if (!data || asked !== form.asked) { return; }  // a later find was asked since
+        if (data.failed) { if (count) { count.textContent = data.failed; } return; }
         if (data.version !== form.dataset.version) {
           showMoved(form.dataset.name + " changed on disk since this page was shown.");
           return;
@@ -179,17 +306,58 @@
           tbody.appendChild(tr);
         });
         form.dataset.start = String(start);
+        const found = data.matches === undefined ? data.total : data.matches;
         const label = form.querySelector(".page-label");
         if (label) {
-          label.textContent = "rows " + (data.rows.length ? start + 1 : 0) + "–" + (start + data.rows.length);
+          label.textContent = (data.matches === undefined ? "rows " : "found ") +
+            (data.rows.length ? start + 1 : 0) + "–" + (start + data.rows.length) +
+            (data.matches === undefined ? "" : " of " + data.matches);
         }
+        if (count) {
+          count.textContent = data.matches === undefined ? "" :
+            data.matches + " of " + data.total + " rows match";
+        }
+        const clear = form.querySelector(".find-clear");
+        if (clear) { clear.hidden = !query; }
+        if (found > size && !form.querySelector(".pager a.prev")) { addPager(form); }
         const prev = form.querySelector(".pager a.prev");
         const next = form.querySelector(".pager a.next");
         if (prev) { prev.hidden = start <= 0; }
-        if (next) { next.hidden = start + size >= data.total; }
+        if (next) { next.hidden = start + size >= found; }
+        showFlags(form, data);
+        const target = form.dataset.target;
+        if (target !== undefined && target !== "") {
+          delete form.dataset.target;
+          const cell = tbody.querySelector('[data-row="' + target + '"]');
+          if (cell) {
+            const tr = cell.closest("tr");
+            tr.classList.add("target");
+            tr.scrollIntoView({ block: "center" });
+            cell.focus();
+          }
+        }
         applyDrafts(form);
       })
       .catch(function () {});
+  }
+
+  function addPager(form) {
+    // a table of one page in file order gets previous/next links once a find needs them
+    const label = form.querySelector(".page-label");
+    ["next", "prev"].forEach(function (kind) {
+      const a = document.createElement("a");
+      a.href = "#";
+      a.className = kind;
+      a.textContent = (kind === "prev" ? "previous " : "next ") + (form.dataset.pageRows || 100);
+      a.addEventListener("click", function (ev) {
+        ev.preventDefault();
+        const size = Number(form.dataset.pageRows || 100);
+        const start = Number(form.dataset.start) + (kind === "next" ? size : -size);
+        loadRows(form, Math.max(0, start), size);
+      });
+      label.after(a);
+      label.after(document.createTextNode(" "));
+    });
   }
 
   // --- text edits ---------------------------------------------------------------------------
