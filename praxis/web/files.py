@@ -45,6 +45,8 @@ TEXT = {
 # The folders of a run a reviewer reads (views.run_files lists the same); the live workspace,
 # its disk image (workspace.img) and the rest of the run folder are not served.
 RECORD = ("output", "scratch", "records", "attempts", "edits")
+# praxis's own account of the run, beside them (never written by a sandbox)
+RECORD_FILES = ("events.jsonl", "run.json")
 HEADERS = {
     "Content-Security-Policy": "sandbox; default-src 'none'",
     "X-Content-Type-Options": "nosniff",
@@ -53,8 +55,11 @@ HEADERS = {
 
 def record_file(run_root: Path, name: str) -> Path:
     """The record file ``name`` of the run folder ``run_root``; PathRefused for a path
-    outside ``RECORD`` (the workspace, ``workspace.img``) or outside the run folder."""
+    outside ``RECORD`` and ``RECORD_FILES`` (the workspace, ``workspace.img``, objects,
+    snapshots) or outside the run folder."""
     top = name.replace("\\", "/").split("/", 1)[0]
+    if name in RECORD_FILES:
+        return confined(run_root, name)
     if top not in RECORD or "/" not in name:
         raise PathRefused(name, f"is not a record file (served: {', '.join(RECORD)})")
     return confined(run_root, name)

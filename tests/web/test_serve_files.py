@@ -18,7 +18,7 @@ from benchmarks.serve_load import Load, Serve, begin_runs, load_flow
 from ..labels import TEST_LABELS
 from .conftest import Served
 
-REFUSED = ("workspace.img", "workspace/live.csv", "snapshots/a/1.json", "objects/x", "run.json")
+REFUSED = ("workspace.img", "workspace/live.csv", "snapshots/a/1.json", "objects/x", "run.lock")
 
 
 def test_only_record_files_are_served_never_the_workspace_or_its_image(served: Served) -> None:
@@ -40,6 +40,8 @@ def test_only_record_files_are_served_never_the_workspace_or_its_image(served: S
         assert b"only record files of the run folder are served" in r.content
         assert served.client.get(f"/view?{query}{name}").status_code == 404, name
     assert served.client.get(f"/file?{query}output/review.csv").status_code == 200
+    for name in ("events.jsonl", "run.json"):  # praxis's own account of the run, as the page lists
+        assert served.client.get(f"/file?{query}{name}").status_code == 200, name
 
 
 def _containers(run_id: str) -> list[str]:
