@@ -1,8 +1,11 @@
 """The docker backend: one hardened container per run, kernels forked in it by a zygote.
 
 The container runs an idle init process. One ``docker exec`` starts the kernel zygote
-(``sandbox/zygote.py``, run with ``python -I -c``: no site hook but the image's own) in it as
-root with only the capabilities SETUID, SETGID and KILL; every kernel is a fork of the zygote,
+(``sandbox/zygote.py``, run with ``python -E -s -B -u -c``: no PYTHON* variable (``-B -u``
+say what the image's variables say), no user site, only the image's own site hooks; not
+``-I``, whose safe path would keep IPython from putting a kernel's working folder on
+sys.path) in it as root with only the capabilities SETUID,
+SETGID and KILL; every kernel is a fork of the zygote,
 asked for over the zygote's unix socket ``/rt/zygote.sock``, and killed the same way: no
 docker exec per kernel. A kernel binds its sockets in ``/rt/k<n>/`` while it is still root,
 and becomes uid 1000 (with no capability) only when it is handed out: the runtime folder
@@ -86,7 +89,7 @@ ENDED = "kernel server ended"
 COMMAND = [
     "sh",
     "-c",
-    f'(python -I -c "$1" "$2" "$3" "$4" "$5"; echo "{ENDED}: $?") & exec sleep infinity',
+    f'(python -E -s -B -u -c "$1" "$2" "$3" "$4" "$5"; echo "{ENDED}: $?") & exec sleep infinity',
 ]
 GOING = 3.0  # seconds an earlier open's container gets to end by itself before it is removed
 RUNTIME_PREFIX = "praxis-rt-"  # host runtime folders: praxis-rt-<name>-<random>
@@ -370,7 +373,8 @@ class DockerSandbox(ZygoteKernels, FolderSandbox):
         self._launches += 1
         if self._launches == 1:
             return self._command_ended
-        exec_id = self._exec(["python", "-I", "-c", *self._zygote_args()], user=ROOT)
+        server = ["python", "-E", "-s", "-B", "-u", "-c", *self._zygote_args()]
+        exec_id = self._exec(server, user=ROOT)
         return lambda: not self._running(exec_id)
 
     def _command_ended(self) -> bool:

@@ -3,7 +3,7 @@
 A standalone script (standard library and ipykernel only: it runs inside the sandbox image,
 which does not have the ``sandbox`` package). The host reads this file and runs it as
 
-    python -I -c "<this source>" SOCKET
+    python -E -s -B -u -c "<this source>" SOCKET
 
 in the sandbox (docker exec, or a subprocess for the local backend). It preloads ipykernel,
 IPython, zmq and, when importable, pandas and numpy, WITHOUT creating a zmq context, thread or

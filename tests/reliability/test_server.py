@@ -177,9 +177,9 @@ def _flow(tmp_path: Path, image: str) -> Path:
 
 
 def _objects(run: Path) -> Path:
-    found = [p for p in (run, *run.parents) if (p / "objects").is_dir()]
-    assert found, f"no objects/ above {run}"
-    return found[0] / "objects"
+    store = run.parents[1] / ".praxis" / "objects"  # the flow's content store
+    assert store.is_dir(), f"no content store for {run}"
+    return store
 
 
 def test_item39_a_packages_hooks_never_run_as_root_and_sealed_files_hold(
