@@ -36,14 +36,16 @@ from . import (
 )
 from .atomic import fsync_folder, write_atomic
 from .context import Approver, OnMessage
-from .decisions import DecisionRefused, ManagedMode, OutputAccepted
 from .digest import sha256_of
 from .events import (
+    DecisionRefused,
     EditsCarried,
     Event,
     GateApproved,
     GateRejected,
     GateWaiting,
+    ManagedMode,
+    OutputAccepted,
     PhaseFailed,
     PhasesStale,
     RerunRequested,
