@@ -11,28 +11,30 @@ from typing import TYPE_CHECKING
 from praxis.lazy import exports
 
 if TYPE_CHECKING:  # the names as the type checker sees them; at run time, __getattr__ below
+    from praxis.flows.events import ApprovalAnswered as ApprovalAnswered
+    from praxis.flows.events import ApprovalAsked as ApprovalAsked
+    from praxis.flows.events import ModelCalled as ModelCalled
+    from praxis.flows.events import ToolCalled as ToolCalled
+
     from .approvals import ApprovalQueue as ApprovalQueue
     from .approvals import ApprovalRefused as ApprovalRefused
     from .approvals import ApprovalRequest as ApprovalRequest
     from .approvals import terminal_approver as terminal_approver
-    from .events import ApprovalAnswered as ApprovalAnswered
-    from .events import ApprovalAsked as ApprovalAsked
-    from .events import ModelCalled as ModelCalled
-    from .events import ToolCalled as ToolCalled
     from .model import ModelUnavailable as ModelUnavailable
     from .model import resolve_model as resolve_model
     from .turn import TurnResult as TurnResult
     from .turn import run_turn as run_turn
 
+_EVENTS = "praxis.flows.events"  # the catalogue of every event kind
 _HOME = {
-    "ApprovalAnswered": ".events",
-    "ApprovalAsked": ".events",
+    "ApprovalAnswered": _EVENTS,
+    "ApprovalAsked": _EVENTS,
     "ApprovalQueue": ".approvals",
     "ApprovalRefused": ".approvals",
     "ApprovalRequest": ".approvals",
-    "ModelCalled": ".events",
+    "ModelCalled": _EVENTS,
     "ModelUnavailable": ".model",
-    "ToolCalled": ".events",
+    "ToolCalled": _EVENTS,
     "TurnResult": ".turn",
     "resolve_model": ".model",
     "run_turn": ".turn",

@@ -23,8 +23,7 @@ from typing import TextIO
 
 from praxis.errors import Refused
 from praxis.flows.context import Approver, PhaseContext
-
-from .events import ApprovalAnswered, ApprovalAsked
+from praxis.flows.events import ApprovalAnswered, ApprovalAsked
 
 NOBODY = (
     "refused: nobody can approve new code in this run (no terminal, no reviewer UI). "

@@ -142,9 +142,7 @@ def _previous(ctx: PhaseContext) -> str:
 
 def _tool_calls(ctx: PhaseContext, attempt: int) -> list[str]:
     """One line per tool call of ``attempt`` of this phase, from the run's events."""
-    from praxis.flows.events import EventLog, EventLogCorrupt, PhaseStarted
-
-    from .events import ToolCalled
+    from praxis.flows.events import EventLog, EventLogCorrupt, PhaseStarted, ToolCalled
 
     lines: list[str] = []
     current = False

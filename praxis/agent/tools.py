@@ -17,13 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from praxis.flows.context import PhaseContext
-from praxis.flows.events import CodeRan
+from praxis.flows.events import CodeRan, ToolCalled
 from praxis.sources import sink
 from sandbox import ExecResult
 from sandbox.paths import name_problem
 
 from . import approvals
-from .events import ToolCalled
 from .extract import ExtractError, data_of, extract_to_workspace
 from .prompt import clip, limit
 

@@ -15,8 +15,8 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from praxis.flows.context import PhaseContext, PhaseError
+from praxis.flows.events import ModelCalled
 
-from .events import ModelCalled
 from .model import model_for
 from .prompt import build_messages, limit
 from .tools import SCHEMAS, Toolbox

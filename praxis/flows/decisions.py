@@ -11,11 +11,8 @@ delegatable: true}``) of a run a person put in managed mode, and never while a c
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
-from typing import ClassVar
 
 from ..errors import UsageError
-from .events import Event, event
 from .model import Phase
 
 ACTORS = ("person", "agent")
@@ -26,43 +23,6 @@ class BadActor(UsageError, ValueError):
 
     def next(self, flow: str) -> str:
         return "use --as person or --as agent"
-
-
-@event
-@dataclass(frozen=True, kw_only=True)
-class ManagedMode(Event):
-    """A person let an agent decide the run's delegatable Gates (or took that back)."""
-
-    kind: ClassVar[str] = "managed_mode"
-    granted: bool
-    revision: int
-    actor: str = "person"
-
-
-@event
-@dataclass(frozen=True, kw_only=True)
-class OutputAccepted(Event):
-    """A person accepted an output changed outside praxis as its phase's."""
-
-    kind: ClassVar[str] = "output_accepted"
-    name: str
-    phase: str
-    old: str
-    sha256: str
-    revision: int
-    actor: str = "person"
-
-
-@event
-@dataclass(frozen=True, kw_only=True)
-class DecisionRefused(Event):
-    """A Gate decision that was not allowed (an agent's, or one while checks fail)."""
-
-    kind: ClassVar[str] = "decision_refused"
-    phase: str
-    decision: str
-    actor: str
-    reason: str
 
 
 def actor_of(explicit: str | None = None) -> str:

@@ -1,7 +1,16 @@
 """An open run: its Flow, its folder, its state, and the one way to change the state.
 
-``RunHandle.change`` applies a transition (pure, in state.py), writes run.json atomically and
-appends the matching event, in that order: the record is on disk before anything is raised.
+``RunHandle.change`` applies a transition (pure, in state.py), which gives the new state and
+the events that record it, and writes both:
+
+1. run.json, atomically, holding the change's events as its outbox: the commit point;
+2. events.jsonl: the same events appended, each stamped with the revision (``"rev"``).
+
+A crash before 1 changes nothing; one between 1 and 2 (or in 2, leaving a torn line) leaves
+the log short of the change's events, and the next change of the run first appends those it
+lacks (``catch_up``, under the run's lock): each change's events are in the log exactly
+once, and never one of a change run.json does not hold. The record is on disk before
+anything is raised.
 """
 
 from __future__ import annotations
@@ -30,7 +39,7 @@ from .layout import (
 )
 from .lock import ADVANCING, PATIENCE, Lock, Vanished
 from .model import Flow
-from .state_file import load, save
+from .state_file import load_saved, save
 
 if TYPE_CHECKING:
     from .events import Event, EventLog
@@ -102,17 +111,28 @@ def listing(flow: Flow) -> Iterator[list[str]]:
 
 
 class RunHandle:
-    def __init__(self, flow: Flow, paths: RunPaths, state: st.RunState, clock: Clock) -> None:
+    def __init__(
+        self,
+        flow: Flow,
+        paths: RunPaths,
+        state: st.RunState,
+        clock: Clock,
+        outbox: list[dict[str, Any]] | None = None,
+    ) -> None:
         self.flow = flow
         self.paths = paths
         self.state = state
         self.clock = clock
         self.listeners: list[Callable[[Event], None]] = []
+        # The events of the change that made ``state.revision``, as run.json holds them.
+        self.outbox: list[dict[str, Any]] = list(outbox or [])
+        self._caught_up = False
 
     @classmethod
     def open(cls, flow: Flow, run_id: str | None, clock: Clock = time.time) -> RunHandle:
         paths = resolve(flow, run_id)
-        return cls(flow, paths, load(paths.state), clock)
+        state, outbox = load_saved(paths.state)
+        return cls(flow, paths, state, clock, outbox)
 
     @classmethod
     def create(
@@ -126,7 +146,10 @@ class RunHandle:
     ) -> RunHandle:
         """A new run folder (never an existing run's) with its run.json, made under a hidden
         name and renamed into ``runs/`` complete; ``staged`` sees it just before (to take its
-        lock). The caller holds the Flow's lock: ``seq`` orders runs by creation."""
+        lock). The caller holds the Flow's lock: ``seq`` orders runs by creation. The run's
+        events.jsonl begins with its ``run_begun``."""
+        from .events import EventLog, RunBegun
+
         now = clock()
         seq = newest_seq(flow.root) + 1
         runs = runs_dir(flow.root)
@@ -147,7 +170,12 @@ class RunHandle:
                 definition=definition,
                 seq=seq,
             )
-            save(state, staging.state)
+            begun = RunBegun(
+                run=run_id, flow=flow.name, phases=[p.id for p in state.phases], at=now
+            )
+            outbox = [begun.stamped(state.revision)]
+            save(state, staging.state, outbox)
+            EventLog(staging.events).append_lines(outbox)
             if staged is not None:
                 staged(staging)
             paths = run_paths(flow.root, run_id)
@@ -156,21 +184,40 @@ class RunHandle:
         except BaseException:
             shutil.rmtree(staging.root, ignore_errors=True)
             raise
-        return cls(flow, paths, state, clock)
+        handle = cls(flow, paths, state, clock, outbox)
+        handle._caught_up = True
+        return handle
 
     def change(self, event: str, *, phase: str | None = None, **kw: Any) -> st.RunState:
-        before = self.state.status
-        new = st.apply(self.state, event, phase=phase, now=self.clock(), **kw)
-        save(new, self.paths.state)
-        self.state = new
-        if new.status != before:
-            from .events import RunStateChanged
+        """Apply ``event`` and write the new state and its events (the caller holds the
+        run's lock); ``kw`` are the event's keywords and its events' facts (state.py)."""
+        self.catch_up()
+        made = st.apply(self.state, event, phase=phase, now=self.clock(), **kw)
+        outbox = [e.stamped(made.state.revision) for e in made.events]
+        save(made.state, self.paths.state, outbox)  # the commit point
+        self.state, self.outbox = made.state, outbox
+        self._caught_up = False  # until they are in the log: an error here leaves them out
+        self.log.append_lines(outbox)
+        self._caught_up = True
+        for e in made.events:
+            self._tell(e)
+        return made.state
 
-            self.emit(RunStateChanged(status=new.status, revision=new.revision, reason=event))
-        return new
+    def catch_up(self) -> None:
+        """Append the events of the run's last change that events.jsonl lacks: a process
+        that died after writing run.json left them out (or cut their append short). Each
+        change does this first; a command that holds the run's lock and writes an event
+        that records no change does it before that event."""
+        if not self._caught_up:
+            self.log.append_lines(self.log.lacking(self.state.revision, self.outbox))
+            self._caught_up = True
 
     def emit(self, ev: Event) -> None:
+        """Append an event that records no change of run.json (code ran, a tool was called)."""
         self.log.append(ev)
+        self._tell(ev)
+
+    def _tell(self, ev: Event) -> None:
         for listen in self.listeners:
             listen(ev)
 

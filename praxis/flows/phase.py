@@ -20,16 +20,7 @@ from sandbox.paths import confined
 from . import checks, collect, definition, live, snapshot
 from . import reuse as other_runs
 from .context import Approver, OnMessage, PhaseContext, PhaseError
-from .events import (
-    FilesCollected,
-    InputsUploaded,
-    PhaseDone,
-    PhaseFailed,
-    PhaseReused,
-    PhasesStale,
-    PhaseStarted,
-    WorkspaceRecorded,
-)
+from .events import FilesCollected, InputsUploaded, WorkspaceRecorded
 from .handle import RunHandle
 from .handout import Handout
 from .hints import with_hint
@@ -159,7 +150,6 @@ def mark_running(run: RunHandle, phase: Phase, previous: int, sandbox: Sandbox) 
         backend=str(info.get("backend")),
         isolated=bool(info.get("isolated")),
     )
-    run.emit(PhaseStarted(phase=phase.id, attempt=run.state.phase(phase.id).attempt))
 
 
 def prepare(
@@ -278,7 +268,6 @@ def try_reuse(run: RunHandle, phase: Phase, sandbox: Sandbox, ws: snapshot.Works
         log.debug("phase %s cannot be reused", phase.id, exc_info=True)
         return False
     run.change("reuse", phase=phase.id)
-    run.emit(PhaseReused(phase=phase.id, attempt=p.attempt))
     return True
 
 
@@ -373,21 +362,9 @@ def finish(
     digests: dict[str, str],
 ) -> None:
     """Step 7: record hashes, mark later done phases stale, write the record and run.json."""
-    stale_before = {p.id for p in run.state.phases if p.status == "stale"}
     _save_record(run, phase, record, "done")
-    run.change("finish", phase=phase.id, hashes=hashes, digests=digests)
-    newly = [p.id for p in run.state.phases if p.status == "stale" and p.id not in stale_before]
     seconds = run.clock() - started
-    run.emit(
-        PhaseDone(
-            phase=phase.id,
-            attempt=run.state.phase(phase.id).attempt,
-            seconds=seconds,
-            hashes=hashes,
-        )
-    )
-    if newly:
-        run.emit(PhasesStale(phases=newly, because=f"{phase.id} ran again"))
+    run.change("finish", phase=phase.id, hashes=hashes, digests=digests, seconds=seconds)
 
 
 def fail(
@@ -402,15 +379,8 @@ def fail(
     try:
         _save_record(run, phase, record, "failed")
     finally:
-        run.change("fail", phase=phase.id, error=error, digests=digests)
-        run.emit(
-            PhaseFailed(
-                phase=phase.id,
-                attempt=run.state.phase(phase.id).attempt,
-                error=error,
-                seconds=run.clock() - started,
-            )
-        )
+        seconds = run.clock() - started
+        run.change("fail", phase=phase.id, error=error, digests=digests, seconds=seconds)
 
 
 def _save_record(run: RunHandle, phase: Phase, record: Record, status: str) -> None:

@@ -107,11 +107,11 @@ def record_edit(
     actor: str,
     diff: dict[str, Any] | None = None,
 ) -> str:
-    """Store the new version, write its diff beside the attempt, move the revision, emit."""
+    """Store the new version, write its diff beside the attempt, record the edit (a new
+    revision, and its ``artifact_edited``)."""
     from sandbox.errors import PathRefused
 
     from . import edits
-    from .events import ArtifactEdited
     from .store import RunStore
 
     gate = str(run.state.gate)
@@ -125,7 +125,7 @@ def record_edit(
     if diff is None:
         diff = edits.diff_of(name, before, run.paths.out(name))
     text = edits.summary(diff) if "text" not in diff else "changed (text)"
-    run.change("edit", name=name, sha256=new)
+    run.change("edit", name=name, sha256=new, by=by, diff=text)
     entry: dict[str, Any] = {
         "name": name,
         "by": by,
@@ -138,18 +138,6 @@ def record_edit(
         "diff": diff,
     }
     edits.record(run.root, gate, attempt, entry)
-    run.emit(
-        ArtifactEdited(
-            name=name,
-            sha256=new,
-            by=by,
-            old=old,
-            phase=gate,
-            attempt=attempt,
-            revision=run.state.revision,
-            diff=text,
-        )
-    )
     return new
 
 

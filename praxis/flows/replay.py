@@ -13,9 +13,8 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-from .events import Event
+from .events import Event, Traced, TraceFull
 from .route import Facts, route
-from .trace import Traced, TraceFull
 
 
 @dataclass

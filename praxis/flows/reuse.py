@@ -41,7 +41,6 @@ from sandbox import Sandbox
 
 from . import collect, definition, snapshot
 from .atomic import write_atomic
-from .events import PhaseReused
 from .handle import RunHandle
 from .layout import list_run_ids, store_dir
 from .model import Phase
@@ -266,14 +265,6 @@ def _adopt(
     save(run.paths.snapshot(phase.id, attempt, "post"), post)
     source = f"{entry['run']}/{entry['attempt']}"
     run.change("reuse", phase=phase.id, source=source, hashes=outputs, digests=digests)
-    run.emit(
-        PhaseReused(
-            phase=phase.id,
-            attempt=attempt,
-            source_run=str(entry["run"]),
-            source_attempt=int(entry["attempt"]),
-        )
-    )
     remember(run, phase, store, pre, post, outputs)
     return True
 

@@ -36,21 +36,8 @@ from . import (
 )
 from .atomic import fsync_folder, write_atomic
 from .context import Approver, OnMessage
-from .decisions import DecisionRefused, ManagedMode, OutputAccepted
 from .digest import sha256_of
-from .events import (
-    EditsCarried,
-    Event,
-    GateApproved,
-    GateRejected,
-    GateWaiting,
-    PhaseFailed,
-    PhasesStale,
-    RerunRequested,
-    RunBegun,
-    RunCancelled,
-    SandboxOpened,
-)
+from .events import DecisionRefused, EditsCarried, Event, SandboxOpened
 from .handle import Clock, RunHandle, held
 from .layout import (
     RunPaths,
@@ -60,7 +47,6 @@ from .layout import (
     run_paths,
     unlist_run,
     writable,
-    writable_names,
 )
 from .lock import ADVANCING, PATIENCE, Busy, Lock
 from .model import Flow
@@ -124,11 +110,9 @@ def _begin(
     for left in leftovers(flow.root):  # under the Flow's lock: their makers are gone
         if left.name.startswith(".new-"):
             shutil.rmtree(left, ignore_errors=True)
-    run = RunHandle.create(
+    return RunHandle.create(
         flow, clock, params=typed, definition=definition.of_flow(flow), staged=staged
     )
-    run.emit(RunBegun(run=run.id, flow=flow.name, phases=[p.id for p in flow.phases]))
-    return run
 
 
 def run(
@@ -257,6 +241,7 @@ def _advance(
         if make_sandbox is default_sandbox:
             isolation.confine(flow.sandbox)  # refused before anything of the run changes
         run = RunHandle.open(flow, run_id, clock)
+        run.catch_up()  # the events of a change a process that died did not append
         if on_event is not None:
             run.listeners.append(on_event)
         recover(run)
@@ -374,10 +359,9 @@ def _loop(
             return
         if phase.gated:
             carried = carry.carry_over(run, phase) if run.state.phase(phase.id).carry else []
-            run.change("gate", phase=phase.id)
+            run.change("gate", phase=phase.id, writable=list(phase.outputs))
             for name, outcome in carried:
                 _record_carried(run, phase.id, name, outcome)
-            run.emit(GateWaiting(phase=phase.id, writable=writable_names(run.flow, run.state)))
             return
 
 
@@ -459,9 +443,6 @@ def recover(run: RunHandle) -> None:
     for p in run.state.phases:
         if p.status == "running":
             run.change("recover", phase=p.id)
-            run.emit(
-                PhaseFailed(phase=p.id, attempt=p.attempt, error=str(run.state.phase(p.id).error))
-            )
     if run.state.status == "running":
         run.change("pause")
 
@@ -481,6 +462,7 @@ def _opened(
     flow = load_flow(flow_ref)
     with held(flow, run_id, "changing") as lock:
         run = RunHandle.open(flow, lock.run, clock)
+        run.catch_up()  # the events of a change a process that died did not append
         migrate(run.paths)
         reconcile.reconcile(run)
         if bound is not None and expect_revision is None and bound[1] is None:
@@ -575,8 +557,7 @@ def _person_only(actor: str | None, what: str) -> str:
 
 
 def _set_managed(run: RunHandle, granted: bool, actor: str) -> None:
-    run.change("manage", managed=granted)
-    run.emit(ManagedMode(granted=granted, revision=run.state.revision, actor=actor))
+    run.change("manage", managed=granted, actor=actor)
 
 
 def manage(
@@ -616,18 +597,7 @@ def accept(
         if not c.now:
             raise Refused(f"run {run.id}: output {name} is missing: re-run {c.phase}")
         sha, _ = RunStore(run.paths).add_file(run.paths.out(name))
-        _change(run, "accept", phase=c.phase, name=name, sha256=sha)
-        run.emit(
-            OutputAccepted(
-                name=name,
-                phase=c.phase,
-                old=c.recorded,
-                sha256=sha,
-                revision=run.state.revision,
-                actor=who,
-            )
-        )
-        return run.state
+        return _change(run, "accept", phase=c.phase, name=name, sha256=sha, actor=who)
 
 
 def _check_revision(run: RunHandle, expect: int | None) -> None:
@@ -664,9 +634,7 @@ def approve(
     with _opened(flow_ref, run_id, expect_revision, clock, bound=("approve", gate)) as run:
         at = _at_gate(run, gate, "approve")
         acked = _authorize(run, who, "approve", at, acks)
-        _change(run, "approve", phase=at)
-        run.emit(GateApproved(phase=at, revision=run.state.revision, actor=who, acked=acked))
-        return run.state
+        return _change(run, "approve", phase=at, actor=who, acked=acked)
 
 
 def edit(
@@ -741,22 +709,11 @@ def reject(
             "--expect-revision", str(run.state.revision),
         )  # fmt: skip
         choice, edited = _choose_edits(run, reopen, edits, command)
-        stale = _stale_after(run, reopen)
-        _change(run, "reject", phase=reopen, note=note, edits=choice or None)
-        kept = _archive(run, reopen)
-        run.emit(
-            GateRejected(
-                phase=at,
-                reopen=reopen,
-                note=note,
-                revision=run.state.revision,
-                actor=who,
-                acked=acked,
-            )
-        )
-        run.emit(RerunRequested(phase=reopen, kept=kept, edits=choice, edited=edited))
-        if stale:
-            run.emit(PhasesStale(phases=stale, because=f"{reopen} was reopened at the Gate"))
+        _change(
+            run, "reject", phase=reopen, note=note, edits=choice or None,
+            actor=who, acked=acked, kept=_kept(run, reopen), edited=edited,
+        )  # fmt: skip
+        _archive(run, reopen)
         return run.state
 
 
@@ -785,12 +742,11 @@ def rerun(
         if params:
             base = {**run.flow.params, **run.state.params}
             _change(run, "params", params=resolve_params(base, params))
-        stale = _stale_after(run, from_phase)
-        _change(run, "rerun", phase=from_phase, reuse=reuse, edits=choice or None)
-        kept = _archive(run, from_phase)
-        run.emit(RerunRequested(phase=from_phase, kept=kept, edits=choice, edited=edited))
-        if stale:
-            run.emit(PhasesStale(phases=stale, because=f"re-run from {from_phase}"))
+        _change(
+            run, "rerun", phase=from_phase, reuse=reuse, edits=choice or None,
+            kept=_kept(run, from_phase), edited=edited,
+        )  # fmt: skip
+        _archive(run, from_phase)
         return run.state
 
 
@@ -859,7 +815,6 @@ def cancel(
 def _do_cancel(run: RunHandle) -> None:
     run.paths.cancel_request.unlink(missing_ok=True)
     _change(run, "cancel")
-    run.emit(RunCancelled(revision=run.state.revision))
 
 
 def _known_phase(flow: Flow, phase_id: str) -> None:
@@ -868,14 +823,21 @@ def _known_phase(flow: Flow, phase_id: str) -> None:
         raise Refused(f"{flow.name} has no phase {phase_id!r} (phases: {names})")
 
 
-def _stale_after(run: RunHandle, phase_id: str) -> list[str]:
-    index = run.state.index(phase_id)
-    return [p.id for p in run.state.phases[index + 1 :] if p.status == "done"]
-
-
-def _archive(run: RunHandle, phase_id: str) -> list[str]:
-    p = run.state.phase(phase_id)
-    if not p.attempt:
+def _kept(run: RunHandle, phase_id: str) -> list[str]:
+    """The folder going back to ``phase_id`` keeps its last attempt's files in (``_archive``,
+    just after the change: a crash between is made good by the phase's next start, which
+    archives them there), if it has any."""
+    p, paths = run.state.phase(phase_id), run.paths
+    outputs = [paths.out(n) for n in run.flow.phase(phase_id).outputs]
+    has_files = any(o.is_file() or o.is_symlink() for o in outputs) or any(
+        f.exists() for f in (paths.scratch_of(phase_id), paths.record(phase_id))
+    )
+    if not p.attempt or not has_files:
         return []
-    dest = collect.archive_attempt(run.paths, run.flow.phase(phase_id), p.attempt)
-    return [str(dest.relative_to(run.root))] if dest else []
+    return [str(run.paths.attempt(phase_id, p.attempt).relative_to(run.root))]
+
+
+def _archive(run: RunHandle, phase_id: str) -> None:
+    p = run.state.phase(phase_id)
+    if p.attempt:
+        collect.archive_attempt(run.paths, run.flow.phase(phase_id), p.attempt)

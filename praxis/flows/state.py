@@ -8,7 +8,10 @@ Every change is ``apply(state, event, phase=..., now=..., **kw)``. It reads, in 
 
 and refuses a move that any of them does not allow with ``IllegalTransition``, naming the
 event and the state, before anything is changed. Then the event's handler in ``HANDLERS``
-fills in the rest on a copy, which is returned with ``revision`` incremented.
+fills in the rest on a copy, with ``revision`` incremented, and its recorder in ``RECORDS``
+names the events of the change (``state_events.py``: what events.jsonl says of it), from the
+state before and after and the facts the state does not hold (the seconds a phase took, the
+folders a re-run kept, who decided). ``apply`` returns both: a ``Change``.
 """
 
 from __future__ import annotations
@@ -17,9 +20,12 @@ import copy
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any, Concatenate, Literal, TypeGuard, get_args
+from typing import TYPE_CHECKING, Any, Concatenate, Literal, TypeGuard, get_args
 
 from ..errors import Refused
+
+if TYPE_CHECKING:
+    from .events import Event as Recorded
 
 SCHEMA = 1
 
@@ -315,19 +321,33 @@ GUARDS: dict[Event, tuple[Guard, ...]] = {
 # --- apply ----------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Change:
+    """What one event makes of a run: its state after, and the events that record it, in
+    order (a ``RunStateChanged`` first when the run's status moved)."""
+
+    state: RunState
+    events: tuple[Recorded, ...]
+
+
 def apply(
     state: RunState, event: str, *, phase: str | None = None, now: float, **kw: Any
-) -> RunState:
-    """The state after ``event``; ``state`` itself is never modified."""
-    ev, phase_to, run_to = _moves(state, event, phase, kw)
+) -> Change:
+    """The state after ``event`` and the events of the change; ``state`` itself is never
+    modified. ``kw`` are the event's own keywords and the facts its events need that the
+    state does not hold (``FACTS``)."""
+    from .state_events import FACTS, events_of  # the catalogue loads once a run changes
+
+    move, phase_to, run_to = _moves(state, event, phase, kw)
+    facts = FACTS.get(move, frozenset())
     new = copy.deepcopy(state)
     new.status = run_to
     if phase_to is not None:
         new.phase(str(phase)).status = phase_to
-    HANDLERS[ev](new, phase, now, **kw)
+    HANDLERS[move](new, phase, now, **{k: v for k, v in kw.items() if k not in facts})
     new.revision += 1
     new.updated = now
-    return new
+    return Change(new, events_of(state, new, move, phase, now, kw))
 
 
 def allows(state: RunState, event: str, *, phase: str | None = None, **kw: Any) -> bool:

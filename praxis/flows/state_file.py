@@ -1,13 +1,18 @@
 """run.json: a RunState written atomically, and read back only when it is one.
 
 A missing, empty, truncated, non-JSON, wrongly typed or future file raises StateCorrupt; it
-is never silently reset. The format is ``RunState.to_dict()`` as JSON, keys sorted.
+is never silently reset. The format is ``RunState.to_dict()`` as JSON, keys sorted, and
+``outbox``: the events of the change that made this revision (``Event.stamped``), until the
+next change replaces them. run.json is the change's commit point; the events are appended to
+events.jsonl after it, and the next change first appends those a crash left out.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from ..errors import RecordCorrupt
 from .atomic import write_atomic
@@ -23,13 +28,16 @@ class StateCorrupt(RecordCorrupt):
         self.reason = reason
 
 
-def save(state: RunState, path: Path) -> None:
-    """Write run.json atomically: tmp file, fsync, os.replace, fsync of the folder."""
+def save(state: RunState, path: Path, outbox: Sequence[Mapping[str, Any]] = ()) -> None:
+    """Write run.json atomically: tmp file, fsync, os.replace, fsync of the folder, with
+    ``outbox``, the events of the change that made ``state.revision`` (none: no key)."""
     data = state.to_dict()
     for phase in data["phases"]:
         for name, empty in LATER.items():
             if phase.get(name) == empty:
                 del phase[name]  # a run that never used it is written as before it existed
+    if outbox:
+        data[OUTBOX] = list(outbox)
     text = json.dumps(data, indent=1, sort_keys=True).encode("utf-8") + b"\n"
     write_atomic(path, text)
 
@@ -46,8 +54,16 @@ LATER: dict[str, object] = {
 }
 
 
+OUTBOX = "outbox"
+
+
 def load(path: Path) -> RunState:
     """Read run.json; a missing, truncated, non-JSON, wrong or future file raises StateCorrupt."""
+    return load_saved(path)[0]
+
+
+def load_saved(path: Path) -> tuple[RunState, list[dict[str, Any]]]:
+    """run.json's state and outbox (the events of the change that made its revision)."""
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
@@ -69,12 +85,18 @@ def load(path: Path) -> RunState:
         isinstance(p, dict) for p in data["phases"]
     ):
         raise StateCorrupt(path, "wrong schema (phases must be a list of objects)")
+    outbox = data.pop(OUTBOX, [])
+    if not isinstance(outbox, list) or not all(isinstance(e, dict) for e in outbox):
+        raise StateCorrupt(path, "wrong schema (outbox must be a list of objects)")
     try:
         state = RunState.from_dict(data)
     except (TypeError, KeyError) as exc:
         raise StateCorrupt(path, f"wrong schema ({exc})") from None
     _validate(state, path)
-    return state
+    for i, line in enumerate(outbox):
+        if line.get("rev") != state.revision or not isinstance(line.get("kind"), str):
+            raise StateCorrupt(path, f"outbox[{i}] is not an event of revision {state.revision}")
+    return state, outbox
 
 
 # The JSON types each field of run.json may hold (None where the field is optional).

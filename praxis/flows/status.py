@@ -136,8 +136,6 @@ def _events(run: RunHandle) -> list[Any]:
         raw = run.paths.events.read_bytes()
         if b"\\u" not in raw and not any(kind in raw for kind in RECEIPT_KINDS):
             return []
-        from . import decisions  # noqa: F401  (its kinds are typed, as when a command wrote them)
-
         return run.log.read()
     except Exception:  # a corrupt log leaves the receipt without decisions, not status broken
         return []

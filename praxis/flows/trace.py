@@ -9,37 +9,13 @@ route evaluated after it, one line each: argv, actor, exit code, the facts and t
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
 
-from .events import Event, EventLog, event
+from .events import Event, EventLog, Traced, TraceFull
 from .handle import RunHandle
 
 MAX_BYTES = 4 << 20  # of one run's trace
 ON = ("1", "true", "yes", "on")
-
-
-@event
-@dataclass(frozen=True, kw_only=True)
-class Traced(Event):
-    """A command on the run, and the route evaluated after it."""
-
-    kind: ClassVar[str] = "traced"
-    argv: list[str]  # as given, from the program's name on
-    actor: str
-    exit: int
-    facts: dict[str, Any]
-    route: dict[str, Any]
-
-
-@event
-@dataclass(frozen=True, kw_only=True)
-class TraceFull(Event):
-    """The trace reached its bound: later commands are not traced."""
-
-    kind: ClassVar[str] = "trace_full"
-    bytes: int
 
 
 def enabled(flag: bool = False) -> bool:

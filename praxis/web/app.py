@@ -27,7 +27,6 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
-import praxis.agent.events  # noqa: F401  (registers agent event kinds for the events list)
 from praxis.errors import PraxisError, RecordCorrupt, Refused
 from praxis.flows import runner
 from praxis.flows.handle import NoRun, RunHandle

@@ -6,8 +6,7 @@ import dataclasses
 from pathlib import Path
 
 from praxis.agent import prompt
-from praxis.agent.events import ToolCalled
-from praxis.flows.events import EventLog, PhaseStarted
+from praxis.flows.events import EventLog, PhaseStarted, ToolCalled
 from praxis.flows.model import Phase
 from praxis.phases import agent
 

@@ -102,9 +102,9 @@ FLOW = Flow(
 
 def at_gate() -> st.RunState:
     state = st.new_run("r1", "f", ["clean", "total"], now=1.0)
-    state = st.apply(state, "start", phase="clean", pid=1, now=2.0)
-    state = st.apply(state, "finish", phase="clean", hashes={}, now=3.0)
-    return st.apply(state, "gate", phase="clean", now=3.0)
+    state = st.apply(state, "start", phase="clean", pid=1, now=2.0).state
+    state = st.apply(state, "finish", phase="clean", hashes={}, now=3.0).state
+    return st.apply(state, "gate", phase="clean", now=3.0).state
 
 
 @pytest.fixture

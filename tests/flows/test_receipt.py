@@ -11,9 +11,9 @@ from praxis.flows.receipt import receipt
 def finished() -> st.RunState:
     state = st.new_run("r1", "f", ["pick", "total"], now=1.0)
     for phase, sha in (("pick", "a" * 64), ("total", "b" * 64)):
-        state = st.apply(state, "start", phase=phase, pid=1, now=2.0)
-        state = st.apply(state, "finish", phase=phase, hashes={f"{phase}.csv": sha}, now=3.5)
-    return st.apply(state, "end", now=4.0)
+        state = st.apply(state, "start", phase=phase, pid=1, now=2.0).state
+        state = st.apply(state, "finish", phase=phase, hashes={f"{phase}.csv": sha}, now=3.5).state
+    return st.apply(state, "end", now=4.0).state
 
 
 EVENTS = [

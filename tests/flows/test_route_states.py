@@ -84,7 +84,7 @@ def reachable(limit: int = 5000) -> list[st.RunState]:
         for event, kw in moves(s):
             if not st.allows(s, event, **kw):
                 continue
-            new = st.apply(s, event, now=1.0, **kw)
+            new = st.apply(s, event, now=1.0, **kw).state
             if key(new) not in seen:
                 seen[key(new)] = new
                 todo.append(new)

@@ -45,27 +45,27 @@ def refused(s: st.RunState, event: str, **kw: Any) -> str:
 def ran(s: st.RunState, *phases: str, now: float = 1.0) -> st.RunState:
     """``s`` after each of ``phases`` started and finished at ``now``."""
     for ph in phases:
-        s = st.apply(s, "start", phase=ph, now=now)
-        s = st.apply(s, "finish", phase=ph, now=now, hashes={f"{ph}.csv": ph})
+        s = st.apply(s, "start", phase=ph, now=now).state
+        s = st.apply(s, "finish", phase=ph, now=now, hashes={f"{ph}.csv": ph}).state
     return s
 
 
 def test_a_run_goes_through_its_phases_to_done() -> None:
     s0 = fresh()
-    s1 = st.apply(s0, "start", phase="a", now=1.0, pid=42)
+    s1 = st.apply(s0, "start", phase="a", now=1.0, pid=42).state
     assert s1 == moved(
         s0, 1.0, {"a": dict(status="running", attempt=1, started=1.0, pid=42)}, status="running"
     )
-    s2 = st.apply(s1, "finish", phase="a", now=2.0, hashes={"x.csv": "h"})
+    s2 = st.apply(s1, "finish", phase="a", now=2.0, hashes={"x.csv": "h"}).state
     assert s2 == moved(
         s1, 2.0, {"a": dict(status="done", ended=2.0, hashes={"x.csv": "h"}, pid=None)}, cursor=1
     )
     assert s2.phase("a").seconds == 1.0
     s = s2
     for ph in ("b", "c"):
-        s = st.apply(s, "start", phase=ph, now=3.0)
-        s = st.apply(s, "finish", phase=ph, now=4.0, hashes={})
-    s = st.apply(s, "end", now=5.0)
+        s = st.apply(s, "start", phase=ph, now=3.0).state
+        s = st.apply(s, "finish", phase=ph, now=4.0, hashes={}).state
+    s = st.apply(s, "end", now=5.0).state
     assert s == st.RunState(
         run="r1",
         flow="f",
@@ -86,9 +86,9 @@ def test_a_run_goes_through_its_phases_to_done() -> None:
 
 def test_gate_approve_clears_waiting_and_keeps_cursor() -> None:
     s = ran(fresh(), "a")
-    at_gate = st.apply(s, "gate", phase="a", now=3)
+    at_gate = st.apply(s, "gate", phase="a", now=3).state
     assert at_gate == moved(s, 3, status="paused", waiting="gate", gate="a")
-    approved = st.apply(at_gate, "approve", phase="a", now=4)
+    approved = st.apply(at_gate, "approve", phase="a", now=4).state
     assert approved == moved(at_gate, 4, waiting=None, gate=None)
     assert approved.cursor == 1
     assert refused(approved, "approve", phase="a", now=5) == (
@@ -97,7 +97,7 @@ def test_gate_approve_clears_waiting_and_keeps_cursor() -> None:
 
 
 def test_a_gate_follows_only_a_done_phase() -> None:
-    s = st.apply(fresh(), "start", phase="a", now=1)
+    s = st.apply(fresh(), "start", phase="a", now=1).state
     assert refused(s, "gate", phase="a", now=2) == (
         "cannot pause at a Gate after a phase that is running"
     )
@@ -113,8 +113,8 @@ FAILED_ONCE = {"failure": {"error": "boom"}, "repeats": 1, "retries": 1}
 
 
 def test_failure_then_rerun_marks_later_done_phases_stale() -> None:
-    s = st.apply(ran(fresh(), "a", "b"), "start", phase="c", now=3)
-    failed = st.apply(s, "fail", phase="c", now=4, error="boom")
+    s = st.apply(ran(fresh(), "a", "b"), "start", phase="c", now=3).state
+    failed = st.apply(s, "fail", phase="c", now=4, error="boom").state
     assert failed == moved(
         s,
         4,
@@ -122,7 +122,7 @@ def test_failure_then_rerun_marks_later_done_phases_stale() -> None:
         status="failed",
         error="c: boom",
     )
-    rerun = st.apply(failed, "rerun", phase="a", now=5)
+    rerun = st.apply(failed, "rerun", phase="a", now=5).state
     assert rerun == moved(
         failed,
         5,
@@ -131,7 +131,7 @@ def test_failure_then_rerun_marks_later_done_phases_stale() -> None:
         cursor=0,
         error=None,
     )
-    again = st.apply(rerun, "start", phase="a", now=6)
+    again = st.apply(rerun, "start", phase="a", now=6).state
     assert again == moved(
         rerun,
         6,
@@ -141,8 +141,8 @@ def test_failure_then_rerun_marks_later_done_phases_stale() -> None:
 
 
 def test_rerun_without_reuse_makes_later_done_phases_pending() -> None:
-    s = st.apply(ran(fresh(), "a", "b", "c"), "end", now=2)
-    rerun = st.apply(s, "rerun", phase="b", now=5, reuse=False)
+    s = st.apply(ran(fresh(), "a", "b", "c"), "end", now=2).state
+    rerun = st.apply(s, "rerun", phase="b", now=5, reuse=False).state
     later = dict(status="pending", no_reuse=True)  # no other run's attempt stands for c either
     assert rerun == moved(
         s, 5, {"b": dict(status="pending"), "c": later}, status="paused", cursor=1
@@ -150,13 +150,13 @@ def test_rerun_without_reuse_makes_later_done_phases_pending() -> None:
 
 
 def test_rerun_cannot_skip_ahead_of_the_cursor() -> None:
-    s = st.apply(fresh(), "cancel", now=1)
+    s = st.apply(fresh(), "cancel", now=1).state
     assert refused(s, "rerun", phase="c", now=2) == "cannot rerun a phase that is not reached yet"
 
 
 def test_reject_reopens_an_earlier_phase_with_its_note() -> None:
-    s = st.apply(ran(fresh(), "a", "b"), "gate", phase="b", now=3)
-    rejected = st.apply(s, "reject", phase="a", now=4, note="fix the regions")
+    s = st.apply(ran(fresh(), "a", "b"), "gate", phase="b", now=3).state
+    rejected = st.apply(s, "reject", phase="a", now=4, note="fix the regions").state
     assert rejected == moved(
         s,
         4,
@@ -174,17 +174,17 @@ def test_reject_reopens_an_earlier_phase_with_its_note() -> None:
 
 
 def test_reject_cannot_reopen_a_phase_after_the_gate() -> None:
-    s = st.apply(ran(fresh(), "a"), "gate", phase="a", now=3)
+    s = st.apply(ran(fresh(), "a"), "gate", phase="a", now=3).state
     assert refused(s, "reject", phase="c", now=4, note="") == (
         "cannot reject a phase that is after the Gate"
     )
 
 
 def test_recover_names_a_lost_approval() -> None:
-    s = st.apply(fresh(), "start", phase="a", now=1)
-    s = st.apply(s, "waiting", phase="a", now=2, what="approval")
+    s = st.apply(fresh(), "start", phase="a", now=1).state
+    s = st.apply(s, "waiting", phase="a", now=2, what="approval").state
     assert s.phase("a").waiting == "approval"
-    lost = st.apply(s, "recover", phase="a", now=3)
+    lost = st.apply(s, "recover", phase="a", now=3).state
     assert lost == moved(
         s,
         3,
@@ -192,8 +192,8 @@ def test_recover_names_a_lost_approval() -> None:
         status="failed",
         error=f"a: {st.APPROVAL_LOST}",
     )
-    s2 = st.apply(fresh(), "start", phase="a", now=1)
-    stopped = st.apply(s2, "recover", phase="a", now=2)
+    s2 = st.apply(fresh(), "start", phase="a", now=1).state
+    stopped = st.apply(s2, "recover", phase="a", now=2).state
     assert stopped == moved(
         s2,
         2,
@@ -205,16 +205,16 @@ def test_recover_names_a_lost_approval() -> None:
 
 def test_recovering_a_paused_run_is_refused() -> None:
     """No event leaves a phase running in a paused run; a hand-made one is refused."""
-    s = st.apply(fresh(), "start", phase="a", now=1)
+    s = st.apply(fresh(), "start", phase="a", now=1).state
     s.status = "paused"
     assert refused(s, "recover", phase="a", now=2) == "cannot recover a run that is paused"
 
 
 def test_cancel_from_paused_and_running() -> None:
     s = fresh()
-    assert st.apply(s, "cancel", now=1) == moved(s, 1, status="cancelled")
-    running = st.apply(fresh(), "start", phase="a", now=1)
-    cancelled = st.apply(running, "cancel", now=2)
+    assert st.apply(s, "cancel", now=1).state == moved(s, 1, status="cancelled")
+    running = st.apply(fresh(), "start", phase="a", now=1).state
+    cancelled = st.apply(running, "cancel", now=2).state
     assert cancelled == moved(
         running,
         2,
@@ -225,8 +225,8 @@ def test_cancel_from_paused_and_running() -> None:
 
 
 def test_waiting_only_in_a_running_phase() -> None:
-    s = st.apply(fresh(), "start", phase="a", now=1)
-    waiting = st.apply(s, "waiting", phase="a", now=2, what="approval")
+    s = st.apply(fresh(), "start", phase="a", now=1).state
+    waiting = st.apply(s, "waiting", phase="a", now=2, what="approval").state
     assert waiting == moved(s, 2, {"a": dict(waiting="approval")})
     assert refused(s, "waiting", phase="b", now=2, what="approval") == (
         "cannot wait in a phase that is pending"
@@ -234,14 +234,14 @@ def test_waiting_only_in_a_running_phase() -> None:
 
 
 def test_edit_at_the_gate_records_the_new_hash() -> None:
-    s = st.apply(ran(fresh(), "a"), "gate", phase="a", now=3)
-    edited = st.apply(s, "edit", now=4, name="a.csv", sha256="new")
+    s = st.apply(ran(fresh(), "a"), "gate", phase="a", now=3).state
+    edited = st.apply(s, "edit", now=4, name="a.csv", sha256="new").state
     assert edited == moved(s, 4, {"a": dict(hashes={"a.csv": "new"}, edited={"a.csv": "a"})})
-    again = st.apply(edited, "edit", now=5, name="a.csv", sha256="newer")
+    again = st.apply(edited, "edit", now=5, name="a.csv", sha256="newer").state
     assert again.phase("a").edited == {"a.csv": "a"}  # what the phase wrote, still
-    back = st.apply(again, "edit", now=6, name="a.csv", sha256="a")
+    back = st.apply(again, "edit", now=6, name="a.csv", sha256="a").state
     assert back.phase("a").edited == {}  # edited back to the phase's version
-    approved = st.apply(s, "approve", now=4)
+    approved = st.apply(s, "approve", now=4).state
     assert refused(approved, "edit", now=5, name="a.csv", sha256="x") == (
         "cannot edit a run that is not at a Gate"
     )
@@ -249,7 +249,7 @@ def test_edit_at_the_gate_records_the_new_hash() -> None:
 
 def test_accept_takes_only_a_recorded_output() -> None:
     s = ran(fresh(), "a")
-    accepted = st.apply(s, "accept", phase="a", now=2, name="a.csv", sha256="new")
+    accepted = st.apply(s, "accept", phase="a", now=2, name="a.csv", sha256="new").state
     assert accepted == moved(s, 2, {"a": dict(hashes={"a.csv": "new"})})
     assert refused(s, "accept", phase="a", now=2, name="z.csv", sha256="x") == (
         "cannot accept an output that is not recorded for a"
@@ -258,16 +258,18 @@ def test_accept_takes_only_a_recorded_output() -> None:
 
 def test_params_change_between_advances_only() -> None:
     s = fresh()
-    assert st.apply(s, "params", now=1, params={"week": "W1"}) == moved(s, 1, params={"week": "W1"})
-    running = st.apply(s, "start", phase="a", now=1)
+    assert st.apply(s, "params", now=1, params={"week": "W1"}).state == moved(
+        s, 1, params={"week": "W1"}
+    )
+    running = st.apply(s, "start", phase="a", now=1).state
     assert refused(running, "params", now=2, params={}) == (
         "cannot change the parameters of a run that is running"
     )
 
 
 def test_manage_in_any_status() -> None:
-    s = st.apply(fresh(), "cancel", now=1)
-    assert st.apply(s, "manage", now=2, managed=True) == moved(s, 2, managed=True)
+    s = st.apply(fresh(), "cancel", now=1).state
+    assert st.apply(s, "manage", now=2, managed=True).state == moved(s, 2, managed=True)
 
 
 def test_an_unknown_event_is_refused() -> None:
@@ -275,13 +277,13 @@ def test_an_unknown_event_is_refused() -> None:
 
 
 def one_in_each_status() -> dict[str, st.RunState]:
-    running = st.apply(fresh(), "start", phase="a", now=1)
+    running = st.apply(fresh(), "start", phase="a", now=1).state
     return {
         "paused": fresh(),
         "running": running,
-        "failed": st.apply(running, "fail", phase="a", now=2, error="boom"),
-        "done": st.apply(ran(fresh(), "a", "b", "c"), "end", now=2),
-        "cancelled": st.apply(fresh(), "cancel", now=1),
+        "failed": st.apply(running, "fail", phase="a", now=2, error="boom").state,
+        "done": st.apply(ran(fresh(), "a", "b", "c"), "end", now=2).state,
+        "cancelled": st.apply(fresh(), "cancel", now=1).state,
     }
 
 
@@ -310,11 +312,11 @@ def test_a_failure_repeated_from_the_same_digests_counts_and_a_change_resets_it(
     digests = {"pre": "p", "definition": "d", "code": "c"}
 
     def attempt(s: st.RunState, error: str, **kw: object) -> st.RunState:
-        s = st.apply(s, "start", phase="a", now=1)
-        return st.apply(s, "fail", phase="a", now=2, error=error, **kw)
+        s = st.apply(s, "start", phase="a", now=1).state
+        return st.apply(s, "fail", phase="a", now=2, error=error, **kw).state
 
     def again(s: st.RunState) -> st.RunState:
-        return st.apply(s, "rerun", phase="a", now=3)
+        return st.apply(s, "rerun", phase="a", now=3).state
 
     s = attempt(fresh(), "boom", digests=digests)
     assert (s.phase("a").repeats, s.phase("a").failure) == (
@@ -329,31 +331,31 @@ def test_a_failure_repeated_from_the_same_digests_counts_and_a_change_resets_it(
     assert (s.phase("a").repeats, s.phase("a").retries) == (1, 2)  # another error, same inputs
     s = attempt(again(s), st.STOPPED)
     assert (s.phase("a").repeats, s.phase("a").failure) == (0, {})  # a stop is no failure
-    s = st.apply(again(attempt(again(s), "boom", digests=digests)), "start", phase="a", now=4)
-    done = st.apply(s, "finish", phase="a", now=5, hashes={}, digests=digests)
+    s = st.apply(again(attempt(again(s), "boom", digests=digests)), "start", phase="a", now=4).state
+    done = st.apply(s, "finish", phase="a", now=5, hashes={}, digests=digests).state
     assert (done.phase("a").repeats, done.phase("a").failure) == (0, {})
 
 
 def test_a_run_left_running_between_phases_pauses_and_never_while_a_phase_runs() -> None:
     s = ran(fresh(), "a")
     assert s.status == "running"
-    paused = st.apply(s, "pause", now=3)
+    paused = st.apply(s, "pause", now=3).state
     assert paused == moved(s, 3, status="paused")
-    running = st.apply(paused, "start", phase="b", now=4)
+    running = st.apply(paused, "start", phase="b", now=4).state
     assert refused(running, "pause", now=5) == "cannot pause a run that is running a phase"
     assert not st.allows(running, "pause") and st.allows(s, "pause")
 
 
 def test_a_rerun_keeps_or_discards_the_edits_it_would_replace() -> None:
-    s = st.apply(ran(fresh(), "a"), "gate", phase="a", now=3)
-    edited = st.apply(s, "edit", now=4, name="a.csv", sha256="fixed")
-    kept = st.apply(edited, "reject", phase="a", now=5, note="n", edits="keep")
+    s = st.apply(ran(fresh(), "a"), "gate", phase="a", now=3).state
+    edited = st.apply(s, "edit", now=4, name="a.csv", sha256="fixed").state
+    kept = st.apply(edited, "reject", phase="a", now=5, note="n", edits="keep").state
     assert kept.phase("a").carry == {"a.csv": ["a", "fixed"]}
     assert kept.phase("a").edited == {"a.csv": "a"}  # until the phase runs again
-    dropped = st.apply(kept, "rerun", phase="a", now=6, edits="discard")
+    dropped = st.apply(kept, "rerun", phase="a", now=6, edits="discard").state
     assert dropped.phase("a").carry == {}
-    started = st.apply(kept, "start", phase="a", now=7)
+    started = st.apply(kept, "start", phase="a", now=7).state
     assert started.phase("a").edited == {} and started.phase("a").carry == {"a.csv": ["a", "fixed"]}
-    finished = st.apply(started, "finish", phase="a", now=8, hashes={"a.csv": "b"})
-    at_gate = st.apply(finished, "gate", phase="a", now=9)
+    finished = st.apply(started, "finish", phase="a", now=8, hashes={"a.csv": "b"}).state
+    at_gate = st.apply(finished, "gate", phase="a", now=9).state
     assert at_gate.phase("a").carry == {}  # re-applied on the way to the Gate

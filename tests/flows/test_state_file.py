@@ -19,7 +19,7 @@ def fresh() -> st.RunState:
 
 
 def test_save_and_load_round_trip(tmp_path: Path) -> None:
-    s = st.apply(fresh(), "start", phase="a", now=1)
+    s = st.apply(fresh(), "start", phase="a", now=1).state
     path = tmp_path / "run.json"
     state_file.save(s, path)
     assert state_file.load(path) == s
@@ -29,9 +29,9 @@ def test_save_and_load_round_trip(tmp_path: Path) -> None:
 def test_a_run_json_written_before_loads_and_saves_back_byte_for_byte(tmp_path: Path) -> None:
     s = st.new_run("r1", "f", ["a", "b"], now=0.0, params={"week": "W48"})
     s.definition, s.seq = {"digest": "d"}, 3
-    s = st.apply(s, "start", phase="a", now=1.0, pid=42, backend="docker", isolated=True)
-    s = st.apply(s, "finish", phase="a", now=2.5, hashes={"x.csv": "h"}, digests={"pre": "p"})
-    s = st.apply(s, "gate", phase="a", now=3.0)
+    s = st.apply(s, "start", phase="a", now=1.0, pid=42, backend="docker", isolated=True).state
+    s = st.apply(s, "finish", phase="a", now=2.5, hashes={"x.csv": "h"}, digests={"pre": "p"}).state
+    s = st.apply(s, "gate", phase="a", now=3.0).state
     assert state_file.load(SCHEMA1) == s
     state_file.save(s, tmp_path / "run.json")
     assert (tmp_path / "run.json").read_bytes() == SCHEMA1.read_bytes()
@@ -77,4 +77,37 @@ def test_unknown_phase_status_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "run.json"
     path.write_text(json.dumps(data))
     with pytest.raises(state_file.StateCorrupt, match="phase 'b' has unknown status 'exploded'"):
+        state_file.load(path)
+
+
+def test_the_events_of_the_last_change_are_saved_with_it_and_read_back(tmp_path: Path) -> None:
+    change = st.apply(fresh(), "start", phase="a", now=1.0)
+    outbox = [e.stamped(change.state.revision) for e in change.events]
+    path = tmp_path / "run.json"
+    state_file.save(change.state, path, outbox)
+    assert state_file.load_saved(path) == (change.state, json.loads(json.dumps(outbox)))
+    assert state_file.load(path) == change.state
+    state_file.save(change.state, path)
+    assert "outbox" not in json.loads(path.read_text())  # a change without events: no key
+
+
+@pytest.mark.parametrize(
+    ("outbox", "reason"),
+    [
+        ({"kind": "x"}, "outbox must be a list of objects"),
+        ([1], "outbox must be a list of objects"),
+        ([{"kind": "phase_started", "rev": 0}], "outbox[0] is not an event of revision 1"),
+        ([{"rev": 1}], "outbox[0] is not an event of revision 1"),
+    ],
+)
+def test_an_outbox_that_is_not_the_events_of_the_revision_is_refused(
+    tmp_path: Path, outbox: object, reason: str
+) -> None:
+    data = st.apply(fresh(), "start", phase="a", now=1.0).state.to_dict()
+    data["outbox"] = outbox
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(
+        state_file.StateCorrupt, match=reason.replace("[", r"\[").replace("]", r"\]")
+    ):
         state_file.load(path)

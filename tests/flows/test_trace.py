@@ -11,9 +11,9 @@ import pytest
 
 from praxis import cli
 from praxis.flows import runner, trace
+from praxis.flows.events import Traced, TraceFull
 from praxis.flows.handle import RunHandle
 from praxis.flows.replay import replay
-from praxis.flows.trace import Traced, TraceFull
 
 from .gates import two_gates
 

@@ -16,7 +16,7 @@ import pytest
 from praxis.flows import contract, state_file
 from praxis.flows import state as st
 from praxis.flows.events import EventLog, EventLogCorrupt, RunStateChanged
-from praxis.flows.handle import RunHandle
+from praxis.flows.handle import RunHandle, held
 
 from ._flows import begin, one_line_error, praxis, praxis_here, write_flow
 
@@ -52,7 +52,7 @@ def _state(revision: int = 0) -> st.RunState:
     state = st.new_run("r1", "tiny", ["a", "b"], now=1.0)
     for _ in range(revision):
         event, kw = CYCLE[state.revision % len(CYCLE)]
-        state = st.apply(state, event, now=2.0, **kw)
+        state = st.apply(state, event, now=2.0, **kw).state
     return state
 
 
@@ -244,6 +244,35 @@ def test_item10_sigkill_sweep_never_leaves_an_unreadable_run(tmp_path: Path) -> 
         e for e in EventLog(run_dir / "events.jsonl").read() if isinstance(e, RunStateChanged)
     ]
     assert changes and all(e.revision in announced for e in changes)
+    # The next opener under the lock appends what the last kill left out: then every change
+    # that run.json holds has its events in the log exactly once, and no other change has any.
+    with held(flow, run_dir.name):
+        RunHandle.open(flow, run_dir.name).catch_up()
+    final = state_file.load(run_dir / "run.json")
+    assert _stamped(run_dir / "events.jsonl") == _expected_counts(run_dir, final.revision)
+
+
+def _stamped(path: Path) -> dict[int, int]:
+    """How many lines of the log are stamped with each revision (the events of that change)."""
+    counts: dict[int, int] = {}
+    for line in path.read_bytes().split(b"\n")[:-1]:
+        rev = json.loads(line).get("rev")
+        if rev is not None:
+            counts[rev] = counts.get(rev, 0) + 1
+    return counts
+
+
+def _expected_counts(run_dir: Path, last: int) -> dict[int, int]:
+    """How many events each change of the writers' cycle records, up to revision ``last``."""
+    data = json.loads((run_dir / "run.json").read_text())
+    state = st.new_run(data["run"], data["flow"], [p["id"] for p in data["phases"]], now=1.0)
+    counts = {0: 1}  # run_begun
+    while state.revision < last:
+        event, kw = CYCLE[state.revision % len(CYCLE)]
+        change = st.apply(state, event, now=2.0, **kw)
+        state = change.state
+        counts[state.revision] = len(change.events)
+    return counts
 
 
 # --- item 11 ------------------------------------------------------------------------------
