@@ -231,11 +231,24 @@ def _factory(choice: SandboxChoice) -> runner.SandboxFactory:
     if choice is None:
         return runner.default_sandbox
     if isinstance(choice, Mapping):
-        config = dict(choice)
+        from .flows import sandbox_config
+
+        override = dict(choice)
+        fixed = [k for k in ("timeout", "collect") if k in override]  # read from the flow
+        if fixed:
+            raise sandbox_config.SandboxInvalid(
+                [
+                    f"sandbox: {' and '.join(fixed)} cannot be overridden (the flow's own, read "
+                    "from flow.yaml's sandbox:); set it there"
+                ]  # fmt: skip
+            )
 
         def build(flow: Flow, run: RunHandle) -> Any:
-            merged = dataclasses.replace(flow, sandbox={**flow.sandbox, **config})
-            return runner.default_sandbox(merged, run, chosen="backend" in config)
+            # the caller's options, checked against the flow's backend before anything runs:
+            # one the backend does not take is SandboxInvalid naming the nearest it does
+            settings = sandbox_config.overlay(flow.sandbox, override, flow.root)
+            merged = dataclasses.replace(flow, sandbox=settings)
+            return runner.default_sandbox(merged, run, chosen="backend" in override)
 
         return build
     return choice

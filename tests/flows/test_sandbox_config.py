@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from praxis.flows import contract
+from sandbox import LocalOptions
 
 from .test_contract import SCRIPT_PHASE, lines, make, only
 
@@ -23,7 +24,8 @@ def test_sandbox_must_be_a_mapping_and_its_keys_are_the_backends(tmp_path: Path)
     text = SCRIPT_PHASE + "sandbox: {backend: local, memory: 1g}\n"
     (tmp_path / "flow" / "flow.yaml").write_text(text)
     flow, report = contract.load(tmp_path / "flow")
-    assert flow is not None and flow.sandbox["memory"] == "1g"
+    assert flow is not None and flow.sandbox.written["memory"] == "1g"  # as written (reuse)
+    assert flow.sandbox.options == LocalOptions()  # and ignored
     assert report.lines()[1] == (
         "flow.yaml: sandbox.memory: warning: the local backend does not use 'memory' "
         "(only docker and ray do); it is ignored here"
