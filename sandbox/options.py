@@ -365,14 +365,6 @@ class Options:
         shared = set(other.names())
         return other(**{f.name: getattr(self, f.name) for f in _fields(self) if f.name in shared})
 
-    def given(self) -> dict[str, Any]:
-        """The options set to other than their default."""
-        return {
-            f.name: getattr(self, f.name)
-            for f in _fields(self)
-            if getattr(self, f.name) != _default(f)
-        }
-
 
 def _fields(options: Options) -> tuple[dataclasses.Field[Any], ...]:
     return dataclasses.fields(options)
@@ -382,12 +374,6 @@ def _spec(f: dataclasses.Field[Any]) -> Spec:
     spec = f.metadata.get(SPEC)
     assert isinstance(spec, Spec), f"option {f.name} has no Spec (use option())"
     return spec
-
-
-def _default(f: dataclasses.Field[Any]) -> Any:
-    if f.default_factory is not dataclasses.MISSING:
-        return f.default_factory()
-    return f.default
 
 
 @dataclass(frozen=True, kw_only=True)
