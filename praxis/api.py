@@ -234,14 +234,10 @@ def _factory(choice: SandboxChoice) -> runner.SandboxFactory:
         from .flows import sandbox_config
 
         override = dict(choice)
-        fixed = [k for k in ("timeout", "collect") if k in override]  # read from the flow
-        if fixed:
-            raise sandbox_config.SandboxInvalid(
-                [
-                    f"sandbox: {' and '.join(fixed)} cannot be overridden (the flow's own, read "
-                    "from flow.yaml's sandbox:); set it there"
-                ]  # fmt: skip
-            )
+        fixed = " and ".join(k for k in ("timeout", "collect") if k in override)
+        if fixed:  # the flow's own: the phases read them from flow.yaml
+            why = f"sandbox: {fixed} cannot be overridden (the flow's own); set it in flow.yaml"
+            raise sandbox_config.SandboxInvalid([why])
 
         def build(flow: Flow, run: RunHandle) -> Any:
             # the caller's options, checked against the flow's backend before anything runs:

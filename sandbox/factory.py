@@ -19,7 +19,8 @@ from . import backends
 from .backends import AUTO, DOCKER, LOCAL
 from .base import Sandbox
 from .errors import BadOption
-from .options import Options, Problem, describe, nearest
+from .options import Options, Problem
+from .values import describe, nearest
 
 log = logging.getLogger("sandbox")
 

@@ -36,16 +36,14 @@ flow.yaml cannot.
 from __future__ import annotations
 
 import dataclasses
-import datetime
 import math
-import os
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from .base import GRACE
 from .output import DISPLAY_LIMIT, LIMITS, STREAM_LIMIT
+from .values import describe, host_cpus, host_memory, parse_size, show, size
 
 # What is wrong with a value given for an option: None when it will do, a message, or
 # messages by sub-key for a mapping (``{"bigmem": "expected a positive number, ..."}``).
@@ -62,89 +60,12 @@ MAX_DISK = 16 << 40
 MAX_GRACE = 600.0
 MAX_START = 3600.0
 MAX_SPARES = 16
-MAX_LABELS = 64
+MAX_ENTRIES = 64  # labels or resources one mapping may hold
 MAX_TEXT = 1024  # characters of an image tag, an address, a label's name or value
 SPARES = 2  # warm kernels a sandbox keeps: a kernel start (~40 ms) outlasts a trivial phase
 START_TIMEOUT = 60.0
 DISK = "10g"
-_SIZE = re.compile(r"(\d+(?:\.\d+)?)([bkmg]?)", re.IGNORECASE)
-_UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 SPEC = "sandbox.option"  # the metadata key of a field's Spec
-
-
-# -- words for a value ----------------------------------------------------------------------
-
-
-def show(value: Any, limit: int = 60) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 4] + "...'"
-
-
-def describe(value: Any) -> str:
-    """What a value is, for a message: ``integer 3``, ``string 'x'``, ``a list``."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return f"boolean {str(value).lower()}"
-    if isinstance(value, int):
-        return f"integer {value}"
-    if isinstance(value, float):
-        return f"number {value}"
-    if isinstance(value, str):
-        return f"string {show(value)}"
-    if isinstance(value, datetime.date):
-        return f"date {value.isoformat()}"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "a mapping"
-    return type(value).__name__
-
-
-def nearest(word: str, known: tuple[str, ...] | list[str]) -> str | None:
-    """The known word closest to a misspelt ``word``, if one is close enough."""
-    import difflib  # only for a definition with a mistake in it
-
-    close = difflib.get_close_matches(word, known, n=1)
-    return close[0] if close else None
-
-
-# -- sizes and this machine -----------------------------------------------------------------
-
-
-def host_memory() -> int:
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError):  # pragma: no cover - every Linux has both
-        return 1 << 40
-
-
-def host_cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
-
-
-def size(n: int) -> str:
-    """A byte count the way docker sizes are written: ``64m``, ``23.5g``."""
-    if n >= 1 << 30:
-        return f"{n / (1 << 30):.1f}".rstrip("0").rstrip(".") + "g"
-    return f"{n // (1 << 20)}m"
-
-
-def parse_size(value: Any, *, whole: bool = False) -> int | None:
-    """Bytes for ``512m``, ``1.5g`` or a plain integer; None when it is not a size."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if not isinstance(value, str):
-        return None
-    m = _SIZE.fullmatch(value.strip())
-    if m is None or (whole and "." in m.group(1)):
-        return None
-    return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
 
 
 # -- checks ---------------------------------------------------------------------------------
@@ -268,8 +189,8 @@ def label_map(value: Any) -> str | dict[str, str] | None:
     """Container labels: names to strings (a number is written as one)."""
     if not isinstance(value, dict):
         return f"expected a mapping of names to strings, got {describe(value)}"
-    if len(value) > MAX_LABELS:
-        return f"has {len(value)} labels, over the limit of {MAX_LABELS}"
+    if len(value) > MAX_ENTRIES:
+        return f"has {len(value)} labels, over the limit of {MAX_ENTRIES}"
     wrong = {
         str(k): f"expected a string, got {describe(v)}"
         for k, v in value.items()
@@ -287,6 +208,8 @@ def resource_map(value: Any) -> str | dict[str, str] | None:
     """Ray resources: names to positive numbers."""
     if not isinstance(value, dict):
         return f"expected a mapping of names to numbers, got {describe(value)}"
+    if len(value) > MAX_ENTRIES:
+        return f"names {len(value)} resources, over the limit of {MAX_ENTRIES}"
     wrong = {}
     for key, item in value.items():
         ok = isinstance(item, int | float) and not isinstance(item, bool)

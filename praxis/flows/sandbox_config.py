@@ -31,9 +31,9 @@ from sandbox.backends import AUTO, DOCKER, LOCAL
 from sandbox.factory import unknown
 from sandbox.options import MAX_DISK as MAX_DISK
 from sandbox.options import DockerOptions, Options, disk_size
-from sandbox.options import host_cpus as host_cpus
-from sandbox.options import host_memory as host_memory
-from sandbox.options import size as size
+from sandbox.values import host_cpus as host_cpus
+from sandbox.values import host_memory as host_memory
+from sandbox.values import size as size
 
 from ..errors import UsageError
 from .model import DEFAULT_TIMEOUT, SandboxSettings

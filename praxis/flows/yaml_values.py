@@ -13,10 +13,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from sandbox.options import describe as describe
-from sandbox.options import nearest as nearest
-from sandbox.options import show as show
 from sandbox.paths import name_problem
+from sandbox.values import describe as describe
+from sandbox.values import nearest as nearest
+from sandbox.values import show as show
 
 MAX_FILE_BYTES = 50 << 20  # a file named by a value
 

@@ -13,7 +13,7 @@ import pytest
 from sandbox import BadOption, FakeOptions, LocalOptions, SandboxUnavailable, open_sandbox
 from sandbox.fake import FakeSandbox
 from sandbox.local import LocalSandbox
-from sandbox.options import host_memory, size
+from sandbox.values import host_memory, size
 
 
 @contextmanager

@@ -12,8 +12,8 @@ from sandbox.options import (
     LocalOptions,
     Problem,
     RayOptions,
-    host_cpus,
 )
+from sandbox.values import host_cpus
 
 
 def test_each_class_names_its_options_and_those_flow_yaml_may_set() -> None:
