@@ -60,7 +60,15 @@ class UnknownBackend(SandboxUnavailable):
     """Raised for a backend name no entry point declares."""
 
     def __init__(self, name: str) -> None:
-        super().__init__(f"unknown sandbox backend {name!r} (choose {', '.join(names())})")
+        known = names()
+        if len(known) > 1:
+            why = f"unknown sandbox backend {name!r} (choose {', '.join(known)})"
+        else:  # praxis's own are declared in its metadata: a source tree not installed has none
+            why = (
+                f"no sandbox backend is registered (entry points of {GROUP}), so none is "
+                f"called {name!r}: install praxis (pip install -e .) where it runs"
+            )
+        super().__init__(why)
         self.name = name
 
 

@@ -160,3 +160,12 @@ def test_the_first_distribution_of_a_name_wins(
     monkeypatch.setattr(sys, "path", [*sys.path, str(site)])
     backends.reload()
     assert "stale" not in backends.names()
+
+
+def test_a_source_tree_not_installed_says_so(monkeypatch: pytest.MonkeyPatch, fresh: None) -> None:
+    """Without praxis's metadata no backend is registered: the error says to install it."""
+    monkeypatch.setattr(backends, "_distributions", list)
+    backends.reload()
+    assert backends.names() == ("auto",)
+    with pytest.raises(UnknownBackend, match=r"no sandbox backend is registered .* install"):
+        backends.get("docker")
