@@ -18,11 +18,12 @@ from pathlib import Path
 
 from sandbox.container import DockerSandbox
 from sandbox.image.build import ensure_image
+from sandbox.options import DockerOptions
 
 
 def _box(root: Path, image: str) -> DockerSandbox:
     name = f"bench-{uuid.uuid4().hex[:8]}"
-    return DockerSandbox(workspace=root / name, name=name, image=image)
+    return DockerSandbox(workspace=root / name, name=name, options=DockerOptions(image=image))
 
 
 def cold(root: Path, image: str) -> float:

@@ -231,11 +231,20 @@ def _factory(choice: SandboxChoice) -> runner.SandboxFactory:
     if choice is None:
         return runner.default_sandbox
     if isinstance(choice, Mapping):
-        config = dict(choice)
+        from .flows import sandbox_config
+
+        override = dict(choice)
+        fixed = " and ".join(k for k in ("timeout", "collect") if k in override)
+        if fixed:  # the flow's own: the phases read them from flow.yaml
+            why = f"sandbox: {fixed} cannot be overridden (the flow's own); set it in flow.yaml"
+            raise sandbox_config.SandboxInvalid([why])
 
         def build(flow: Flow, run: RunHandle) -> Any:
-            merged = dataclasses.replace(flow, sandbox={**flow.sandbox, **config})
-            return runner.default_sandbox(merged, run, chosen="backend" in config)
+            # the caller's options, checked against the flow's backend before anything runs:
+            # one the backend does not take is SandboxInvalid naming the nearest it does
+            settings = sandbox_config.overlay(flow.sandbox, override, flow.root)
+            merged = dataclasses.replace(flow, sandbox=settings)
+            return runner.default_sandbox(merged, run, chosen="backend" in override)
 
         return build
     return choice

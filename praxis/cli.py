@@ -219,10 +219,10 @@ def cmd_check(args: argparse.Namespace) -> int:
     if not report.ok:
         return EXIT["usage"]
     assert flow is not None
-    from .flows.isolation import UNISOLATED, backend_of
+    from .flows.isolation import backend_of, on_host
 
     backend = backend_of(flow.sandbox)
-    if backend in UNISOLATED:  # valid, but not isolated: never a plain "ok"
+    if on_host(backend):  # valid, but not isolated: never a plain "ok"
         print(
             f"{flow.name}: valid, {len(flow.phases)} phase(s), NOT isolated: the {backend} "
             "backend runs its code (check scripts too) on this host; it runs only with "

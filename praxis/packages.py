@@ -2,16 +2,20 @@
 
 A flow names them in flow.yaml (``sandbox: {packages: [scikit-learn==1.6.1]}``), in a
 ``requirements.txt`` beside flow.yaml, or both (the union is used). ``check`` validates
-them for ``praxis check``; ``sandbox_config`` gives the runner the config to open the
+them for ``praxis check``; ``image_options`` gives the runner the options to open the
 sandbox with, the image tag of the flow's package layer in place of the list.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from sandbox.backends import AUTO, DOCKER
+from sandbox.options import DockerOptions, Options
 
 from .errors import UsageError
 from .flows.yaml_values import ValueReader, describe, show
@@ -22,7 +26,6 @@ if TYPE_CHECKING:
 REQUIREMENTS = "requirements.txt"
 MAX_REQUIREMENTS_BYTES = 64 << 10
 MAX_PACKAGES = 200
-DOCKER_BACKENDS = ("auto", "docker")
 
 
 class PackagesRefused(UsageError):
@@ -114,7 +117,7 @@ def _has_requirements(root: Path) -> bool:
 
 def requirements_of(flow: Flow) -> list[str]:
     """Every requirement the flow names, flow.yaml's first, then requirements.txt's."""
-    listed = [str(p) for p in flow.sandbox.get("packages") or []]
+    listed = list(flow.sandbox.packages)
     if _has_requirements(flow.root):
         found, problems = read_requirements(flow.root)
         if problems:  # `praxis check` reports them; nothing of such a file reaches pip
@@ -128,28 +131,27 @@ def _stderr(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-def sandbox_config(
-    flow: Flow, config: dict[str, Any], on_message: Callable[[str], None] = _stderr
-) -> dict[str, Any]:
-    """``config`` for ``open_sandbox``: ``packages`` replaced by the image that holds them.
+def image_options(
+    flow: Flow, backend: str, options: Options, on_message: Callable[[str], None] = _stderr
+) -> Options:
+    """``options`` for a sandbox of ``flow`` on ``backend``: on docker (or auto with a daemon),
+    the image that holds the flow's packages in place of the sandbox image.
 
-    On the docker backend (or auto with a daemon) the flow's package layer is built when
-    missing, its progress lines handed to ``on_message``; a package pip cannot fetch raises
-    PackagesUnavailable naming it, before any phase runs. Other backends run the host's
-    Python: the list is dropped (the local backend cannot install into the host).
+    The flow's package layer is built when missing, its progress lines handed to
+    ``on_message``; a package pip cannot fetch raises PackagesUnavailable naming it, before
+    any phase runs. Other backends run the host's Python, or their nodes' image: the list
+    is not used (the local backend cannot install into the host).
     """
-    out = {k: v for k, v in config.items() if k != "packages"}
     wanted = requirements_of(flow)
-    if not wanted or out.get("backend", "auto") not in DOCKER_BACKENDS:
-        return out
-    if out.get("backend", "auto") == "auto":
+    if not wanted or backend not in (AUTO, DOCKER) or not isinstance(options, DockerOptions):
+        return options
+    if backend == AUTO:
         from sandbox.daemon import available as docker_available
 
         if docker_available() is not None:
-            return out  # auto falls back to local kernels, which say so themselves
+            return options  # auto falls back to local kernels, which say so themselves
     from sandbox.image.layer import ensure_layer, layer_exists
 
     if not layer_exists(wanted):
         on_message(f"building the sandbox image for {flow.name}'s packages: {', '.join(wanted)}")
-    out["image"] = ensure_layer(wanted, progress=on_message)
-    return out
+    return dataclasses.replace(options, image=ensure_layer(wanted, progress=on_message))

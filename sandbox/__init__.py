@@ -1,7 +1,9 @@
 """sandbox: Jupyter kernels in hardened containers, files in and out. Knows nothing of flows."""
 
+from .backends import Backend, UnknownBackend
 from .base import ExecResult, FileStat, Kernel, Sandbox, close_thread_loop
 from .errors import (
+    BadOption,
     ExecTimeout,
     KernelDied,
     OutputTooLarge,
@@ -10,14 +12,23 @@ from .errors import (
     SandboxUnavailable,
     WalkRefused,
 )
-from .factory import open_sandbox
+from .factory import open_backend, open_sandbox
+from .options import DockerOptions, FakeOptions, LocalOptions, Options, RayOptions
 
 __all__ = [
+    "Backend",
+    "BadOption",
+    "DockerOptions",
     "ExecResult",
     "ExecTimeout",
     "FileStat",
     "Kernel",
     "KernelDied",
+    "FakeOptions",
+    "LocalOptions",
+    "Options",
+    "RayOptions",
+    "UnknownBackend",
     "OutputTooLarge",
     "WalkRefused",
     "PathRefused",
@@ -25,5 +36,6 @@ __all__ = [
     "SandboxError",
     "SandboxUnavailable",
     "close_thread_loop",
+    "open_backend",
     "open_sandbox",
 ]

@@ -38,7 +38,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .base import GRACE
 from .cgroup import oom_kills
 from .daemon import connect as connect_docker
 from .errors import SandboxUnavailable
@@ -51,8 +50,8 @@ from .forkserver import (
     connection_files,
     zygote_source,
 )
-from .output import DISPLAY_LIMIT, STREAM_LIMIT
-from .standby import SPARES, Standby
+from .options import DockerOptions
+from .standby import Standby
 from .workspace import FolderSandbox, Workspace, parse_size
 from .zygote_kernels import ZygoteKernels
 
@@ -94,7 +93,6 @@ COMMAND = [
 GOING = 3.0  # seconds an earlier open's container gets to end by itself before it is removed
 RUNTIME_PREFIX = "praxis-rt-"  # host runtime folders: praxis-rt-<name>-<random>
 RUNTIME_SIZE = "64m"  # the runtime tmpfs: sockets, exit files, the kernel server's log
-DISK = "10g"  # the workspace's disk quota (a sparse image: only what is written takes space)
 
 
 def _safe(name: str) -> str:
@@ -111,45 +109,25 @@ class DockerSandbox(ZygoteKernels, FolderSandbox):
     backend = "docker"
     isolated = True
 
-    def __init__(
-        self,
-        *,
-        workspace: Path,
-        name: str,
-        image: str | None = None,
-        memory: str = "2g",
-        cpus: float = 1.0,
-        pids: int = 256,
-        tmp_size: str = "256m",
-        disk: str | int = DISK,
-        labels: dict[str, str] | None = None,
-        stream_limit: int = STREAM_LIMIT,
-        display_limit: int = DISPLAY_LIMIT,
-        grace: float = GRACE,
-        start_timeout: float = 60.0,
-        warm: bool = True,
-        spares: int = SPARES,
-        **options: Any,
-    ) -> None:
-        if options:
-            log.debug("docker sandbox ignores options %s", ", ".join(sorted(options)))
+    def __init__(self, *, workspace: Path, name: str, options: DockerOptions | None = None) -> None:
+        o = self.options = options or DockerOptions()
         # Inputs and recorded files go in as read-only links: the kernel's uid cannot write them.
         self.workspace = Workspace(
-            Path(workspace), kernel_uid=KERNEL_UID, disk=parse_size(disk) if disk else None
+            Path(workspace), kernel_uid=KERNEL_UID, disk=parse_size(o.disk) if o.disk else None
         )
         self.name = name
-        self.image = image
-        self.memory = str(memory)
-        self.cpus = float(cpus)
-        self.pids = int(pids)
-        self.tmp_size = str(tmp_size)
-        self.labels = {str(k): str(v) for k, v in (labels or {}).items()}
-        self.stream_limit = stream_limit
-        self.display_limit = display_limit
-        self.grace = grace
-        self.start_timeout = start_timeout
-        self.warm = warm
-        self.spares = int(spares)
+        self.image = o.image
+        self.memory = str(o.memory)
+        self.cpus = float(o.cpus)
+        self.pids = int(o.pids)
+        self.tmp_size = str(o.tmp_size)
+        self.labels = {str(k): str(v) for k, v in o.labels.items()}
+        self.stream_limit = o.stream_limit
+        self.display_limit = o.display_limit
+        self.grace = o.grace
+        self.start_timeout = o.start_timeout
+        self.warm = o.warm
+        self.spares = int(o.spares)
         self.container: Any = None
         self._client: Any = None
         self._private: Path | None = None  # 0700 host folder: host connection files

@@ -2,6 +2,8 @@
 
 SandboxError
 ├── SandboxUnavailable      the backend cannot be reached or started (no daemon, no image)
+│   └── UnknownBackend      no backend of that name (sandbox.backends)
+├── BadOption               an option the backend does not take, or a value it cannot use
 ├── PathRefused             a workspace name escapes, or names a non-regular file
 ├── KernelDied              the kernel process ended while running code (cause: exit, out of memory)
 ├── ExecTimeout             code ran past its timeout; it was interrupted, then killed
@@ -19,6 +21,17 @@ class SandboxError(Exception):
 
 class SandboxUnavailable(SandboxError):
     """Raised by ``open``/``kernel`` when the backend cannot be reached or started."""
+
+
+class BadOption(SandboxError, ValueError):
+    """Raised when a backend's options are built from a mapping that sets an option the
+    backend does not take, or a value it cannot use; ``problems`` names each."""
+
+    def __init__(self, backend: str, problems: list[str]) -> None:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        super().__init__(f"{problems[0]}{more}" if problems else f"bad {backend} options")
+        self.backend = backend
+        self.problems = problems
 
 
 class PathRefused(SandboxError):

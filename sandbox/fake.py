@@ -22,6 +22,7 @@ from typing import Any
 
 from .base import ExecResult, Kernel, OutputCallback
 from .errors import KernelDied, SandboxUnavailable
+from .options import FakeOptions
 from .workspace import FolderSandbox, Workspace
 
 Handler = Callable[[str, Path], ExecResult]
@@ -115,12 +116,17 @@ class FakeSandbox(FolderSandbox):
     kernel_in_thread = False
 
     def __init__(
-        self, *, workspace: Path, name: str, handler: Handler | None = None, **options: Any
+        self,
+        *,
+        workspace: Path,
+        name: str,
+        options: FakeOptions | None = None,
+        handler: Handler | None = None,
     ) -> None:
         self.workspace = Workspace(Path(workspace), mode=None)
         self.name = name
         self.handler = handler
-        self.options = options
+        self.options = options or FakeOptions()
         self.executed: list[str] = []
         self.kernels_started = 0
         self.opened = False

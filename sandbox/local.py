@@ -23,7 +23,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .base import GRACE
 from .client import JupyterKernel
 from .errors import SandboxUnavailable
 from .forkserver import (
@@ -33,8 +32,8 @@ from .forkserver import (
     start_local,
     stop_local,
 )
-from .output import DISPLAY_LIMIT, STREAM_LIMIT
-from .standby import SPARES, Standby
+from .options import LocalOptions
+from .standby import Standby
 from .workspace import FolderSandbox, Workspace
 from .zygote_kernels import ZygoteKernels
 
@@ -59,29 +58,16 @@ class LocalSandbox(ZygoteKernels, FolderSandbox):
     backend = "local"
     isolated = False
 
-    def __init__(
-        self,
-        *,
-        workspace: Path,
-        name: str,
-        stream_limit: int = STREAM_LIMIT,
-        display_limit: int = DISPLAY_LIMIT,
-        grace: float = GRACE,
-        start_timeout: float = 60.0,
-        warm: bool = True,
-        spares: int = SPARES,
-        **options: Any,
-    ) -> None:
-        if options:
-            log.debug("local sandbox ignores options %s", ", ".join(sorted(options)))
+    def __init__(self, *, workspace: Path, name: str, options: LocalOptions | None = None) -> None:
+        o = self.options = options or LocalOptions()
         self.workspace = Workspace(Path(workspace), mode=None)
         self.name = name
-        self.stream_limit = stream_limit
-        self.display_limit = display_limit
-        self.grace = grace
-        self.start_timeout = start_timeout
-        self.warm = warm
-        self.spares = int(spares)
+        self.stream_limit = o.stream_limit
+        self.display_limit = o.display_limit
+        self.grace = o.grace
+        self.start_timeout = o.start_timeout
+        self.warm = o.warm
+        self.spares = int(o.spares)
         self._runtime: Path | None = None
         self._standby: Standby | None = None
         self._count = 0

@@ -34,6 +34,7 @@ from typing import Any
 
 from .base import ExecResult, FileStat, Kernel, OutputCallback, Sandbox
 from .errors import ExecTimeout, KernelDied, SandboxError, SandboxUnavailable
+from .options import RayOptions
 from .paths import check_name
 from .ray_cluster import (
     NAMESPACE,
@@ -86,28 +87,16 @@ class RaySandbox(Sandbox):
     backend = "ray"
     isolated = True
 
-    def __init__(
-        self,
-        *,
-        workspace: Path,
-        name: str,
-        address: str | None = None,
-        resources: dict[str, float] | None = None,
-        memory: str = "2g",
-        cpus: float = 1.0,
-        node_root: str | None = None,
-        place_timeout: float = 600.0,
-        **docker_options: Any,
-    ) -> None:
+    def __init__(self, *, workspace: Path, name: str, options: RayOptions | None = None) -> None:
+        o = self.options = options or RayOptions()
         self.name = name
-        self.address = resolve_address(address)
-        self.resources = {str(k): float(v) for k, v in (resources or {}).items()}
-        self.memory = str(memory)
-        self.cpus = float(cpus)
-        self.node_root = node_root
-        self.place_timeout = float(place_timeout)
-        self.options = {"memory": self.memory, "cpus": self.cpus, **docker_options}
-        self.grace = float(docker_options.get("grace", 5.0))
+        self.address = resolve_address(o.address)
+        self.resources = {str(k): float(v) for k, v in o.resources.items()}
+        self.memory = str(o.memory)
+        self.cpus = float(o.cpus)
+        self.node_root = o.node_root
+        self.place_timeout = float(o.place_timeout)
+        self.grace = float(o.grace)
         self.key = _node_key(workspace)
         self.actor: Any = None
         self.node: str | None = None  # the node id the actor runs on (kept for re-opens)
@@ -149,7 +138,7 @@ class RaySandbox(Sandbox):
         actor = (
             _actor_class()
             .options(**options)
-            .remote(self.name, self.key, self.node_root, self.options)
+            .remote(self.name, self.key, self.node_root, self.options.docker())
         )
         try:
             info = decode(ray.get(actor.open.remote(), timeout=self.place_timeout))

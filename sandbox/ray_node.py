@@ -12,6 +12,7 @@ Ray error then always means the actor or its node is gone.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import os
@@ -36,6 +37,7 @@ from .errors import (
     SandboxUnavailable,
     WalkRefused,
 )
+from .options import DockerOptions
 
 log = logging.getLogger("sandbox")
 
@@ -178,11 +180,11 @@ EXECUTE_FLAGS = ("store_history", "stop_on_error")
 class NodeSandbox:
     """The actor: a DockerSandbox on this node, its kernels by key, files staged by token."""
 
-    def __init__(self, name: str, key: str, root: str | None, options: dict[str, Any]) -> None:
+    def __init__(self, name: str, key: str, root: str | None, options: DockerOptions) -> None:
         self.name = name
         self.folder = node_folder(name, key, root)
         self.staging = self.folder / "staging"
-        self.options = dict(options)
+        self.options = options
         self.sandbox: Any = None
         self.watchdog: Path | None = None  # the mark that keeps the watchdog watching
         self.kernels: dict[str, Kernel] = {}
@@ -198,12 +200,14 @@ class NodeSandbox:
         from .container import DockerSandbox
 
         if self.sandbox is None:
-            image = check_node(self.options.pop("image", None))
+            image = check_node(self.options.image)
             self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
             shutil.rmtree(self.staging, ignore_errors=True)
             self.staging.mkdir(mode=0o700)
             self.sandbox = DockerSandbox(
-                workspace=self.folder / "workspace", name=self.name, image=image, **self.options
+                workspace=self.folder / "workspace",
+                name=self.name,
+                options=dataclasses.replace(self.options, image=image),
             )
         self.sandbox.open()
         self._watch()

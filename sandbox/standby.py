@@ -18,10 +18,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 from .base import ExecResult, Kernel
 from .errors import KernelDied, SandboxError, SandboxUnavailable
+from .options import SPARES
 
 log = logging.getLogger("sandbox")
-
-SPARES = 2  # warm kernels a sandbox keeps: a kernel start (~40 ms) outlasts a trivial phase
 
 
 # Hands a dormant spare its identity: (kernel, first code or None, its timeout) -> the code's

@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 import praxis
+from praxis.errors import UsageError
 from praxis.flows.events import ArtifactEdited, GateApproved, PhaseDone
+from praxis.flows.sandbox_config import SandboxInvalid
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -123,3 +125,34 @@ def test_errors_name_the_problem(tmp_path: Path) -> None:
     flow = copy_flow("notebook-example", tmp_path / "nbx")
     with pytest.raises(praxis.NoRun):
         praxis.status(flow)
+
+
+DOCKER_FLOW = """\
+flow: boxed
+sandbox: {backend: docker, memory: 1g}
+phases:
+  - {id: make, kind: script, script: make.py, outputs: [t.txt]}
+"""
+
+
+def test_an_unknown_sandbox_option_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    """As `praxis check` refuses flow.yaml's: the caller's option is checked by the flow's
+    backend, which names the nearest option it takes; no phase runs, the run is as it was."""
+    flow = tmp_path / "boxed"
+    flow.mkdir()
+    (flow / "flow.yaml").write_text(DOCKER_FLOW)
+    (flow / "make.py").write_text("open('t.txt', 'w').write('made')\n")
+    run = praxis.begin(flow)
+    record = run.paths.state.read_bytes(), run.paths.events.read_bytes()
+    message = r"^sandbox: unknown option 'memroy' for the docker backend; did you mean 'memory'\?$"
+    with pytest.raises(SandboxInvalid, match=message) as info:
+        praxis.advance(flow, sandbox={"memroy": "2g"})
+    assert isinstance(info.value, UsageError) and info.value.exit_code == 2
+    with pytest.raises(SandboxInvalid, match=r"does not take option 'address' \(ray takes it\)"):
+        praxis.advance(flow, sandbox={"address": "auto"})
+    with pytest.raises(SandboxInvalid, match=r"^sandbox\.memory: must be between 64m and "):
+        praxis.advance(flow, sandbox={"memory": "1k"})
+    with pytest.raises(SandboxInvalid, match="timeout cannot be overridden"):
+        praxis.advance(flow, sandbox={"timeout": 5})
+    assert (run.paths.state.read_bytes(), run.paths.events.read_bytes()) == record
+    assert not (run.paths.output / "t.txt").exists()

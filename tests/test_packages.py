@@ -10,6 +10,7 @@ import pytest
 from praxis import packages
 from praxis.cli import main
 from praxis.flows import contract, state_file
+from sandbox import FakeOptions
 from sandbox.image import layer
 
 from .flows.helpers import write_flow
@@ -54,9 +55,7 @@ def test_flow_yaml_and_requirements_txt_both_count(tmp_path: Path) -> None:
     flow = contract.require(flow_dir)
     assert packages.requirements_of(flow) == ["scikit-learn", "statsmodels>=0.14"]
     # on a backend that runs the host's Python the list is dropped, nothing is built
-    assert packages.sandbox_config(flow, {"backend": "fake", "packages": ["x"]}) == {
-        "backend": "fake"
-    }
+    assert packages.image_options(flow, "fake", FakeOptions()) == FakeOptions()
 
 
 def test_pip_errors_name_the_package() -> None:

@@ -25,6 +25,7 @@ from praxis.flows import contract
 from praxis.flows.check_spec import CHECK_KEYS
 from praxis.flows.context import Approver
 from praxis.flows.model import DEFAULT_LIMITS, PHASE_KINDS, REVIEW_MODES
+from sandbox import backends
 
 from .authoring import NOBODY, SCHEMAS, Authoring, ToolResult
 from .transcript import Transcript, latest, new_session
@@ -41,8 +42,8 @@ KEY_HELP: dict[str, str] = {
     "flow": "the flow's name, [a-z0-9][a-z0-9-]*; defaults to the folder name",
     "description": "one or two sentences for people",
     "sandbox": (
-        "where phases run: {backend: auto|docker|local, memory: 2g, cpus: 1, timeout: 600, "
-        "packages: [...]}"
+        "where phases run: {backend: auto, memory: 2g, cpus: 1, timeout: 600, packages: [...]}; "
+        "the backends are listed below, each with its own options"
     ),
     "model": "the chat model of agent phases, 'provider:model' (PRAXIS_MODEL overrides it)",
     "database": "a SQLite file of the flow, or a sqlite:///, duckdb:/// or postgresql+psycopg:// "
@@ -156,7 +157,7 @@ def system_prompt() -> str:
         "reopens a phase with a note. You cannot approve a Gate, and neither can try_phase in "
         "the real flow: it passes Gates only inside its throwaway run.",
         f"Agent limits (limits:): {_defaults(DEFAULT_LIMITS)}. "
-        f"Sandbox backends: {', '.join(contract.BACKENDS)}.",
+        f"Sandbox backends: {_backends_text()}.",
         "Rules the contract checks: an input is a file of the flow or an output of an EARLIER "
         "phase; output names are unique across phases; every declared output must be written "
         "by its phase; a declared .csv/.tsv with a header and no rows fails unless listed in "
@@ -177,6 +178,15 @@ def system_prompt() -> str:
 
 def _defaults(table: Mapping[str, Any]) -> str:
     return ", ".join(f"{k} (default {v})" for k, v in table.items())
+
+
+def _backends_text() -> str:
+    """Each backend, with the options flow.yaml may give it (auto takes docker's)."""
+    parts = []
+    for name in backends.names():
+        options = backends.options_for(name).names(flow=True)
+        parts.append(f"{name} ({', '.join(options) or 'no options of its own'})")
+    return "; ".join(parts)
 
 
 def _keys_text() -> str:

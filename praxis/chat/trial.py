@@ -21,12 +21,12 @@ from pathlib import Path
 from typing import Any
 
 from praxis.errors import Refused
-from praxis.flows import contract, isolation, runner
+from praxis.flows import contract, isolation, runner, sandbox_config
 from praxis.flows.context import Approver
 from praxis.flows.handle import RunHandle
 from praxis.flows.lock import Busy
-from praxis.flows.model import DEFAULT_SANDBOX, Flow
-from sandbox import Kernel, Sandbox, open_sandbox
+from praxis.flows.model import DEFAULT_TIMEOUT, Flow, SandboxSettings
+from sandbox import Kernel, Sandbox, open_backend
 
 PREVIEW_CHARS = 600
 PREVIEW_LINES = 8
@@ -35,10 +35,13 @@ MAX_UPLOAD_BYTES = 200 * 1024 * 1024
 
 
 def with_sandbox(flow: Flow, override: Mapping[str, Any] | None) -> Flow:
-    """``flow`` with ``override`` laid over its ``sandbox:`` section."""
+    """``flow`` with ``override`` laid over its ``sandbox:`` section (SandboxInvalid for an
+    option the backend does not take)."""
     if not override:
         return flow
-    return dataclasses.replace(flow, sandbox={**flow.sandbox, **override})
+    return dataclasses.replace(
+        flow, sandbox=sandbox_config.overlay(flow.sandbox, override, flow.root)
+    )
 
 
 def try_phases(
@@ -59,7 +62,7 @@ def try_phases(
         return f"refused: no phase {phase_id!r}; phases: {', '.join(ids)}"
     try:
         return _try_copy(folder, ids, phase_id, sandbox, approver)
-    except (contract.FlowInvalid, Refused, Busy) as exc:
+    except (contract.FlowInvalid, sandbox_config.SandboxInvalid, Refused, Busy) as exc:
         return f"cannot run: {type(exc).__name__}: {exc}"
 
 
@@ -172,15 +175,17 @@ class Scratch:
         self._box: Sandbox | None = None
         self._kernel: Kernel | None = None
         self._uploaded: dict[str, tuple[int, int]] = {}
-        self.timeout = float(DEFAULT_SANDBOX["timeout"])
+        self.timeout = float(DEFAULT_TIMEOUT)
 
     def kernel(self, files: list[tuple[str, int]]) -> tuple[Sandbox, Kernel]:
         """The open sandbox and its kernel, with the flow's current files uploaded."""
         if self._box is None:
-            config = self._config()
-            self.timeout = float(config.pop("timeout", DEFAULT_SANDBOX["timeout"]))
+            settings, backend = self._settings()
+            options = sandbox_config.opening(settings, backend, self.folder)
+            self.timeout = settings.timeout
             self._tmp = tempfile.TemporaryDirectory(prefix="praxis-chat-")
-            box = open_sandbox(config, workspace=Path(self._tmp.name) / "workspace", name=self.name)
+            workspace = Path(self._tmp.name) / "workspace"
+            box = open_backend(backend, options, workspace=workspace, name=self.name)
             box.open()
             self._box = box
         self._upload(files)
@@ -188,17 +193,14 @@ class Scratch:
             self._kernel = self._box.kernel()
         return self._box, self._kernel
 
-    def _config(self) -> dict[str, Any]:
+    def _settings(self) -> tuple[SandboxSettings, str]:
+        """The flow's sandbox settings with the chat's override, and the backend to open."""
         flow, _ = contract.load(self.folder)
-        config = dict(flow.sandbox if flow is not None else DEFAULT_SANDBOX)
-        config.update(self.override)
+        settings = flow.sandbox if flow is not None else SandboxSettings()
+        settings = sandbox_config.overlay(settings, self.override, self.folder)
         if "backend" in self.override:  # the caller's choice, not the flow's
-            config["backend"] = isolation.backend_of(config)
-        else:
-            config = isolation.confine(config)  # LocalRefused: flow.yaml may not grant it
-        if config.get("backend", "auto") in ("auto", "docker"):
-            config.setdefault("labels", {})["praxis.flow"] = str(self.folder.resolve())
-        return config
+            return settings, isolation.backend_of(settings)
+        return settings, isolation.confine(settings)  # LocalRefused: flow.yaml may not grant it
 
     def _upload(self, files: list[tuple[str, int]]) -> None:
         assert self._box is not None

@@ -18,12 +18,11 @@ import tempfile
 import threading
 import uuid
 from pathlib import Path
-from typing import Any
 
-from sandbox import SandboxError, close_thread_loop, open_sandbox
+from sandbox import Options, SandboxError, close_thread_loop, open_backend
 
 from ..errors import PraxisError
-from . import flow_files, isolation
+from . import flow_files, isolation, sandbox_config
 from .checks import SCRIPT_TIMEOUT
 from .model import Flow
 
@@ -66,15 +65,18 @@ def run_at_gate(flow: Flow, name: str, script: str, data: bytes) -> str | None:
 
 def _run(flow: Flow, name: str, script: str, text: str, data: bytes) -> str | None:
     try:
-        config = _config(flow)
+        backend, options = _options(flow)
     except (PraxisError, SandboxError) as exc:  # a local backend not allowed, no image
         return f"{script}: not run: {exc}"
     with tempfile.TemporaryDirectory(prefix="praxis-check-") as tmp:
         table = Path(tmp) / "table"
         table.write_bytes(data)
         try:
-            box = open_sandbox(
-                config, workspace=Path(tmp) / "workspace", name=f"check-{uuid.uuid4().hex[:8]}"
+            box = open_backend(
+                backend,
+                options,
+                workspace=Path(tmp) / "workspace",
+                name=f"check-{uuid.uuid4().hex[:8]}",
             )
             box.open()
         except SandboxError as exc:
@@ -97,11 +99,10 @@ def _run(flow: Flow, name: str, script: str, text: str, data: bytes) -> str | No
     return f"{script}: {message}"[:500]
 
 
-def _config(flow: Flow) -> dict[str, Any]:
-    """The sandbox configuration a run of ``flow`` would open, for a check."""
-    config = isolation.confine({k: v for k, v in flow.sandbox.items() if k != "timeout"})
-    if config.get("backend") in ("auto", "docker"):
-        config.setdefault("labels", {})["praxis.flow"] = str(flow.root.resolve())
+def _options(flow: Flow) -> tuple[str, Options]:
+    """The backend and options a run of ``flow`` would open, for a check."""
     from .. import packages
 
-    return packages.sandbox_config(flow, config)
+    backend = isolation.confine(flow.sandbox)
+    options = sandbox_config.opening(flow.sandbox, backend, flow.root)
+    return backend, packages.image_options(flow, backend, options)

@@ -17,17 +17,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import packages
 from ..errors import UsageError
 from . import check_spec, safe_yaml, sandbox_config
 from . import notify as notify_of
-from .model import DEFAULT_LIMITS, DEFAULT_SANDBOX, PHASE_KINDS, REVIEW_MODES, Flow, Phase
+from .model import DEFAULT_LIMITS, PHASE_KINDS, REVIEW_MODES, Flow, Phase, SandboxSettings
 from .yaml_values import ValueReader, describe, mib, show
 
 MAX_DEFINITION_BYTES = 1 << 20  # flow.yaml itself, refused before parsing
 FLOW_NAME = re.compile(r"[a-z0-9][a-z0-9-]*")
 PHASE_ID = re.compile(r"[a-z0-9_-]+")
-BACKENDS = ("auto", "docker", "local", "fake", "ray")
 PARAM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 TOP_KEYS = ("flow", "description", "sandbox", "model", "database", "params", "notify", "phases")
 PHASE_KEYS = (
@@ -218,21 +216,8 @@ class _Builder(ValueReader):
         )
         return None
 
-    def sandbox(self, value: Any) -> dict[str, Any]:
-        config = dict(DEFAULT_SANDBOX)
-        raw = self.mapping(value, "sandbox", None)  # other keys are the backend's own config
-        if raw is None:
-            return config
-        backend = self.choice(raw.get("backend", "auto"), "sandbox.backend", BACKENDS, "backend")
-        if backend == "local":
-            self.warn("sandbox.backend", "'local' runs phases on this machine without isolation")
-        sandbox_config.check(raw, backend, self)
-        packages.check(raw.get("packages"), self.root, self)
-        if "image" in raw and packages.requirements_named(raw, self.root):
-            self.error("sandbox.image", "a flow with packages runs on the image built for them; "
-                       "remove image: (or the packages)")  # fmt: skip
-        config.update(raw)
-        return config
+    def sandbox(self, value: Any) -> SandboxSettings:
+        return sandbox_config.read(self, value)
 
     def params(self, value: Any) -> dict[str, Any]:
         """Run parameters: names to scalar defaults (their types type `-p name=value`)."""

@@ -1,12 +1,12 @@
 """Whether a flow's code may run on this host without isolation: only when the person says so.
 
-The ``local`` and ``fake`` backends run a flow's code as the user running praxis, on this
-host. flow.yaml (or a chat model's edit of it) can ask for them, but cannot grant them:
-the person does, with ``--allow-local`` on the command line (``run``, ``advance``,
-``approve``, ``reject``, ``rerun``, ``status``, ``serve``, ``chat``), or by naming the
-backend in their own environment (``PRAXIS_SANDBOX=local``). Without that a flow asking for
-one is refused (``LocalRefused``, exit 4), and ``auto`` never falls back to local kernels:
-with no Docker daemon it is the docker backend's ``SandboxUnavailable`` (exit 5).
+A backend that is not ``isolated`` (``sandbox.backends``: local, fake) runs a flow's code as
+the user running praxis, on this host. flow.yaml (or a chat model's edit of it) can ask for
+one, but cannot grant it: the person does, with ``--allow-local`` on the command line
+(``run``, ``advance``, ``approve``, ``reject``, ``rerun``, ``status``, ``serve``, ``chat``), or
+by naming the backend in their own environment (``PRAXIS_SANDBOX=local``). Without that a
+flow asking for one is refused (``LocalRefused``, exit 4), and ``auto`` never falls back to
+local kernels: with no Docker daemon it is the docker backend's ``SandboxUnavailable`` (exit 5).
 
 A program that embeds praxis grants it with ``allow_local()`` or passes the backend itself
 (``praxis.advance(sandbox={"backend": "local"})``): the caller's choice, not the flow's.
@@ -15,14 +15,15 @@ A program that embeds praxis grants it with ``allow_local()`` or passes the back
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
-from typing import Any
+
+from sandbox import backends
+from sandbox.backends import AUTO, DOCKER
 
 from ..errors import Refused
+from .model import SandboxSettings
 
 ENV = "PRAXIS_SANDBOX"
 FLAG = "--allow-local"
-UNISOLATED = ("local", "fake")  # backends that run the flow's code on this host
 
 _granted = False
 
@@ -50,26 +51,42 @@ def allow_local(granted: bool = True) -> bool:
     return before
 
 
+def person_backend() -> str | None:
+    """The backend the person named in their environment (PRAXIS_SANDBOX), if any: the one
+    place praxis reads it."""
+    return os.environ.get(ENV) or None
+
+
+def on_host(backend: str) -> bool:
+    """Whether ``backend`` runs a flow's code on this host, unisolated (local, fake); a
+    name no backend has runs nothing (opening it says so)."""
+    if backend == AUTO:
+        return False
+    try:
+        return not backends.get(backend).isolated
+    except backends.UnknownBackend:
+        return False
+
+
 def local_allowed() -> bool:
     """Whether the person allowed code on this host: the flag, or PRAXIS_SANDBOX naming an
     unisolated backend in their environment."""
-    return _granted or os.environ.get(ENV, "") in UNISOLATED
+    named = person_backend()
+    return _granted or (named is not None and on_host(named))
 
 
-def backend_of(config: Mapping[str, Any]) -> str:
-    """The backend ``config`` asks for, PRAXIS_SANDBOX laid over ``auto``."""
-    backend = str(config.get("backend", "auto"))
-    override = os.environ.get(ENV)
-    return override if override and backend == "auto" else backend
+def backend_of(settings: SandboxSettings) -> str:
+    """The backend ``settings`` ask for, PRAXIS_SANDBOX laid over ``auto``."""
+    named = person_backend()
+    return named if named and settings.backend == AUTO else settings.backend
 
 
-def confine(config: Mapping[str, Any], where: str = "flow.yaml") -> dict[str, Any]:
-    """``config`` with its backend resolved as the person allowed: LocalRefused for local or
-    fake without the grant, and ``auto`` pinned to docker (no silent fall back to this host)."""
-    out = dict(config)
-    backend = backend_of(config)
+def confine(settings: SandboxSettings, where: str = "flow.yaml") -> str:
+    """The backend to open for ``settings``, as the person allowed it: LocalRefused for a
+    backend on this host without the grant, and ``auto`` pinned to docker (no silent fall
+    back to this host)."""
+    backend = backend_of(settings)
     allowed = local_allowed()
-    if backend in UNISOLATED and not allowed:
+    if on_host(backend) and not allowed:
         raise LocalRefused(backend, where)
-    out["backend"] = "docker" if backend == "auto" and not allowed else backend
-    return out
+    return DOCKER if backend == AUTO and not allowed else backend

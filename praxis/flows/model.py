@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sandbox.backends import AUTO, options_for
+from sandbox.options import Options
+
 PHASE_KINDS = ("script", "notebook", "agent")
 REVIEW_MODES = ("none", "required")
 DEFAULT_LIMITS = {"model_calls": 20, "run_python": 8}
-DEFAULT_SANDBOX: dict[str, Any] = {"backend": "auto", "timeout": 600}
+DEFAULT_TIMEOUT = 600  # seconds a phase's code may run, unless flow.yaml says
 
 
 @dataclass(frozen=True)
@@ -39,12 +43,29 @@ class Phase:
 
 
 @dataclass(frozen=True)
+class SandboxSettings:
+    """flow.yaml's ``sandbox:``: the flow's own settings, and its backend's options as their
+    own type (``sandbox.options``; ``auto`` takes docker's). ``sandbox_config`` builds it.
+
+    ``written`` is the section as flow.yaml wrote it: what the reuse key holds (so settled work
+    is found again whatever the types), and what a caller's override is laid over. Everything
+    else reads the typed fields."""
+
+    backend: str = AUTO
+    options: Options = field(default_factory=lambda: options_for(AUTO)())
+    timeout: float = DEFAULT_TIMEOUT  # seconds per phase
+    packages: tuple[str, ...] = ()  # requirements beyond the image (requirements.txt adds)
+    collect: int | None = None  # bytes of new files one phase may leave (None: 1 GiB)
+    written: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Flow:
     name: str
     root: Path  # the folder holding flow.yaml
     phases: tuple[Phase, ...]
     description: str = ""
-    sandbox: dict[str, Any] = field(default_factory=lambda: dict(DEFAULT_SANDBOX))
+    sandbox: SandboxSettings = field(default_factory=SandboxSettings)
     model: str | None = None
     database: str | None = None  # agent extracts: a SQLite file of the flow, or a SQLAlchemy URL
     params: dict[str, Any] = field(default_factory=dict)  # run parameters and their defaults

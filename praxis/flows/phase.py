@@ -191,15 +191,13 @@ def settle(
 
 def collect_limit(run: RunHandle) -> int:
     """Bytes of new files one phase may leave: flow.yaml sandbox.collect, else 1 GiB."""
-    from sandbox.workspace import parse_size
-
     from .sandbox_config import MAX_DISK, MIN_COLLECT
 
-    value = run.flow.sandbox.get("collect")
-    limit = parse_size(value) if value else snapshot.MAX_BYTES
+    value = run.flow.sandbox.collect
+    limit = value or snapshot.MAX_BYTES
     if not MIN_COLLECT <= limit <= MAX_DISK:  # `praxis check` refuses it too
         raise PhaseError(
-            f"sandbox.collect is {value!r}, outside 1m to 16t; set it within (e.g. 4g)"
+            f"sandbox.collect is {value!r} bytes, outside 1m to 16t; set it within (e.g. 4g)"
         )
     return limit
 
@@ -346,7 +344,7 @@ def record_params(ctx: PhaseContext) -> None:
 
 def timeout_of(run: RunHandle, phase: Phase) -> float:
     """Seconds the phase's code may run: the phase's own timeout, else the flow's."""
-    return float(phase.timeout or run.flow.sandbox.get("timeout", 600))
+    return float(phase.timeout or run.flow.sandbox.timeout)
 
 
 def _set_waiting(run: RunHandle, phase: Phase, what: str | None) -> None:

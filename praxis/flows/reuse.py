@@ -43,7 +43,7 @@ from . import collect, definition, snapshot
 from .atomic import write_atomic
 from .handle import RunHandle
 from .layout import list_run_ids, store_dir
-from .model import Phase
+from .model import Phase, SandboxSettings
 from .store import RunStore
 
 log = logging.getLogger("praxis")
@@ -70,14 +70,21 @@ def from_other_runs(run: RunHandle, phase: Phase) -> bool:
 
 
 def key(run: RunHandle, phase: Phase, pre_digest: str) -> str:
-    sandbox = {k: v for k, v in run.flow.sandbox.items() if k not in UNKEYED}
     data = {
         "definition": definition.digest(run, phase),
         "pre": pre_digest,
-        "sandbox": sandbox,
+        "sandbox": sandbox_part(run.flow.sandbox),
     }
     text = json.dumps(data, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def sandbox_part(settings: SandboxSettings) -> dict[str, Any]:
+    """The sandbox settings a key holds: flow.yaml's section as written (values as YAML gave
+    them, keys of another backend too) with its backend, but ``UNKEYED``. Built from what was
+    written, not from the types, so a key stays what it was for every flow written before."""
+    written = {k: v for k, v in settings.written.items() if k not in UNKEYED}
+    return {**written, "backend": settings.backend}
 
 
 def remember(

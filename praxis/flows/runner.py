@@ -19,7 +19,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sandbox import Sandbox, open_sandbox
+from sandbox import Sandbox, open_backend
 
 from ..errors import EXIT, Refused
 from . import acks as acks_of
@@ -173,18 +173,14 @@ def run(
 def default_sandbox(flow: Flow, run: RunHandle, *, chosen: bool = False) -> Sandbox:
     """The sandbox flow.yaml's ``sandbox:`` names, as the person allowed it (isolation.py);
     ``chosen``: the caller, not the flow, named the backend (``praxis.advance(sandbox=)``)."""
-    config = {k: v for k, v in flow.sandbox.items() if k != "timeout"}
-    if chosen:
-        config["backend"] = isolation.backend_of(config)
-    else:
-        config = isolation.confine(config)
-    if config.get("backend", "auto") in ("auto", "docker"):
-        # a new dict: the flow's own settings stay as flow.yaml gave them (reuse keys read them)
-        config["labels"] = {**config.get("labels", {}), "praxis.flow": str(flow.root.resolve())}
     from .. import packages
+    from . import sandbox_config
 
-    config = packages.sandbox_config(flow, config)  # the image that holds the flow's packages
-    return open_sandbox(config, workspace=run.paths.workspace, name=run.id)
+    settings = flow.sandbox
+    backend = isolation.backend_of(settings) if chosen else isolation.confine(settings)
+    options = sandbox_config.opening(settings, backend, flow.root)
+    options = packages.image_options(flow, backend, options)  # the image of the flow's packages
+    return open_backend(backend, options, workspace=run.paths.workspace, name=run.id)
 
 
 def advance(

@@ -7,7 +7,6 @@ problem of a document rather than stop at the first.
 
 from __future__ import annotations
 
-import datetime
 import math
 import re
 from collections.abc import Callable
@@ -15,6 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from sandbox.paths import name_problem
+from sandbox.values import describe as describe
+from sandbox.values import nearest as nearest
+from sandbox.values import show as show
 
 MAX_FILE_BYTES = 50 << 20  # a file named by a value
 
@@ -128,42 +130,9 @@ class ValueReader:
             self.error(loc, f"{show(name)} is {mib(size)}, over the 50 MiB limit")
 
 
-def show(value: Any, limit: int = 60) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 4] + "...'"
-
-
 def mib(size: int) -> str:
     return f"{size / (1 << 20):.1f} MiB"
 
 
 def _is_collection(value: Any) -> bool:
     return isinstance(value, list | dict | set | tuple)
-
-
-def describe(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return f"boolean {str(value).lower()}"
-    if isinstance(value, int):
-        return f"integer {value}"
-    if isinstance(value, float):
-        return f"number {value}"
-    if isinstance(value, str):
-        return f"string {show(value)}"
-    if isinstance(value, datetime.date):
-        return f"date {value.isoformat()}"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "a mapping"
-    return type(value).__name__
-
-
-def nearest(word: str, known: tuple[str, ...] | list[str]) -> str | None:
-    """The known word closest to a misspelt ``word``, if one is close enough."""
-    import difflib  # only for a definition with a mistake in it
-
-    close = difflib.get_close_matches(word, known, n=1)
-    return close[0] if close else None

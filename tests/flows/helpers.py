@@ -12,7 +12,7 @@ from praxis.flows.handle import RunHandle
 from praxis.flows.model import Flow
 from praxis.flows.state import RunState
 from sandbox import Sandbox, close_thread_loop, open_sandbox
-from sandbox.fake import FakeSandbox
+from sandbox.fake import FakeSandbox, Handler
 
 
 def write_flow(root: Path, yaml_text: str, files: dict[str, str]) -> Path:
@@ -39,12 +39,12 @@ def one_script_flow(root: Path, source: str, output: str = "x.txt") -> Path:
 class Fakes:
     """A sandbox factory for ``runner.advance`` that keeps the sandboxes it made."""
 
-    def __init__(self, **options: Any) -> None:
-        self.options = options
+    def __init__(self, handler: Handler | None = None) -> None:
+        self.handler = handler
         self.made: list[FakeSandbox] = []
 
     def __call__(self, flow: Any, run: Any) -> Sandbox:
-        box = FakeSandbox(workspace=run.paths.workspace, name=run.id, **self.options)
+        box = FakeSandbox(workspace=run.paths.workspace, name=run.id, handler=self.handler)
         self.made.append(box)
         return box
 

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from praxis.flows import contract
-from praxis.flows.model import DEFAULT_LIMITS, Flow, Phase
+from praxis.flows.model import DEFAULT_LIMITS, Flow, Phase, SandboxSettings
+from sandbox import DockerOptions
 
 GOOD = """\
     flow: sales-report
@@ -90,7 +91,12 @@ def test_valid_flow_loads_into_dataclasses(tmp_path: Path) -> None:
     assert flow.name == "sales-report"
     assert flow.root == folder.resolve()
     assert flow.description == "Weekly sales report"
-    assert flow.sandbox == {"backend": "auto", "memory": "2g", "cpus": 1, "timeout": 600}
+    assert flow.sandbox == SandboxSettings(
+        backend="auto",
+        options=DockerOptions(memory="2g", cpus=1),
+        timeout=600,
+        written={"backend": "auto", "memory": "2g", "cpus": 1, "timeout": 600},
+    )
     assert flow.model == "openai:gpt-4.1-mini"
     assert flow.database == "data/shop.sqlite"
     clean, analyse, chart = flow.phases
@@ -249,7 +255,7 @@ def test_wrong_enums(tmp_path: Path) -> None:
         """
     assert lines(make(tmp_path, text)) == [
         "flow.yaml: sandbox.backend: 'kubernetes' is not a backend (use one of: auto, docker, "
-        "local, fake, ray)",
+        "fake, local, ray)",
         "flow.yaml: phases[a].kind: 'shell' is not a phase kind (use one of: script, notebook, "
         "agent)",
         "flow.yaml: phases[a].review: 'maybe' is not a review (use one of: none, required)",

@@ -9,7 +9,7 @@ from praxis.flows import runner
 from praxis.flows.contract import load
 from praxis.flows.events import EventLog, PhaseReused
 from praxis.flows.layout import run_paths
-from praxis.flows.reuse import index_dir
+from praxis.flows.reuse import index_dir, sandbox_part
 from praxis.status_lines import timeline
 
 from .helpers import Fakes, write_flow
@@ -115,3 +115,43 @@ def test_deleted_runs_leave_the_index_and_are_never_a_source(tmp_path: Path) -> 
     assert not any(index_dir(root).rglob("*.json"))
     second = runner.run(root, make_sandbox=fakes)
     assert not any(p.reused for p in second.phases)
+
+
+# The sandbox part of the key of flows written before the settings were typed, as that code
+# computed it (json.dumps of flow.sandbox but timeout and labels): the same bytes, so settled
+# work on disk is still found after an upgrade.
+GOLDEN = {
+    "": '{"backend": "auto"}',
+    "sandbox: {backend: docker, memory: 2g, cpus: 1, timeout: 5, labels: {team: data}, "
+    "packages: [scikit-learn==1.6.1], collect: 2g, pids: 128, tmp_size: 256m, disk: 10g}": (
+        '{"backend": "docker", "collect": "2g", "cpus": 1, "disk": "10g", "memory": "2g", '
+        '"packages": ["scikit-learn==1.6.1"], "pids": 128, "tmp_size": "256m"}'
+    ),
+    "sandbox: {memory: 1.5g, cpus: 0.5, stream_limit: 1000, display_limit: 2000, grace: 2, "
+    "warm: false, spares: 1, start_timeout: 30}": (
+        '{"backend": "auto", "cpus": 0.5, "display_limit": 2000, "grace": 2, "memory": "1.5g", '
+        '"spares": 1, "start_timeout": 30, "stream_limit": 1000, "warm": false}'
+    ),
+    "sandbox: {backend: local, memory: 1g, timeout: 60}": (
+        '{"backend": "local", "memory": "1g"}'  # a key local ignores still counts
+    ),
+    "sandbox: {backend: ray, address: 'ray://head:10001', resources: {bigmem: 1}, "
+    "memory: 64g, cpus: 16, image: 'praxis-sandbox:abc'}": (
+        '{"address": "ray://head:10001", "backend": "ray", "cpus": 16, "image": '
+        '"praxis-sandbox:abc", "memory": "64g", "resources": {"bigmem": 1}}'
+    ),
+    "sandbox: {backend: fake}": '{"backend": "fake"}',
+}
+
+
+def test_the_sandbox_part_of_the_key_is_what_it_was(tmp_path: Path) -> None:
+    for i, (section, golden) in enumerate(GOLDEN.items()):
+        root = write_flow(
+            tmp_path / f"f{i}",
+            f"{section}\nphases: [{{id: a, kind: script, script: s.py}}]\n",
+            {"s.py": ""},
+        )
+        flow, report = load(root)
+        assert flow is not None, report.lines()
+        part = json.dumps(sandbox_part(flow.sandbox), sort_keys=True, default=str)
+        assert part == golden, section

@@ -5,7 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from praxis.flows import contract
+import pytest
+
+from praxis.flows import contract, sandbox_config
+from praxis.flows.model import SandboxSettings
+from praxis.flows.sandbox_config import SandboxInvalid
+from sandbox import DockerOptions, LocalOptions, UnknownBackend
 
 from .test_contract import SCRIPT_PHASE, lines, make, only
 
@@ -23,7 +28,8 @@ def test_sandbox_must_be_a_mapping_and_its_keys_are_the_backends(tmp_path: Path)
     text = SCRIPT_PHASE + "sandbox: {backend: local, memory: 1g}\n"
     (tmp_path / "flow" / "flow.yaml").write_text(text)
     flow, report = contract.load(tmp_path / "flow")
-    assert flow is not None and flow.sandbox["memory"] == "1g"
+    assert flow is not None and flow.sandbox.written["memory"] == "1g"  # as written (reuse)
+    assert flow.sandbox.options == LocalOptions()  # and ignored
     assert report.lines()[1] == (
         "flow.yaml: sandbox.memory: warning: the local backend does not use 'memory' "
         "(only docker and ray do); it is ignored here"
@@ -59,3 +65,90 @@ def test_limits_cannot_be_switched_off(tmp_path: Path) -> None:
     text = SCRIPT_PHASE + "sandbox: {memory: 1.5g, cpus: 0.5, pids: 128, tmp_size: 64m}\n"
     (tmp_path / "flow" / "flow.yaml").write_text(text)
     assert lines(tmp_path / "flow") == []
+
+
+def test_every_option_is_checked_by_the_backends_own_class(tmp_path: Path) -> None:
+    text = SCRIPT_PHASE + (
+        "sandbox: {grace: 0, warm: maybe, labels: [team], image: 5, spares: 99}\n"
+    )
+    assert lines(make(tmp_path, text)) == [
+        "flow.yaml: sandbox.grace: must be a positive number, got 0",
+        "flow.yaml: sandbox.warm: expected true or false, got string 'maybe'",
+        "flow.yaml: sandbox.spares: must be between 0 and 16, got 99",
+        "flow.yaml: sandbox.image: expected an image tag such as praxis-sandbox:<tag>, got "
+        "integer 5",
+        "flow.yaml: sandbox.labels: expected a mapping of names to strings, got a list",
+    ]
+
+
+def test_the_operators_options_are_not_flow_yamls(tmp_path: Path) -> None:
+    text = SCRIPT_PHASE + "sandbox: {backend: ray, node_root: /etc, place_timeout: 1}\n"
+    assert lines(make(tmp_path, text)) == [
+        "flow.yaml: sandbox.node_root: the ray backend takes 'node_root' from the program that "
+        "opens the sandbox, not from flow.yaml",
+        "flow.yaml: sandbox.place_timeout: the ray backend takes 'place_timeout' from the "
+        "program that opens the sandbox, not from flow.yaml",
+    ]
+
+
+def test_the_settings_are_typed(tmp_path: Path) -> None:
+    text = SCRIPT_PHASE + (
+        "sandbox: {backend: docker, memory: 1g, cpus: 1, timeout: 30, collect: 2m, "
+        "packages: [scikit-learn], labels: {team: data}}\n"
+    )
+    flow, report = contract.load(make(tmp_path, text))
+    assert flow is not None, report.lines()
+    assert (flow.sandbox.backend, flow.sandbox.timeout) == ("docker", 30.0)
+    assert flow.sandbox.packages == ("scikit-learn",) and flow.sandbox.collect == 2 << 20
+    assert flow.sandbox.options == DockerOptions(memory="1g", cpus=1, labels={"team": "data"})
+    assert contract.require(tmp_path / "flow").sandbox == flow.sandbox
+
+
+def settings_of(tmp_path: Path, section: str) -> SandboxSettings:
+    flow, report = contract.load(make(tmp_path, SCRIPT_PHASE + f"sandbox: {section}\n"))
+    assert flow is not None, report.lines()
+    return flow.sandbox
+
+
+def test_a_callers_override_is_checked_as_strictly_as_open_sandbox(tmp_path: Path) -> None:
+    settings = settings_of(tmp_path, "{backend: docker, memory: 1g}")
+    root = tmp_path / "flow"
+    with pytest.raises(SandboxInvalid) as info:
+        sandbox_config.overlay(settings, {"memroy": "2g"}, root)
+    assert info.value.problems == [
+        "sandbox: unknown option 'memroy' for the docker backend; did you mean 'memory'?"
+    ]
+    with pytest.raises(SandboxInvalid, match=r"^sandbox: the docker backend does not take option "):
+        sandbox_config.overlay(settings, {"address": "auto"}, root)
+    with pytest.raises(SandboxInvalid, match=r"^sandbox.cpus: expected a number of cores, got "):
+        sandbox_config.overlay(settings, {"cpus": "two"}, root)
+    laid = sandbox_config.overlay(settings, {"memory": "2g", "pids": 64}, root)
+    assert laid.options == DockerOptions(memory="2g", pids=64)
+    assert laid.written == {"backend": "docker", "memory": "2g", "pids": 64}
+    # the flow's own key another backend does not take is dropped, as it was a warning
+    assert sandbox_config.overlay(settings, {"backend": "local"}, root).options == LocalOptions()
+
+
+def test_a_flows_section_moves_to_another_backend(tmp_path: Path) -> None:
+    """PRAXIS_SANDBOX=local over auto, an override's backend: the options of the section
+    that backend takes; and a key ignored by the flow's backend applies on one taking it."""
+    local = settings_of(tmp_path, "{backend: local, memory: 1g, grace: 2}")
+    root = tmp_path / "flow"
+    docker = sandbox_config.on_backend(local, "docker", root)
+    assert docker.options == DockerOptions(memory="1g", grace=2)
+    assert sandbox_config.on_backend(docker, "local", root).options == LocalOptions(grace=2)
+    with pytest.raises(UnknownBackend):
+        sandbox_config.on_backend(local, "podman", root)
+
+
+def test_the_options_a_run_opens_with_label_its_containers_with_the_flow(
+    tmp_path: Path,
+) -> None:
+    settings = settings_of(tmp_path, "{memory: 1g, labels: {team: data}}")
+    root = tmp_path / "flow"
+    label = {"team": "data", "praxis.flow": str(root.resolve())}
+    assert sandbox_config.opening(settings, "docker", root) == DockerOptions(
+        memory="1g", labels=label
+    )
+    assert sandbox_config.opening(settings, "local", root) == LocalOptions()
+    assert settings.options.labels == {"team": "data"}  # the flow's own stay as written

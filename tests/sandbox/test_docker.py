@@ -13,12 +13,14 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import docker
 import pytest
 
 from sandbox import ExecTimeout, KernelDied
 from sandbox.container import ENVIRONMENT, RUN_LABEL, DockerSandbox
+from sandbox.options import DockerOptions
 
 from ..labels import TEST_LABELS, left_after
 from ..probes import assert_contained, probe_code
@@ -28,9 +30,11 @@ pytestmark = pytest.mark.docker
 CANARY = "PRAXIS_TEST_CANARY"
 
 
-def _open(tmp: Path, **options: object) -> DockerSandbox:
+def _open(tmp: Path, **options: Any) -> DockerSandbox:
     name = f"test-{uuid.uuid4().hex[:8]}"
-    box = DockerSandbox(workspace=tmp / name, name=name, labels=TEST_LABELS, **options)  # type: ignore[arg-type]
+    box = DockerSandbox(
+        workspace=tmp / name, name=name, options=DockerOptions(labels=TEST_LABELS, **options)
+    )
     box.open()
     return box
 

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from sandbox import SandboxUnavailable, open_sandbox
+from sandbox import BadOption, FakeOptions, LocalOptions, SandboxUnavailable, open_sandbox
 from sandbox.fake import FakeSandbox
 from sandbox.local import LocalSandbox
+from sandbox.values import host_memory, size
 
 
 @contextmanager
@@ -29,13 +30,54 @@ def unreachable_docker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Itera
             gc.collect()
 
 
-def test_open_sandbox_builds_the_fake_with_its_options(tmp_path: Path) -> None:
-    sb = open_sandbox({"backend": "fake", "memory": "1g"}, workspace=tmp_path / "ws", name="r")
+def test_open_sandbox_builds_the_backend_with_its_options(tmp_path: Path) -> None:
+    sb = open_sandbox({"backend": "fake"}, workspace=tmp_path / "ws", name="r")
     assert isinstance(sb, FakeSandbox)
-    assert sb.options == {"memory": "1g"} and sb.describe() == {
+    assert sb.options == FakeOptions() and sb.describe() == {
         "backend": "fake",
         "isolated": False,
     }
+    sb = open_sandbox({"backend": "local", "grace": 1.0}, workspace=tmp_path / "ws", name="r")
+    assert isinstance(sb, LocalSandbox)
+    assert sb.options == LocalOptions(grace=1.0) and sb.grace == 1.0
+
+
+def test_an_option_the_backend_does_not_take_is_refused_naming_the_nearest(
+    tmp_path: Path,
+) -> None:
+    with pytest.raises(BadOption) as info:
+        open_sandbox({"backend": "docker", "memroy": "1g"}, workspace=tmp_path, name="r")
+    assert (
+        str(info.value) == "unknown option 'memroy' for the docker backend; did you mean 'memory'?"
+    )
+    assert info.value.backend == "docker"
+    with pytest.raises(
+        BadOption, match=r"^unknown option 'zz' for the fake backend \(it takes: none\)$"
+    ):
+        open_sandbox({"backend": "fake", "zz": 1}, workspace=tmp_path, name="r")
+    with pytest.raises(BadOption) as info:
+        open_sandbox({"backend": "local", "memory": "1g"}, workspace=tmp_path, name="r")
+    assert str(info.value) == (
+        "the local backend does not take option 'memory' (docker and ray take it)"
+    )
+    assert not (tmp_path / "ws").exists()
+
+
+def test_a_value_of_the_wrong_type_or_out_of_bounds_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(BadOption) as info:
+        open_sandbox(
+            {"backend": "docker", "memory": "0", "pids": "many", "warm": "yes"},
+            workspace=tmp_path,
+            name="r",
+        )
+    assert info.value.problems == [
+        f"option 'memory' of the docker backend: must be between 64m and {size(host_memory())} "
+        "(this machine's RAM), got '0'",
+        "option 'pids' of the docker backend: expected a whole number, got string 'many'",
+        "option 'warm' of the docker backend: expected true or false, got string 'yes'",
+    ]
+    with pytest.raises(BadOption, match="option 'resources.gpu' of the ray backend: expected a "):
+        open_sandbox({"backend": "ray", "resources": {"gpu": -1}}, workspace=tmp_path, name="r")
 
 
 def test_unknown_backend_is_refused_with_the_choices(tmp_path: Path) -> None:

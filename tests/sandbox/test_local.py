@@ -21,7 +21,7 @@ TIMEOUT = 60.0
 def quick(tmp_path: Path) -> Iterator[Sandbox]:
     """A local sandbox with a one-second grace period and small output caps."""
     sb = open_sandbox(
-        {"backend": "local", "grace": 1.0, "stream_limit": 1000, "memory": "2g", "cpus": 1},
+        {"backend": "local", "grace": 1.0, "stream_limit": 1000},
         workspace=tmp_path / "ws",
         name="quick",
     )

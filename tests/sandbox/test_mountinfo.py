@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from sandbox.container import DockerSandbox
+from sandbox.options import DockerOptions
 
 from ..labels import TEST_LABELS
 
@@ -47,7 +48,9 @@ def test_mountinfo_shows_no_host_path_of_the_run(docker_image: str, tmp_path: Pa
     assert os.geteuid() == 0, "the quota and runtime mounts need a root host"
     name = f"mountinfo-{uuid.uuid4().hex[:8]}"
     box = DockerSandbox(
-        workspace=tmp_path / name, name=name, image=docker_image, labels=TEST_LABELS, warm=False
+        workspace=tmp_path / name,
+        name=name,
+        options=DockerOptions(image=docker_image, labels=TEST_LABELS, warm=False),
     )
     box.open()
     try:

@@ -19,6 +19,7 @@ from sandbox.client import JupyterKernel
 from sandbox.container import DockerSandbox
 from sandbox.forkserver import ForkServer, ZygoteSupervisor, describe_status
 from sandbox.local import LocalSandbox
+from sandbox.options import DockerOptions, LocalOptions
 
 from ..labels import TEST_LABELS
 
@@ -27,7 +28,9 @@ TIMEOUT = 60.0
 
 @pytest.fixture
 def box(tmp_path: Path) -> Iterator[LocalSandbox]:
-    sandbox = LocalSandbox(workspace=tmp_path / "ws", name="zygote", grace=1.0)
+    sandbox = LocalSandbox(
+        workspace=tmp_path / "ws", name="zygote", options=LocalOptions(grace=1.0)
+    )
     sandbox.open()
     try:
         yield sandbox
@@ -178,7 +181,9 @@ def test_bad_requests_get_error_answers_and_the_zygote_lives_on(box: LocalSandbo
 def docker_box(docker_image: str, tmp_path: Path) -> Iterator[DockerSandbox]:
     name = f"test-{uuid.uuid4().hex[:8]}"
     sandbox = DockerSandbox(
-        workspace=tmp_path / name, name=name, image=docker_image, labels=TEST_LABELS, pids=48
+        workspace=tmp_path / name,
+        name=name,
+        options=DockerOptions(image=docker_image, labels=TEST_LABELS, pids=48),
     )
     sandbox.open()
     try:
