@@ -329,8 +329,9 @@ def _flagged_rows(run: RunHandle) -> dict[str, tuple[int, ...]]:
 def _report(flow_ref: str, state: RunState, seconds: float) -> int:
     from .console import table_preview
     from .flows import runner
+    from .flows.argv import flow_arg
     from .flows.handle import RunHandle
-    from .flows.status import flow_arg, status_of
+    from .flows.status import status_of
 
     flow = runner.load_flow(flow_ref)
     run = RunHandle.open(flow, state.run)
@@ -506,8 +507,8 @@ def cmd_gc(args: argparse.Namespace) -> int:
 
 def cmd_rerun(args: argparse.Namespace) -> int:
     from .flows import runner
+    from .flows.argv import flow_arg
     from .flows.params import BadParam
-    from .flows.status import flow_arg
 
     try:
         state = runner.rerun(

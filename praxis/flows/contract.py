@@ -19,7 +19,7 @@ from typing import Any
 
 from ..errors import UsageError
 from . import check_spec, safe_yaml, sandbox_config
-from . import notify as notify_of
+from . import notify_spec as notify_of
 from .model import DEFAULT_LIMITS, PHASE_KINDS, REVIEW_MODES, Flow, Phase, SandboxSettings
 from .yaml_values import ValueReader, describe, mib, show
 

@@ -13,7 +13,6 @@ import json
 from typing import Any
 
 from .digest import sha256_of
-from .handle import RunHandle
 from .model import Flow, Phase
 
 
@@ -32,16 +31,6 @@ def of_flow(flow: Flow) -> dict[str, Any]:
     except OSError:
         text = b""
     return {"sha256": hashlib.sha256(text).hexdigest(), "phases": [p.id for p in flow.phases]}
-
-
-def digest(run: RunHandle, phase: Phase) -> str:
-    return digest_of(run.flow, phase, run.state.params)
-
-
-def digests(run: RunHandle, phase: Phase) -> dict[str, str]:
-    """The attempt's ``definition`` digest and its ``code`` digest (the same without the
-    run's parameters: when only ``definition`` moved, the parameters changed)."""
-    return digests_of(run.flow, phase, run.state.params)
 
 
 def digest_of(flow: Flow, phase: Phase, params: dict[str, Any]) -> str:

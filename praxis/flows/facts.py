@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import definition, reconcile
 from .acks import to_read
+from .argv import flow_text, shown
 from .digest import sha256_of
 from .handle import RunHandle
 from .lock import is_held
@@ -150,20 +150,3 @@ def one_line(text: str, limit: int = 300) -> str:
     """The first line of ``text`` that says something, at most ``limit`` characters."""
     line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
     return line if len(line) <= limit else line[: limit - 1] + "…"
-
-
-def flow_text(flow: Flow) -> str:
-    """The flow's folder relative to the current folder (or absolute), unquoted: an argv item."""
-    try:
-        rel = flow.root.resolve().relative_to(Path.cwd().resolve())
-        return str(rel) if str(rel) != "." else "."
-    except ValueError:
-        return str(flow.root)
-
-
-def shown(path: Path) -> str:
-    """``path`` relative to the current folder when below it, else as it is."""
-    try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(path)

@@ -165,7 +165,8 @@ def prepare(
     pre = settle(run, phase, sandbox, ws, base)
     attempt = run.state.phase(phase.id).attempt
     _recorded(run, phase, attempt, "pre", pre, ws, t0)
-    digests = {"pre": snapshot.digest(pre), **definition.digests(run, phase)}
+    digests = {"pre": snapshot.digest(pre)}
+    digests |= definition.digests_of(run.flow, phase, run.state.params)
     ws.save(run.paths.snapshot(phase.id, attempt), pre, **digests)
     return pre, digests
 
@@ -255,7 +256,8 @@ def try_reuse(run: RunHandle, phase: Phase, sandbox: Sandbox, ws: snapshot.Works
         same = (
             post is not None
             and snapshot.digest(pre) == p.digests.get("pre")
-            and definition.digest(run, phase) == p.digests.get("definition")
+            and p.digests.get("definition")
+            == definition.digest_of(run.flow, phase, run.state.params)
             and collect.hash_outputs(run.paths, phase) == p.hashes
         )
         if not same or post is None:

@@ -71,7 +71,7 @@ def from_other_runs(run: RunHandle, phase: Phase) -> bool:
 
 def key(run: RunHandle, phase: Phase, pre_digest: str) -> str:
     data = {
-        "definition": definition.digest(run, phase),
+        "definition": definition.digest_of(run.flow, phase, run.state.params),
         "pre": pre_digest,
         "sandbox": sandbox_part(run.flow.sandbox),
     }
@@ -266,7 +266,8 @@ def _adopt(
     run.paths.records.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(store.path(record_sha), run.paths.record(phase.id))
     os.chmod(run.paths.record(phase.id), 0o644)
-    digests = {"pre": snapshot.digest(pre), **definition.digests(run, phase)}
+    digests = {"pre": snapshot.digest(pre)}
+    digests |= definition.digests_of(run.flow, phase, run.state.params)
     save = ws.save if ws is not None else snapshot.save_manifest
     save(run.paths.snapshot(phase.id, attempt), pre, **digests)
     save(run.paths.snapshot(phase.id, attempt, "post"), post)

@@ -428,7 +428,7 @@ def _choose_edits(
 
 
 def _command(run: RunHandle, *words: str) -> str:
-    from .status import flow_arg
+    from .argv import flow_arg
 
     return " ".join(["praxis", words[0], flow_arg(run.flow), "--run", run.id, *words[1:]])
 
@@ -477,7 +477,7 @@ def reconcile_run(
 
 
 def _unbound(run: RunHandle, decision: str) -> None:
-    from .status import flow_arg
+    from .argv import flow_arg
 
     state = run.state
     f, where = flow_arg(run.flow), f"--run {run.id}"
@@ -522,7 +522,7 @@ def _authorize(
     not acknowledge the files to read as they are; what it acknowledged."""
     phase = run.flow.phase(gate)
     failing = checks.gate_failures(run, reconcile.phase_version(run, gate))
-    from .status import flow_arg
+    from .argv import flow_arg
 
     why = decisions.refusal(
         actor,

@@ -3,13 +3,13 @@ whether the run's lock is held; it never takes it)."""
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
 from . import reconcile
-from .facts import changes, facts, flow_text, gate_checks
-from .facts import shown as _rel
+from .argv import flow_arg
+from .argv import shown as _rel
+from .facts import changes, facts, gate_checks
 from .handle import RunHandle
 from .layout import writable_names
 from .lock import is_held
@@ -44,11 +44,6 @@ class Status:
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
-
-
-def flow_arg(flow: Flow) -> str:
-    """How a person would name the flow on the command line from the current folder."""
-    return shlex.quote(flow_text(flow))
 
 
 def status_of(run: RunHandle) -> Status:

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from praxis.flows import runner
+from praxis.flows.argv import flow_arg
 from praxis.flows.handle import RunHandle
-from praxis.flows.status import Status, flow_arg, status_of
+from praxis.flows.status import Status, status_of
 
 from .helpers import Fakes, three_phase_flow
 
