@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeGuard
 
+from .argv import flow_arg, program_argv
 from .errors import EXIT, PraxisError, UsageError, exit_code_of, next_of
 from .terminal import (
     NoFlowHere,
@@ -111,7 +112,6 @@ def _trace(args: argparse.Namespace, words: list[str], code: int) -> None:
     from .flows.contract import FlowInvalid
     from .flows.decisions import BadActor, actor_of
     from .flows.handle import NoRun, RunHandle
-    from .terminal import program_argv
 
     try:
         from .flows import runner
@@ -329,7 +329,6 @@ def _flagged_rows(run: RunHandle) -> dict[str, tuple[int, ...]]:
 def _report(flow_ref: str, state: RunState, seconds: float) -> int:
     from .console import table_preview
     from .flows import runner
-    from .flows.argv import flow_arg
     from .flows.handle import RunHandle
     from .flows.status import status_of
 
@@ -507,7 +506,6 @@ def cmd_gc(args: argparse.Namespace) -> int:
 
 def cmd_rerun(args: argparse.Namespace) -> int:
     from .flows import runner
-    from .flows.argv import flow_arg
     from .flows.params import BadParam
 
     try:

@@ -27,13 +27,14 @@ import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
+from .argv import program_argv
 from .errors import EXIT, PraxisError, exit_code_of
 from .flows import runner, trace
 from .flows.events import Event, PhaseDone, PhaseFailed, PhaseReused, PhaseStarted
 from .flows.handle import RunHandle
 from .flows.layout import list_run_ids
 from .flows.status import status_of
-from .terminal import escape, program_argv
+from .terminal import escape
 from .web import catalog
 
 MAX_READ = 64 << 10  # characters of a run file a tool returns

@@ -8,13 +8,13 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import shutil
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
+from .argv import as_typed, program_argv
 from .errors import UsageError
 
 DEFINITION = "flow.yaml"
@@ -112,21 +112,6 @@ def program(argv0: str | None = None, on_path: str | None = None) -> str:
     return shlex.join(program_argv(argv0, on_path))
 
 
-def program_argv(argv0: str | None = None, on_path: str | None = None) -> list[str]:
-    """``program()`` as the first items of an argv list, for a program that runs a command as
-    given (``["praxis"]``, ``[".venv/bin/praxis"]``, ``["/usr/bin/python3", "-m", "praxis"]``)."""
-    argv0 = sys.argv[0] if argv0 is None else argv0
-    on_path = shutil.which("praxis") if on_path is None else on_path
-    me = Path(argv0)
-    if me.name == "praxis" and me.is_file():
-        if on_path and Path(on_path).resolve() == me.resolve():
-            return ["praxis"]
-        return [_shown(me)]
-    if on_path or me.name != "__main__.py":
-        return ["praxis"]
-    return [_shown(Path(sys.executable)), "-m", "praxis"]  # python -m praxis
-
-
 def command(text: str) -> str:
     """A printed ``praxis ...`` command, with the name this praxis is reachable by."""
     name = program()
@@ -142,15 +127,6 @@ def commands_in(text: str) -> str:
     if name == "praxis":
         return text
     return text.replace("`praxis ", f"`{name} ").replace("`sudo praxis ", f"`sudo {name} ")
-
-
-def _shown(path: Path) -> str:
-    absolute = Path(os.path.abspath(path))
-    try:
-        rel = absolute.relative_to(Path.cwd())
-    except ValueError:
-        return str(absolute)
-    return str(rel) if rel.parts and rel.parts[0] != ".." else str(absolute)
 
 
 # -- FLOW -------------------------------------------------------------------------------------
@@ -171,10 +147,10 @@ def find_flow(arg: str) -> str:
         return arg  # a missing path is reported by the contract
     for parent in path.resolve().parents:
         if (parent / DEFINITION).is_file():
-            return _shown(parent) if parent != Path.cwd() else "."
+            return as_typed(parent) if parent != Path.cwd() else "."
     from .overview import flows_below  # a folder above the flows: say which are there
 
-    raise NoFlowHere(arg, [_shown(found) for found in flows_below(path)])
+    raise NoFlowHere(arg, [as_typed(found) for found in flows_below(path)])
 
 
 # -- signals that cancel a run ---------------------------------------------------------------

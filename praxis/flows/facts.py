@@ -13,9 +13,9 @@ import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..argv import flow_text, program_argv, shown
 from . import definition, reconcile
 from .acks import to_read
-from .argv import flow_text, shown
 from .digest import sha256_of
 from .handle import RunHandle
 from .lock import is_held
@@ -82,7 +82,6 @@ def facts(
 ) -> Facts:
     """The facts of a run the route is chosen from (of the phases whose definition or
     parameters changed, those done: a stale one runs again when it is reached)."""
-    from ..terminal import program_argv
 
     state = run.state
     base = state_facts(state, run.flow, flow_arg=flow_text(run.flow), program=program_argv())

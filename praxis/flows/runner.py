@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from sandbox import Sandbox, open_backend
 
+from ..argv import flow_arg
 from ..errors import EXIT, Refused
 from . import acks as acks_of
 from . import (
@@ -428,7 +429,6 @@ def _choose_edits(
 
 
 def _command(run: RunHandle, *words: str) -> str:
-    from .argv import flow_arg
 
     return " ".join(["praxis", words[0], flow_arg(run.flow), "--run", run.id, *words[1:]])
 
@@ -477,7 +477,6 @@ def reconcile_run(
 
 
 def _unbound(run: RunHandle, decision: str) -> None:
-    from .argv import flow_arg
 
     state = run.state
     f, where = flow_arg(run.flow), f"--run {run.id}"
@@ -522,7 +521,6 @@ def _authorize(
     not acknowledge the files to read as they are; what it acknowledged."""
     phase = run.flow.phase(gate)
     failing = checks.gate_failures(run, reconcile.phase_version(run, gate))
-    from .argv import flow_arg
 
     why = decisions.refusal(
         actor,

@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..argv import flow_arg
+from ..argv import shown as _rel
 from . import reconcile
-from .argv import flow_arg
-from .argv import shown as _rel
 from .facts import changes, facts, gate_checks
 from .handle import RunHandle
 from .layout import writable_names

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from praxis.argv import flow_arg
 from praxis.flows import runner
-from praxis.flows.argv import flow_arg
 from praxis.flows.handle import RunHandle
 from praxis.flows.status import Status, status_of
 
