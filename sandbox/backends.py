@@ -12,23 +12,18 @@ is made. Another distribution adds a backend by declaring an entry point in the 
 ``auto`` is not a backend: it is docker when a daemon answers, else local
 (``sandbox.factory``), and takes docker's options.
 
-Entry points are read from the distributions' metadata on ``sys.path`` directly, as
-importlib.metadata finds them (the first distribution of a name wins), without importing it:
-importlib.metadata and what it imports cost the quick commands (``praxis check``, ``status``)
-more than the rest of their start-up.
+Entry points are read by ``sandbox.plugins``, without importlib.metadata.
 """
 
 from __future__ import annotations
 
 import functools
 import importlib
-import os
-import re
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+from . import plugins
 from .errors import SandboxUnavailable
 from .options import DockerOptions, FakeOptions, LocalOptions, Options, RayOptions
 
@@ -39,7 +34,6 @@ GROUP = "praxis.sandbox_backends"
 AUTO = "auto"  # docker when a daemon answers, else local: not a backend of its own
 DOCKER = "docker"  # what auto prefers, and what builds a flow's package image on this host
 LOCAL = "local"  # what auto falls back to
-MAX_METADATA = 1 << 20  # bytes of one distribution's entry_points.txt read
 
 
 @runtime_checkable
@@ -139,11 +133,8 @@ def _load(name: str) -> Backend:
     target = _declared().get(name)
     if target is None:
         raise UnknownBackend(name)
-    module, _, attr = target.partition(":")
     try:
-        found: object = importlib.import_module(module.strip())
-        for part in attr.strip().split("."):
-            found = getattr(found, part)
+        found = plugins.load(target)
     except (ImportError, AttributeError) as exc:
         raise SandboxUnavailable(
             f"the sandbox backend {name!r} ({target}) cannot be loaded: {exc}"
@@ -159,48 +150,4 @@ def _load(name: str) -> Backend:
 @functools.cache
 def _declared() -> dict[str, str]:
     """Backend name -> ``module:attr``, from every distribution's entry points."""
-    found: dict[str, str] = {}
-    for folder in _distributions():
-        for name, target in _entry_points(folder, GROUP):
-            found.setdefault(name, target)
-    return found
-
-
-def _distributions() -> list[Path]:
-    """The metadata folder of each distribution on ``sys.path``, the first of each name."""
-    seen: set[str] = set()
-    found = []
-    for entry in sys.path:
-        folder = Path(entry or ".")
-        try:
-            listing = sorted(os.listdir(folder))
-        except OSError:
-            continue
-        for item in listing:
-            if not item.endswith((".dist-info", ".egg-info")):
-                continue
-            dist = re.sub(r"[-_.]+", "_", item.rsplit(".", 1)[0].split("-")[0]).lower()
-            if dist not in seen:
-                seen.add(dist)
-                found.append(folder / item)
-    return found
-
-
-def _entry_points(folder: Path, group: str) -> list[tuple[str, str]]:
-    """The ``(name, target)`` entry points of ``group`` in ``folder/entry_points.txt``."""
-    try:
-        with open(folder / "entry_points.txt", "rb") as f:
-            text = f.read(MAX_METADATA).decode("utf-8", "replace")
-    except OSError:
-        return []
-    found, inside = [], False
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line.startswith(("#", ";")):
-            continue
-        if line.startswith("[") and line.endswith("]"):
-            inside = line[1:-1].strip() == group
-        elif inside and "=" in line:
-            name, _, target = line.partition("=")
-            found.append((name.strip(), target.strip()))
-    return found
+    return plugins.declared(GROUP)

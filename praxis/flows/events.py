@@ -26,6 +26,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, ClassVar, TypeVar
 
+from sandbox import plugins
+
 from ..errors import RecordCorrupt
 
 log = logging.getLogger("praxis")
@@ -528,13 +530,11 @@ def _read_entry_points() -> None:
     or is no Event, is logged and left out: its lines read as ``Unknown``."""
     global _entry_points_read
     _entry_points_read = True
-    from importlib.metadata import entry_points
-
-    for entry in entry_points(group=ENTRY_POINTS):
+    for target in plugins.declared(ENTRY_POINTS).values():
         try:
-            register(entry.load())
+            register(plugins.load(target))  # type: ignore[type-var]  # register checks what it is
         except Exception as exc:  # a broken add-on never makes a run's log unreadable
-            log.warning("event kinds of entry point %s left out: %s", entry.value, exc)
+            log.warning("event kinds of entry point %s left out: %s", target, exc)
 
 
 # --- the file ------------------------------------------------------------------------------

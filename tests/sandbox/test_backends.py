@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from sandbox import SandboxUnavailable, UnknownBackend, backends, open_sandbox
+from sandbox import SandboxUnavailable, UnknownBackend, backends, open_sandbox, plugins
 from sandbox.options import DockerOptions, FakeOptions, LocalOptions, RayOptions
 
 
@@ -164,7 +164,7 @@ def test_the_first_distribution_of_a_name_wins(
 
 def test_a_source_tree_not_installed_says_so(monkeypatch: pytest.MonkeyPatch, fresh: None) -> None:
     """Without praxis's metadata no backend is registered: the error says to install it."""
-    monkeypatch.setattr(backends, "_distributions", list)
+    monkeypatch.setattr(plugins, "_distributions", list)
     backends.reload()
     assert backends.names() == ("auto",)
     with pytest.raises(UnknownBackend, match=r"no sandbox backend is registered .* install"):
