@@ -21,10 +21,11 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 from praxis.agent.turn import message_text
 from praxis.errors import PraxisError
-from praxis.flows import contract
+from praxis.flows import contract, kinds
 from praxis.flows.check_spec import CHECK_KEYS
 from praxis.flows.context import Approver
-from praxis.flows.model import DEFAULT_LIMITS, PHASE_KINDS, REVIEW_MODES
+from praxis.flows.model import DEFAULT_LIMITS, REVIEW_MODES
+from praxis.phases.kinds import AGENT_ONLY
 from sandbox import backends
 
 from .authoring import NOBODY, SCHEMAS, Authoring, ToolResult
@@ -149,9 +150,9 @@ def system_prompt() -> str:
         "phase writes its outputs there by plain relative name. Files carry state between "
         "phases, memory never does.",
         _keys_text(),
-        f"Phase kinds: {', '.join(PHASE_KINDS)}. A script phase runs `script:` (.py), a "
+        f"Phase kinds: {', '.join(kinds.names())}. A script phase runs `script:` (.py), a "
         "notebook phase runs `script:` (.ipynb), an agent phase is one model turn driven by "
-        f"`prompt:`; only agent phases take {', '.join(repr(k) for k in contract.AGENT_ONLY)}.",
+        f"`prompt:`; only agent phases take {', '.join(repr(k) for k in AGENT_ONLY)}.",
         f"Review modes: {', '.join(REVIEW_MODES)}. A Gate (review: required) pauses the run "
         "after the phase; a person reads and may edit that phase's outputs, then approves or "
         "reopens a phase with a note. You cannot approve a Gate, and neither can try_phase in "

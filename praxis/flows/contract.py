@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
-from . import check_spec, safe_yaml, sandbox_config
+from . import check_spec, kinds, safe_yaml, sandbox_config
 from . import notify_spec as notify_of
-from .model import DEFAULT_LIMITS, PHASE_KINDS, REVIEW_MODES, Flow, Phase, SandboxSettings
+from .model import DEFAULT_LIMITS, REVIEW_MODES, Flow, Phase, SandboxSettings
 from .yaml_values import ValueReader, describe, mib, show
 
 MAX_DEFINITION_BYTES = 1 << 20  # flow.yaml itself, refused before parsing
@@ -36,8 +36,6 @@ PHASE_KEYS = (
 REUSE = ("auto", "never")
 NOTEBOOK_KEYS = ("allow_errors",)
 INPUT_KEYS = ("working", "reference")
-AGENT_ONLY = ("prompt", "scripts", "queries", "limits")
-SCRIPT_SUFFIX = {"script": ".py", "notebook": ".ipynb"}
 
 
 @dataclass(frozen=True)
@@ -270,8 +268,9 @@ class _Builder(ValueReader):
             draft.id = self.ident(raw["id"], f"{loc}.id", PHASE_ID, "phase id")
         kind = None
         if "kind" in raw:
-            kind = self.choice(raw["kind"], f"{loc}.kind", PHASE_KINDS, "phase kind")
-        self.fit_kind(raw, loc, kind)
+            kind = self.choice(raw["kind"], f"{loc}.kind", kinds.names(), "phase kind")
+        if kind is not None:
+            kinds.get(kind).fit(raw, loc, self)
 
         def files(key: str) -> tuple[str, ...]:
             located = self.names(raw.get(key, []), f"{loc}.{key}")
@@ -280,11 +279,8 @@ class _Builder(ValueReader):
             return tuple(name for _, name in located)
 
         script = self.entry_file(raw, loc, "script")
-        if kind == "notebook" and script is not None:
-            from . import notebook_check  # reads the .ipynb: only a notebook phase needs it
-
-            if found := notebook_check.flow_problem(self.root, script):
-                self.error(f"{loc}.script", found)
+        if kind is not None and script is not None:
+            kinds.get(kind).check(self.root, script, loc, self)
         prompt = self.entry_file(raw, loc, "prompt")
         scripts, queries = files("scripts"), files("queries")
         self.unique_stems(scripts, f"{loc}.scripts")
@@ -318,8 +314,8 @@ class _Builder(ValueReader):
         """``reuse: never``: the phase always runs (never restored from a done attempt)."""
         if "reuse" not in raw:
             return "auto"
-        if kind == "agent":
-            self.error(f"{loc}.reuse", "agent phases are never reused: remove 'reuse'")
+        if kind is not None and not kinds.get(kind).reusable:
+            self.error(f"{loc}.reuse", f"{kind} phases are never reused: remove 'reuse'")
             return "auto"
         return self.choice(raw["reuse"], f"{loc}.reuse", REUSE, "reuse") or "auto"
 
@@ -363,35 +359,6 @@ class _Builder(ValueReader):
             return None
         return self.choice(value, loc, REVIEW_MODES, "review")
 
-    def fit_kind(self, raw: dict[str, Any], loc: str, kind: str | None) -> None:
-        """Report keys the kind does not take (and drop them), and the keys it requires."""
-        if kind in SCRIPT_SUFFIX:
-            for key in [k for k in AGENT_ONLY if k in raw]:
-                self.error(
-                    f"{loc}.{key}", f"only agent phases take {key!r} (this is a {kind} phase)"
-                )
-                del raw[key]
-            if "script" not in raw:
-                self.error(
-                    loc,
-                    f"missing required key 'script' (the {SCRIPT_SUFFIX[kind]} file "
-                    f"a {kind} phase runs)",
-                )
-        elif kind == "agent":
-            if "script" in raw:
-                self.error(
-                    f"{loc}.script",
-                    "agent phases take no 'script' (list prepared scripts under scripts:)",
-                )
-                del raw["script"]
-            if "prompt" not in raw:
-                self.error(loc, "missing required key 'prompt' (the prompt file of an agent)")
-        suffix = SCRIPT_SUFFIX.get(kind or "")
-        script = raw.get("script")
-        if suffix and isinstance(script, str) and not script.endswith(suffix):
-            self.error(f"{loc}.script", f"{show(script)} must end in {suffix} for a {kind} phase")
-            del raw["script"]
-
     def entry_file(self, raw: dict[str, Any], loc: str, key: str) -> str | None:
         if key not in raw:
             return None
@@ -416,7 +383,7 @@ class _Builder(ValueReader):
         spec = self.mapping(raw.get("inputs", {}), f"{loc}.inputs", INPUT_KEYS) or {}
         working = self.names(spec.get("working", []), f"{loc}.inputs.working")
         reference = self.names(spec.get("reference", []), f"{loc}.inputs.reference")
-        if reference and kind in SCRIPT_SUFFIX:
+        if reference and kind is not None and not kinds.get(kind).reads_reference:
             self.warn(
                 f"{loc}.inputs.reference",
                 f"only agents read reference inputs; this "

@@ -12,16 +12,9 @@ import hashlib
 import json
 from typing import Any
 
+from . import kinds
 from .digest import sha256_of
 from .model import Flow, Phase
-
-
-def files_of(flow: Flow, phase: Phase) -> list[str]:
-    """The flow files a phase's code comes from (not its working inputs: those are state)."""
-    names = [n for n in (phase.script, phase.prompt) if n]
-    names += list(phase.scripts) + list(phase.queries)
-    names += [n for n in phase.reference if flow.producer(n) is None]
-    return names
 
 
 def of_flow(flow: Flow) -> dict[str, Any]:
@@ -39,7 +32,7 @@ def digest_of(flow: Flow, phase: Phase, params: dict[str, Any]) -> str:
 
 def digests_of(flow: Flow, phase: Phase, params: dict[str, Any]) -> dict[str, str]:
     files = {}
-    for name in files_of(flow, phase):
+    for name in kinds.get(phase.kind).files(flow, phase):
         try:
             files[name] = sha256_of(flow.root / name)  # a link is not followed: "missing"
         except OSError:

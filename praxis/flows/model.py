@@ -10,7 +10,6 @@ from typing import Any
 from sandbox.backends import AUTO, options_for
 from sandbox.options import Options
 
-PHASE_KINDS = ("script", "notebook", "agent")
 REVIEW_MODES = ("none", "required")
 DEFAULT_LIMITS = {"model_calls": 20, "run_python": 8}
 DEFAULT_TIMEOUT = 600  # seconds a phase's code may run, unless flow.yaml says
@@ -19,7 +18,7 @@ DEFAULT_TIMEOUT = 600  # seconds a phase's code may run, unless flow.yaml says
 @dataclass(frozen=True)
 class Phase:
     id: str
-    kind: str  # script | notebook | agent
+    kind: str  # a phase kind (praxis.flows.kinds): script | notebook | agent | a plug-in's
     script: str | None = None  # script/notebook: path relative to the flow folder
     prompt: str | None = None  # agent: path relative to the flow folder
     scripts: tuple[str, ...] = ()  # agent: prepared scripts

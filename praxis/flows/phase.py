@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from sandbox import Kernel, Sandbox
 from sandbox.paths import confined
 
-from . import checks, collect, definition, live, snapshot
+from . import checks, collect, definition, kinds, live, snapshot
 from . import reuse as other_runs
 from .context import Approver, OnMessage, PhaseContext, PhaseError
 from .events import FilesCollected, InputsUploaded, WorkspaceRecorded
@@ -304,8 +304,6 @@ def execute(
 ) -> None:
     """Step 4: hand the phase to the executor of its kind, in a fresh kernel (or the one
     ``kernel``, a hand-out, gives once it has it: what needs no kernel is ready before)."""
-    from praxis.phases import executor
-
     run.paths.staging.mkdir(parents=True, exist_ok=True)
     context = partial(
         PhaseContext,
@@ -327,7 +325,7 @@ def execute(
         waiting=lambda what: _set_waiting(run, phase, what),
         model=model,
     )
-    run_kind = executor(phase.kind)
+    run_kind = kinds.get(phase.kind).run
     with _CancelWatch(run.paths.cancel_request) as watch:
         if isinstance(kernel, Handout):
             kernel = kernel.kernel()  # params and note are set in it

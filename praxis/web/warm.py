@@ -88,11 +88,12 @@ def _load_executors(kinds: list[str]) -> None:
     executors of its kinds), so that the click does not wait for it either."""
     try:
         importlib.import_module("praxis.flows.phase")
+        from praxis.flows import kinds as phase_kinds
         from praxis.flows.record import prepare_validator
 
         prepare_validator()  # the records' validator, built now rather than beside the phase
         for kind in kinds:
-            importlib.import_module(f"praxis.phases.{kind}")
+            phase_kinds.get(kind).load()
     except Exception:  # the advance imports them again and says what is wrong
         log.debug("loading the executors ahead of a click", exc_info=True)
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from praxis.chat.chat import CHECK_HELP, KEY_HELP, prompt_keys, system_prompt
-from praxis.flows import contract
+from praxis.flows import contract, kinds
 from praxis.flows.check_spec import CHECK_KEYS
-from praxis.flows.model import PHASE_KINDS, REVIEW_MODES
+from praxis.flows.model import REVIEW_MODES
 
 
 def test_the_prompt_lists_the_contracts_keys() -> None:
@@ -26,5 +26,11 @@ def test_every_key_the_contract_knows_is_explained() -> None:
 
 def test_the_prompt_names_the_phase_kinds_review_modes_and_tools() -> None:
     text = system_prompt()
-    for word in (*PHASE_KINDS, *REVIEW_MODES, "Gate", "try_phase(phase)", "write_file(path, text)"):
+    for word in (
+        *kinds.names(),
+        *REVIEW_MODES,
+        "Gate",
+        "try_phase(phase)",
+        "write_file(path, text)",
+    ):
         assert word in text

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from praxis.flows import definition
+from praxis.flows import definition, kinds
 from praxis.flows.model import Flow, Phase
 
 LOAD = Phase(
@@ -40,8 +40,8 @@ def flow_in(root: Path) -> Flow:
 
 def test_the_files_of_a_phase_are_its_code_and_flow_files_it_reads(tmp_path: Path) -> None:
     flow = flow_in(tmp_path)
-    assert definition.files_of(flow, LOAD) == ["load.py"]  # data/in.csv is state, not code
-    assert definition.files_of(flow, ASK) == ["ask.md", "prep.py", "top.sql", "notes.md"]
+    assert kinds.get(LOAD.kind).files(flow, LOAD) == ["load.py"]  # data/in.csv is state, not code
+    assert kinds.get(ASK.kind).files(flow, ASK) == ["ask.md", "prep.py", "top.sql", "notes.md"]
 
 
 def test_the_digest_moves_with_code_instructions_entry_and_params(tmp_path: Path) -> None:

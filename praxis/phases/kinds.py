@@ -1,0 +1,121 @@
+"""The built-in phase kinds (``praxis.flows.kinds.PhaseKind``), declared as entry points of
+``praxis.phase_kinds`` in pyproject.toml: ``script``, ``notebook`` and ``agent``.
+
+This module is light: checking a flow.yaml loads it, so a kind's executor (``praxis.phases.
+script``, ``notebook``, ``agent``: the kernel, nbformat, the model stack) is imported only when
+an attempt runs.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from praxis.flows.yaml_values import show
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from praxis.flows.context import PhaseContext
+    from praxis.flows.kinds import Reader
+    from praxis.flows.model import Flow, Phase
+
+AGENT_ONLY = ("prompt", "scripts", "queries", "limits")
+
+
+def _files(flow: Flow, phase: Phase) -> list[str]:
+    """The flow files a phase's code comes from (not its working inputs: those are state)."""
+    names = [n for n in (phase.script, phase.prompt) if n]
+    names += list(phase.scripts) + list(phase.queries)
+    names += [n for n in phase.reference if flow.producer(n) is None]
+    return names
+
+
+def _run(module: str, ctx: PhaseContext) -> None:
+    importlib.import_module(module).run(ctx)
+
+
+def _load(module: str) -> None:
+    importlib.import_module(module)
+
+
+@dataclass(frozen=True)
+class FileKind:
+    """A phase that runs one file of the flow: a script (.py) or a notebook (.ipynb)."""
+
+    name: str
+    suffix: str
+    module: str  # its executor, imported when an attempt runs
+    reusable: bool = True
+    reads_reference: bool = False
+
+    def fit(self, raw: dict[str, Any], loc: str, reader: Reader) -> None:
+        for key in [k for k in AGENT_ONLY if k in raw]:
+            reader.error(
+                f"{loc}.{key}", f"only agent phases take {key!r} (this is a {self.name} phase)"
+            )
+            del raw[key]
+        if "script" not in raw:
+            reader.error(
+                loc,
+                f"missing required key 'script' (the {self.suffix} file a {self.name} phase runs)",
+            )
+        script = raw.get("script")
+        if isinstance(script, str) and not script.endswith(self.suffix):
+            reader.error(
+                f"{loc}.script", f"{show(script)} must end in {self.suffix} for a {self.name} phase"
+            )
+            del raw["script"]
+
+    def check(self, root: Path, script: str, loc: str, reader: Reader) -> None:
+        if self.suffix == ".ipynb":
+            from praxis.flows import notebook_check  # reads the .ipynb: only a notebook needs it
+
+            if found := notebook_check.flow_problem(root, script):
+                reader.error(f"{loc}.script", found)
+
+    def files(self, flow: Flow, phase: Phase) -> list[str]:
+        return _files(flow, phase)
+
+    def load(self) -> None:
+        _load(self.module)
+
+    def run(self, ctx: PhaseContext) -> None:
+        _run(self.module, ctx)
+
+
+@dataclass(frozen=True)
+class AgentKind:
+    """A phase that is one turn of a model writing and running Python (``prompt:``)."""
+
+    module: str = "praxis.phases.agent"
+    reusable: bool = False  # what a model does is not the same twice
+    reads_reference: bool = True
+
+    def fit(self, raw: dict[str, Any], loc: str, reader: Reader) -> None:
+        if "script" in raw:
+            reader.error(
+                f"{loc}.script",
+                "agent phases take no 'script' (list prepared scripts under scripts:)",
+            )
+            del raw["script"]
+        if "prompt" not in raw:
+            reader.error(loc, "missing required key 'prompt' (the prompt file of an agent)")
+
+    def check(self, root: Path, script: str, loc: str, reader: Reader) -> None:
+        return None
+
+    def files(self, flow: Flow, phase: Phase) -> list[str]:
+        return _files(flow, phase)
+
+    def load(self) -> None:
+        _load(self.module)
+
+    def run(self, ctx: PhaseContext) -> None:
+        _run(self.module, ctx)
+
+
+script = FileKind("script", ".py", "praxis.phases.script")
+notebook = FileKind("notebook", ".ipynb", "praxis.phases.notebook")
+agent = AgentKind()

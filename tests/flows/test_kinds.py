@@ -1,0 +1,101 @@
+"""praxis/flows/kinds.py: phase kinds are entry points; flow.yaml names them; another
+distribution adds one; naming a kind imports nothing of its executor."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from praxis.errors import UsageError
+from praxis.flows import kinds
+from praxis.flows.kinds import PhaseKind, UnknownKind
+
+
+def test_the_names_are_the_entry_points_of_the_group() -> None:
+    declared = {e.name for e in importlib.metadata.entry_points(group=kinds.GROUP)}
+    assert set(kinds.names()) == declared and kinds.names()[:3] == ("script", "notebook", "agent")
+    assert all(isinstance(kinds.get(name), PhaseKind) for name in kinds.names())
+
+
+def test_an_unknown_kind_names_the_nearest_and_the_choices() -> None:
+    with pytest.raises(UnknownKind, match=r"'scirpt' \(did you mean 'script'\? use one of: script"):
+        kinds.get("scirpt")
+    assert issubclass(UnknownKind, UsageError)
+
+
+def test_only_an_agent_reads_reference_inputs_and_is_never_reused() -> None:
+    assert [kinds.get(n).reusable for n in ("script", "notebook", "agent")] == [True, True, False]
+    assert [kinds.get(n).reads_reference for n in ("script", "notebook", "agent")] == [
+        False, False, True,
+    ]  # fmt: skip
+
+
+TOY = """
+from dataclasses import dataclass
+
+@dataclass(frozen=True)
+class Toy:
+    reusable: bool = True
+    reads_reference: bool = False
+
+    def fit(self, raw, loc, reader):
+        if "query" not in raw:
+            reader.error(loc, "missing required key 'query' (the SQL a toy phase runs)")
+
+    def check(self, root, script, loc, reader):
+        return None
+
+    def files(self, flow, phase):
+        return []
+
+    def load(self):
+        return None
+
+    def run(self, ctx):
+        raise NotImplementedError
+
+kind = Toy()
+"""
+
+
+def test_another_distribution_adds_a_kind_that_flow_yaml_names(tmp_path: Path) -> None:
+    """In a fresh process: a phase of the plug-in's kind is checked by the plug-in."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "toy_kind.py").write_text(TOY)
+    info = site / "toy_kind-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: toy-kind\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[praxis.phase_kinds]\ntoy = toy_kind:kind\n")
+    flow = tmp_path / "flow"
+    flow.mkdir()
+    (flow / "flow.yaml").write_text(
+        textwrap.dedent("""\
+        flow: f
+        phases:
+          - id: a
+            kind: toy
+        """)
+    )
+    script = (
+        "import sys; from praxis.flows import contract, kinds; "
+        "print(kinds.names()); report = contract.check(sys.argv[1]); "
+        "print([str(p) for p in report.problems]); "
+        "print(sorted(m for m in sys.modules if m.startswith('praxis.phases.')))"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), *sys.path])}
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(flow)],
+        capture_output=True, text=True, timeout=120, check=False, env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    names, problems, loaded = done.stdout.splitlines()
+    assert names == "('script', 'notebook', 'agent', 'toy')"
+    assert "missing required key 'query' (the SQL a toy phase runs)" in problems
+    assert loaded == "[]"  # no executor of a built-in kind was imported to check the flow
