@@ -60,6 +60,7 @@ lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check praxis sandbox tests benchmarks
 	$(VENV)/bin/ruff format --check praxis sandbox tests benchmarks
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports --no-cache
 
 bench: image
 	$(PY) -m benchmarks.compare

@@ -111,8 +111,8 @@ class Syncer:
 
 def drive(flow_dir: Path, backend: str, sync: bool = False) -> dict[str, Any]:
     os.environ["PRAXIS_SANDBOX"] = backend
-    from praxis.flows import runner
-    from praxis.flows.events import EventLog
+    from praxis.flows.engine import runner
+    from praxis.flows.model.events import EventLog
 
     boxes: list[TimedSandbox] = []
 

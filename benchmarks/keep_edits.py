@@ -19,7 +19,7 @@ import sys
 
 CHILD = """
 import json, sys, time
-from praxis.flows import carry
+from praxis.flows.engine import carry
 n = int(sys.argv[1])
 rows = [f"{i},city{i % 97},{i % 40}.5\\n" for i in range(n)]
 wrote = ("day,city,temp\\n" + "".join(rows)).encode()

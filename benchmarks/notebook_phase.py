@@ -21,7 +21,7 @@ from pathlib import Path
 
 import nbformat
 
-from praxis.flows import runner
+from praxis.flows.engine import runner
 from sandbox.image.build import ensure_image
 
 CELLS = [

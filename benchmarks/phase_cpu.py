@@ -40,7 +40,7 @@ def container_cpu(container_id: str) -> float | None:
 
 def measure(flow: Path) -> dict[str, Any]:
     os.environ["PRAXIS_SANDBOX"] = "docker"
-    from praxis.flows import runner
+    from praxis.flows.engine import runner
     from sandbox.container import DockerSandbox
 
     seen: dict[str, float | None] = {}

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from starlette.testclient import TestClient
 
-from praxis.flows import runner
+from praxis.flows.engine import runner
 from praxis.web.app import create_app
 from praxis.web.background import Advancer
 from praxis.web.security import Guard

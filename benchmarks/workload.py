@@ -257,9 +257,9 @@ def wide_flow(root: Path, phases: int = 200) -> Path:
 
 def many_runs(root: Path, runs: int = 1000) -> Path:
     """A 5-phase flow with ``runs`` run folders, each with a valid run.json (state_file.save)."""
-    from praxis.flows import state as st
-    from praxis.flows import state_file
-    from praxis.flows.layout import run_paths
+    from praxis.flows.model import state as st
+    from praxis.flows.store import state_file
+    from praxis.flows.store.layout import run_paths
 
     trivial_flow(root)
     ids = [p["id"] for p in yaml.safe_load((root / "flow.yaml").read_text())["phases"]]

@@ -17,13 +17,13 @@ from __future__ import annotations
 from .lazy import exports
 
 _HOME = {
-    "Busy": ".flows.lock",
-    "FlowInvalid": ".flows.contract",
-    "NoRun": ".flows.handle",
-    "NotWritable": ".flows.layout",
+    "Busy": ".flows.store.lock",
+    "FlowInvalid": ".flows.definition.contract",
+    "NoRun": ".flows.store.handle",
+    "NotWritable": ".flows.store.layout",
     "PraxisError": ".errors",
     "Refused": ".errors",
-    "Unbound": ".flows.runner",
+    "Unbound": ".flows.engine.runner",
 }
 
 

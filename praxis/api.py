@@ -15,14 +15,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import UsageError
-from .flows import contract, runner
-from .flows.context import Approver, OnMessage
-from .flows.contract import Report
-from .flows.events import Event
-from .flows.handle import RunHandle
-from .flows.model import Flow
-from .flows.state import RunState
-from .flows.status import Status, status_of
+from .flows.definition import contract
+from .flows.definition.contract import Report
+from .flows.engine import runner
+from .flows.engine.context import Approver, OnMessage
+from .flows.model.events import Event
+from .flows.model.flow import Flow
+from .flows.model.state import RunState
+from .flows.report.status import Status, status_of
+from .flows.store.handle import RunHandle
 
 if TYPE_CHECKING:
     import pandas
@@ -72,13 +73,13 @@ def advance(
     """Run phases until a Gate, a failure, the end, or a cancel; returns the state reached.
 
     ``sandbox``: None uses the flow's own ``sandbox:`` section (auto = Docker; local kernels
-    only where the person allowed them, ``praxis.flows.isolation``); a mapping such as
+    only where the person allowed them, ``praxis.flows.definition.isolation``); a mapping such as
     ``{"backend": "local"}`` is laid over that section, the caller's own choice of backend;
     a callable ``(flow, run) -> Sandbox``
     builds the sandbox itself. ``on_event`` is called with each ``Event`` as it is recorded;
     ``on_message`` with short texts for a person (status lines, and what phases print as
-    ``praxis.flows.live.Output`` pieces). ``model``: the chat model of the run's agent phases (a
-    langchain-core chat model), instead of the one flow.yaml's ``model`` names.
+    ``praxis.flows.store.live.Output`` pieces). ``model``: the chat model of the run's agent
+    phases (a langchain-core chat model), instead of the one flow.yaml's ``model`` names.
     """
     return runner.advance(
         _ref(flow),
@@ -231,7 +232,7 @@ def _factory(choice: SandboxChoice) -> runner.SandboxFactory:
     if choice is None:
         return runner.default_sandbox
     if isinstance(choice, Mapping):
-        from .flows import sandbox_config
+        from .flows.definition import sandbox_config
 
         override = dict(choice)
         fixed = " and ".join(k for k in ("timeout", "collect") if k in override)

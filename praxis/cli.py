@@ -36,9 +36,9 @@ from .terminal import (
 if TYPE_CHECKING:
     from sandbox import SandboxUnavailable
 
-    from .flows.context import Approver
-    from .flows.handle import RunHandle
-    from .flows.state import RunState
+    from .flows.engine.context import Approver
+    from .flows.model.state import RunState
+    from .flows.store.handle import RunHandle
 
 # The commands that may run a flow's code: they take --allow-local (isolation.py).
 ALLOW_LOCAL = ("run", "advance", "approve", "reject", "rerun", "status", "chat", "serve")
@@ -100,7 +100,7 @@ def _tracing(args: argparse.Namespace) -> bool:
         return True
     if not os.environ.get("PRAXIS_TRACE"):
         return False  # the trace module (and the event types) load only when it may be on
-    from .flows.trace import enabled
+    from .flows.report.trace import enabled
 
     return enabled()
 
@@ -108,13 +108,13 @@ def _tracing(args: argparse.Namespace) -> bool:
 def _trace(args: argparse.Namespace, words: list[str], code: int) -> None:
     """Record the command and the route after it in the run's trace.jsonl. A command whose
     run cannot be opened (none yet, a flow.yaml with errors) has nothing to record into."""
-    from .flows import trace
-    from .flows.contract import FlowInvalid
-    from .flows.decisions import BadActor, actor_of
-    from .flows.handle import NoRun, RunHandle
+    from .flows.definition.contract import FlowInvalid
+    from .flows.model.decisions import BadActor, actor_of
+    from .flows.report import trace
+    from .flows.store.handle import NoRun, RunHandle
 
     try:
-        from .flows import runner
+        from .flows.engine import runner
 
         run = RunHandle.open(runner.load_flow(args.flow), getattr(args, "run", None))
         try:
@@ -130,7 +130,7 @@ def _trace(args: argparse.Namespace, words: list[str], code: int) -> None:
 
 def _allowing_local(args: argparse.Namespace) -> int:
     """Run the command with the person's --allow-local (never from a flow), then take it back."""
-    from .flows.isolation import allow_local
+    from .flows.definition.isolation import allow_local
 
     before = allow_local()
     try:
@@ -211,7 +211,7 @@ def _check_port(host: str, port: int) -> None:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from .flows import contract
+    from .flows.definition import contract
 
     flow, report = contract.load(Path(args.flow))
     for problem in report.problems:
@@ -219,7 +219,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     if not report.ok:
         return EXIT["usage"]
     assert flow is not None
-    from .flows.isolation import backend_of, on_host
+    from .flows.definition.isolation import backend_of, on_host
 
     backend = backend_of(flow.sandbox)
     if on_host(backend):  # valid, but not isolated: never a plain "ok"
@@ -234,7 +234,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_begin(args: argparse.Namespace) -> int:
-    from .flows import runner
+    from .flows.engine import runner
 
     run = runner.begin(args.flow, params=_params(args))
     print(run.id)
@@ -261,7 +261,7 @@ def cmd_advance(args: argparse.Namespace) -> int:
 
 
 def _params(args: argparse.Namespace) -> dict[str, str]:
-    from .flows.params import BadParam, parse_pairs
+    from .flows.model.params import BadParam, parse_pairs
 
     try:
         return parse_pairs(getattr(args, "param", None))
@@ -281,8 +281,8 @@ def _advance(
     """Advance a run (or begin one and advance it, under one hold of the lock), showing
     progress. SIGTERM and SIGHUP stop it like Ctrl-C: the run is recorded as cancelled."""
     from .console import Progress
-    from .flows import runner
-    from .flows.params import BadParam
+    from .flows.engine import runner
+    from .flows.model.params import BadParam
 
     flow = runner.load_flow(flow_ref)
     ids = [p.id for p in flow.phases]
@@ -313,7 +313,7 @@ def _approver() -> Approver | None:
 
 def _flagged_rows(run: RunHandle) -> dict[str, tuple[int, ...]]:
     """Output name -> the data rows (1-based) the Gate's failing declared checks name."""
-    from .flows import checks, reconcile
+    from .flows.engine import checks, reconcile
 
     found: dict[str, tuple[int, ...]] = {}
     try:
@@ -328,9 +328,9 @@ def _flagged_rows(run: RunHandle) -> dict[str, tuple[int, ...]]:
 
 def _report(flow_ref: str, state: RunState, seconds: float) -> int:
     from .console import table_preview
-    from .flows import runner
-    from .flows.handle import RunHandle
-    from .flows.status import status_of
+    from .flows.engine import runner
+    from .flows.report.status import status_of
+    from .flows.store.handle import RunHandle
 
     flow = runner.load_flow(flow_ref)
     run = RunHandle.open(flow, state.run)
@@ -353,7 +353,7 @@ def _report(flow_ref: str, state: RunState, seconds: float) -> int:
         print(f"  {command(st.next[1])}")
         return EXIT["ok"]
     if state.status == "failed":
-        from .flows.hints import missing_package
+        from .flows.model.hints import missing_package
 
         print(f"PhaseFailed: {commands_in(escape(state.error or ''))}", file=sys.stderr)
         print(f"  record: {_rel(run.paths.record(state.phases[state.cursor].id))}", file=sys.stderr)
@@ -379,10 +379,10 @@ def _rel(path: Path) -> str:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from .flows import contract
-    from .flows.handle import RunHandle
-    from .flows.reconcile import reconcile_if_free
-    from .flows.status import status_of
+    from .flows.definition import contract
+    from .flows.engine.reconcile import reconcile_if_free
+    from .flows.report.status import status_of
+    from .flows.store.handle import RunHandle
     from .status_lines import receipt_lines, route_lines, timeline
 
     flow = contract.require(Path(args.flow))
@@ -406,13 +406,13 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
-    from .flows import contract
-    from .flows.handle import RunHandle, listing
-    from .flows.state_file import StateCorrupt
+    from .flows.definition import contract
+    from .flows.store.handle import RunHandle, listing
+    from .flows.store.state_file import StateCorrupt
 
     flow = contract.require(Path(args.flow))
     if args.delete or args.keep is not None:
-        from .flows import runner
+        from .flows.engine import runner
 
         if args.keep is not None and args.keep < 0:
             raise Usage("--keep takes a number of runs, 0 or more")
@@ -434,7 +434,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 
 def cmd_approve(args: argparse.Namespace) -> int:
-    from .flows import runner
+    from .flows.engine import runner
 
     state = runner.approve(
         args.flow,
@@ -449,7 +449,7 @@ def cmd_approve(args: argparse.Namespace) -> int:
 
 
 def cmd_manage(args: argparse.Namespace) -> int:
-    from .flows import runner
+    from .flows.engine import runner
 
     state = runner.manage(
         args.flow,
@@ -466,7 +466,7 @@ def cmd_manage(args: argparse.Namespace) -> int:
 
 
 def cmd_accept(args: argparse.Namespace) -> int:
-    from .flows import runner
+    from .flows.engine import runner
 
     state = runner.accept(
         args.flow, args.output, args.run, actor=args.actor, expect_revision=args.expect_revision
@@ -476,7 +476,7 @@ def cmd_accept(args: argparse.Namespace) -> int:
 
 
 def cmd_reject(args: argparse.Namespace) -> int:
-    from .flows import runner
+    from .flows.engine import runner
 
     state = runner.reject(
         args.flow,
@@ -494,7 +494,7 @@ def cmd_reject(args: argparse.Namespace) -> int:
 
 
 def cmd_gc(args: argparse.Namespace) -> int:
-    from .flows import runner
+    from .flows.engine import runner
 
     swept = runner.gc(args.flow)
     print(
@@ -505,8 +505,8 @@ def cmd_gc(args: argparse.Namespace) -> int:
 
 
 def cmd_rerun(args: argparse.Namespace) -> int:
-    from .flows import runner
-    from .flows.params import BadParam
+    from .flows.engine import runner
+    from .flows.model.params import BadParam
 
     try:
         state = runner.rerun(
@@ -533,7 +533,7 @@ def cmd_rerun(args: argparse.Namespace) -> int:
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
-    from .flows import runner
+    from .flows.engine import runner
 
     state, now = runner.cancel(args.flow, args.run, expect_revision=args.expect_revision)
     if now:
@@ -545,10 +545,10 @@ def cmd_cancel(args: argparse.Namespace) -> int:
 
 def cmd_log(args: argparse.Namespace) -> int:
     from .console import LiveTail, format_event
-    from .flows import runner
-    from .flows.events import EventLog, PhaseStarted
-    from .flows.handle import NoRun, RunHandle
-    from .flows.layout import list_run_ids, run_paths
+    from .flows.engine import runner
+    from .flows.model.events import EventLog, PhaseStarted
+    from .flows.store.handle import NoRun, RunHandle
+    from .flows.store.layout import list_run_ids, run_paths
 
     flow = runner.load_flow(args.flow)
     ids = list_run_ids(flow.root)
@@ -577,8 +577,9 @@ def cmd_log(args: argparse.Namespace) -> int:
 
 
 def cmd_params(args: argparse.Namespace) -> int:
-    from .flows import notebook_params, runner
-    from .flows.notebook_check import NotebookProblem
+    from .flows.definition import notebook_params
+    from .flows.definition.notebook_check import NotebookProblem
+    from .flows.engine import runner
 
     flow = runner.load_flow(args.flow)
     if args.phase is not None and args.phase not in [p.id for p in flow.phases]:
@@ -595,9 +596,10 @@ def cmd_params(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from .flows import runner, trace
-    from .flows.handle import RunHandle
-    from .flows.replay import replay
+    from .flows.engine import runner
+    from .flows.report import trace
+    from .flows.report.replay import replay
+    from .flows.store.handle import RunHandle
 
     run = RunHandle.open(runner.load_flow(args.flow), args.run)
     entries = trace.read(run)

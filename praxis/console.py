@@ -11,11 +11,11 @@ from contextlib import closing
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from .flows.state import STOPPED
+from .flows.model.state import STOPPED
 from .terminal import escape
 
 if TYPE_CHECKING:  # the event types load with the first event: `praxis status` needs none
-    from .flows import events as ev
+    from .flows.model import events as ev
 
 OUTPUT_INDENT = "    "  # a phase's printed output, under its phase line
 PARTIAL_LIMIT = 4096  # characters of an unfinished output line held back
@@ -40,7 +40,7 @@ class Progress:
         self._ticker: threading.Thread | None = None
 
     def __call__(self, event: ev.Event) -> None:
-        from .flows import events as ev
+        from .flows.model import events as ev
 
         with self._lock:
             self._clear()
@@ -83,7 +83,7 @@ class Progress:
     def message(self, text: str) -> None:
         """The run's ``progress``: a phase's printed output (``live.Output``) is shown as it
         comes, indented under the phase line, escaped; other messages are not shown."""
-        from .flows.live import Output
+        from .flows.store.live import Output
 
         if self.quiet or not isinstance(text, Output):
             return
@@ -145,7 +145,7 @@ def table_preview(path: Path, rows: int = 8, clip: int = 24, flagged: tuple[int,
     file: lines of at most PREVIEW_LINE characters, PREVIEW_COLUMNS columns shown, rows
     counted by newlines in fixed-size reads.
     """
-    from .flows import csvread
+    from .flows.store import csvread
 
     wanted = sorted(set(flagged))[:rows]
     try:
@@ -235,7 +235,7 @@ class LiveTail:
 
     def lines(self, running: list[str]) -> list[str]:
         """Complete new lines of the phases running now (and of those followed so far)."""
-        from .flows.live import path
+        from .flows.store.live import path
 
         out: list[str] = []
         for phase in [*self.offsets, *(p for p in running if p not in self.offsets)]:

@@ -4,38 +4,38 @@ carries the CLI's exit code (``exit_code``, DESIGN.md §7) and the next command 
 in the module that raises it; the branches live here.
 
 PraxisError               1  something failed                                   (here)
-├── PhaseError            1  a phase's code failed (the runner records it)      flows.context
+├── PhaseError            1  a phase's code failed (the runner records it)      flows.engine.context
 │   └── ModelUnavailable  2  no chat model can be built from the spec           agent.model
-├── NotRecordable         1  a phase left what cannot be recorded               flows.snapshot
+├── NotRecordable         1  a phase left what cannot be recorded               flows.store.snapshot
 ├── ChatError             1  the flow chat's model cannot be called             chat.chat
 ├── UsageError            2  a command, flow or name that cannot be acted on    (here)
 │   ├── Usage                a command line                                     cli
 │   ├── NotAFlow             FLOW is neither a flow folder nor its flow.yaml    terminal
-│   ├── FlowInvalid          flow.yaml has errors; ``report`` holds them        flows.contract
-│   ├── BadParam             a -p the flow does not declare, or a bad value     flows.params
-│   ├── BadActor             an actor other than person or agent                flows.decisions
-│   ├── NotebookProblem      a notebook that cannot be run                      flows.notebook_check
-│   ├── NoRun                no run yet, or no run of that id                   flows.handle
+│   ├── FlowInvalid          flow.yaml has errors; ``report`` holds them flows.definition.contract
+│   ├── BadParam             a -p the flow does not declare, or a bad value     flows.model.params
+│   ├── BadActor             an actor other than person or agent          flows.model.decisions
+│   ├── NotebookProblem      a notebook that cannot be run           flows.definition.notebook_check
+│   ├── NoRun                no run yet, or no run of that id                   flows.store.handle
 │   ├── NoOutput             a run has no such output (yet)                     api
 │   ├── NotFound             a URL names what is not below the served root      web.catalog
 │   ├── Unreadable           drafts a page sent that it does not write          web.drafts
 │   └── TranscriptError      a chat transcript that cannot be read              chat.transcript
-├── Busy                  3  another process holds the run's lock (or flow's)   flows.lock
+├── Busy                  3  another process holds the run's lock (or flow's)   flows.store.lock
 ├── Refused               4  not allowed now; nothing was changed               (here)
-│   ├── Unbound           2  approve/reject bound to no revision and no Gate    flows.runner
-│   ├── NotWritable          a file the Gate does not open for writing          flows.layout
-│   ├── IllegalTransition    an event the current state does not allow          flows.state
+│   ├── Unbound           2  approve/reject bound to no revision and no Gate    flows.engine.runner
+│   ├── NotWritable          a file the Gate does not open for writing          flows.store.layout
+│   ├── IllegalTransition    an event the current state does not allow          flows.model.state
 │   ├── ApprovalRefused      an approval request unknown, answered or closed    agent.approvals
 │   ├── FileRefused          a path or a write the flow chat may not make       chat.workfiles
 │   ├── RequestRefused       a form the reviewer UI turns down                  web.refusals
 │   │   └── TokenRefused     the form's security token is missing or old        web.refusals
-│   ├── LocalRefused         a flow's code on this host, not allowed by a person flows.isolation
+│   ├── LocalRefused         flow code on this host no person allowed     flows.definition.isolation
 │   ├── BadEdit              a table edit that does not fit the file            web.tables
 │   ├── NotATable            a file that cannot be edited as a table            web.csvedit
 │   └── BadRow               a row or column the file does not have             web.csvedit
 ├── RecordCorrupt         4  a run's record cannot be read; never reset         (here)
-│   ├── StateCorrupt         run.json                                           flows.state_file
-│   └── EventLogCorrupt      events.jsonl, a line other than the last           flows.events
+│   ├── StateCorrupt         run.json                                     flows.store.state_file
+│   └── EventLogCorrupt      events.jsonl, a line other than the last           flows.model.events
 └── PortBusy              6  `praxis serve`'s port is in use                    cli
 
 Mapped here, raised elsewhere (``exit_code_of``, ``next_of``):

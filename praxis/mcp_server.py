@@ -29,11 +29,12 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from .argv import program_argv
 from .errors import EXIT, PraxisError, exit_code_of
-from .flows import runner, trace
-from .flows.events import Event, PhaseDone, PhaseFailed, PhaseReused, PhaseStarted
-from .flows.handle import RunHandle
-from .flows.layout import list_run_ids
-from .flows.status import status_of
+from .flows.engine import runner
+from .flows.model.events import Event, PhaseDone, PhaseFailed, PhaseReused, PhaseStarted
+from .flows.report import trace
+from .flows.report.status import status_of
+from .flows.store.handle import RunHandle
+from .flows.store.layout import list_run_ids
 from .terminal import escape
 from .web import catalog
 

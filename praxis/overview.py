@@ -71,8 +71,8 @@ def _is_definition(path: Path) -> bool:
 
 def describe(root: Path, paths: list[Path]) -> list[Found]:
     """Each flow's name (from its folder) and its newest run's state, read without a lock."""
-    from .flows.layout import newest, run_paths
-    from .flows.state_file import StateCorrupt, load
+    from .flows.store.layout import newest, run_paths
+    from .flows.store.state_file import StateCorrupt, load
 
     out = []
     for path in paths:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from sandbox import SandboxUnavailable
 
-from .flows.layout import run_paths
-from .flows.lock import is_held
+from .flows.store.layout import run_paths
+from .flows.store.lock import is_held
 
 
 def run_sandbox_command(
@@ -33,8 +33,8 @@ def _build(flow_ref: str | None) -> int:
         return 0
     from sandbox.image.layer import ensure_layer
 
-    from .flows import contract
-    from .packages import requirements_of
+    from .flows.definition import contract
+    from .flows.definition.packages import requirements_of
 
     flow = contract.require(Path(flow_ref))
     wanted = requirements_of(flow)

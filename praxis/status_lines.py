@@ -9,7 +9,7 @@ import shlex
 import time
 from typing import Any
 
-from .flows.state import RunState
+from .flows.model.state import RunState
 from .terminal import command, escape
 
 MARKS = {"done": "✓", "failed": "✗", "running": "▶", "stale": "~", "pending": "·"}

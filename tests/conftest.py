@@ -60,7 +60,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 def allow_local() -> Iterator[None]:
     """The person's ``--allow-local``: for a test whose flow.yaml asks for the local or fake
     backend (code on this host), as a person passes the flag on the command line."""
-    from praxis.flows import isolation
+    from praxis.flows.definition import isolation
 
     before = isolation.allow_local()
     try:

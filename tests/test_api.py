@@ -9,8 +9,8 @@ import pytest
 
 import praxis
 from praxis.errors import UsageError
-from praxis.flows.events import ArtifactEdited, GateApproved, PhaseDone
-from praxis.flows.sandbox_config import SandboxInvalid
+from praxis.flows.definition.sandbox_config import SandboxInvalid
+from praxis.flows.model.events import ArtifactEdited, GateApproved, PhaseDone
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from praxis.flows import state_file
+from praxis.flows.store import state_file
 
 from .flows.helpers import one_script_flow, three_phase_flow, write_flow
 

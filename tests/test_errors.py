@@ -13,7 +13,7 @@ import praxis
 from praxis import errors
 from praxis.cli import main
 from praxis.errors import EXIT, PraxisError, exit_code_of, next_of
-from praxis.flows import runner
+from praxis.flows.engine import runner
 from sandbox.errors import SandboxUnavailable
 from sandbox.image.layer import PackagesUnavailable
 
@@ -67,8 +67,8 @@ def test_the_public_errors_are_the_tree_s() -> None:
 
 def test_value_and_lookup_errors_stay_what_they_were() -> None:
     from praxis.api import NoOutput
-    from praxis.flows.decisions import BadActor
-    from praxis.flows.params import BadParam
+    from praxis.flows.model.decisions import BadActor
+    from praxis.flows.model.params import BadParam
 
     assert issubclass(BadParam, ValueError) and issubclass(BadActor, ValueError)
     assert issubclass(NoOutput, LookupError)

@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from praxis.flows import contract, runner, state_file
+from praxis.flows.definition import contract
+from praxis.flows.engine import runner
+from praxis.flows.store import state_file
 
 from .labels import TEST_LABELS
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from praxis.flows import runner
+from praxis.flows.engine import runner
 
 from .flows.helpers import Fakes, one_script_flow
 
@@ -64,16 +64,16 @@ def done_flow(tmp_path_factory: pytest.TempPathFactory) -> Path:
 # What each quick command does not need: modules taken out of its imports, kept out.
 NOT_NEEDED = {
     "status": (
-        "praxis.flows.runner",  # status records hand edits through reconcile, not the runner
-        "praxis.flows.opening",
-        "praxis.flows.collect",
-        "praxis.flows.snapshot",  # a run's manifests only at a Gate
-        "praxis.flows.edits",  # only when a hand edit is recorded
-        "praxis.flows.live",
-        "praxis.flows.notebook_check",  # the flow has no notebook phase
-        "praxis.flows.events",  # a log without decisions or edits adds nothing to the receipt
-        "praxis.flows.decisions",
-        "praxis.flows.checks",  # tables are checked only at a Gate
+        "praxis.flows.engine.runner",  # status records hand edits through reconcile, not the runner
+        "praxis.flows.engine.opening",
+        "praxis.flows.engine.collect",
+        "praxis.flows.store.snapshot",  # a run's manifests only at a Gate
+        "praxis.flows.engine.edits",  # only when a hand edit is recorded
+        "praxis.flows.store.live",
+        "praxis.flows.definition.notebook_check",  # the flow has no notebook phase
+        "praxis.flows.model.events",  # a log without decisions or edits adds nothing to the receipt
+        "praxis.flows.model.decisions",
+        "praxis.flows.engine.checks",  # tables are checked only at a Gate
         "praxis.console",  # the words of status are in status_lines
         "secrets",  # run ids are made only for a new run
         "subprocess",
@@ -82,19 +82,19 @@ NOT_NEEDED = {
         "signal",  # only a command that runs phases is stopped by SIGTERM and SIGHUP
     ),
     "runs": (
-        "praxis.flows.runner",
-        "praxis.flows.events",
-        "praxis.flows.notebook_check",
-        "praxis.flows.checks",
+        "praxis.flows.engine.runner",
+        "praxis.flows.model.events",
+        "praxis.flows.definition.notebook_check",
+        "praxis.flows.engine.checks",
         "praxis.status_lines",
         "subprocess",
         "tempfile",
         "signal",
     ),
     "check": (
-        "praxis.flows.checks",  # flow.yaml's checks: are read by check_spec
-        "praxis.flows.context",
-        "praxis.flows.notebook_check",
+        "praxis.flows.engine.checks",  # flow.yaml's checks: are read by check_spec
+        "praxis.flows.engine.context",
+        "praxis.flows.definition.notebook_check",
         "difflib",
         "hashlib",
         "json",  # flow.yaml is YAML; only `status --json` and the run's files are JSON

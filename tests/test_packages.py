@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from praxis import packages
 from praxis.cli import main
-from praxis.flows import contract, state_file
+from praxis.flows.definition import contract, packages
+from praxis.flows.store import state_file
 from sandbox import FakeOptions
 from sandbox.image import layer
 

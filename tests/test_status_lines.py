@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from praxis.flows.state import PhaseState, RunState
+from praxis.flows.model.state import PhaseState, RunState
 from praxis.status_lines import receipt_lines, route_lines, timeline
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from praxis import terminal
 from praxis.cli import main
-from praxis.flows import state_file
+from praxis.flows.store import state_file
 
 from .flows.helpers import three_phase_flow, write_flow
 from .test_cli_edges import newest_run, run_cli

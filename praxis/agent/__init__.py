@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING
 from praxis.lazy import exports
 
 if TYPE_CHECKING:  # the names as the type checker sees them; at run time, __getattr__ below
-    from praxis.flows.events import ApprovalAnswered as ApprovalAnswered
-    from praxis.flows.events import ApprovalAsked as ApprovalAsked
-    from praxis.flows.events import ModelCalled as ModelCalled
-    from praxis.flows.events import ToolCalled as ToolCalled
+    from praxis.flows.model.events import ApprovalAnswered as ApprovalAnswered
+    from praxis.flows.model.events import ApprovalAsked as ApprovalAsked
+    from praxis.flows.model.events import ModelCalled as ModelCalled
+    from praxis.flows.model.events import ToolCalled as ToolCalled
 
     from .approvals import ApprovalQueue as ApprovalQueue
     from .approvals import ApprovalRefused as ApprovalRefused
@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # the names as the type checker sees them; at run time, __get
     from .turn import TurnResult as TurnResult
     from .turn import run_turn as run_turn
 
-_EVENTS = "praxis.flows.events"  # the catalogue of every event kind
+_EVENTS = "praxis.flows.model.events"  # the catalogue of every event kind
 _HOME = {
     "ApprovalAnswered": _EVENTS,
     "ApprovalAsked": _EVENTS,

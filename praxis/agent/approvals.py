@@ -1,6 +1,6 @@
 """Approving code an agent wants to run that is not a prepared script.
 
-An approver is ``(phase_id, code) -> bool`` (``praxis.flows.context.Approver``). Two are
+An approver is ``(phase_id, code) -> bool`` (``praxis.flows.engine.context.Approver``). Two are
 provided: ``ApprovalQueue``, an in-memory queue of pending requests that a terminal prompt or
 the reviewer web UI serves (``pending()`` / ``answer(id, yes)``), and ``terminal_approver()``,
 which shows the code and asks y/N when stdin is a terminal. Requests live in memory only: a
@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from typing import TextIO
 
 from praxis.errors import Refused
-from praxis.flows.context import Approver, PhaseContext
-from praxis.flows.events import ApprovalAnswered, ApprovalAsked
+from praxis.flows.engine.context import Approver, PhaseContext
+from praxis.flows.model.events import ApprovalAnswered, ApprovalAsked
 
 NOBODY = (
     "refused: nobody can approve new code in this run (no terminal, no reviewer UI). "

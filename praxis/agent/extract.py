@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from praxis.flows.context import PhaseContext
+from praxis.flows.engine.context import PhaseContext
 from praxis.sources import sink
 from praxis.sources.connect import QueryError, Unavailable, open_session
 from praxis.sources.source import BadSource, Source, parse

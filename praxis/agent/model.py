@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from praxis.errors import EXIT
-from praxis.flows.context import PhaseContext, PhaseError
+from praxis.flows.engine.context import PhaseContext, PhaseError
 
 ENV = "PRAXIS_MODEL"
 PROVIDER_PACKAGES = {

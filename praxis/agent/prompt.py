@@ -16,8 +16,8 @@ from pathlib import Path
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
-from praxis.flows.context import PhaseContext, PhaseError
-from praxis.flows.model import DEFAULT_LIMITS
+from praxis.flows.engine.context import PhaseContext, PhaseError
+from praxis.flows.model.flow import DEFAULT_LIMITS
 from sandbox import SandboxError
 from sandbox.paths import confined
 
@@ -142,7 +142,7 @@ def _previous(ctx: PhaseContext) -> str:
 
 def _tool_calls(ctx: PhaseContext, attempt: int) -> list[str]:
     """One line per tool call of ``attempt`` of this phase, from the run's events."""
-    from praxis.flows.events import EventLog, EventLogCorrupt, PhaseStarted, ToolCalled
+    from praxis.flows.model.events import EventLog, EventLogCorrupt, PhaseStarted, ToolCalled
 
     lines: list[str] = []
     current = False
@@ -254,7 +254,7 @@ def limit(ctx: PhaseContext, key: str) -> int:
 
 
 def _read_text(ctx: PhaseContext, name: str, base: Path | None = None) -> str:
-    from praxis.flows import flow_files
+    from praxis.flows.definition import flow_files
 
     try:
         if base is not None:  # a flow file: by descriptor, no link followed

@@ -1,6 +1,6 @@
 """A CSV/TSV profile for a prompt, within a budget of rows, bytes and time.
 
-The rows are read as a stream (``praxis.flows.csvread``: lines, records and fields bounded),
+The rows are read as a stream (``praxis.flows.store.csvread``: lines, records and fields bounded),
 at most ``ROWS`` of them, ``BYTES`` of text and ``SECONDS`` of reading; pandas then types
 the columns of what was read. The file's rows are counted by newlines, in fixed-size reads.
 A file past a bound is profiled from the rows read, saying so; one whose lines or records are
@@ -16,7 +16,7 @@ from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
-from praxis.flows import csvread
+from praxis.flows.store import csvread
 
 ROWS = 10_000  # data rows a profile reads
 BYTES = 8 << 20  # characters of rows a profile reads

@@ -16,8 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from praxis.flows.context import PhaseContext
-from praxis.flows.events import CodeRan, ToolCalled
+from praxis.flows.engine.context import PhaseContext
+from praxis.flows.model.events import CodeRan, ToolCalled
 from praxis.sources import sink
 from sandbox import ExecResult
 from sandbox.paths import name_problem

@@ -14,8 +14,8 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from praxis.flows.context import PhaseContext, PhaseError
-from praxis.flows.events import ModelCalled
+from praxis.flows.engine.context import PhaseContext, PhaseError
+from praxis.flows.model.events import ModelCalled
 
 from .model import model_for
 from .prompt import build_messages, limit

@@ -1,7 +1,7 @@
 """The flow chat: what the model is told, and the loop of one message (DESIGN.md §9).
 
 The system prompt explains what a flow is from the contract's own key lists
-(``praxis.flows.contract``), so it names exactly the keys ``praxis check`` accepts. One
+(``praxis.flows.definition.contract``), so it names exactly the keys ``praxis check`` accepts. One
 message from the person is one turn: model calls with tool calls until the model answers
 without one, or until ``max_calls`` calls, where the turn ends politely and says so (unlike
 an agent phase, whose limit fails the phase). Every message is appended to the transcript
@@ -21,10 +21,10 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 from praxis.agent.turn import message_text
 from praxis.errors import PraxisError
-from praxis.flows import contract, kinds
-from praxis.flows.check_spec import CHECK_KEYS
-from praxis.flows.context import Approver
-from praxis.flows.model import DEFAULT_LIMITS, REVIEW_MODES
+from praxis.flows.definition import contract, kinds
+from praxis.flows.engine.context import Approver
+from praxis.flows.model.check_spec import CHECK_KEYS
+from praxis.flows.model.flow import DEFAULT_LIMITS, REVIEW_MODES
 from praxis.phases.kinds import AGENT_ONLY
 from sandbox import backends
 
@@ -416,7 +416,7 @@ def answered(messages: list[BaseMessage]) -> list[BaseMessage]:
 def resolve_chat_model(root: Path, env: Mapping[str, str] | None = None) -> Any:
     """The chat model, chosen as an agent phase's is: PRAXIS_MODEL, else flow.yaml ``model``."""
     from praxis.agent.model import ENV, ModelUnavailable, resolve_model
-    from praxis.flows import safe_yaml
+    from praxis.flows.definition import safe_yaml
 
     spec = None
     definition = root / "flow.yaml"

@@ -15,7 +15,7 @@ from typing import Any, TextIO
 
 from praxis.agent.approvals import terminal_approver
 from praxis.errors import PraxisError
-from praxis.flows import contract
+from praxis.flows.definition import contract
 from praxis.terminal import command as printed
 from praxis.terminal import commands_in
 

@@ -21,11 +21,12 @@ from pathlib import Path
 from typing import Any
 
 from praxis.errors import Refused
-from praxis.flows import contract, isolation, runner, sandbox_config
-from praxis.flows.context import Approver
-from praxis.flows.handle import RunHandle
-from praxis.flows.lock import Busy
-from praxis.flows.model import DEFAULT_TIMEOUT, Flow, SandboxSettings
+from praxis.flows.definition import contract, isolation, sandbox_config
+from praxis.flows.engine import runner
+from praxis.flows.engine.context import Approver
+from praxis.flows.model.flow import DEFAULT_TIMEOUT, Flow, SandboxSettings
+from praxis.flows.store.handle import RunHandle
+from praxis.flows.store.lock import Busy
 from sandbox import Kernel, Sandbox, open_backend
 
 PREVIEW_CHARS = 600

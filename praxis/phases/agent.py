@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from praxis.agent import run_turn
-from praxis.flows.context import PhaseContext
+from praxis.flows.engine.context import PhaseContext
 
 
 def run(ctx: PhaseContext) -> None:

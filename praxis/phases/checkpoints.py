@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from praxis.flows.record import Record
+from praxis.flows.store.record import Record
 
 log = logging.getLogger("praxis")
 

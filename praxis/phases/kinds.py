@@ -1,5 +1,5 @@
-"""The built-in phase kinds (``praxis.flows.kinds.PhaseKind``), declared as entry points of
-``praxis.phase_kinds`` in pyproject.toml: ``script``, ``notebook`` and ``agent``.
+"""The built-in phase kinds (``praxis.flows.definition.kinds.PhaseKind``), declared as entry
+points of ``praxis.phase_kinds`` in pyproject.toml: ``script``, ``notebook`` and ``agent``.
 
 This module is light: checking a flow.yaml loads it, so a kind's executor (``praxis.phases.
 script``, ``notebook``, ``agent``: the kernel, nbformat, the model stack) is imported only when
@@ -12,14 +12,14 @@ import importlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from praxis.flows.yaml_values import show
+from praxis.flows.definition.yaml_values import show
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from praxis.flows.context import PhaseContext
-    from praxis.flows.kinds import Reader
-    from praxis.flows.model import Flow, Phase
+    from praxis.flows.definition.kinds import Reader
+    from praxis.flows.engine.context import PhaseContext
+    from praxis.flows.model.flow import Flow, Phase
 
 AGENT_ONLY = ("prompt", "scripts", "queries", "limits")
 
@@ -70,7 +70,9 @@ class FileKind:
 
     def check(self, root: Path, script: str, loc: str, reader: Reader) -> None:
         if self.suffix == ".ipynb":
-            from praxis.flows import notebook_check  # reads the .ipynb: only a notebook needs it
+            from praxis.flows.definition import (
+                notebook_check,  # reads the .ipynb: only a notebook needs it
+            )
 
             if found := notebook_check.flow_problem(root, script):
                 reader.error(f"{loc}.script", found)

@@ -39,10 +39,10 @@ from typing import Any
 import nbformat
 from nbformat import NotebookNode
 
-from praxis.flows import notebook_check
-from praxis.flows.context import PhaseContext, PhaseError
-from praxis.flows.events import CodeRan
-from praxis.flows.layout import run_paths
+from praxis.flows.definition import notebook_check
+from praxis.flows.engine.context import PhaseContext, PhaseError
+from praxis.flows.model.events import CodeRan
+from praxis.flows.store.layout import run_paths
 from sandbox import ExecResult, ExecTimeout, KernelDied, SandboxError
 
 from .checkpoints import Checkpoints

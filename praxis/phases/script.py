@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import re
 
-from praxis.flows import flow_files
-from praxis.flows.context import PhaseContext, PhaseError
-from praxis.flows.events import CodeRan
+from praxis.flows.definition import flow_files
+from praxis.flows.engine.context import PhaseContext, PhaseError
+from praxis.flows.model.events import CodeRan
 
 from .notebook import clean_exit, error_text
 

@@ -28,10 +28,10 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from praxis.errors import PraxisError, RecordCorrupt, Refused
-from praxis.flows import runner
-from praxis.flows.handle import NoRun, RunHandle
-from praxis.flows.notify import Notifier
-from praxis.flows.reconcile import reconcile_if_free
+from praxis.flows.engine import runner
+from praxis.flows.engine.notify import Notifier
+from praxis.flows.engine.reconcile import reconcile_if_free
+from praxis.flows.store.handle import NoRun, RunHandle
 from sandbox.errors import PathRefused
 
 from . import catalog, columnar, drafts, highlight, refusals, render, tables, views

@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from praxis.agent.approvals import ApprovalQueue, ApprovalRequest
-from praxis.flows import runner
-from praxis.flows.handle import RunHandle
-from praxis.flows.notify import Notifier
-from praxis.flows.runner import SandboxFactory
+from praxis.flows.engine import runner
+from praxis.flows.engine.notify import Notifier
+from praxis.flows.engine.runner import SandboxFactory
+from praxis.flows.store.handle import RunHandle
 from sandbox import close_thread_loop
 
 from .warm import WarmSandboxes

@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from praxis.errors import UsageError
-from praxis.flows import contract
-from praxis.flows.handle import RunHandle
-from praxis.flows.layout import list_run_ids, run_paths
-from praxis.flows.model import Flow
-from praxis.flows.state import RunState
-from praxis.flows.state_file import StateCorrupt
-from praxis.flows.state_file import load as load_state
+from praxis.flows.definition import contract
+from praxis.flows.model.flow import Flow
+from praxis.flows.model.state import RunState
+from praxis.flows.store.handle import RunHandle
+from praxis.flows.store.layout import list_run_ids, run_paths
+from praxis.flows.store.state_file import StateCorrupt
+from praxis.flows.store.state_file import load as load_state
 from sandbox.errors import PathRefused
 from sandbox.paths import check_name
 

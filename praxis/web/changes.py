@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from praxis.flows.events import EventLog, EventLogCorrupt, PhaseDone
-from praxis.flows.handle import RunHandle
+from praxis.flows.model.events import EventLog, EventLogCorrupt, PhaseDone
+from praxis.flows.store.handle import RunHandle
 
 from . import csvedit, tables
 

@@ -12,9 +12,9 @@ import json
 from typing import Any
 
 from praxis.errors import Refused, UsageError
-from praxis.flows import runner
-from praxis.flows.handle import RunHandle
-from praxis.flows.layout import writable
+from praxis.flows.engine import runner
+from praxis.flows.store.handle import RunHandle
+from praxis.flows.store.layout import writable
 
 from . import changes, tables, validate
 

@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from praxis.flows import checks
+from praxis.flows.engine import checks
 
 from . import columnar, csvedit
 

@@ -16,8 +16,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 
 from praxis import parquet
-from praxis.flows import live
-from praxis.flows.handle import RunHandle
+from praxis.flows.store import live
+from praxis.flows.store.handle import RunHandle
 from sandbox.errors import PathRefused
 from sandbox.paths import confined
 

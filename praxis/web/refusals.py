@@ -9,7 +9,7 @@ import re
 from markupsafe import Markup, escape
 
 from praxis.errors import PraxisError, RecordCorrupt, Refused, UsageError
-from praxis.flows.lock import Busy
+from praxis.flows.store.lock import Busy
 from sandbox.errors import PathRefused
 
 from .catalog import NotFound

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from praxis.errors import Refused
-from praxis.flows import edits
+from praxis.flows.engine import edits
 
 from . import columnar, csvedit, find
 

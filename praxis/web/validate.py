@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from praxis.flows import checks
-from praxis.flows.handle import RunHandle
+from praxis.flows.engine import checks
+from praxis.flows.store.handle import RunHandle
 
 from . import cellchecks, changes, csvedit, tables
 

@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from praxis import parquet
-from praxis.flows.events import Event, EventLog, EventLogCorrupt
-from praxis.flows.handle import RunHandle
-from praxis.flows.layout import writable_names
-from praxis.flows.state import RunState
+from praxis.flows.model.events import Event, EventLog, EventLogCorrupt
+from praxis.flows.model.state import RunState
+from praxis.flows.store.handle import RunHandle
+from praxis.flows.store.layout import writable_names
 
 from . import columnar, csvedit, parquet_view, render, tables
 
@@ -249,7 +249,7 @@ def going(state: RunState, job: Any) -> str | None:
 def edits_question(run: RunHandle) -> dict[str, Any]:
     """What going back to each phase would replace of the outputs edited at a Gate, for the
     page to ask keep or discard: {"at_risk": {phase: [names]}, "keyless": [names]}."""
-    from praxis.flows import carry
+    from praxis.flows.engine import carry
 
     state = run.state
     risk = {p.id: [n for n, _ in carry.at_risk(state, p.id)] for p in state.phases}
@@ -268,7 +268,7 @@ def _carried(run: RunHandle) -> list[dict[str, Any]]:
         return []
     if b'"edits_carried"' not in run.paths.events.read_bytes():
         return []
-    from praxis.flows.events import EditsCarried
+    from praxis.flows.model.events import EditsCarried
 
     attempt = state.phase(state.gate).attempt
     return [

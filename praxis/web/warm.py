@@ -18,9 +18,9 @@ from collections import OrderedDict
 from functools import partial
 from pathlib import Path
 
-from praxis.flows.handle import RunHandle
-from praxis.flows.opening import Opening
-from praxis.flows.runner import SandboxFactory
+from praxis.flows.engine.opening import Opening
+from praxis.flows.engine.runner import SandboxFactory
+from praxis.flows.store.handle import RunHandle
 
 log = logging.getLogger("praxis")
 
@@ -87,9 +87,9 @@ def _load_executors(kinds: list[str]) -> None:
     """Import what the run's next advance imports first (the phase steps, nbformat, the
     executors of its kinds), so that the click does not wait for it either."""
     try:
-        importlib.import_module("praxis.flows.phase")
-        from praxis.flows import kinds as phase_kinds
-        from praxis.flows.record import prepare_validator
+        importlib.import_module("praxis.flows.engine.phase")
+        from praxis.flows.definition import kinds as phase_kinds
+        from praxis.flows.store.record import prepare_validator
 
         prepare_validator()  # the records' validator, built now rather than beside the phase
         for kind in kinds:

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from praxis.agent.scripted import ScriptedChatModel
-from praxis.flows.context import Approver, PhaseContext
-from praxis.flows.events import Event
-from praxis.flows.model import Flow, Phase
-from praxis.flows.record import Record
+from praxis.flows.engine.context import Approver, PhaseContext
+from praxis.flows.model.events import Event
+from praxis.flows.model.flow import Flow, Phase
+from praxis.flows.store.record import Record
 from sandbox import Sandbox, open_sandbox
 
 

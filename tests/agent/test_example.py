@@ -8,9 +8,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from praxis.flows import runner
-from praxis.flows.layout import run_paths
-from praxis.flows.model import Flow
+from praxis.flows.engine import runner
+from praxis.flows.model.flow import Flow
+from praxis.flows.store.layout import run_paths
 from sandbox import Sandbox, open_sandbox
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "flows" / "agent-example"

@@ -6,8 +6,8 @@ import dataclasses
 from pathlib import Path
 
 from praxis.agent import prompt
-from praxis.flows.events import EventLog, PhaseStarted, ToolCalled
-from praxis.flows.model import Phase
+from praxis.flows.model.events import EventLog, PhaseStarted, ToolCalled
+from praxis.flows.model.flow import Phase
 from praxis.phases import agent
 
 from .conftest import Make, reply

@@ -8,7 +8,7 @@ import pytest
 from langchain_core.messages import AIMessage
 
 from praxis.agent import run_turn
-from praxis.flows.context import PhaseError
+from praxis.flows.engine.context import PhaseError
 from praxis.phases import agent
 
 from .conftest import Make, call, reply

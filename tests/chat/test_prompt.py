@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from praxis.chat.chat import CHECK_HELP, KEY_HELP, prompt_keys, system_prompt
-from praxis.flows import contract, kinds
-from praxis.flows.check_spec import CHECK_KEYS
-from praxis.flows.model import REVIEW_MODES
+from praxis.flows.definition import contract, kinds
+from praxis.flows.model.check_spec import CHECK_KEYS
+from praxis.flows.model.flow import REVIEW_MODES
 
 
 def test_the_prompt_lists_the_contracts_keys() -> None:

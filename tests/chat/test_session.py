@@ -11,7 +11,7 @@ from langchain_core.messages import ToolMessage
 from praxis import api
 from praxis.agent.scripted import ScriptedChatModel
 from praxis.chat import TOOL_NAMES, open_chat
-from praxis.flows import contract
+from praxis.flows.definition import contract
 
 from .scenario import ASK, FLOW_OK, replies, start
 

@@ -7,10 +7,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from praxis.flows import runner
-from praxis.flows.handle import RunHandle
-from praxis.flows.model import Flow
-from praxis.flows.state import RunState
+from praxis.flows.engine import runner
+from praxis.flows.model.flow import Flow
+from praxis.flows.model.state import RunState
+from praxis.flows.store.handle import RunHandle
 from sandbox import Sandbox, close_thread_loop, open_sandbox
 from sandbox.fake import FakeSandbox, Handler
 

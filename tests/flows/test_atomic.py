@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from praxis.flows.atomic import write_atomic
+from praxis.flows.store.atomic import write_atomic
 
 
 def test_a_file_is_replaced_whole_with_the_mode_asked(tmp_path: Path) -> None:

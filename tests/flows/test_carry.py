@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from praxis.flows import carry, runner
-from praxis.flows.handle import RunHandle
-from praxis.flows.status import status_of
+from praxis.flows.engine import carry, runner
+from praxis.flows.report.status import status_of
+from praxis.flows.store.handle import RunHandle
 
 from .helpers import Fakes, write_flow
 

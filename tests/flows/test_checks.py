@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from praxis.flows import checks, contract, runner
-from praxis.flows.handle import RunHandle
+from praxis.flows.definition import contract
+from praxis.flows.engine import checks, runner
+from praxis.flows.store.handle import RunHandle
 
 from .gates import FILES, TWO_GATES, two_gates
 from .helpers import Fakes, write_flow

@@ -9,13 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from praxis.flows import collect, runner, snapshot
-from praxis.flows.context import PhaseError
-from praxis.flows.events import EventLog
-from praxis.flows.handle import RunHandle
-from praxis.flows.layout import RunPaths
-from praxis.flows.model import Phase
-from praxis.flows.snapshot import FOLDER, Item, Manifest, Store
+from praxis.flows.engine import collect, runner
+from praxis.flows.engine.context import PhaseError
+from praxis.flows.model.events import EventLog
+from praxis.flows.model.flow import Phase
+from praxis.flows.store import snapshot
+from praxis.flows.store.handle import RunHandle
+from praxis.flows.store.layout import RunPaths
+from praxis.flows.store.snapshot import FOLDER, Item, Manifest, Store
 from sandbox import ExecResult
 
 from .helpers import Fakes, one_script_flow, write_flow

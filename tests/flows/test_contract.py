@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from praxis.flows import contract
-from praxis.flows.model import DEFAULT_LIMITS, Flow, Phase, SandboxSettings
+from praxis.flows.definition import contract
+from praxis.flows.model.flow import DEFAULT_LIMITS, Flow, Phase, SandboxSettings
 from sandbox import DockerOptions
 
 GOOD = """\

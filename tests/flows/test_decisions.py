@@ -8,11 +8,11 @@ import json
 import pytest
 
 from praxis import cli
-from praxis.flows import runner
-from praxis.flows.digest import sha256_of
-from praxis.flows.events import EventLog
-from praxis.flows.handle import RunHandle
-from praxis.flows.status import status_of
+from praxis.flows.definition.digest import sha256_of
+from praxis.flows.engine import runner
+from praxis.flows.model.events import EventLog
+from praxis.flows.report.status import status_of
+from praxis.flows.store.handle import RunHandle
 
 from .gates import two_gates
 from .helpers import Fakes, write_flow

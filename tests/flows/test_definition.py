@@ -6,8 +6,9 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from praxis.flows import definition, kinds
-from praxis.flows.model import Flow, Phase
+from praxis.flows.definition import digests as definition
+from praxis.flows.definition import kinds
+from praxis.flows.model.flow import Flow, Phase
 
 LOAD = Phase(
     id="load", kind="script", script="load.py", working=("data/in.csv",), outputs=("a.csv",)

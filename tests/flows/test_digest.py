@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from praxis.flows.digest import sha256_of
+from praxis.flows.definition.digest import sha256_of
 
 
 def test_the_digest_is_the_sha256_of_the_content(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from praxis.flows import edits
+from praxis.flows.engine import edits
 
 TABLE = b"id,v\n1,a\n2,b\n3,c\n4,d\n"
 

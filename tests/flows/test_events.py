@@ -16,8 +16,8 @@ from typing import Any, ClassVar
 
 import pytest
 
-from praxis.flows import events as ev
-from praxis.flows import runner
+from praxis.flows.engine import runner
+from praxis.flows.model import events as ev
 
 from .helpers import three_phase_flow
 
@@ -103,7 +103,7 @@ def _event_classes_in_source() -> dict[str, str]:
 def test_the_catalogue_lists_every_event_class_of_praxis_once() -> None:
     listed = {cls.__name__ for cls in ev.CATALOGUE}
     assert set(_event_classes_in_source()) == listed
-    assert all(cls.__module__ == "praxis.flows.events" for cls in ev.CATALOGUE)
+    assert all(cls.__module__ == "praxis.flows.model.events" for cls in ev.CATALOGUE)
     assert len(ev.KINDS) == len(ev.CATALOGUE)
     assert all(ev.KINDS[cls.kind] is cls for cls in ev.CATALOGUE)
 
@@ -192,7 +192,7 @@ def test_praxis_log_and_events_read_every_kind_in_a_fresh_process(tmp_path: Path
     assert read.returncode == 0, read.stderr
     report = json.loads(read.stdout)
     got = report["events"][1:]
-    assert [(m, n) for m, n, _ in got] == [("praxis.flows.events", c.__name__) for c in KNOWN]
+    assert [(m, n) for m, n, _ in got] == [("praxis.flows.model.events", c.__name__) for c in KNOWN]
     assert [line for _, _, line in got] == [one.to_json() for one in written]
     assert report["agent_imported"] is False  # no module had to be imported for its kinds
 
@@ -223,7 +223,7 @@ def test_a_kind_that_is_taken_or_not_an_event_is_refused() -> None:
         kind: ClassVar[str] = "test_stamped"
         rev: int
 
-    with pytest.raises(ev.KindTaken, match="'phase_done' is taken by praxis.flows.events"):
+    with pytest.raises(ev.KindTaken, match="'phase_done' is taken by praxis.flows.model.events"):
         ev.register(Impostor)
     with pytest.raises(TypeError, match="field 'rev'"):
         ev.register(Stamped)
@@ -236,7 +236,7 @@ ADD_ON = """
 from dataclasses import dataclass
 from typing import ClassVar
 
-from praxis.flows.events import Event
+from praxis.flows.model.events import Event
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -261,7 +261,7 @@ def test_an_add_on_kind_named_by_an_entry_point_is_read_in_a_fresh_process(
         '{"kind": "deployed", "at": 1.0, "target": "prod"}\n{"kind": "nobody", "at": 2.0}\n'
     )
     script = (
-        "import sys, pathlib; from praxis.flows.events import EventLog; "
+        "import sys, pathlib; from praxis.flows.model.events import EventLog; "
         "log = EventLog(pathlib.Path(sys.argv[1])); "
         "print([(type(e).__name__, e.to_json()) for e in log.read()])"
     )

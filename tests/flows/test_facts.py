@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from praxis.flows import runner
-from praxis.flows.digest import sha256_of
-from praxis.flows.facts import changes, one_line, state_facts
-from praxis.flows.handle import RunHandle
-from praxis.flows.status import status_of
+from praxis.flows.definition.digest import sha256_of
+from praxis.flows.engine import runner
+from praxis.flows.report.facts import changes, one_line, state_facts
+from praxis.flows.report.status import status_of
+from praxis.flows.store.handle import RunHandle
 
 from .helpers import Fakes, three_phase_flow, write_flow
 

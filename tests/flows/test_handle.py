@@ -12,14 +12,15 @@ from typing import Any
 
 import pytest
 
-from praxis.flows import contract, runner
-from praxis.flows import handle as handle_module
-from praxis.flows.events import EventLog, PhaseStarted, RunBegun, RunStateChanged
-from praxis.flows.handle import NoRun, RunHandle, listing
-from praxis.flows.layout import list_run_ids
-from praxis.flows.model import Flow
-from praxis.flows.state import IllegalTransition
-from praxis.flows.state_file import load
+from praxis.flows.definition import contract
+from praxis.flows.engine import runner
+from praxis.flows.model.events import EventLog, PhaseStarted, RunBegun, RunStateChanged
+from praxis.flows.model.flow import Flow
+from praxis.flows.model.state import IllegalTransition
+from praxis.flows.store import handle as handle_module
+from praxis.flows.store.handle import NoRun, RunHandle, listing
+from praxis.flows.store.layout import list_run_ids
+from praxis.flows.store.state_file import load
 
 from .helpers import three_phase_flow
 

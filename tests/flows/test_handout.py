@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from praxis.flows.context import PhaseError
-from praxis.flows.handout import Handout
+from praxis.flows.engine.context import PhaseError
+from praxis.flows.engine.handout import Handout
 from sandbox import ExecResult, Kernel, SandboxUnavailable
 from sandbox.fake import FakeSandbox
 

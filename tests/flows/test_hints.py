@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from praxis.flows.hints import missing_package, with_hint
+from praxis.flows.model.hints import missing_package, with_hint
 
 
 @pytest.mark.parametrize(

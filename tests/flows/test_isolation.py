@@ -7,9 +7,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from praxis.flows import isolation
-from praxis.flows.isolation import LocalRefused
-from praxis.flows.model import SandboxSettings
+from praxis.flows.definition import isolation
+from praxis.flows.definition.isolation import LocalRefused
+from praxis.flows.model.flow import SandboxSettings
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""praxis/flows/kinds.py: phase kinds are entry points; flow.yaml names them; another
+"""praxis/flows/definition/kinds.py: phase kinds are entry points; flow.yaml names them; another
 distribution adds one; naming a kind imports nothing of its executor."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from praxis.errors import UsageError
-from praxis.flows import kinds
-from praxis.flows.kinds import PhaseKind, UnknownKind
+from praxis.flows.definition import kinds
+from praxis.flows.definition.kinds import PhaseKind, UnknownKind
 
 
 def test_the_names_are_the_entry_points_of_the_group() -> None:
@@ -84,7 +84,7 @@ def test_another_distribution_adds_a_kind_that_flow_yaml_names(tmp_path: Path) -
         """)
     )
     script = (
-        "import sys; from praxis.flows import contract, kinds; "
+        "import sys; from praxis.flows.definition import contract, kinds; "
         "print(kinds.names()); report = contract.check(sys.argv[1]); "
         "print([str(p) for p in report.problems]); "
         "print(sorted(m for m in sys.modules if m.startswith('praxis.phases.')))"

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from praxis.flows import layout
-from praxis.flows import state as st
-from praxis.flows.layout import NotWritable, RunPaths
-from praxis.flows.model import Flow, Phase
+from praxis.flows.model import state as st
+from praxis.flows.model.flow import Flow, Phase
+from praxis.flows.store import layout
+from praxis.flows.store.layout import NotWritable, RunPaths
 
 NOON = calendar.timegm((2026, 11, 30, 12, 0, 0, 0, 0, 0))
 ID = re.compile(r"^\d{8}-\d{6}-[0-9a-f]{4}$")

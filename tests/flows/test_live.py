@@ -12,10 +12,11 @@ import time
 from pathlib import Path
 
 from praxis.console import LiveTail, Progress, escape
-from praxis.flows import events as ev
-from praxis.flows import live, runner
-from praxis.flows.handle import RunHandle
-from praxis.flows.state import RunState
+from praxis.flows.engine import runner
+from praxis.flows.model import events as ev
+from praxis.flows.model.state import RunState
+from praxis.flows.store import live
+from praxis.flows.store.handle import RunHandle
 
 from .helpers import advance, in_thread
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from praxis.flows.lock import Busy, Lock, Vanished, holder, is_held
+from praxis.flows.store.lock import Busy, Lock, Vanished, holder, is_held
 
 
 def test_second_taker_is_busy_naming_the_holder(tmp_path) -> None:
@@ -31,7 +31,7 @@ def test_second_taker_is_busy_naming_the_holder(tmp_path) -> None:
 def test_killing_the_holder_frees_the_lock_at_once(tmp_path) -> None:
     path = tmp_path / "run.lock"
     code = (
-        "import sys, time; from praxis.flows.lock import Lock;"
+        "import sys, time; from praxis.flows.store.lock import Lock;"
         f"l = Lock(__import__('pathlib').Path({str(path)!r})); l.acquire();"
         "print('held', flush=True); time.sleep(60)"
     )

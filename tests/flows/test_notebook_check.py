@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from praxis import cli
-from praxis.flows import contract, runner
+from praxis.flows.definition import contract
+from praxis.flows.engine import runner
 
 from ..phases.test_notebook_parity import flow_of
 

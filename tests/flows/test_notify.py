@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 
-from praxis.flows import contract, notify, runner
-from praxis.flows.handle import RunHandle
+from praxis.flows.definition import contract
+from praxis.flows.engine import notify, runner
+from praxis.flows.store.handle import RunHandle
 
 from .gates import FILES, TWO_GATES
 from .helpers import Fakes, write_flow

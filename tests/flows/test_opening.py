@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from praxis.flows.opening import Opening
+from praxis.flows.engine.opening import Opening
 from sandbox import SandboxUnavailable
 from sandbox.fake import FakeSandbox
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from praxis.flows.params import BadParam, parse_pairs, resolve
+from praxis.flows.model.params import BadParam, parse_pairs, resolve
 
 DEFAULTS = {"region": "north", "limit": 10, "rate": 0.5, "dry": False}
 

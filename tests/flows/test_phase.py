@@ -9,10 +9,11 @@ from typing import Any
 
 import pytest
 
-from praxis.flows import phase as phase_step
-from praxis.flows import runner, snapshot
-from praxis.flows.events import EventLog
-from praxis.flows.handle import RunHandle
+from praxis.flows.engine import phase as phase_step
+from praxis.flows.engine import runner
+from praxis.flows.model.events import EventLog
+from praxis.flows.store import snapshot
+from praxis.flows.store.handle import RunHandle
 from sandbox import Kernel, KernelDied, PathRefused, SandboxUnavailable
 from sandbox.fake import FakeSandbox
 

@@ -3,9 +3,9 @@ per phase with its outputs, Gate decisions (by whom) and reviewer edits."""
 
 from __future__ import annotations
 
-from praxis.flows import state as st
-from praxis.flows.events import ArtifactEdited, GateApproved, GateRejected, PhaseStarted
-from praxis.flows.receipt import receipt
+from praxis.flows.model import state as st
+from praxis.flows.model.events import ArtifactEdited, GateApproved, GateRejected, PhaseStarted
+from praxis.flows.report.receipt import receipt
 
 
 def finished() -> st.RunState:

@@ -8,10 +8,10 @@ import json
 
 import pytest
 
-from praxis.flows import reconcile, runner
-from praxis.flows.handle import RunHandle
-from praxis.flows.lock import Lock
-from praxis.flows.status import status_of
+from praxis.flows.engine import reconcile, runner
+from praxis.flows.report.status import status_of
+from praxis.flows.store.handle import RunHandle
+from praxis.flows.store.lock import Lock
 
 from .helpers import Fakes
 from .test_decisions import at_first_gate, events, main

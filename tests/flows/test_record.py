@@ -11,11 +11,11 @@ import pytest
 from nbformat import v4
 
 from praxis.agent.scripted import ScriptedChatModel
-from praxis.flows import record as record_module
-from praxis.flows import runner
-from praxis.flows.handle import RunHandle
-from praxis.flows.model import Flow
-from praxis.flows.record import Record
+from praxis.flows.engine import runner
+from praxis.flows.model.flow import Flow
+from praxis.flows.store import record as record_module
+from praxis.flows.store.handle import RunHandle
+from praxis.flows.store.record import Record
 from sandbox import ExecResult, Sandbox, open_sandbox
 
 # A 1x1 PNG.

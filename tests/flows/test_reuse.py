@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from praxis.flows import runner
-from praxis.flows.contract import load
-from praxis.flows.events import EventLog, PhaseReused
-from praxis.flows.layout import run_paths
-from praxis.flows.reuse import index_dir, sandbox_part
+from praxis.flows.definition.contract import load
+from praxis.flows.engine import runner
+from praxis.flows.engine.reuse import index_dir, sandbox_part
+from praxis.flows.model.events import EventLog, PhaseReused
+from praxis.flows.store.layout import run_paths
 from praxis.status_lines import timeline
 
 from .helpers import Fakes, write_flow

@@ -8,7 +8,7 @@ import dataclasses
 
 import pytest
 
-from praxis.flows.route import REASONS, Facts, route
+from praxis.flows.report.route import REASONS, Facts, route
 
 BASE = Facts(flow="flows/f", run="r1", status="paused", revision=7, cursor_phase="b")
 GATE = dataclasses.replace(BASE, gate="a", read=(("runs/r1/output/a.csv", "ab" * 32),))

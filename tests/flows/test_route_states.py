@@ -14,11 +14,12 @@ from typing import Any
 
 import pytest
 
-from praxis.flows import carry, decisions
-from praxis.flows import state as st
-from praxis.flows.facts import state_facts
-from praxis.flows.model import Flow, Phase
-from praxis.flows.route import Facts, route
+from praxis.flows.engine import carry
+from praxis.flows.model import decisions
+from praxis.flows.model import state as st
+from praxis.flows.model.flow import Flow, Phase
+from praxis.flows.report.facts import state_facts
+from praxis.flows.report.route import Facts, route
 
 IDS = ("a", "b", "c")
 SHA = "ab" * 32

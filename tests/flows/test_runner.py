@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from praxis.flows import runner
-from praxis.flows import state as st
-from praxis.flows.events import EventLog
-from praxis.flows.handle import RunHandle
-from praxis.flows.layout import NotWritable
+from praxis.flows.engine import runner
+from praxis.flows.model import state as st
+from praxis.flows.model.events import EventLog
+from praxis.flows.store.handle import RunHandle
+from praxis.flows.store.layout import NotWritable
 from sandbox import ExecResult, SandboxUnavailable
 
 from .helpers import Fakes, three_phase_flow
@@ -136,7 +136,7 @@ def test_a_phase_left_running_is_recovered_as_stopped(tmp_path) -> None:
     flow = three_phase_flow(tmp_path)
     run = runner.begin(flow)
     run.change("start", phase="load", pid=999999)  # as a process that then died
-    from praxis.flows.status import status_of
+    from praxis.flows.report.status import status_of
 
     assert "stopped before it finished" in status_of(RunHandle.open(run.flow, run.id)).message
     state = runner.advance(flow, run.id, make_sandbox=Fakes())

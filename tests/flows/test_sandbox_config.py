@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from praxis.flows import contract, sandbox_config
-from praxis.flows.model import SandboxSettings
-from praxis.flows.sandbox_config import SandboxInvalid
+from praxis.flows.definition import contract, sandbox_config
+from praxis.flows.definition.sandbox_config import SandboxInvalid
+from praxis.flows.model.flow import SandboxSettings
 from sandbox import DockerOptions, LocalOptions, UnknownBackend
 
 from .test_contract import SCRIPT_PHASE, lines, make, only
@@ -37,7 +37,7 @@ def test_sandbox_must_be_a_mapping_and_its_keys_are_the_backends(tmp_path: Path)
 
 
 def test_limits_cannot_be_switched_off(tmp_path: Path) -> None:
-    from praxis.flows.sandbox_config import host_cpus, host_memory, size
+    from praxis.flows.definition.sandbox_config import host_cpus, host_memory, size
 
     ram, cores = size(host_memory()), host_cpus()
     text = SCRIPT_PHASE + (

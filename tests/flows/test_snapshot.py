@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from praxis.flows import snapshot
-from praxis.flows.snapshot import FOLDER, Item, NotRecordable, Store, Workspace
+from praxis.flows.store import snapshot
+from praxis.flows.store.snapshot import FOLDER, Item, NotRecordable, Store, Workspace
 from sandbox import FileStat, PathRefused
 from sandbox.fake import FakeSandbox
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from praxis.flows import state as st
+from praxis.flows.model import state as st
 
 
 def fresh() -> st.RunState:

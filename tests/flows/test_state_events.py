@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from praxis.flows import events as ev
-from praxis.flows import state as st
-from praxis.flows import state_events
+from praxis.flows.model import events as ev
+from praxis.flows.model import state as st
+from praxis.flows.model import state_events
 
 
 def fresh() -> st.RunState:

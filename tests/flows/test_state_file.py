@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from praxis.flows import state as st
-from praxis.flows import state_file
+from praxis.flows.model import state as st
+from praxis.flows.store import state_file
 
 # A run.json as this schema has always written it: paused at the Gate after phase a.
 SCHEMA1 = Path(__file__).resolve().parent.parent / "data" / "run_schema1.json"

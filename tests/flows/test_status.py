@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from praxis.argv import flow_arg
-from praxis.flows import runner
-from praxis.flows.handle import RunHandle
-from praxis.flows.status import Status, status_of
+from praxis.flows.engine import runner
+from praxis.flows.report.status import Status, status_of
+from praxis.flows.store.handle import RunHandle
 
 from .helpers import Fakes, three_phase_flow
 

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from praxis.flows import runner, store
-from praxis.flows.contract import require
-from praxis.flows.layout import run_paths
-from praxis.flows.snapshot import load_manifest
+from praxis.flows.definition.contract import require
+from praxis.flows.engine import runner
+from praxis.flows.store import objects as store
+from praxis.flows.store.layout import run_paths
+from praxis.flows.store.snapshot import load_manifest
 
 from .helpers import Fakes, three_phase_flow
 

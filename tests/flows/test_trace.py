@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 
 from praxis import cli
-from praxis.flows import runner, trace
-from praxis.flows.events import Traced, TraceFull
-from praxis.flows.handle import RunHandle
-from praxis.flows.replay import replay
+from praxis.flows.engine import runner
+from praxis.flows.model.events import Traced, TraceFull
+from praxis.flows.report import trace
+from praxis.flows.report.replay import replay
+from praxis.flows.store.handle import RunHandle
 
 from .gates import two_gates
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from praxis.flows.yaml_values import MAX_FILE_BYTES, ValueReader, describe, mib, show
+from praxis.flows.definition.yaml_values import MAX_FILE_BYTES, ValueReader, describe, mib, show
 
 
 class Reader(ValueReader):

@@ -6,7 +6,7 @@ import json
 import time
 from pathlib import Path
 
-from praxis.flows.record import Record
+from praxis.flows.store.record import Record
 from praxis.phases.checkpoints import SHARE, Checkpoints
 
 

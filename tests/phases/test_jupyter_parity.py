@@ -38,8 +38,8 @@ import pytest
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
-from praxis.flows import runner
-from praxis.flows.state import RunState
+from praxis.flows.engine import runner
+from praxis.flows.model.state import RunState
 from praxis.phases.notebook import ERROR_CELL, INJECTED, STALE_MARKERS
 from sandbox.collector import overwrite, text_of
 

@@ -11,9 +11,10 @@ import pytest
 from nbformat import v4
 
 from praxis import api
-from praxis.flows import contract, runner
-from praxis.flows.handle import RunHandle
-from praxis.flows.model import Flow
+from praxis.flows.definition import contract
+from praxis.flows.engine import runner
+from praxis.flows.model.flow import Flow
+from praxis.flows.store.handle import RunHandle
 from praxis.phases.notebook import INJECTED, PARAMETERS, plan
 from sandbox import Sandbox, open_sandbox
 

@@ -14,9 +14,9 @@ import nbformat
 import pytest
 
 from praxis.agent.tools import describe
-from praxis.flows import runner
-from praxis.flows.notebook_check import read
-from praxis.flows.state import RunState
+from praxis.flows.definition.notebook_check import read
+from praxis.flows.engine import runner
+from praxis.flows.model.state import RunState
 from praxis.phases.notebook import ERROR_CELL, INJECTED
 from sandbox import Sandbox
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from praxis.flows import runner
-from praxis.flows.state import RunState
+from praxis.flows.engine import runner
+from praxis.flows.model.state import RunState
 
 from ..flows.helpers import in_thread, local
 from ..labels import TEST_LABELS

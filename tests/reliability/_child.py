@@ -8,9 +8,10 @@ from multiprocessing.synchronize import Barrier
 from pathlib import Path
 from typing import Any
 
-from praxis.flows import contract, runner
-from praxis.flows.events import PhaseStarted
-from praxis.flows.lock import Busy, Lock
+from praxis.flows.definition import contract
+from praxis.flows.engine import runner
+from praxis.flows.model.events import PhaseStarted
+from praxis.flows.store.lock import Busy, Lock
 
 
 def advance_rounds(flow_root: str, run_ids: list[str], barrier: Barrier, results: Any) -> None:

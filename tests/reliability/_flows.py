@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from praxis import cli
-from praxis.flows import state as st
-from praxis.flows import state_file
+from praxis.flows.model import state as st
+from praxis.flows.store import state_file
 
 # Every container this session's flows create carries this label (checked in conftest.py).
 SESSION_LABEL = "praxis.reliability"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from praxis.flows import contract
+from praxis.flows.definition import contract
 
 CORPUS = Path(__file__).parent / "corpus"
 MIB = 1 << 20

@@ -24,7 +24,7 @@ from typing import Any
 import docker
 import pytest
 
-from praxis.flows.state import STOPPED
+from praxis.flows.model.state import STOPPED
 from sandbox.container import RUN_LABEL
 
 from ..labels import left_after

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from praxis.agent import tableprofile
-from praxis.flows import checks
-from praxis.flows.csvread import MAX_FIELDS, MAX_LINE, MAX_RECORD
+from praxis.flows.engine import checks
+from praxis.flows.store.csvread import MAX_FIELDS, MAX_LINE, MAX_RECORD
 
 from ..labels import left_after
 from ._bounds import (

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from praxis.flows import contract, runner
-from praxis.flows.events import EventLog, PhaseStarted
-from praxis.flows.lock import Lock
+from praxis.flows.definition import contract
+from praxis.flows.engine import runner
+from praxis.flows.model.events import EventLog, PhaseStarted
+from praxis.flows.store.lock import Lock
 
 from . import _child
 from ._flows import begin, one_line_error, praxis, praxis_here, state_of, write_flow
@@ -188,7 +189,7 @@ ASKING = """
 ASKING_CHILD = """
 import sys, threading
 from pathlib import Path
-from praxis.flows import runner
+from praxis.flows.engine import runner
 
 
 flow, marker = Path(sys.argv[1]), Path(sys.argv[2])
@@ -237,7 +238,7 @@ def test_item14_a_new_process_can_approve_a_gate_left_by_a_killed_one(tmp_path: 
     run = begin(flow_root)
     code = (
         "import os, signal, sys\n"
-        "from praxis.flows import runner\n"
+        "from praxis.flows.engine import runner\n"
         "def stop(e):\n"
         "    if e.kind == 'gate_waiting':\n"
         "        os.kill(os.getpid(), signal.SIGKILL)\n"

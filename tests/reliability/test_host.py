@@ -25,7 +25,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from praxis.agent.scripted import SCRIPT_ENV, ScriptedChatModel
-from praxis.flows import isolation
+from praxis.flows.definition import isolation
 from praxis.web.app import create_app
 from praxis.web.security import Guard
 

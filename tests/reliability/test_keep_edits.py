@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from praxis.flows import runner
-from praxis.flows.handle import RunHandle
+from praxis.flows.engine import runner
+from praxis.flows.store.handle import RunHandle
 
 from ._flows import docker_sandbox, event_kinds, state_of, write_flow
 

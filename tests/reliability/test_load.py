@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from benchmarks.serve_load import Load, Serve, begin_runs, expected, follow, load_flow
-from praxis.flows.lock import is_held
+from praxis.flows.store.lock import is_held
 
 from ._flows import SESSION, SESSION_LABEL, event_kinds, state_of
 

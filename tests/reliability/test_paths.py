@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from praxis import api
-from praxis.flows import runner
-from praxis.flows.layout import NotWritable
+from praxis.flows.engine import runner
+from praxis.flows.store.layout import NotWritable
 
 from ._flows import begin, one_line_error, praxis, state_of, write_flow
 

@@ -23,9 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from praxis.flows import runner
-from praxis.flows import state as st
-from praxis.flows.model import Flow
+from praxis.flows.engine import runner
+from praxis.flows.model import state as st
+from praxis.flows.model.flow import Flow
 
 from ._flows import (
     docker_sandbox,

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from praxis.flows import runner
-from praxis.flows.contract import require
-from praxis.flows.snapshot import load_manifest
+from praxis.flows.definition.contract import require
+from praxis.flows.engine import runner
+from praxis.flows.store.snapshot import load_manifest
 
 from ._flows import docker_sandbox, event_kinds, popen_praxis, praxis_here, state_of
 from ._flows import write_flow as _write_flow

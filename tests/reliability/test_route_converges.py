@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from praxis.flows import state_file
-from praxis.flows.events import EventLog
+from praxis.flows.model.events import EventLog
+from praxis.flows.store import state_file
 
 from ..route_agent import Drive, agent_env, drive, venv_program
 from ..test_examples import EXAMPLES, copy_flow

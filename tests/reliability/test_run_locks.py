@@ -20,11 +20,12 @@ from pathlib import Path
 
 import pytest
 
-from praxis.flows import contract, runner
-from praxis.flows.handle import NoRun, RunHandle
-from praxis.flows.layout import list_run_ids
-from praxis.flows.lock import Lock, is_held
-from praxis.flows.state_file import StateCorrupt
+from praxis.flows.definition import contract
+from praxis.flows.engine import runner
+from praxis.flows.store.handle import NoRun, RunHandle
+from praxis.flows.store.layout import list_run_ids
+from praxis.flows.store.lock import Lock, is_held
+from praxis.flows.store.state_file import StateCorrupt
 
 from ._flows import event_kinds, one_line_error, popen_praxis, praxis, state_of, write_flow
 

@@ -218,7 +218,7 @@ def test_item05_kernel_death_fails_the_phase_naming_the_cause(
 
 RSS_CHILD = """
 import json, resource, sys
-from praxis.flows import runner
+from praxis.flows.engine import runner
 marks = {}
 def mark(event):
     if event.kind == "phase_done":

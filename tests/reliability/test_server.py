@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from praxis.flows.snapshot import FOLDER, load_manifest
+from praxis.flows.store.snapshot import FOLDER, load_manifest
 
 from ._flows import begin, docker_sandbox, praxis, state_of, write_flow
 

@@ -13,10 +13,11 @@ from typing import Any
 
 import pytest
 
-from praxis.flows import contract, state_file
-from praxis.flows import state as st
-from praxis.flows.events import EventLog, EventLogCorrupt, RunStateChanged
-from praxis.flows.handle import RunHandle, held
+from praxis.flows.definition import contract
+from praxis.flows.model import state as st
+from praxis.flows.model.events import EventLog, EventLogCorrupt, RunStateChanged
+from praxis.flows.store import state_file
+from praxis.flows.store.handle import RunHandle, held
 
 from ._flows import begin, one_line_error, praxis, praxis_here, write_flow
 

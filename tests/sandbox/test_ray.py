@@ -280,7 +280,8 @@ def test_a_runner_that_dies_leaves_no_container(
 def test_sales_report_flow_runs_on_the_cluster_with_its_gate(
     nodes: TwoNodes, docker_image: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from praxis.flows import runner, state_file
+    from praxis.flows.engine import runner
+    from praxis.flows.store import state_file
 
     pinned = f"sandbox: {{backend: ray, image: '{docker_image}', memory: 1g, timeout: 120}}"
     root = _sales_report(tmp_path, pinned)

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from praxis.flows import runner
-from praxis.flows.handle import RunHandle
-from praxis.flows.model import Flow
+from praxis.flows.engine import runner
+from praxis.flows.model.flow import Flow
+from praxis.flows.store.handle import RunHandle
 from praxis.web.app import create_app
 from praxis.web.background import Advancer
 from praxis.web.security import Guard

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 import uvicorn
 
-from praxis.flows.handle import RunHandle
-from praxis.flows.runner import load_flow
+from praxis.flows.engine.runner import load_flow
+from praxis.flows.store.handle import RunHandle
 from praxis.web.app import create_app, free_port
 from praxis.web.background import Advancer
 from praxis.web.security import Guard

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from praxis.flows import runner
-from praxis.flows.handle import RunHandle
-from praxis.flows.runner import load_flow
+from praxis.flows.engine import runner
+from praxis.flows.engine.runner import load_flow
+from praxis.flows.store.handle import RunHandle
 
 from .conftest import GatedRun, local_sandbox
 from .test_browser import ARGS, CHROMIUM, LiveServer

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from praxis.flows import runner
+from praxis.flows.engine import runner
 
 from .conftest import GatedRun
 from .test_browser import ARGS, CHROMIUM, LiveServer

@@ -12,9 +12,9 @@ from typing import Any
 import nbformat
 import pytest
 
-from praxis.flows import runner
-from praxis.flows.handle import RunHandle
-from praxis.flows.runner import load_flow
+from praxis.flows.engine import runner
+from praxis.flows.engine.runner import load_flow
+from praxis.flows.store.handle import RunHandle
 
 from .conftest import GatedRun, local_sandbox
 from .test_browser import CHROMIUM, LiveServer

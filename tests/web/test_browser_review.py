@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from praxis.flows import runner
-from praxis.flows.events import ArtifactEdited, EventLog
-from praxis.flows.handle import RunHandle
-from praxis.flows.runner import load_flow
+from praxis.flows.engine import runner
+from praxis.flows.engine.runner import load_flow
+from praxis.flows.model.events import ArtifactEdited, EventLog
+from praxis.flows.store.handle import RunHandle
 
 from .conftest import GatedRun
 from .test_browser import ARGS, CHROMIUM, LiveServer, wait_for_run

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from praxis.flows import checks
+from praxis.flows.engine import checks
 from praxis.web import cellchecks, columnar, csvedit, find
 
 from .conftest import Served

@@ -9,7 +9,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from starlette.testclient import TestClient
 
-from praxis.flows.notify import Notifier
+from praxis.flows.engine.notify import Notifier
 from praxis.web.app import create_app
 from praxis.web.background import Advancer
 from praxis.web.security import Guard

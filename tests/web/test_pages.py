@@ -7,10 +7,10 @@ import html
 import io
 import re
 
-from praxis.flows.events import ArtifactEdited, EventLog
-from praxis.flows.handle import RunHandle
-from praxis.flows.runner import load_flow
-from praxis.flows.state import RunState
+from praxis.flows.engine.runner import load_flow
+from praxis.flows.model.events import ArtifactEdited, EventLog
+from praxis.flows.model.state import RunState
+from praxis.flows.store.handle import RunHandle
 
 from .conftest import Served
 from .test_security import csrf_of

@@ -23,9 +23,9 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from praxis.flows import runner
-from praxis.flows.handle import RunHandle
-from praxis.flows.model import Flow
+from praxis.flows.engine import runner
+from praxis.flows.model.flow import Flow
+from praxis.flows.store.handle import RunHandle
 from praxis.web import background
 from praxis.web.app import create_app
 from praxis.web.background import Advancer
@@ -238,7 +238,7 @@ def test_a_run_started_from_the_flows_page_is_queued_with_its_params(server: Ser
 BLOCKERS: dict[str, tuple[str, str, Callable[[Server, str], Any]]] = {
     # what the request waits on: (module, function to block in, the request)
     "a file's hash (the run page)": (
-        "praxis.flows.reconcile",
+        "praxis.flows.engine.reconcile",
         "sha256_of",
         lambda s, run: s.client.get(f"/run?flow=flows/pool&run={run}"),
     ),
@@ -247,7 +247,7 @@ BLOCKERS: dict[str, tuple[str, str, Callable[[Server, str], Any]]] = {
         "build_index",
         lambda s, run: s.client.get(f"/rows?flow=flows/pool&run={run}&name=table.csv"),
     ),
-    "a decision (approve)": ("praxis.flows.runner", "approve", _approve),
+    "a decision (approve)": ("praxis.flows.engine.runner", "approve", _approve),
 }
 
 

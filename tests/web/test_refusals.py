@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from praxis.errors import PraxisError, Refused
-from praxis.flows.layout import NotWritable
-from praxis.flows.lock import Busy
+from praxis.flows.store.layout import NotWritable
+from praxis.flows.store.lock import Busy
 from praxis.web.catalog import NotFound
 from praxis.web.drafts import Unreadable
 from praxis.web.refusals import RequestRefused, TokenRefused, sentence, status_of

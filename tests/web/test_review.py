@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from praxis.flows import live, runner
-from praxis.flows.handle import RunHandle
-from praxis.flows.runner import load_flow
+from praxis.flows.engine import runner
+from praxis.flows.engine.runner import load_flow
+from praxis.flows.store import live
+from praxis.flows.store.handle import RunHandle
 from praxis.web import changes, csvedit, render
 
 from .conftest import Served

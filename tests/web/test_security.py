@@ -6,8 +6,8 @@ import os
 
 from starlette.testclient import TestClient
 
-from praxis.flows.handle import RunHandle
-from praxis.flows.runner import load_flow
+from praxis.flows.engine.runner import load_flow
+from praxis.flows.store.handle import RunHandle
 from praxis.web.app import create_app
 from praxis.web.security import Guard
 

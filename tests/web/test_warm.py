@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from praxis.flows import runner
-from praxis.flows.handle import RunHandle
-from praxis.flows.model import Flow
+from praxis.flows.engine import runner
+from praxis.flows.model.flow import Flow
+from praxis.flows.store.handle import RunHandle
 from praxis.web.app import create_app
 from praxis.web.background import Advancer
 from praxis.web.security import Guard
@@ -163,7 +163,7 @@ def test_closing_the_server_closes_its_warm_sandboxes(gated: tuple[Path, str, Co
 
 def test_warming_also_builds_the_records_validator(monkeypatch: pytest.MonkeyPatch) -> None:
     """Built beside the click's phase instead, it took the CPU that phase's start needed."""
-    from praxis.flows import record
+    from praxis.flows.store import record
     from praxis.web import warm
 
     monkeypatch.setattr(record, "_validator", None)

@@ -1,0 +1,504 @@
+"""Load flow.yaml into a Flow, reporting every problem in it with its location.
+
+``load`` never raises for a bad definition: it collects all problems (YAML text, schema,
+paths, references) in a Report. Each renders as one line: ``flow.yaml: phases[1].outputs[0]:
+...`` for a value, ``flow.yaml:12: duplicate key 'outputs'`` when the YAML text is at fault.
+``require`` raises FlowInvalid instead. Nothing is written; besides flow.yaml, the files the
+flow names are only stat'ed, except a notebook phase's .ipynb, read by ``notebook_check``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ...errors import UsageError
+from ..model import check_spec
+from ..model.flow import DEFAULT_LIMITS, REVIEW_MODES, Flow, Phase, SandboxSettings
+from . import kinds, safe_yaml, sandbox_config
+from . import notify_spec as notify_of
+from .yaml_values import ValueReader, describe, mib, show
+
+MAX_DEFINITION_BYTES = 1 << 20  # flow.yaml itself, refused before parsing
+FLOW_NAME = re.compile(r"[a-z0-9][a-z0-9-]*")
+PHASE_ID = re.compile(r"[a-z0-9_-]+")
+PARAM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+TOP_KEYS = ("flow", "description", "sandbox", "model", "database", "params", "notify", "phases")
+PHASE_KEYS = (
+    *("id", "kind", "script", "prompt", "scripts", "queries", "inputs", "outputs"),
+    *("may_be_empty", "review", "limits", "timeout", "description", "checks", "notebook"),
+    "reuse",
+)
+REUSE = ("auto", "never")
+NOTEBOOK_KEYS = ("allow_errors",)
+INPUT_KEYS = ("working", "reference")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One problem: ``location`` is a key path (``phases[1].outputs``, empty for the whole
+    file); ``line``/``column`` (1-based) are set when the YAML text itself is at fault."""
+
+    location: str
+    message: str
+    severity: str = "error"  # error | warning
+    file: str = "flow.yaml"
+    line: int | None = None
+    column: int | None = None
+
+    def __str__(self) -> str:
+        where = self.file
+        if self.line is not None:
+            where += f":{self.line}" + (f":{self.column}" if self.column is not None else "")
+        parts = [where, self.location, "" if self.severity == "error" else self.severity]
+        return ": ".join([p for p in parts if p] + [self.message])
+
+
+@dataclass
+class Report:
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def errors(self) -> list[Problem]:
+        return [p for p in self.problems if p.severity == "error"]
+
+    @property
+    def warnings(self) -> list[Problem]:
+        return [p for p in self.problems if p.severity == "warning"]
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    def lines(self) -> list[str]:
+        return [str(p) for p in self.problems]
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines())
+
+
+class FlowInvalid(UsageError):
+    """Raised by ``require`` when the definition has errors; ``report`` holds all of them."""
+
+    def __init__(self, report: Report) -> None:
+        errors = report.errors
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        super().__init__(f"{errors[0]}{more}" if errors else "invalid flow definition")
+        self.report = report
+
+    def next(self, flow: str) -> str:
+        return f"praxis check {flow}"
+
+
+def load(path: str | os.PathLike[str]) -> tuple[Flow | None, Report]:
+    """Read and check a flow folder (or its flow.yaml). The Flow is None when there are errors."""
+    report = Report()
+    definition = _definition(Path(path), report)
+    if definition is None:
+        return None, report
+    data, readable = _read_yaml(definition, report)
+    if not readable:
+        return None, report
+
+    def add(location: str, message: str, severity: str) -> None:
+        report.problems.append(Problem(location, message, severity))
+
+    flow = _Builder(definition.parent.resolve(), add).build(data)
+    return (flow if report.ok else None), report
+
+
+def check(path: str | os.PathLike[str]) -> Report:
+    return load(path)[1]
+
+
+def require(path: str | os.PathLike[str]) -> Flow:
+    """The Flow at ``path``, or FlowInvalid carrying the report."""
+    flow, report = load(path)
+    if flow is None:
+        raise FlowInvalid(report)
+    return flow
+
+
+# -- the file -------------------------------------------------------------------------------
+
+
+def _definition(path: Path, report: Report) -> Path | None:
+    """The flow.yaml to read, after checking it is a regular file under the size limit."""
+    definition = path / "flow.yaml" if path.is_dir() else path
+    problem, shown = None, definition.name
+    try:
+        st = definition.lstat()  # flow.yaml is read without following a link (flow_files)
+    except OSError as exc:
+        problem, shown = (
+            f"cannot be read ({exc.strerror}); give a flow folder or its flow.yaml",
+            str(definition),
+        )
+    else:
+        if stat.S_ISLNK(st.st_mode):
+            problem = "is a symbolic link: a flow's files are read without following links"
+        elif not stat.S_ISREG(st.st_mode):
+            problem = "is not a regular file"
+        elif st.st_size > MAX_DEFINITION_BYTES:
+            problem = f"is {mib(st.st_size)}, over the 1 MiB limit for a flow definition"
+    if problem is None:
+        return definition
+    report.problems.append(Problem("", problem, file=shown))
+    return None
+
+
+def _read_yaml(definition: Path, report: Report) -> tuple[Any, bool]:
+    """The document in ``definition``, and whether it could be parsed at all."""
+    doc = safe_yaml.read(definition, max_bytes=MAX_DEFINITION_BYTES)
+    for p in doc.problems:
+        report.problems.append(Problem("", p.message, line=p.line, column=p.column))
+    return doc.data, doc.readable
+
+
+# -- the definition ---------------------------------------------------------------------------
+
+
+@dataclass
+class _Draft:
+    """A phase as read, with the locations the cross-phase checks report against."""
+
+    loc: str
+    id: str | None = None
+    phase: Phase | None = None
+    inputs: list[tuple[str, str]] = field(default_factory=list)  # (location, name)
+    outputs: list[tuple[str, str]] = field(default_factory=list)
+
+
+class _Builder(ValueReader):
+    """Reads the parsed document into a Flow, reporting each problem it meets and going on."""
+
+    def build(self, data: Any) -> Flow | None:
+        if data is None:
+            self.error("", "is empty: a flow needs at least a phases: list")
+            return None
+        top = self.mapping(data, "", TOP_KEYS)
+        if top is None:
+            return None
+        name = self.flow_name(top)
+        description = self.string(top.get("description", ""), "description")
+        sandbox = self.sandbox(top.get("sandbox", {}))
+        model = self.string(top["model"], "model") if "model" in top else None
+        database = self.database(top["database"]) if "database" in top else None
+        params = self.params(top.get("params", {}))
+        notify = notify_of.validate(self, top["notify"]) if "notify" in top else {}
+        if "phases" not in top:
+            self.error("", "missing required key 'phases' (the list of phases)")
+        phases = self.phases(top["phases"]) if "phases" in top else ()
+        if self.errors or name is None:
+            return None
+        return Flow(
+            name=name, root=self.root, phases=phases, description=description or "",
+            sandbox=sandbox, model=model, database=database, params=params, notify=notify,
+        )  # fmt: skip
+
+    # -- the parts of a flow ------------------------------------------------------------------
+
+    def flow_name(self, top: dict[str, Any]) -> str | None:
+        if "flow" in top:
+            return self.ident(top["flow"], "flow", FLOW_NAME, "flow name")
+        default = self.root.name.lower()
+        if FLOW_NAME.fullmatch(default):
+            return default
+        self.error(
+            "",
+            f"no flow: name, and the folder name {show(self.root.name)} is not one; "
+            f"add flow: <name> matching {FLOW_NAME.pattern}",
+        )
+        return None
+
+    def sandbox(self, value: Any) -> SandboxSettings:
+        return sandbox_config.read(self, value)
+
+    def params(self, value: Any) -> dict[str, Any]:
+        """Run parameters: names to scalar defaults (their types type `-p name=value`)."""
+        raw = self.mapping(value, "params", None)
+        found: dict[str, Any] = {}
+        for key, default in (raw or {}).items():
+            loc = f"params.{key}"
+            if not isinstance(key, str) or not PARAM_NAME.fullmatch(key):
+                self.error(loc, f"is not a parameter name ({PARAM_NAME.pattern})")
+            elif default is not None and not isinstance(default, str | int | float | bool):
+                self.error(loc, f"must be a string, number or true/false, not {describe(default)}")
+            else:
+                found[key] = default
+        return found
+
+    def database(self, value: Any) -> str | None:
+        """A SQLite file of the flow, or a URL (SQLAlchemy is loaded only for a URL)."""
+        s = self.string(value, "database")
+        if s is None or ("://" not in s and self.name(s, "database") is None):
+            return s
+        from ...sources import source
+
+        if "://" not in s and (problem := source.file_problem(self.root, s)):
+            self.error("database", problem)  # a database may be larger than other flow files
+        return s if "://" not in s or source.check(s, self.root, self) else None
+
+    def phases(self, value: Any) -> tuple[Phase, ...]:
+        if not isinstance(value, list):
+            self.error("phases", f"expected a list of phases, got {describe(value)}")
+            return ()
+        if not value:
+            self.error("phases", "is empty: a flow needs at least one phase")
+        drafts = [
+            self.phase(item, loc) for item, loc in zip(value, _phase_locs(value), strict=True)
+        ]
+        self.check_ids(drafts)
+        self.check_outputs(drafts)
+        self.check_inputs(drafts)
+        return tuple(d.phase for d in drafts if d.phase is not None)
+
+    def phase(self, value: Any, loc: str) -> _Draft:
+        draft = _Draft(loc)
+        raw = self.mapping(value, loc, PHASE_KEYS)
+        if raw is None:
+            return draft
+        for key in ("id", "kind"):
+            if key not in raw:
+                self.error(loc, f"missing required key {key!r}")
+        if "id" in raw:
+            draft.id = self.ident(raw["id"], f"{loc}.id", PHASE_ID, "phase id")
+        kind = None
+        if "kind" in raw:
+            kind = self.choice(raw["kind"], f"{loc}.kind", kinds.names(), "phase kind")
+        if kind is not None:
+            kinds.get(kind).fit(raw, loc, self)
+
+        def files(key: str) -> tuple[str, ...]:
+            located = self.names(raw.get(key, []), f"{loc}.{key}")
+            for at, name in located:
+                self.flow_file(name, at)
+            return tuple(name for _, name in located)
+
+        script = self.entry_file(raw, loc, "script")
+        if kind is not None and script is not None:
+            kinds.get(kind).check(self.root, script, loc, self)
+        prompt = self.entry_file(raw, loc, "prompt")
+        scripts, queries = files("scripts"), files("queries")
+        self.unique_stems(scripts, f"{loc}.scripts")
+        self.unique_stems(queries, f"{loc}.queries")
+        working, reference = self.inputs(raw, loc, kind, draft)
+        draft.outputs = self.names(raw.get("outputs", []), f"{loc}.outputs")
+        outputs = tuple(name for _, name in draft.outputs)
+        may_be_empty = self.may_be_empty(raw, loc, outputs)
+        review, delegatable = self.review(raw.get("review", "none"), f"{loc}.review")
+        declared = check_spec.validate(self, raw.get("checks", {}), f"{loc}.checks", outputs)
+        limits = self.limits(raw, loc)
+        timeout = (
+            sandbox_config.timeout(raw["timeout"], f"{loc}.timeout", self)
+            if "timeout" in raw
+            else None
+        )
+        description = self.string(raw.get("description", ""), f"{loc}.description")
+        allow_errors = self.notebook_options(raw, loc, kind)
+        reuse = self.reuse(raw, loc, kind)
+        if draft.id is not None and kind is not None:
+            draft.phase = Phase(
+                id=draft.id, kind=kind, script=script, prompt=prompt, scripts=scripts,
+                queries=queries, working=working, reference=reference, outputs=outputs,
+                may_be_empty=may_be_empty, review=review or "none", limits=limits,
+                timeout=timeout, description=description or "", delegatable=delegatable,
+                checks=declared, allow_errors=allow_errors, reuse=reuse,
+            )  # fmt: skip
+        return draft
+
+    def reuse(self, raw: dict[str, Any], loc: str, kind: str | None) -> str:
+        """``reuse: never``: the phase always runs (never restored from a done attempt)."""
+        if "reuse" not in raw:
+            return "auto"
+        if kind is not None and not kinds.get(kind).reusable:
+            self.error(f"{loc}.reuse", f"{kind} phases are never reused: remove 'reuse'")
+            return "auto"
+        return self.choice(raw["reuse"], f"{loc}.reuse", REUSE, "reuse") or "auto"
+
+    def notebook_options(self, raw: dict[str, Any], loc: str, kind: str | None) -> bool:
+        """``notebook: {allow_errors: true}``: a notebook phase runs past a failing cell."""
+        if "notebook" not in raw:
+            return False
+        if kind != "notebook":
+            self.error(f"{loc}.notebook", f"only notebook phases take 'notebook' (this is a "
+                       f"{kind} phase)")  # fmt: skip
+            return False
+        spec = self.mapping(raw["notebook"], f"{loc}.notebook", NOTEBOOK_KEYS) or {}
+        flag = spec.get("allow_errors", False)
+        if not isinstance(flag, bool):
+            self.error(f"{loc}.notebook.allow_errors", f"expected true or false, got "
+                       f"{describe(flag)}")  # fmt: skip
+            return False
+        return flag
+
+    def review(self, value: Any, loc: str) -> tuple[str | None, bool]:
+        """``none``, ``required``, or ``{required: true, delegatable: true}``."""
+        if isinstance(value, dict):
+            raw = self.mapping(value, loc, ("required", "delegatable")) or {}
+            flags = {k: raw.get(k, False) for k in ("required", "delegatable")}
+            for key, flag in flags.items():
+                if not isinstance(flag, bool):
+                    self.error(f"{loc}.{key}", f"expected true or false, got {describe(flag)}")
+            if flags["delegatable"] is True and flags["required"] is not True:
+                self.error(loc, "delegatable: true needs required: true (a Gate to delegate)")
+            mode = "required" if flags["required"] is True else "none"
+            return mode, flags["delegatable"] is True
+        return self._review_mode(value, loc), False
+
+    def _review_mode(self, value: Any, loc: str) -> str | None:
+        if isinstance(value, bool):  # YAML reads yes/no/on/off as booleans
+            self.error(
+                loc,
+                f"{str(value).lower()} (yes/no) is not a review; write review: required "
+                "(a Gate after this phase) or review: none",
+            )
+            return None
+        return self.choice(value, loc, REVIEW_MODES, "review")
+
+    def entry_file(self, raw: dict[str, Any], loc: str, key: str) -> str | None:
+        if key not in raw:
+            return None
+        name = self.name(raw[key], f"{loc}.{key}")
+        if name is not None:
+            self.flow_file(name, f"{loc}.{key}")
+        return name
+
+    def unique_stems(self, names: tuple[str, ...], loc: str) -> None:
+        stems = [Path(n).stem for n in names]
+        for i, stem in enumerate(stems):
+            if stem in stems[:i]:
+                self.error(
+                    f"{loc}[{i}]",
+                    f"another entry is also named {stem!r} (names are "
+                    "file stems and must be unique)",
+                )
+
+    def inputs(
+        self, raw: dict[str, Any], loc: str, kind: str | None, draft: _Draft
+    ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        spec = self.mapping(raw.get("inputs", {}), f"{loc}.inputs", INPUT_KEYS) or {}
+        working = self.names(spec.get("working", []), f"{loc}.inputs.working")
+        reference = self.names(spec.get("reference", []), f"{loc}.inputs.reference")
+        if reference and kind is not None and not kinds.get(kind).reads_reference:
+            self.warn(
+                f"{loc}.inputs.reference",
+                f"only agents read reference inputs; this "
+                f"{kind} phase ignores them (list them under working:)",
+            )
+        draft.inputs = working + reference
+        return tuple(n for _, n in working), tuple(n for _, n in reference)
+
+    def may_be_empty(
+        self, raw: dict[str, Any], loc: str, outputs: tuple[str, ...]
+    ) -> tuple[str, ...]:
+        located = self.names(raw.get("may_be_empty", []), f"{loc}.may_be_empty")
+        for at, name in located:
+            if name not in outputs:
+                self.error(at, f"{show(name)} is not an output of this phase")
+        return tuple(name for _, name in located)
+
+    def limits(self, raw: dict[str, Any], loc: str) -> dict[str, int]:
+        limits = dict(DEFAULT_LIMITS)
+        spec = self.mapping(raw.get("limits", {}), f"{loc}.limits", tuple(DEFAULT_LIMITS)) or {}
+        for key, value in spec.items():
+            if self.positive(value, f"{loc}.limits.{key}", whole=True) is not None:
+                limits[key] = value
+        return limits
+
+    # -- across phases ------------------------------------------------------------------------
+
+    def check_ids(self, drafts: list[_Draft]) -> None:
+        first: dict[str, str] = {}
+        for d in drafts:
+            if d.id is not None and d.id in first:
+                self.error(f"{d.loc}.id", f"duplicate phase id {show(d.id)} (also {first[d.id]})")
+            elif d.id is not None:
+                first[d.id] = d.loc
+
+    def check_outputs(self, drafts: list[_Draft]) -> None:
+        owner: dict[str, _Draft] = {}
+        for d in drafts:
+            mine: set[str] = set()
+            for at, name in d.outputs:
+                if name in mine:
+                    self.error(at, f"{show(name)} is listed twice")
+                elif name in owner:
+                    self.error(
+                        at,
+                        f"{show(name)} is already an output of {_phase(owner[name])} "
+                        "(output names are unique across phases)",
+                    )
+                else:
+                    owner[name] = d
+                mine.add(name)
+
+    def check_inputs(self, drafts: list[_Draft]) -> None:
+        producer: dict[str, int] = {}
+        for i, d in enumerate(drafts):
+            for _, name in d.outputs:
+                producer.setdefault(name, i)
+        for i, d in enumerate(drafts):
+            for at, name in d.inputs:
+                j = producer.get(name)
+                if os.path.lexists(self.root / name):
+                    self.flow_file(name, at)  # a file of the flow (a later output may replace it)
+                elif j is None:
+                    earlier = [n for n, k in producer.items() if k < i]
+                    self.error(
+                        at,
+                        f"{show(name)} is neither a file of the flow nor an output "
+                        f"of an earlier phase{_near(name, self.root, earlier)}",
+                    )
+                elif j == i:
+                    self.error(
+                        at,
+                        f"{show(name)} is an output of this same phase: a phase "
+                        "cannot read its own output (a cycle)",
+                    )
+                elif j > i:
+                    self.error(
+                        at,
+                        f"{show(name)} is a forward reference to an output of the "
+                        f"later {_phase(drafts[j])}",
+                    )
+
+
+# -- wording --------------------------------------------------------------------------------
+
+
+def _phase(draft: _Draft) -> str:
+    return f"phase {draft.id!r}" if draft.id else draft.loc
+
+
+def _phase_locs(items: list[Any]) -> list[str]:
+    """``phases[clean]`` for a phase with a valid, unique id; ``phases[2]`` otherwise."""
+    ids = [item.get("id") if isinstance(item, dict) else None for item in items]
+    locs = []
+    for i, pid in enumerate(ids):
+        named = isinstance(pid, str) and PHASE_ID.fullmatch(pid) and ids.count(pid) == 1
+        locs.append(f"phases[{pid}]" if named else f"phases[{i}]")
+    return locs
+
+
+def _near(name: str, root: Path, outputs: list[str]) -> str:
+    """``; did you mean 'data/sales.csv'?`` from earlier outputs and files beside the name."""
+    candidates = list(outputs)
+    folder = root / os.path.dirname(name)
+    try:
+        if folder.resolve().is_relative_to(root.resolve()) and folder.is_dir():
+            with os.scandir(folder) as entries:
+                for entry in itertools.islice(entries, 1000):
+                    rel = os.path.relpath(entry.path, root)
+                    if entry.is_file(follow_symlinks=False) and not rel.startswith("runs"):
+                        candidates.append(rel)
+    except OSError:
+        pass
+    import difflib  # only for a missing file: `praxis check` of a good flow skips it
+
+    close = difflib.get_close_matches(name, candidates, n=1)
+    return f"; did you mean {show(close[0])}?" if close else ""

@@ -1,0 +1,49 @@
+"""A phase's definition as one sha256: what, besides its inputs, decides what it computes.
+
+Its flow.yaml entry, the files it runs or reads as instructions (script or notebook, prompt,
+prepared scripts and queries, reference inputs that are flow files) and the run's parameters.
+Equal digests and equal pre-states mean a deterministic phase would compute the same again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from typing import Any
+
+from ..model.flow import Flow, Phase
+from . import kinds
+from .digest import sha256_of
+
+
+def of_flow(flow: Flow) -> dict[str, Any]:
+    """What a run records of its flow at begin: flow.yaml's sha256 and the phase ids."""
+    try:
+        text = flow.definition.read_bytes()
+    except OSError:
+        text = b""
+    return {"sha256": hashlib.sha256(text).hexdigest(), "phases": [p.id for p in flow.phases]}
+
+
+def digest_of(flow: Flow, phase: Phase, params: dict[str, Any]) -> str:
+    return digests_of(flow, phase, params)["definition"]
+
+
+def digests_of(flow: Flow, phase: Phase, params: dict[str, Any]) -> dict[str, str]:
+    files = {}
+    for name in kinds.get(phase.kind).files(flow, phase):
+        try:
+            files[name] = sha256_of(flow.root / name)  # a link is not followed: "missing"
+        except OSError:
+            files[name] = "missing"
+    entry = dataclasses.asdict(phase)
+    del entry["reuse"]  # whether it may be reused, not what it computes
+    data = {"entry": entry, "files": files, "params": params}
+    code = {"entry": entry, "files": files}
+    return {"definition": _sha(data), "code": _sha(code)}
+
+
+def _sha(data: dict[str, Any]) -> str:
+    text = json.dumps(data, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()

@@ -1,0 +1,116 @@
+"""Phase kinds, as plug-ins: every kind is an entry point of the group ``praxis.phase_kinds``
+(pyproject.toml declares ``script``, ``notebook`` and ``agent``, in ``praxis.phases.kinds``),
+found the way the sandbox backends are (``sandbox.plugins``). Another distribution adds a
+kind by declaring an entry point in the same group::
+
+    [project.entry-points."praxis.phase_kinds"]
+    sql = "mypkg.sql:kind"   # a PhaseKind
+
+A kind checks its own keys of a phase in flow.yaml (``fit``), names the flow files its code
+comes from (``files``: what a definition digest hashes) and runs an attempt (``run``: step 4
+of DESIGN.md §5, in the kernel the runner hands it; ``load`` imports what it needs ahead).
+The flows never import a kind's module: the registry loads it by name, when a flow names it.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from sandbox import plugins
+from sandbox.values import nearest
+
+from ...errors import UsageError
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from ..engine.context import PhaseContext
+    from ..model.flow import Flow, Phase
+
+GROUP = "praxis.phase_kinds"
+
+
+class Reader(Protocol):
+    """Where a kind reports what is wrong with its phase in flow.yaml (contract's reader)."""
+
+    def error(self, loc: str, message: str) -> None: ...
+
+    def warn(self, loc: str, message: str) -> None: ...
+
+
+@runtime_checkable
+class PhaseKind(Protocol):
+    """A kind of phase: its own keys of flow.yaml checked, its code's files, its run."""
+
+    @property
+    def reusable(self) -> bool:
+        """Whether a done attempt may be restored instead of run again (an agent: never)."""
+
+    @property
+    def reads_reference(self) -> bool:
+        """Whether its code reads ``inputs.reference`` (an agent's prompt does)."""
+
+    def fit(self, raw: dict[str, Any], loc: str, reader: Reader) -> None:
+        """Report (and drop) the keys of ``raw`` this kind does not take; report the ones it
+        requires and is missing."""
+
+    def check(self, root: Path, script: str, loc: str, reader: Reader) -> None:
+        """Check the file it runs (flow-relative ``script``), once it is known to exist."""
+
+    def files(self, flow: Flow, phase: Phase) -> list[str]:
+        """The flow files its code comes from (not working inputs: those are state)."""
+
+    def load(self) -> None:
+        """Import what ``run`` needs, ahead of it (a page warms a run's next advance)."""
+
+    def run(self, ctx: PhaseContext) -> None:
+        """Run one attempt: the phase's code in ``ctx.kernel``; raise PhaseError to fail it."""
+
+
+class UnknownKind(UsageError):
+    """Raised for a phase kind no entry point declares (flow.yaml's ``kind:``)."""
+
+    def __init__(self, name: str) -> None:
+        known = names()
+        close = nearest(name, known)
+        hint = f"did you mean {close!r}? " if close else ""
+        super().__init__(f"unknown phase kind {name!r} ({hint}use one of: {', '.join(known)})")
+        self.name = name
+
+
+def names() -> tuple[str, ...]:
+    """Every kind, by name, in the order the built-in ones are taught."""
+    declared = _declared()
+    first = [n for n in ("script", "notebook", "agent") if n in declared]
+    return (*first, *sorted(set(declared) - set(first)))
+
+
+def get(name: str) -> PhaseKind:
+    """The kind called ``name``; UnknownKind when none is."""
+    return _load(name)
+
+
+def reload() -> None:
+    """Forget the kinds found so far (after a distribution was installed into this process)."""
+    _declared.cache_clear()
+    _load.cache_clear()
+
+
+@functools.cache
+def _load(name: str) -> PhaseKind:
+    target = _declared().get(name)
+    if target is None:
+        raise UnknownKind(name)
+    try:
+        found = plugins.load(target)
+    except (ImportError, AttributeError) as exc:
+        raise UsageError(f"the phase kind {name!r} ({target}) cannot be loaded: {exc}") from exc
+    if not isinstance(found, PhaseKind):
+        raise UsageError(f"the phase kind {name!r} ({target}) is not a PhaseKind")
+    return found
+
+
+@functools.cache
+def _declared() -> dict[str, str]:
+    return plugins.declared(GROUP)

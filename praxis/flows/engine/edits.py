@@ -1,0 +1,166 @@
+"""A reviewer's edit of an output at a Gate, as a diff kept beside the attempt.
+
+``runs/<run>/edits/<phase>/<attempt>.json`` lists the edits of that attempt's outputs, oldest
+first: who (``by``: reviewer or hand; ``actor``), the sha256 before and after, and for a
+table a cell-level diff (columns before and after; rows changed, added, removed, with up to
+``MAX_CELLS`` changed cells shown). Every version is kept in the run's content store
+(``objects/<sha256>``), so each diff can be made again.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from pathlib import Path
+from typing import Any
+
+from ..store.atomic import write_atomic
+from .checks import TABULAR, Unreadable, parse, read
+
+MAX_CELLS = 50
+MAX_EDITS = 1000  # entries kept per attempt file
+
+
+def diff_tables(name: str, old: bytes, new: bytes) -> dict[str, Any]:
+    """Rows changed, added and removed between two versions of a table (rows aligned by
+    content; a changed row is one replaced by one), and the changed cells, by column.
+
+    Only the rows between the bytes both versions share at the start and at the end are
+    parsed and aligned, so a one-cell edit of a million-row table compares one row."""
+    head, tail, offset = _shared(old, new)
+    first = old.find(b"\n") + 1
+    if head:
+        old, new = (
+            old[:first] + old[head : len(old) - tail],
+            new[:first] + new[head : len(new) - tail],
+        )
+    try:
+        a, b = parse(old, name), parse(new, name)
+    except Unreadable as exc:
+        return {"problem": str(exc)}
+    return _aligned(a, b, offset)
+
+
+def _shared(old: bytes, new: bytes) -> tuple[int, int, int]:
+    """(head, tail, rows in head): the bytes both start with, up to a row boundary past the
+    header; the bytes both end with, from a row boundary; the data rows in the head. A row
+    boundary is a newline with an even count of quotes before it. (0, 0, 0) when none."""
+    first = old.find(b"\n") + 1
+    if first <= 0 or new[:first] != old[:first] or b'"' in old[:first]:
+        return 0, 0, 0
+    limit = min(len(old), len(new))
+    head = first + _common(old[first:limit], new[first:limit])
+    cut = old.rfind(b"\n", first - 1, head) + 1
+    if cut <= first or old.count(b'"', first, cut) % 2:
+        cut = first
+    room = limit - cut
+    tail = _common(old[len(old) - room :][::-1], new[len(new) - room :][::-1]) if room else 0
+    if tail:
+        start = old.find(b"\n", len(old) - tail) + 1  # a row starts after a shared newline
+        tail = len(old) - start if 0 < start <= len(old) else 0
+        if tail and old.count(b'"', len(old) - tail) % 2:
+            tail = 0
+    region = old[first:cut]
+    rows = region.count(b"\n") if b'"' not in region else len(list(_rows(region)))
+    return cut, tail, rows
+
+
+def _common(a: bytes, b: bytes) -> int:
+    """How many bytes ``a`` and ``b`` share at the start (block compares, then halving)."""
+    n, size = 0, min(len(a), len(b))
+    step = 1 << 20
+    while n + step <= size and a[n : n + step] == b[n : n + step]:
+        n += step
+    low, high = n, min(n + step, size)
+    while low < high:  # a[:low] == b[:low]; the first difference is before high
+        mid = (low + high + 1) // 2
+        if a[low:mid] == b[low:mid]:
+            low = mid
+        else:
+            high = mid - 1
+    return low
+
+
+def _rows(data: bytes) -> Any:
+    import csv
+    import io
+
+    return csv.reader(io.StringIO(data.decode("utf-8", "replace"), newline=""))
+
+
+def _aligned(a: Any, b: Any, offset: int) -> dict[str, Any]:
+    common = [c for c in b.header if c in a.header]
+    ia = {c: i for i, c in enumerate(a.header)}
+    ib = {c: i for i, c in enumerate(b.header)}
+    key_a = [tuple(r[ia[c]] for c in common) for r in a.rows]
+    key_b = [tuple(r[ib[c]] for c in common) for r in b.rows]
+    out: dict[str, Any] = {
+        "columns_before": a.header,
+        "columns_after": b.header,
+        "changed": 0,
+        "added": 0,
+        "removed": 0,
+        "cells": [],
+    }
+    matcher = difflib.SequenceMatcher(None, key_a, key_b, autojunk=False)
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        if op == "equal":
+            continue
+        pairs = min(i2 - i1, j2 - j1) if op == "replace" else 0
+        for k in range(pairs):
+            out["changed"] += 1
+            for c in common:
+                before, after = a.rows[i1 + k][ia[c]], b.rows[j1 + k][ib[c]]
+                if before != after and len(out["cells"]) < MAX_CELLS:
+                    out["cells"].append(
+                        {
+                            "row": offset + j1 + k + 1,
+                            "column": c,
+                            "old": before[:200],
+                            "new": after[:200],
+                        }
+                    )
+        out["removed"] += (i2 - i1) - pairs
+        out["added"] += (j2 - j1) - pairs
+    return out
+
+
+def summary(diff: dict[str, Any]) -> str:
+    if "problem" in diff:
+        return str(diff["problem"])
+    if "rows" not in diff and "changed" not in diff:
+        return "changed (not a table)"
+    text = f"{diff['changed']} row(s) changed, {diff['added']} added, {diff['removed']} removed"
+    if diff["columns_before"] != diff["columns_after"]:
+        text += f"; columns {diff['columns_before']} -> {diff['columns_after']}"
+    return text
+
+
+def diff_of(name: str, old: Path | None, new: Path) -> dict[str, Any]:
+    if Path(name).suffix.lower() not in TABULAR:
+        return {"text": True}
+    if old is None or not old.is_file():
+        return {"problem": "the earlier version is not in the record"}
+    return diff_tables(name, read(old), read(new))
+
+
+def record_path(root: Path, phase: str, attempt: int) -> Path:
+    return root / "edits" / phase / f"{attempt}.json"
+
+
+def record(root: Path, phase: str, attempt: int, entry: dict[str, Any]) -> str:
+    """Append ``entry`` to the attempt's edits file; its path relative to the run folder."""
+    path = record_path(root, phase, attempt)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    entries = load(root, phase, attempt)
+    entries = (entries + [entry])[-MAX_EDITS:]
+    write_atomic(path, json.dumps(entries, indent=1).encode("utf-8") + b"\n")
+    return str(path.relative_to(root))
+
+
+def load(root: Path, phase: str, attempt: int) -> list[dict[str, Any]]:
+    try:
+        data = json.loads(record_path(root, phase, attempt).read_bytes())
+    except (OSError, ValueError):
+        return []
+    return [e for e in data if isinstance(e, dict)] if isinstance(data, list) else []

@@ -1,0 +1,303 @@
+"""Settled work reused across the runs of a flow (DESIGN.md §5, §11).
+
+A done attempt of a script or notebook phase is filed under its reuse key:
+
+```
+<flow>/.praxis/reuse/<key>/<run-id>.<attempt>.json
+    {run, phase, attempt, post, record, outputs: {name: sha256}, scratch: {path: sha256}}
+```
+
+``post`` (the workspace as the phase left it, a manifest) and ``record`` (its notebook
+record) are objects of the flow's store, like every file they name. The key is the sha256
+of three things, each known before the phase runs:
+
+* the phase's definition digest (``definition.py``): its flow.yaml entry (``reuse`` aside),
+  the files of its code (script or notebook), the run's parameters;
+* its pre-state digest (``snapshot.digest``): the path and sha256 of every file and folder of
+  the workspace once its inputs are uploaded;
+* the flow's ``sandbox`` settings but ``timeout`` and ``labels`` (backend, image, packages,
+  memory, cpus, ...).
+
+Not in it: the run's id, the attempt, the clock, anything the code reads from outside the
+workspace. A phase whose code reads the clock or randomness says ``reuse: never``.
+
+A phase about to run whose key names a done attempt of a run still listed is not run: the
+run claims the attempt's objects (``RunStore.claim``), and its outputs, scratch, record and
+the workspace it left are restored; the phase's new attempt says where it came from.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+from sandbox import Sandbox
+
+from ..definition import digests as definition
+from ..model.flow import Phase, SandboxSettings
+from ..store import snapshot
+from ..store.atomic import write_atomic
+from ..store.handle import RunHandle
+from ..store.layout import list_run_ids, store_dir
+from ..store.objects import RunStore
+from . import collect
+
+log = logging.getLogger("praxis")
+SHA = re.compile(r"[0-9a-f]{64}")
+UNKEYED = ("timeout", "labels")  # sandbox settings that never change what code computes
+
+
+def index_dir(flow_root: Path) -> Path:
+    return store_dir(flow_root) / "reuse"
+
+
+def applies(phase: Phase) -> bool:
+    """Whether a phase may be restored from a done attempt at all."""
+    return phase.kind != "agent" and phase.reuse != "never"
+
+
+def from_other_runs(run: RunHandle, phase: Phase) -> bool:
+    """Whether the phase may be restored from another run's attempt now: it has not run in
+    this run yet, or it is stale; never once a person asked for it to run again (re-run
+    from it, reopened at a Gate, ``rerun --no-reuse``)."""
+    p = run.state.phase(phase.id)
+    fresh = p.status == "pending" and p.attempt == 0
+    return applies(phase) and not p.no_reuse and (fresh or p.status == "stale")
+
+
+def key(run: RunHandle, phase: Phase, pre_digest: str) -> str:
+    data = {
+        "definition": definition.digest_of(run.flow, phase, run.state.params),
+        "pre": pre_digest,
+        "sandbox": sandbox_part(run.flow.sandbox),
+    }
+    text = json.dumps(data, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def sandbox_part(settings: SandboxSettings) -> dict[str, Any]:
+    """The sandbox settings a key holds: flow.yaml's section as written (values as YAML gave
+    them, keys of another backend too) with its backend, but ``UNKEYED``. Built from what was
+    written, not from the types, so a key stays what it was for every flow written before."""
+    written = {k: v for k, v in settings.written.items() if k not in UNKEYED}
+    return {**written, "backend": settings.backend}
+
+
+def remember(
+    run: RunHandle,
+    phase: Phase,
+    store: RunStore,
+    pre: snapshot.Manifest,
+    post: snapshot.Manifest,
+    outputs: dict[str, str],
+) -> None:
+    """File the phase's attempt, just done, under its key (never fails the phase)."""
+    if not applies(phase):
+        return
+    try:
+        attempt = run.state.phase(phase.id).attempt
+        _file(run, phase, store, attempt, pre, post, outputs)
+    except (OSError, ValueError):
+        log.warning("phase %s: its attempt could not be filed for reuse", phase.id, exc_info=True)
+
+
+def _file(
+    run: RunHandle,
+    phase: Phase,
+    store: RunStore,
+    attempt: int,
+    pre: snapshot.Manifest,
+    post: snapshot.Manifest,
+    outputs: dict[str, str],
+) -> None:
+    plain = {n: snapshot.Item(i.sha256, i.size) for n, i in post.items()}  # no identities
+    entry = {
+        "run": run.id,
+        "phase": phase.id,
+        "attempt": attempt,
+        "post": store.add_bytes(snapshot.manifest_text(plain).encode()),
+        "record": store.add_file(run.paths.record(phase.id))[0],
+        "outputs": dict(outputs),
+        "scratch": {
+            n: i.sha256
+            for n, i in post.items()
+            if n not in outputs
+            and not snapshot.is_folder(n)
+            and (n not in pre or pre[n].sha256 != i.sha256)
+        },
+    }
+    folder = index_dir(run.flow.root) / key(run, phase, snapshot.digest(pre))
+    folder.mkdir(parents=True, exist_ok=True)
+    data = json.dumps(entry, indent=1, sort_keys=True).encode() + b"\n"
+    write_atomic(folder / f"{run.id}.{attempt}.json", data, durable=False)
+
+
+def candidates(flow_root: Path, reuse_key: str) -> list[dict[str, Any]]:
+    """The done attempts filed under ``reuse_key`` whose run is still listed, newest first."""
+    folder = index_dir(flow_root) / reuse_key
+    try:
+        names = sorted(os.listdir(folder), reverse=True)
+    except FileNotFoundError:
+        return []
+    listed = set(list_run_ids(flow_root))
+    found = []
+    for name in names:
+        if name.split(".")[0] not in listed:
+            continue
+        try:
+            found.append(json.loads((folder / name).read_bytes()))
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def try_other_runs(
+    run: RunHandle, phase: Phase, sandbox: Sandbox, ws: snapshot.Workspace, store: RunStore
+) -> bool:
+    """Restore the phase from a done attempt with its key, if any run has one; the workspace
+    is settled for the phase (its pre-state) when it is not (``ws.settled``)."""
+    from .phase import base_state, settle
+
+    try:
+        sandbox.quiesce()
+        pre = settle(run, phase, sandbox, ws, base_state(run, phase, ws))
+    except Exception:  # whatever failed here fails the phase for real when it runs
+        log.debug("phase %s cannot be reused", phase.id, exc_info=True)
+        return False
+    ws.settled = (phase.id, pre)  # if it runs after all, it starts from this
+    for entry in candidates(run.flow.root, key(run, phase, snapshot.digest(pre))):
+        try:
+            if _adopt(run, phase, ws, store, pre, entry):
+                return True
+        except (OSError, ValueError, KeyError, TypeError):
+            log.warning("phase %s: not restored from run %s", phase.id, entry.get("run"))
+            if ws.settled is None:  # the workspace moved: the phase settles it again
+                return False
+    return False
+
+
+def ahead(run: RunHandle, store: RunStore) -> int:
+    """Restore, without a sandbox, each next phase that a done attempt of a run stands for
+    (stopping before a Gate's phase, a cancel, or a phase that must run); how many. The
+    pre-state is the one the sandbox's workspace would hold: the previous phase's recorded
+    post-state with the phase's inputs placed (``planned``). The workspace itself is left as
+    it is: the next phase that runs restores its own pre-state first."""
+    if not index_dir(run.flow.root).is_dir():
+        return 0
+    done = 0
+    while not run.paths.cancel_request.exists():
+        nxt = run.state.next_phase
+        if nxt is None:
+            break
+        phase = run.flow.phase(nxt.id)
+        # a Gate's phase, and a stale one (its own last attempt may stand), go the usual way
+        if phase.gated or nxt.status == "stale" or not from_other_runs(run, phase):
+            break
+        try:
+            pre = planned(run, phase, store)
+            found = pre is not None and any(
+                _adopt(run, phase, None, store, pre, entry)
+                for entry in candidates(run.flow.root, key(run, phase, snapshot.digest(pre)))
+            )
+        except (OSError, ValueError, KeyError, TypeError):
+            log.debug("phase %s cannot be restored ahead", phase.id, exc_info=True)
+            found = False
+        if not found:
+            break
+        done += 1
+    return done
+
+
+def planned(run: RunHandle, phase: Phase, store: RunStore) -> snapshot.Manifest | None:
+    """The pre-state ``settle`` would make, from the records alone: the phase before's
+    post-state, each working input placed at its name (and the folders above it)."""
+    from .phase import base_state, source_of
+
+    base = base_state(run, phase)
+    if base is None:
+        return None
+    pre = {n: snapshot.Item(i.sha256, i.size) for n, i in base.items()}
+    for name in phase.working:
+        sha, size = store.add_file(source_of(run, name))
+        pre[name] = snapshot.Item(sha, size)
+        parts = name.split("/")[:-1]
+        for n in range(len(parts)):
+            pre["/".join(parts[: n + 1]) + "/"] = snapshot.Item(snapshot.FOLDER, 0)
+    return pre
+
+
+def _adopt(
+    run: RunHandle,
+    phase: Phase,
+    ws: snapshot.Workspace | None,
+    store: RunStore,
+    pre: snapshot.Manifest,
+    entry: dict[str, Any],
+) -> bool:
+    post_sha, record_sha = str(entry["post"]), str(entry["record"])
+    if not all(SHA.fullmatch(s) for s in (post_sha, record_sha)):
+        return False
+    if not store.claim([post_sha, record_sha]):
+        return False
+    post = snapshot.load_manifest(store.path(post_sha))
+    outputs: dict[str, str] = dict(entry["outputs"])
+    scratch: dict[str, str] = dict(entry["scratch"])
+    if post is None or sorted(outputs) != sorted(phase.outputs):
+        return False
+    files = [i.sha256 for n, i in post.items() if not snapshot.is_folder(n)]
+    shas = [*files, *outputs.values(), *scratch.values()]
+    if not all(isinstance(s, str) and SHA.fullmatch(s) for s in shas) or not store.claim(shas):
+        return False
+    if ws is not None:
+        ws.settled = None
+        ws.restore(post)
+        post = ws.snapshot(settled=True)  # as this workspace holds it (every file known)
+    state = run.state.phase(phase.id)
+    if state.attempt:
+        collect.archive_attempt(run.paths, phase, state.attempt)
+    attempt = state.attempt + 1
+    declared = set(phase.outputs)
+    for name, sha in {**scratch, **outputs}.items():
+        collect._file(run.paths, phase, name, store, sha, declared)
+    run.paths.records.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(store.path(record_sha), run.paths.record(phase.id))
+    os.chmod(run.paths.record(phase.id), 0o644)
+    digests = {"pre": snapshot.digest(pre)}
+    digests |= definition.digests_of(run.flow, phase, run.state.params)
+    save = ws.save if ws is not None else snapshot.save_manifest
+    save(run.paths.snapshot(phase.id, attempt), pre, **digests)
+    save(run.paths.snapshot(phase.id, attempt, "post"), post)
+    source = f"{entry['run']}/{entry['attempt']}"
+    run.change("reuse", phase=phase.id, source=source, hashes=outputs, digests=digests)
+    remember(run, phase, store, pre, post, outputs)
+    return True
+
+
+def prune(flow_root: Path, listed: list[str]) -> int:
+    """Remove the index's entries of runs no longer listed; how many."""
+    keep, removed = set(listed), 0
+    root = index_dir(flow_root)
+    try:
+        folders = list(os.scandir(root))
+    except FileNotFoundError:
+        return 0
+    for folder in folders:
+        try:
+            names = os.listdir(folder.path)
+        except OSError:
+            continue
+        for name in names:
+            if name.split(".")[0] not in keep:
+                Path(folder.path, name).unlink(missing_ok=True)
+                removed += 1
+        try:
+            os.rmdir(folder.path)  # only once empty
+        except OSError:
+            pass
+    return removed

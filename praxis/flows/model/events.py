@@ -1,0 +1,680 @@
+"""events.jsonl: typed, append-only, one JSON object per line; the catalogue of its kinds.
+
+Every event is a frozen dataclass with keyword-only fields; ``kind`` names it in the file.
+``CATALOGUE`` lists every kind praxis writes, so any process reads any run's events as their
+classes, whatever it has imported. A kind from outside praxis comes in through ``register``
+or the ``praxis.events`` entry-point group (read when a line names a kind nobody
+registered); a kind nobody knows is read as ``Unknown``, kept whole.
+
+The events of one change of a run (``state.apply``) are stamped in the file with the revision
+of run.json the change made (``"rev"``): run.json holds them too, until the next change, so
+an append a crash cut short is made good (``RunHandle.catch_up``). Reading tolerates a torn
+last line (a crash mid-append) and reports corruption anywhere else.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import re
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, ClassVar, TypeVar
+
+from sandbox import plugins
+
+from ...errors import RecordCorrupt
+
+log = logging.getLogger("praxis")
+E = TypeVar("E", bound="type[Event]")
+
+# The entry-point group of event kinds from outside praxis: each entry names an Event class.
+ENTRY_POINTS = "praxis.events"
+# The key of a line that stamps it as an event of the change that made this revision.
+REV = "rev"
+
+
+class EventLogCorrupt(RecordCorrupt):
+    """Raised when a line other than the last of events.jsonl is not a valid event."""
+
+    def __init__(self, path: Path, line: int, reason: str) -> None:
+        super().__init__(f"{path}: line {line}: {reason}")
+        self.path = path
+        self.line = line
+
+
+class KindTaken(ValueError):
+    """Raised by ``register`` for a kind the catalogue, or another registered class, has."""
+
+    def __init__(self, kind: str, holder: type[Event]) -> None:
+        super().__init__(
+            f"event kind {kind!r} is taken by {holder.__module__}.{holder.__qualname__}: "
+            "name the add-on's kind differently"
+        )
+        self.kind = kind
+        self.holder = holder
+
+
+@dataclass(frozen=True, kw_only=True)
+class Event:
+    kind: ClassVar[str] = "event"
+    at: float = field(default_factory=time.time)
+
+    def to_json(self) -> str:
+        """One line of JSON. Fields are encoded as they are (no deep copy first, as
+        ``dataclasses.asdict`` makes: a phase's list of thousands of scratch files)."""
+        return json.dumps(self._data(), ensure_ascii=False, default=_plain)
+
+    def stamped(self, revision: int) -> dict[str, Any]:
+        """The event as the JSON object of its line, stamped as an event of the change that
+        made ``revision`` (as run.json holds it, and then events.jsonl)."""
+        data: dict[str, Any] = {"kind": self.kind, REV: revision}
+        data.update(json.loads(self.to_json()))
+        return data
+
+    def _data(self) -> dict[str, Any]:
+        data = {"kind": self.kind}
+        data.update((name, getattr(self, name)) for name in _names(type(self)))
+        return data
+
+    @staticmethod
+    def from_dict(data: dict[str, Any]) -> Event:
+        data = dict(data)
+        kind = data.pop("kind", None)
+        cls = kind_of(str(kind))
+        if cls is None:
+            return Unknown(at=float(data.get("at", 0.0)), data={"kind": kind, **data})
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+
+_NAMES: dict[type[Event], tuple[str, ...]] = {}
+
+
+def _names(cls: type[Event]) -> tuple[str, ...]:
+    names = _NAMES.get(cls)
+    if names is None:
+        names = _NAMES[cls] = tuple(f.name for f in dataclasses.fields(cls))
+    return names
+
+
+def _plain(value: Any) -> Any:
+    """What json cannot encode itself: a dataclass as its fields, anything else as text."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    return str(value)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Unknown(Event):
+    """A line whose kind this process does not know (kept, not dropped)."""
+
+    kind: ClassVar[str] = "unknown"
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+# --- the run -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunBegun(Event):
+    """A run was made (its run.json at revision 0)."""
+
+    kind: ClassVar[str] = "run_begun"
+    run: str
+    flow: str
+    phases: list[str]
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunStateChanged(Event):
+    """The run's status changed; ``reason`` is the transition (``state.apply``'s event)."""
+
+    kind: ClassVar[str] = "run_state"
+    status: str
+    revision: int
+    reason: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunCancelled(Event):
+    kind: ClassVar[str] = "run_cancelled"
+    revision: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class SandboxOpened(Event):
+    kind: ClassVar[str] = "sandbox_opened"
+    backend: str
+    isolated: bool
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ManagedMode(Event):
+    """A person let an agent decide the run's delegatable Gates (or took that back)."""
+
+    kind: ClassVar[str] = "managed_mode"
+    granted: bool
+    revision: int
+    actor: str = "person"
+
+
+# --- a phase -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class PhaseStarted(Event):
+    kind: ClassVar[str] = "phase_started"
+    phase: str
+    attempt: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class InputsUploaded(Event):
+    kind: ClassVar[str] = "inputs_uploaded"
+    phase: str
+    files: list[str]
+    seconds: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class CodeRan(Event):
+    kind: ClassVar[str] = "code_ran"
+    phase: str
+    label: str  # "script", "cell 3", "run_python"
+    status: str
+    seconds: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class FilesCollected(Event):
+    kind: ClassVar[str] = "files_collected"
+    phase: str
+    outputs: list[str]
+    scratch: list[str]
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkspaceRecorded(Event):
+    """The workspace recorded before (``pre``) or after (``post``) a phase attempt."""
+
+    kind: ClassVar[str] = "workspace_recorded"
+    phase: str
+    attempt: int
+    which: str  # "pre" | "post"
+    files: int
+    stored: int  # files read into the store this time (new or changed)
+    stored_bytes: int
+    seconds: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class PhaseDone(Event):
+    kind: ClassVar[str] = "phase_done"
+    phase: str
+    attempt: int
+    seconds: float
+    hashes: dict[str, str]
+
+
+@dataclass(frozen=True, kw_only=True)
+class PhaseFailed(Event):
+    kind: ClassVar[str] = "phase_failed"
+    phase: str
+    attempt: int
+    error: str
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class PhaseReused(Event):
+    """A phase whose inputs and definition were those of a done attempt: that attempt stands
+    (``source_run``, ``source_attempt``: the run's own last one, or another run's)."""
+
+    kind: ClassVar[str] = "phase_reused"
+    phase: str
+    attempt: int
+    source_run: str = ""  # empty in events written before runs reused each other's work
+    source_attempt: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class PhasesStale(Event):
+    kind: ClassVar[str] = "phases_stale"
+    phases: list[str]
+    because: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class OutputAccepted(Event):
+    """A person accepted an output changed outside praxis as its phase's."""
+
+    kind: ClassVar[str] = "output_accepted"
+    name: str
+    phase: str
+    old: str
+    sha256: str
+    revision: int
+    actor: str = "person"
+
+
+# --- a Gate --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class GateWaiting(Event):
+    kind: ClassVar[str] = "gate_waiting"
+    phase: str
+    writable: list[str]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ArtifactEdited(Event):
+    kind: ClassVar[str] = "artifact_edited"
+    name: str
+    sha256: str
+    by: str = "reviewer"  # reviewer (web UI, API), hand (found changed on disk), carried
+    old: str = ""  # the sha256 before the edit
+    phase: str = ""
+    attempt: int = 0
+    revision: int = 0
+    diff: str = ""  # a one-line summary; the diff is in edits/<phase>/<attempt>.json
+
+
+@dataclass(frozen=True, kw_only=True)
+class GateApproved(Event):
+    kind: ClassVar[str] = "gate_approved"
+    phase: str
+    revision: int
+    actor: str = "person"
+    acked: list[dict[str, str]] = field(default_factory=list)  # {name, sha256} acknowledged
+
+
+@dataclass(frozen=True, kw_only=True)
+class GateRejected(Event):
+    kind: ClassVar[str] = "gate_rejected"
+    phase: str
+    reopen: str
+    note: str
+    revision: int
+    actor: str = "person"
+    acked: list[dict[str, str]] = field(default_factory=list)
+
+
+@dataclass(frozen=True, kw_only=True)
+class DecisionRefused(Event):
+    """A Gate decision that was not allowed (an agent's, or one while checks fail)."""
+
+    kind: ClassVar[str] = "decision_refused"
+    phase: str
+    decision: str
+    actor: str
+    reason: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class RerunRequested(Event):
+    kind: ClassVar[str] = "rerun_requested"
+    phase: str
+    kept: list[str]  # attempt folders the earlier outputs were moved to
+    edits: str = ""  # keep | discard: the choice for the Gate edits it may replace
+    edited: list[str] = field(default_factory=list)  # those outputs
+
+
+@dataclass(frozen=True, kw_only=True)
+class EditsCarried(Event):
+    """A Gate edit kept across a re-run (``--keep-edits``), re-applied to the new output."""
+
+    kind: ClassVar[str] = "edits_carried"
+    phase: str
+    attempt: int
+    name: str
+    applied: list[str]  # each edit applied, by row key
+    skipped: list[str]  # each edit that no longer applies, and why
+
+
+# --- an agent phase's turn -----------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelCalled(Event):
+    """One chat-model call of an agent turn (``call`` counts from 1)."""
+
+    kind: ClassVar[str] = "model_called"
+    phase: str
+    call: int
+    tool_calls: list[str] = field(default_factory=list)  # tool names the model asked for
+    text_chars: int = 0  # length of the model's text answer
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolCalled(Event):
+    """One tool call; ``status`` is ok, error (the code or query failed) or refused."""
+
+    kind: ClassVar[str] = "tool_called"
+    phase: str
+    tool: str
+    args: dict[str, Any] = field(default_factory=dict)  # clipped for the log
+    status: str = "ok"
+    detail: str = ""
+    files: list[str] = field(default_factory=list)  # workspace files the call wrote
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class ApprovalAsked(Event):
+    """Code (or an ad-hoc query) that is not prepared waits for a person."""
+
+    kind: ClassVar[str] = "approval_asked"
+    phase: str
+    tool: str
+    code: str
+    sha256: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ApprovalAnswered(Event):
+    """The answer; ``by`` is "approver", or "nobody" when no one could be asked."""
+
+    kind: ClassVar[str] = "approval_answered"
+    phase: str
+    tool: str
+    sha256: str
+    approved: bool
+    by: str = "approver"
+
+
+# --- notifiers -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class Notified(Event):
+    """A notifier was told that the run waits at a Gate, failed or is done."""
+
+    kind: ClassVar[str] = "notified"
+    target: str  # webhook (its host) or command
+    about: str  # gate | failed | done
+
+
+@dataclass(frozen=True, kw_only=True)
+class NotifyFailed(Event):
+    """A notifier failed; the run goes on as it was."""
+
+    kind: ClassVar[str] = "notify_failed"
+    target: str
+    about: str
+    error: str
+
+
+# --- trace.jsonl (``PRAXIS_TRACE=1``): a log of its own, of the same form ------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class Traced(Event):
+    """A command on the run, and the route evaluated after it."""
+
+    kind: ClassVar[str] = "traced"
+    argv: list[str]  # as given, from the program's name on
+    actor: str
+    exit: int
+    facts: dict[str, Any]
+    route: dict[str, Any]
+
+
+@dataclass(frozen=True, kw_only=True)
+class TraceFull(Event):
+    """The trace reached its bound: later commands are not traced."""
+
+    kind: ClassVar[str] = "trace_full"
+    bytes: int
+
+
+# --- the catalogue -------------------------------------------------------------------------
+
+# Every kind praxis writes. A line is read as the class its ``kind`` names here; each class
+# is written and read as its fields (``Event.to_json``, ``Event.from_dict``). Add a kind here
+# (a test holds that every Event class of praxis is listed), never by importing a module.
+CATALOGUE: tuple[type[Event], ...] = (
+    # the run
+    RunBegun,
+    RunStateChanged,
+    RunCancelled,
+    SandboxOpened,
+    ManagedMode,
+    # a phase
+    PhaseStarted,
+    InputsUploaded,
+    CodeRan,
+    FilesCollected,
+    WorkspaceRecorded,
+    PhaseDone,
+    PhaseFailed,
+    PhaseReused,
+    PhasesStale,
+    OutputAccepted,
+    # a Gate
+    GateWaiting,
+    ArtifactEdited,
+    GateApproved,
+    GateRejected,
+    DecisionRefused,
+    RerunRequested,
+    EditsCarried,
+    # an agent phase's turn
+    ModelCalled,
+    ToolCalled,
+    ApprovalAsked,
+    ApprovalAnswered,
+    # notifiers
+    Notified,
+    NotifyFailed,
+    # trace.jsonl
+    Traced,
+    TraceFull,
+    # a line of a kind nobody knows
+    Unknown,
+)
+
+
+def _by_kind(classes: Sequence[type[Event]]) -> Mapping[str, type[Event]]:
+    table: dict[str, type[Event]] = {}
+    for cls in classes:
+        if cls.kind in table:
+            raise KindTaken(cls.kind, table[cls.kind])
+        table[cls.kind] = cls
+    return MappingProxyType(table)
+
+
+KINDS: Mapping[str, type[Event]] = _by_kind(CATALOGUE)
+
+# Kinds from outside praxis, registered in this process (``register``, entry points).
+_ADDED: dict[str, type[Event]] = {}
+_entry_points_read = False
+
+
+def register(cls: E) -> E:
+    """Read and write events of ``cls.kind``, a kind from outside praxis, in this process
+    (also a class decorator). An add-on that must be read in any process names the class
+    in the ``praxis.events`` entry-point group as well. A kind that the catalogue or another
+    registered class has is refused (KindTaken); registering a class again does nothing."""
+    if not (isinstance(cls, type) and issubclass(cls, Event) and dataclasses.is_dataclass(cls)):
+        raise TypeError(f"{cls!r} is not an Event dataclass")
+    if REV in _names(cls):
+        raise TypeError(f"{cls.__qualname__} has a field {REV!r}: the log stamps lines with it")
+    holder = KINDS.get(cls.kind) or _ADDED.get(cls.kind)
+    if holder is not None and holder is not cls:
+        raise KindTaken(cls.kind, holder)
+    _ADDED[cls.kind] = cls
+    return cls
+
+
+def kind_of(kind: str) -> type[Event] | None:
+    """The class of events of ``kind``: the catalogue's, a registered one's, else one the
+    ``praxis.events`` entry points name (read once, when a kind is first not found)."""
+    cls = KINDS.get(kind) or _ADDED.get(kind)
+    if cls is None and not _entry_points_read:
+        _read_entry_points()
+        cls = _ADDED.get(kind)
+    return cls
+
+
+def _read_entry_points() -> None:
+    """Register the classes the ``praxis.events`` entry points name. One that does not load,
+    or is no Event, is logged and left out: its lines read as ``Unknown``."""
+    global _entry_points_read
+    _entry_points_read = True
+    for target in plugins.declared(ENTRY_POINTS).values():
+        try:
+            register(plugins.load(target))  # type: ignore[type-var]  # register checks what it is
+        except Exception as exc:  # a broken add-on never makes a run's log unreadable
+            log.warning("event kinds of entry point %s left out: %s", target, exc)
+
+
+# --- the file ------------------------------------------------------------------------------
+
+# A stamped line as ``Event.stamped`` and ``EventLog.append_lines`` write it begins so.
+_STAMP = re.compile(rb'\{"kind": "[^"\\]*", "rev": (\d+)[,}]')
+_CHUNK = 1 << 16
+
+
+class EventLog:
+    """Append-only writer and tolerant reader of one run's events.jsonl."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def append(self, ev: Event) -> None:
+        """Append an event that records no change of run.json (code ran, a tool was called)."""
+        self._append((ev.to_json() + "\n").encode("utf-8"))
+
+    def append_lines(self, lines: Sequence[Mapping[str, Any]]) -> None:
+        """Append the lines of one change (``Event.stamped``), in one write."""
+        if lines:
+            self._append(b"".join(_line(data) for data in lines))
+
+    def lacking(self, revision: int, lines: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+        """Those of ``lines``, the change that made ``revision``, that the log does not hold:
+        none when it holds them all (or a later change's), the rest when a crash cut their
+        append short. The caller holds the run's lock."""
+        if not lines:
+            return []
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return list(lines)
+        try:
+            held = 0
+            for line in _backward(fd):
+                rev = _stamp(line)
+                if rev is None:
+                    continue  # an event that records no change
+                if rev > revision:
+                    return []  # the log is ahead of run.json: nothing of this change is lacking
+                if rev < revision:
+                    break
+                held += 1
+        finally:
+            os.close(fd)
+        return list(lines[held:])
+
+    def _append(self, data: bytes) -> None:
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            self._drop_torn_tail(fd)
+            self._write(fd, data)
+        finally:
+            os.close(fd)
+
+    @staticmethod
+    def _write(fd: int, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+
+    @staticmethod
+    def _drop_torn_tail(fd: int) -> None:
+        """Cut a last line that a crash left without its newline, so appends start clean."""
+        size = os.fstat(fd).st_size
+        if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+            return
+        pos = size
+        while pos > 0:
+            start = max(0, pos - _CHUNK)
+            chunk = os.pread(fd, pos - start, start)
+            nl = chunk.rfind(b"\n")
+            if nl >= 0:
+                os.ftruncate(fd, start + nl + 1)
+                return
+            pos = start
+        os.ftruncate(fd, 0)
+
+    def read(self) -> list[Event]:
+        return list(self.iter())
+
+    def iter(self) -> Iterator[Event]:
+        try:
+            raw = self.path.read_bytes()
+        except FileNotFoundError:
+            return
+        complete = raw.endswith(b"\n")
+        lines = raw.split(b"\n")
+        if complete:
+            lines.pop()
+        for number, line in enumerate(lines, start=1):
+            if not complete and number == len(lines):
+                return  # a crash mid-append left this line torn: dropped
+            if not line.strip():
+                continue
+            try:
+                data = json.loads(line)
+                if not isinstance(data, dict):
+                    raise ValueError("not a JSON object")
+                yield Event.from_dict(data)
+            except (ValueError, TypeError) as exc:
+                raise EventLogCorrupt(self.path, number, str(exc)) from exc
+
+
+def _line(data: Mapping[str, Any]) -> bytes:
+    """A stamped line, its kind and revision first (as run.json, which sorts keys, may not
+    have them)."""
+    ordered = {"kind": data.get("kind"), REV: data.get(REV), **data}
+    return (json.dumps(ordered, ensure_ascii=False, default=_plain) + "\n").encode("utf-8")
+
+
+def _stamp(line: bytes) -> int | None:
+    """The revision a line is stamped with; None for an event that records no change."""
+    match = _STAMP.match(line)
+    if match is not None:
+        return int(match.group(1))
+    if b'"rev"' not in line:
+        return None
+    try:
+        data = json.loads(line)
+    except ValueError:
+        return None
+    rev = data.get(REV) if isinstance(data, dict) else None
+    return rev if isinstance(rev, int) and not isinstance(rev, bool) else None
+
+
+def _backward(fd: int) -> Iterator[bytes]:
+    """The complete lines of the file, the last first; a torn last line is not one."""
+    pos, rest, torn = os.fstat(fd).st_size, b"", True
+    while pos > 0:
+        start = max(0, pos - _CHUNK)
+        parts = (os.pread(fd, pos - start, start) + rest).split(b"\n")
+        pos, rest, body = start, parts[0], parts[1:]
+        if torn:
+            if not body:
+                continue  # no newline yet: all of it is the end of the last line
+            body.pop()  # what follows the last newline: a torn line, or nothing
+            torn = False
+        yield from reversed(body)
+    if not torn and rest:
+        yield rest

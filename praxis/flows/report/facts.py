@@ -1,0 +1,152 @@
+"""The facts of a run that its route is chosen from (``route.Facts``).
+
+``state_facts`` is the part that run.json and flow.yaml give alone: pure, so the route of
+every state can be tested without a run folder. ``facts`` adds what the run's files say
+(the files to read at a Gate and their sha256, the failed phase's record, outputs changed
+outside praxis, changed definitions and parameters, failing checks) and whether a process
+holds the run. Reads only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ...argv import flow_text, program_argv, shown
+from ..definition import digests as definition
+from ..definition.digest import sha256_of
+from ..engine import reconcile
+from ..engine.acks import to_read
+from ..model.flow import Flow
+from ..model.state import RunState, allows
+from ..store.handle import RunHandle
+from ..store.lock import is_held
+from .route import Facts, route
+
+if TYPE_CHECKING:
+    from ..engine.checks import Failure
+
+
+def state_facts(state: RunState, flow: Flow, *, flow_arg: str, program: Sequence[str]) -> Facts:
+    """The facts run.json and flow.yaml give: where the run is, the Gate and who may decide
+    it, the failed phase's error and repeats, the phases a re-run may start from (by the
+    state tables themselves: ``state.allows``)."""
+    gate = state.gate if state.waiting == "gate" else None
+    at = min(state.cursor, len(state.phases) - 1)
+    began = state.definition.get("phases")
+    failure, repeats, retries = None, 0, 0
+    if state.status == "failed" and state.phases:
+        p = state.phases[at]
+        failure, repeats, retries = one_line(p.error or "") or None, p.repeats, p.retries
+    edited = tuple((n, p.id) for p in state.phases for n in sorted(p.edited))
+    return Facts(
+        flow=flow_arg,
+        run=state.run,
+        status=state.status,
+        revision=state.revision,
+        cursor_phase=state.phases[at].id if state.phases else None,
+        gate=gate,
+        delegatable=_delegatable(flow, gate),
+        managed=state.managed,
+        left_running=any(p.status == "running" for p in state.phases),
+        program=tuple(program),
+        failure=failure,
+        repeats=repeats,
+        retries=retries,
+        flow_changed=began is not None and began != [p.id for p in flow.phases],
+        rerunnable=tuple(p.id for p in state.phases if allows(state, "rerun", phase=p.id)),
+        phases=tuple(p.id for p in state.phases),
+        edited=edited,
+        keyless=tuple(_keyless(flow, edited)),
+    )
+
+
+def _keyless(flow: Flow, edited: tuple[tuple[str, str], ...]) -> list[str]:
+    if not edited:
+        return []
+    from ..engine.carry import keyless  # tables of a run with Gate edits only
+
+    return keyless(flow, edited)
+
+
+def _delegatable(flow: Flow, gate: str | None) -> bool:
+    return any(p.id == gate and p.delegatable for p in flow.phases)
+
+
+def facts(
+    run: RunHandle,
+    held: int | None,
+    failing: list[Failure],
+    changed_phases: Sequence[str],
+    params_changed: Sequence[str] = (),
+) -> Facts:
+    """The facts of a run the route is chosen from (of the phases whose definition or
+    parameters changed, those done: a stale one runs again when it is reached)."""
+
+    state = run.state
+    base = state_facts(state, run.flow, flow_arg=flow_text(run.flow), program=program_argv())
+    done = {p.id for p in state.phases if p.status == "done"}
+    read = [(shown(path), sha) for _, path, sha in to_read(run)] if base.gate else []
+    blocking = reconcile.blocking(run)
+    record = None
+    if state.status == "failed" and base.cursor_phase is not None:
+        path = run.paths.record(base.cursor_phase)
+        try:
+            record = (shown(path), sha256_of(path))
+        except OSError:
+            record = None  # no record (the phase failed before it had one)
+    return dataclasses.replace(
+        base,
+        checks_failing=tuple(str(f) for f in failing),
+        read=tuple(read),
+        held=held is not None,
+        changed_outputs=tuple(dict.fromkeys((c.name, c.phase) for c, _ in blocking)),
+        changed_phases=tuple(p for p in changed_phases if p in done),
+        record=record,
+        params_changed=tuple(p for p in params_changed if p in done),
+        missing_outputs=tuple(dict.fromkeys(c.name for c, _ in blocking if not c.now)),
+    )
+
+
+def facts_and_route(run: RunHandle) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The run's facts now and the route they give, as ``status --json`` would show them."""
+    held = is_held(run.paths.lock)
+    changed, params = changes(run)
+    f = facts(run, held, gate_checks(run), changed, params)
+    return f.to_dict(), route(f).to_dict()
+
+
+def gate_checks(run: RunHandle) -> list[Failure]:
+    """The checks failing now on the writable outputs of the Gate (none when not at one)."""
+    if run.state.waiting != "gate" or run.state.gate is None:
+        return []
+    from ..engine.checks import gate_failures  # tables are read only at a Gate
+
+    return gate_failures(run, reconcile.phase_version(run, run.state.gate))
+
+
+def changes(run: RunHandle) -> tuple[list[str], list[str]]:
+    """Done (or stale) phases whose definition is not what ran: (those whose flow.yaml entry
+    or files changed, those that only ran with other parameters than the run's now). A run
+    recorded before the code digest was has only the first kind."""
+    if run.state.definition.get("phases") != [p.id for p in run.flow.phases]:
+        return [], []  # another flow.yaml altogether: advance says so
+    changed, params = [], []
+    for p in run.state.phases:
+        recorded = p.digests.get("definition")
+        if p.status in ("done", "stale") and recorded:
+            now = definition.digests_of(run.flow, run.flow.phase(p.id), run.state.params)
+            if now["definition"] == recorded:
+                continue
+            if p.digests.get("code") == now["code"]:
+                params.append(p.id)
+            else:
+                changed.append(p.id)
+    return changed, params
+
+
+def one_line(text: str, limit: int = 300) -> str:
+    """The first line of ``text`` that says something, at most ``limit`` characters."""
+    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    return line if len(line) <= limit else line[: limit - 1] + "…"

@@ -1,0 +1,202 @@
+"""What a person needs to know about a run, and the exact next command. Reads only (it asks
+whether the run's lock is held; it never takes it)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...argv import flow_arg
+from ...argv import shown as _rel
+from ..engine import reconcile
+from ..model.flow import Flow
+from ..model.state import APPROVAL_LOST, STOPPED, RunState
+from ..store.handle import RunHandle
+from ..store.layout import writable_names
+from ..store.lock import is_held
+from .facts import changes, facts, gate_checks
+from .receipt import receipt as receipt_of
+from .route import route
+
+
+@dataclass
+class Status:
+    flow: str
+    run: str
+    status: str
+    revision: int
+    waiting: str | None
+    gate: str | None
+    phases: list[dict[str, Any]]
+    review: list[str] = field(default_factory=list)  # writable files, relative to the cwd
+    next: list[str] = field(default_factory=list)  # commands to try, the first is the usual one
+    message: str = ""
+    holder: int | None = None
+    backend: str | None = None
+    changed: list[str] = field(default_factory=list)  # phases whose definition changed since
+    params_changed: list[str] = field(default_factory=list)  # ran with other parameters
+    params: dict[str, Any] = field(default_factory=dict)
+    managed: bool = False
+    checks: list[dict[str, Any]] = field(default_factory=list)  # failing at the Gate
+    changed_outputs: list[dict[str, str]] = field(default_factory=list)  # outside praxis
+    route: dict[str, Any] = field(default_factory=dict)
+    receipt: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def status_of(run: RunHandle) -> Status:
+    state = run.state
+    flow = run.flow
+    held = is_held(run.paths.lock)
+    phases = [_phase_row(p, state) for p in state.phases]
+    st = Status(
+        flow=flow.name,
+        run=run.id,
+        status=state.status,
+        revision=state.revision,
+        waiting=state.waiting,
+        gate=state.gate,
+        phases=phases,
+        holder=held,
+        backend=state.backend,
+    )
+    running = next((p for p in state.phases if p.status == "running"), None)
+    if running is not None and held is None:
+        lost = APPROVAL_LOST if running.waiting == "approval" else STOPPED
+        st.message = f"phase {running.id} was {lost}: no process is running it"
+        for row in phases:
+            if row["id"] == running.id:
+                row["note"] = lost
+    st.review = [_rel(run.paths.out(n)) for n in writable_names(flow, state)]
+    st.next = next_commands(flow, state, run.id, held, running is not None)
+    st.params = dict(state.params)
+    st.changed, st.params_changed = changes(run)
+    if not st.message:
+        st.message = _message(state, held)
+    if st.changed and state.status != "running":
+        st.message += (
+            f"; changed since they ran: {', '.join(st.changed)} (re-run from {st.changed[0]})"
+        )
+        keep = edits_words(flow, state, st.changed[0])
+        st.next.append(f"praxis rerun {flow_arg(flow)} --run {run.id} --from {st.changed[0]}{keep}")
+    if st.params_changed and state.status != "running":
+        st.message += f"; ran with other parameters: {', '.join(st.params_changed)}"
+    st.managed = state.managed
+    failing = gate_checks(run)
+    st.checks = [f.to_dict() for f in failing]
+    changed = reconcile.changed_outputs(run)
+    st.changed_outputs = [c.to_dict() for c in changed]
+    r = route(facts(run, held, failing, st.changed, st.params_changed))
+    st.route = r.to_dict()
+    st.receipt = receipt_of(state, _events(run), [c.name for c in changed])
+    if failing:
+        from ..engine.checks import summary
+
+        st.message += f"; {len(failing)} check(s) fail: {summary(failing)}"
+    if changed:
+        st.message += "; changed outside praxis: " + ", ".join(c.name for c in changed)
+    st.message += _edited_note(flow, state)
+    return st
+
+
+def _edited_note(flow: Flow, state: RunState) -> str:
+    """Outputs carrying Gate edits, and whether a re-run can keep them."""
+    found = [(n, p.id) for p in state.phases for n in sorted(p.edited)]
+    if not found:
+        return ""
+    from ..engine import carry  # reads checks: only for a run with edits
+
+    names = ", ".join(n for n, _ in found)
+    cannot = carry.keyless(flow, found)
+    if cannot:
+        return (
+            f"; edited at a Gate: {names} (a re-run or reopen cannot keep "
+            f"{', '.join(cannot)}: no row key; declare key: under its checks)"
+        )
+    return f"; edited at a Gate: {names} (a re-run or reopen keeps them with --keep-edits)"
+
+
+# The kinds of event the receipt shows (Gate decisions, edits), as events.jsonl spells them.
+RECEIPT_KINDS = (
+    *(b'"gate_approved"', b'"gate_rejected"', b'"artifact_edited"', b'"edits_carried"'),
+)
+
+
+def _events(run: RunHandle) -> list[Any]:
+    """The run's events, for its receipt. A log that names none of ``RECEIPT_KINDS`` (and
+    escapes no character, which could spell one) adds nothing to it: it is not parsed."""
+    try:
+        raw = run.paths.events.read_bytes()
+        if b"\\u" not in raw and not any(kind in raw for kind in RECEIPT_KINDS):
+            return []
+        return run.log.read()
+    except Exception:  # a corrupt log leaves the receipt without decisions, not status broken
+        return []
+
+
+def _phase_row(p: Any, state: RunState) -> dict[str, Any]:
+    return {
+        "id": p.id,
+        "status": p.status,
+        "attempt": p.attempt,
+        "seconds": None if p.seconds is None else round(p.seconds, 3),
+        "error": p.error,
+        "outputs": sorted(p.hashes),
+        "reused": p.reused,
+        "reused_from": p.reused_from,
+        "backend": p.backend,
+    }
+
+
+def _message(state: RunState, held: int | None) -> str:
+    if state.waiting == "gate":
+        return f"waiting at the Gate after {state.gate}: review, then approve or reject"
+    if state.status == "running":
+        return f"running (process {held})" if held else "running"
+    if state.status == "failed":
+        return f"failed: {state.error}"
+    if state.status == "paused":
+        nxt = state.next_phase
+        return f"paused before {nxt.id}" if nxt else "paused"
+    if state.status == "done":
+        return "every phase done"
+    return f"{state.status}: {state.error}" if state.error else state.status
+
+
+def next_commands(
+    flow: Flow, state: RunState, run_id: str, held: int | None, running: bool
+) -> list[str]:
+    f = flow_arg(flow)
+    run = f"--run {run_id}"
+    rev = f"--expect-revision {state.revision}"
+    if state.waiting == "gate":
+        gate = f"--gate {state.gate}"
+        keep = edits_words(flow, state, str(state.gate))
+        return [
+            f"praxis approve {f} {run} {gate} {rev}",
+            f"praxis reject {f} {run} {gate} --reopen {state.gate} --note '...'{keep} {rev}",
+        ]
+    if running and held is not None:
+        return [f"praxis log {f} {run} --follow"]
+    if running:
+        return [f"praxis advance {f} {run}"]
+    if state.status == "paused":
+        return [f"praxis advance {f} {run}"]
+    if state.status in ("failed", "cancelled"):
+        target = state.phases[min(state.cursor, len(state.phases) - 1)].id
+        return [f"praxis rerun {f} {run} --from {target}{edits_words(flow, state, target)}"]
+    return [f"praxis log {f} {run}"]
+
+
+def edits_words(flow: Flow, state: RunState, phase: str) -> str:
+    """What a re-run or reopen of ``phase`` must add for the Gate edits it would replace:
+    `` --keep-edits``, `` --discard-edits`` where none can be kept (said so beside it), or
+    nothing."""
+    from ..engine import carry
+
+    found = carry.at_risk(state, phase)
+    if not found:
+        return ""
+    return " --discard-edits" if carry.keyless(flow, found) else " --keep-edits"

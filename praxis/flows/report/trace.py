@@ -1,0 +1,62 @@
+"""trace.jsonl: with ``PRAXIS_TRACE=1`` (or ``--trace``), every command on a run and the
+route evaluated after it, one line each: argv, actor, exit code, the facts and the route.
+
+``praxis replay`` reads it back (``replay.py``). The file is an event log of its own
+(``EventLog``: append-only, a torn last line dropped), bounded: past ``MAX_BYTES`` one
+``trace_full`` line says so and nothing more is added, so a trace left on in CI stays small.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..model.events import Event, EventLog, Traced, TraceFull
+from ..store.handle import RunHandle
+
+MAX_BYTES = 4 << 20  # of one run's trace
+ON = ("1", "true", "yes", "on")
+
+
+def enabled(flag: bool = False) -> bool:
+    """Tracing is on: ``--trace``, or PRAXIS_TRACE=1 in the environment."""
+    return flag or os.environ.get("PRAXIS_TRACE", "").strip().lower() in ON
+
+
+def record(run: RunHandle, argv: list[str], actor: str, code: int) -> None:
+    """Append the command and the route the run's facts give now (status's own reading)."""
+    from .facts import facts_and_route
+
+    path = run.paths.trace
+    size = _size(path)
+    if size and _full(path, size):
+        return
+    log = EventLog(path)
+    facts, route = facts_and_route(run)
+    line = Traced(argv=list(argv), actor=actor, exit=code, facts=facts, route=route)
+    if size + len(line.to_json()) + 1 > MAX_BYTES:
+        log.append(TraceFull(bytes=size))
+        return
+    log.append(line)
+
+
+def _size(path: Path) -> int:
+    try:
+        return os.stat(path, follow_symlinks=False).st_size
+    except FileNotFoundError:
+        return 0
+
+
+def _full(path: Path, size: int) -> bool:
+    """The trace ends with its ``trace_full`` line."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        tail = os.pread(fd, 256, max(0, size - 256))
+    finally:
+        os.close(fd)
+    return b'"trace_full"' in tail.rstrip(b"\n").rsplit(b"\n", 1)[-1]
+
+
+def read(run: RunHandle) -> list[Event]:
+    """The run's trace, oldest first (empty when it was never on)."""
+    return EventLog(run.paths.trace).read()
