@@ -44,7 +44,7 @@ FAST = tests/flows/test_state.py tests/flows/test_state_events.py tests/flows/te
 	tests/sandbox/test_paths.py tests/sandbox/test_tree.py tests/test_errors.py tests/web/test_refusals.py \
 	tests/sandbox/test_workspace.py tests/sandbox/test_standby.py tests/sandbox/test_client.py \
 	tests/sandbox/test_ray_cluster.py \
-	tests/flows/test_params.py tests/flows/test_atomic.py tests/sandbox/test_cgroup.py \
+	tests/flows/test_params.py tests/sandbox/test_files.py tests/sandbox/test_cgroup.py \
 	tests/flows/test_edits.py tests/flows/test_safe_yaml.py tests/flows/test_sandbox_config.py \
 	tests/flows/test_reconcile.py tests/flows/test_notebook_check.py tests/flows/test_definition.py \
 	tests/flows/test_yaml_values.py tests/flows/test_receipt.py tests/flows/test_status.py \

@@ -342,7 +342,7 @@ def _read_bounded(handle: RunHandle, path: str) -> dict[str, Any]:
     """The first MAX_READ characters of the run file ``path`` (relative to the root), never
     through a link, and the sha256 of the whole file as read."""
     from sandbox.errors import PathRefused
-    from sandbox.paths import confined
+    from sandbox.files import confined
 
     run_root = handle.root.resolve()
     target = (Path.cwd() / path).resolve()

@@ -52,7 +52,7 @@ from .forkserver import (
 )
 from .options import DockerOptions
 from .standby import Standby
-from .workspace import FolderSandbox, Workspace, parse_size
+from .workspace import FolderSandbox, Workspace, parse_size, unmount
 from .zygote_kernels import ZygoteKernels
 
 if TYPE_CHECKING:
@@ -303,7 +303,7 @@ class DockerSandbox(ZygoteKernels, FolderSandbox):
         prefix = f"{RUNTIME_PREFIX}{_safe(self.name)}-"
         for folder in Path(tempfile.gettempdir()).glob(f"{glob.escape(prefix)}*"):
             if folder.is_dir() and not folder.is_symlink():
-                _unmount_runtime(folder / "rt")
+                unmount(folder / "rt")
                 shutil.rmtree(folder, ignore_errors=True)
 
     def _wait_gone(self, ids: list[str], timeout: float = 30.0, quiet: bool = False) -> None:
@@ -330,7 +330,7 @@ class DockerSandbox(ZygoteKernels, FolderSandbox):
 
     def _remove_runtime(self) -> None:
         if self._private is not None:
-            _unmount_runtime(self._private / "rt")
+            unmount(self._private / "rt")
             shutil.rmtree(self._private, ignore_errors=True)
             self._private = self._runtime = None
 
@@ -488,13 +488,6 @@ def _mount_runtime(folder: Path) -> None:
     )
     if done.returncode != 0:
         log.warning("runtime folder %s stays a plain folder: %s", folder, done.stderr.strip())
-
-
-def _unmount_runtime(folder: Path) -> None:
-    if os.path.ismount(folder):
-        done = subprocess.run(["umount", str(folder)], capture_output=True, check=False)
-        if done.returncode != 0:
-            subprocess.run(["umount", "-l", str(folder)], capture_output=True, check=False)
 
 
 def _closed(row: dict[str, Any]) -> bool:

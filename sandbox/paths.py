@@ -1,15 +1,10 @@
 """Safe relative names, shared by the sandbox and its callers.
 
 A name is a relative posix path: no ``..``, not absolute, no backslash, no NUL, no empty
-part, every part at most 255 bytes. ``confined`` resolves a path (following symlinks) and
-checks it stays below a base folder and is a regular file.
+part, every part at most 255 bytes. Opening one below a folder is ``sandbox.files``'s.
 """
 
 from __future__ import annotations
-
-import os
-import stat
-from pathlib import Path
 
 from .errors import PathRefused
 
@@ -45,28 +40,3 @@ def check_name(name: str) -> str:
     if problem:
         raise PathRefused(str(name), problem)
     return name
-
-
-def confined(base: Path, name: str, *, must_exist: bool = True) -> Path:
-    """``base/name`` after checking the name, resolving symlinks and the file type.
-
-    Raises PathRefused when the name is unsafe, the resolved path leaves ``base``, or (when
-    it exists) it is not a regular file: symlinks out, FIFOs, devices and sockets are refused.
-    """
-    check_name(name)
-    root = base.resolve()
-    path = base / name
-    resolved = path.resolve()
-    if not resolved.is_relative_to(root):
-        raise PathRefused(name, f"leads outside {base}")
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        if must_exist:
-            raise PathRefused(name, "does not exist") from None
-        return path
-    if stat.S_ISLNK(st.st_mode):
-        raise PathRefused(name, "is a symbolic link")
-    if not stat.S_ISREG(st.st_mode):
-        raise PathRefused(name, "is not a regular file")
-    return path

@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .container import RUN_LABEL, RUNTIME, RUNTIME_PREFIX, _unmount_runtime
+from .container import RUN_LABEL, RUNTIME, RUNTIME_PREFIX
 from .daemon import connect as connect_docker
 from .errors import SandboxUnavailable
+from .workspace import unmount
 
 
 @dataclass(frozen=True)
@@ -85,7 +86,7 @@ def _remove_runtime(source: str) -> None:
         return
     if private.parent != Path(tempfile.gettempdir()) or private.is_symlink():
         return
-    _unmount_runtime(folder)
+    unmount(folder)
     shutil.rmtree(private, ignore_errors=True)
 
 

@@ -26,14 +26,15 @@ import hashlib
 import logging
 import os
 import socket
-import tempfile
 import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from .base import ExecResult, FileStat, Kernel, OutputCallback, Sandbox
 from .errors import ExecTimeout, KernelDied, SandboxError, SandboxUnavailable
+from .files import replace_file
 from .options import RayOptions
 from .paths import check_name
 from .ray_cluster import (
@@ -312,17 +313,12 @@ class RaySandbox(Sandbox):
         token, size, data = self.call("stage_fetch", name, SMALL)
         dest = Path(dest)
         dest.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", dir=dest.parent)
         try:
-            with os.fdopen(fd, "wb") as out:
-                if data is not None:
-                    out.write(data)
-                else:
-                    self._receive(token, size, out)
-            os.replace(tmp, dest)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+            if data is not None:
+                replace_file(dest, data, durable=False)
+            else:
+                receive = partial(self._receive, token, size)
+                replace_file(dest, receive, durable=False)
         finally:
             if data is None:
                 self._drop(token)

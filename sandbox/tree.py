@@ -16,27 +16,33 @@ it cannot open: it never skips one, ``sandbox/walk.py``), a copy at ``max_bytes`
 
 from __future__ import annotations
 
-import errno
 import os
 import stat
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
 from .errors import OutputTooLarge, PathRefused
+from .files import (
+    CHUNK,
+    DIR_FLAGS,
+    READ_FLAGS,
+    folder_below,
+    open_regular,
+    refused,
+    replace_at,
+    replace_file,
+)
 from .paths import check_name
 from .walk import MAX_ENTRIES, clear, entries
 
 if TYPE_CHECKING:
     import hashlib  # loaded by a copy only: `praxis check` opens flow files through Tree
 
-DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 MAX_FILES = MAX_ENTRIES  # entries one listing reads at the most
-CHUNK = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -66,14 +72,6 @@ def _entry(st: os.stat_result) -> Entry:
     )
 
 
-def _refused(name: str, exc: OSError) -> PathRefused:
-    if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-        return PathRefused(name, "is or passes through a symbolic link or a non-folder")
-    if exc.errno == errno.ENOENT:
-        return PathRefused(name, "does not exist")
-    return PathRefused(name, f"cannot be opened ({exc.strerror})")
-
-
 class Tree:
     """Operations on the folder ``root`` (a host path the sandbox cannot replace)."""
 
@@ -93,28 +91,15 @@ class Tree:
     def _parent(self, name: str, *, create: bool = False) -> Iterator[tuple[int, str]]:
         """A descriptor of ``name``'s folder (made when ``create``) and its last component."""
         check_name(name)
-        parts = name.split("/")
-        fd = os.open(self.root, DIR_FLAGS)
-        try:
-            for part in parts[:-1]:
-                try:
-                    nxt = os.open(part, DIR_FLAGS, dir_fd=fd)
-                except FileNotFoundError:
-                    if not create:
-                        raise
-                    os.mkdir(part, 0o700, dir_fd=fd)
-                    nxt = os.open(part, DIR_FLAGS, dir_fd=fd)
-                    if self.folder_mode is not None:
-                        os.fchmod(nxt, self.folder_mode)
-                os.close(fd)
-                fd = nxt
-        except OSError as exc:
-            os.close(fd)
-            raise _refused(name, exc) from exc
-        try:
-            yield fd, parts[-1]
-        finally:
-            os.close(fd)
+        *parts, last = name.split("/")
+        with ExitStack() as stack:
+            try:
+                fd = stack.enter_context(
+                    folder_below(self.root, parts, create=create, mode=self.folder_mode)
+                )
+            except OSError as exc:
+                raise refused(name, exc) from exc
+            yield fd, last
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -151,13 +136,8 @@ class Tree:
     def open(self, name: str) -> Iterator[int]:
         """A read descriptor of regular file ``name``; PathRefused for anything else."""
         with self._parent(name) as (parent, last):
-            try:
-                fd = os.open(last, READ_FLAGS, dir_fd=parent)
-            except OSError as exc:
-                raise _refused(name, exc) from exc
+            fd = open_regular(parent, last, name)
         try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise PathRefused(name, "is not a regular file")
             yield fd
         finally:
             os.close(fd)
@@ -196,18 +176,8 @@ class Tree:
                 raise PathRefused(str(src), "is not a regular file on the host")
             with self._parent(name, create=True) as (parent, last):
                 self._unlink(parent, last, name)
-                tmp = f".{os.urandom(6).hex()}.upload"
-                out = os.open(tmp, CREATE_FLAGS, mode, dir_fd=parent)
-                try:
-                    with os.fdopen(out, "wb", closefd=False) as fh:
-                        _copy(src_fd, fh, None, name, None)
-                    os.fchmod(out, mode)
-                    os.rename(tmp, last, src_dir_fd=parent, dst_dir_fd=parent)
-                except BaseException:
-                    os.unlink(tmp, dir_fd=parent)
-                    raise
-                finally:
-                    os.close(out)
+                write = partial(_copy, src_fd, max_bytes=None, what=name, digest=None)
+                replace_at(parent, last, write, mode=mode, durable=False)
         finally:
             os.close(src_fd)
 
@@ -272,24 +242,18 @@ class Tree:
 
 
 def copy_fd_to(fd: int, dest: Path, *, max_bytes: int | None = None, what: str = "") -> str:
-    """Copy open file ``fd`` to ``dest`` through a new temp file and os.replace; its sha256."""
+    """Copy open file ``fd`` to ``dest``, replaced atomically (``sandbox.files``); its sha256."""
     import hashlib
 
     dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_name(f".{dest.name[:100]}.{os.urandom(4).hex()}.tmp")
     digest = hashlib.sha256()
-    try:
-        with open(tmp, "xb") as out:
-            _copy(fd, out, max_bytes, what, digest)
-        os.replace(tmp, dest)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    write = partial(_copy, fd, max_bytes=max_bytes, what=what, digest=digest)
+    replace_file(dest, write, mode=0o644, durable=False)
     return digest.hexdigest()
 
 
 def _copy(
-    src: int, out: BinaryIO, max_bytes: int | None, what: str, digest: hashlib._Hash | None
+    src: int, out: BinaryIO, *, max_bytes: int | None, what: str, digest: hashlib._Hash | None
 ) -> None:
     copied = 0
     while True:

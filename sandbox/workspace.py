@@ -90,9 +90,7 @@ class Workspace:
         """Unmount a quota mount this object made (its image keeps the files). Idempotent."""
         if self.mounted:
             self.mounted = False
-            run = subprocess.run(["umount", str(self.root)], capture_output=True, check=False)
-            if run.returncode != 0:
-                subprocess.run(["umount", "-l", str(self.root)], capture_output=True)
+            unmount(self.root)
 
     @property
     def quota(self) -> int | None:
@@ -264,3 +262,12 @@ def _loop_devices(image: Path) -> list[str]:
         if name.removesuffix(" (deleted)") == target:
             found.append(backing.parent.parent.name)
     return found
+
+
+def unmount(folder: Path) -> None:
+    """Unmount what is mounted at ``folder`` (a workspace's quota mount, a container's
+    runtime folder), lazily when it is busy; nothing when nothing is mounted there."""
+    if os.path.ismount(folder):
+        done = subprocess.run(["umount", str(folder)], capture_output=True, check=False)
+        if done.returncode != 0:
+            subprocess.run(["umount", "-l", str(folder)], capture_output=True, check=False)

@@ -19,7 +19,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from praxis.flows.engine.context import PhaseContext, PhaseError
 from praxis.flows.model.flow import DEFAULT_LIMITS
 from sandbox import SandboxError
-from sandbox.paths import confined
+from sandbox.files import confined
 
 REFERENCE_CHARS = 20_000
 PREVIOUS_CHARS = 5_000  # of each text output of the previous attempt

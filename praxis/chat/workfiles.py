@@ -14,14 +14,15 @@ import difflib
 import errno
 import json
 import os
-import secrets
 import stat
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from praxis.errors import Refused
+from sandbox.errors import PathRefused
+from sandbox.files import folder_below, open_regular, replace_at
 from sandbox.paths import name_problem
 
 MAX_WRITE_BYTES = 1 << 20  # a definition, a script or a prompt; not a data set
@@ -260,29 +261,17 @@ class WorkFiles:
     @contextmanager
     def _folder(self, parts: list[str], *, create: bool) -> Iterator[int]:
         """A descriptor of folder ``parts`` below the root, opened link by link (no links)."""
-        flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-        fd = os.open(self.root, flags)
-        try:
-            for i, part in enumerate(parts):
-                if create:
-                    try:
-                        os.mkdir(part, 0o755, dir_fd=fd)
-                    except FileExistsError:
-                        pass
-                try:
-                    nxt = os.open(part, flags, dir_fd=fd)
-                except OSError as exc:
-                    if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-                        shown = "/".join(parts[: i + 1])
-                        raise FileRefused(
-                            f"{shown} is a link or not a folder; the chat follows no links"
-                        ) from None
-                    raise
-                os.close(fd)
-                fd = nxt
+        with ExitStack() as stack:
+            try:
+                fd = stack.enter_context(folder_below(self.root, parts, create=create, mode=0o755))
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                    raise FileRefused(
+                        f"{'/'.join(parts)} is a link or not a folder, or passes through one; "
+                        "the chat follows no links"
+                    ) from None
+                raise
             yield fd
-        finally:
-            os.close(fd)
 
 
 def _read_at(dfd: int, name: str, shown: str, limit: int) -> bytes:
@@ -312,15 +301,15 @@ def _size_at(dfd: int, name: str, shown: str) -> int:
 def _open_regular(dfd: int, name: str, shown: str) -> int:
     """A descriptor of regular file ``name`` in folder ``dfd``; links and non-files refused."""
     try:
-        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, dir_fd=dfd)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
+        return open_regular(dfd, name, shown)
+    except PathRefused as exc:
+        if isinstance(exc.__cause__, OSError) and exc.__cause__.errno == errno.ELOOP:
             raise FileRefused(f"{shown} is a link; the chat follows no links") from None
+        if exc.reason == "is not a regular file":
+            raise FileRefused(f"{shown} is not a regular file") from None
+        if isinstance(exc.__cause__, OSError):
+            raise exc.__cause__ from None  # a missing file is the caller's to say
         raise
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise FileRefused(f"{shown} is not a regular file")
-    return fd
 
 
 def _plain_read(path: Path) -> bytes:
@@ -359,18 +348,4 @@ def _replace_at(dfd: int, name: str, data: bytes) -> None:
         if not stat.S_ISREG(st.st_mode):
             raise FileRefused(f"{name} is not a regular file")
         mode = stat.S_IMODE(st.st_mode)
-    tmp = f".{name[:200]}.{secrets.token_hex(4)}.tmp"
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-    fd = os.open(tmp, flags, mode, dir_fd=dfd)
-    try:
-        with os.fdopen(fd, "wb", closefd=False) as out:
-            out.write(data)
-            out.flush()
-            os.fsync(fd)
-        os.fchmod(fd, mode)
-    except BaseException:
-        os.close(fd)
-        os.unlink(tmp, dir_fd=dfd)
-        raise
-    os.close(fd)
-    os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+    replace_at(dfd, name, data, mode=mode)

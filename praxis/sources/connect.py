@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from sandbox.errors import SandboxError
-from sandbox.paths import confined
+from sandbox.files import confined
 
 from .source import MEMORY, Source, missing_driver, redact, resolved_url, secrets
 

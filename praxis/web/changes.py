@@ -11,15 +11,17 @@ larger than ``MAX_DIFF_BYTES`` or with more than ``MAX_SHOWN`` entries says so.
 from __future__ import annotations
 
 import difflib
-import hashlib
 import os
-import tempfile
+import shutil
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
+from praxis.flows.definition.digest import sha256_of
 from praxis.flows.model.events import EventLog, EventLogCorrupt, PhaseDone
 from praxis.flows.store.handle import RunHandle
+from sandbox.files import replace_file
 
 from . import csvedit, tables
 
@@ -81,14 +83,6 @@ def phase_hash(run: RunHandle, phase: str, attempt: int, name: str) -> str | Non
     return None
 
 
-def sha256_of(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def keep_original(run: RunHandle, name: str) -> None:
     """Before the first edit of ``name`` at this Gate: keep the phase's bytes (read-only)."""
     gate = run.state.gate
@@ -105,16 +99,8 @@ def keep_original(run: RunHandle, name: str) -> None:
     if sha256_of(src) != recorded:
         return  # already changed (by hand, or through another tool): not the phase's version
     dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=".keep.")
-    try:
-        with os.fdopen(fd, "wb") as out, open(src, "rb", opener=_nofollow) as fh:
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
-                out.write(chunk)
-        os.chmod(tmp, 0o444)
-        os.replace(tmp, dest)
-    finally:
-        if os.path.lexists(tmp):
-            os.unlink(tmp)
+    with open(src, "rb", opener=_nofollow) as fh:
+        replace_file(dest, partial(shutil.copyfileobj, fh), mode=0o444, durable=False)
 
 
 def _nofollow(path: str, flags: int) -> int:

@@ -15,7 +15,7 @@ from pathlib import Path
 from starlette.responses import FileResponse, PlainTextResponse, Response
 
 from sandbox.errors import PathRefused
-from sandbox.paths import confined
+from sandbox.files import confined
 
 IMAGES = {
     ".png": "image/png",

@@ -19,7 +19,7 @@ from praxis import parquet
 from praxis.flows.store import live
 from praxis.flows.store.handle import RunHandle
 from sandbox.errors import PathRefused
-from sandbox.paths import confined
+from sandbox.files import confined
 
 from . import catalog, changes, csvedit, find, notebook, parquet_view, render, tables, views
 from .files import record_file

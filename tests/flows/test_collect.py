@@ -127,7 +127,7 @@ def test_an_output_taken_as_an_input_is_not_hashed_again(
     phase = Phase(id="load", kind="script", outputs=("clean.csv",))
     outputs = collect.route(paths, phase, {}, post, store, paths.staging)
     read: list[int] = []
-    monkeypatch.setattr(snapshot, "_hash_fd", lambda fd: read.append(fd) or "unused")
+    monkeypatch.setattr(snapshot, "hash_fd", lambda fd: read.append(fd) or "unused")
     assert store.add_file(paths.out("clean.csv")) == (outputs["clean.csv"], 5)
     assert read == []  # the next phase's upload of it: known from route, not read
     gated = Phase(id="review", kind="script", outputs=("flags.csv",), review="required")

@@ -176,8 +176,8 @@ def test_the_store_remembers_a_file_it_filed_until_it_changes(
     os.link(store.path(digest), out)
     store.remember(out, digest)
     hashed: list[int] = []
-    real = snapshot._hash_fd
-    monkeypatch.setattr(snapshot, "_hash_fd", lambda fd: hashed.append(fd) or real(fd))
+    real = snapshot.hash_fd
+    monkeypatch.setattr(snapshot, "hash_fd", lambda fd: hashed.append(fd) or real(fd))
     assert store.add_file(out) == (digest, 5) and hashed == []  # not read again
     out.unlink()
     out.write_bytes(b"id\n2\n")  # another file at the same path

@@ -9,12 +9,13 @@ tick as the read could leave the stamp as it was (git's "racy clean" entries).
 
 from __future__ import annotations
 
-import hashlib
 import os
 import threading
 import time
 from collections import OrderedDict
 from pathlib import Path
+
+from sandbox.files import hash_fd
 
 CACHE_SIZE = 1024
 SETTLED_NS = 2_000_000_000  # a file changed longer ago than this is cached
@@ -25,7 +26,7 @@ _cache_lock = threading.Lock()
 def sha256_of(path: Path) -> str:
     """Hex sha256 of ``path``'s content; OSError (ELOOP for a link) when it cannot be read."""
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    with os.fdopen(fd, "rb") as fh:
+    try:
         st = os.fstat(fd)
         key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
         with _cache_lock:
@@ -33,10 +34,7 @@ def sha256_of(path: Path) -> str:
             if known is not None:
                 _cache.move_to_end(key)
                 return known
-        h = hashlib.sha256()
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-        digest = h.hexdigest()
+        digest = hash_fd(fd)
         settled = time.time_ns() - st.st_ctime_ns > SETTLED_NS
         if settled and os.fstat(fd).st_ctime_ns == st.st_ctime_ns:
             with _cache_lock:
@@ -44,3 +42,5 @@ def sha256_of(path: Path) -> str:
                 while len(_cache) > CACHE_SIZE:
                     _cache.popitem(last=False)
         return digest
+    finally:
+        os.close(fd)

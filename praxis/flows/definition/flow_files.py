@@ -1,7 +1,7 @@
 """A flow's own files, read on the host by descriptor: inside the flow folder, no link followed.
 
 A flow folder may come from someone else, so its files are opened the way the workspace's
-are (``sandbox.tree.Tree``): from a descriptor of the folder, one component at a time with
+are (``sandbox.files``): from a descriptor of the folder, one component at a time with
 ``O_NOFOLLOW``, and ``fstat`` of what was opened must be a regular file. A symbolic link
 anywhere on the way (``requirements.txt -> /etc/shadow``, ``data -> /``) is refused
 (``PathRefused``), never followed, even when it points back inside the folder.
@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from sandbox.errors import PathRefused
+from sandbox.files import open_below
 
 __all__ = ["PathRefused", "exists", "open_fd", "read", "size", "text"]
 
@@ -22,9 +23,7 @@ __all__ = ["PathRefused", "exists", "open_fd", "read", "size", "text"]
 @contextmanager
 def open_fd(root: Path, name: str) -> Iterator[int]:
     """A read descriptor of flow file ``name`` (a relative name below ``root``)."""
-    from sandbox.tree import Tree  # only once a flow file is read
-
-    with Tree(Path(root).resolve()).open(name) as fd:
+    with open_below(Path(root).resolve(), name) as fd:
         yield fd
 
 

@@ -300,7 +300,7 @@ def carry_over(run: Any, phase: Phase) -> list[tuple[str, Outcome]]:
     """Re-apply the edits the run carries for ``phase`` (``PhaseState.carry``) to its new
     outputs, writing each changed file in place (the caller records them as edits once the
     run is at the Gate). (output, outcome) for each edit carried."""
-    from ..store.atomic import write_atomic
+    from sandbox.files import replace_file
 
     done = []
     for name, (wrote_sha, edited_sha) in sorted(run.state.phase(phase.id).carry.items()):
@@ -318,6 +318,6 @@ def carry_over(run: Any, phase: Phase) -> list[tuple[str, Outcome]]:
         new = path.read_bytes()
         outcome = reapply(name, key, wrote, edited, new)
         if outcome.data != new:
-            write_atomic(path, outcome.data, mode=0o644)
+            replace_file(path, outcome.data, mode=0o644)
         done.append((name, outcome))
     return done

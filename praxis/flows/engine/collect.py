@@ -6,15 +6,16 @@ and record move to attempts/<phase>/<n>/, so nothing a run wrote is ever overwri
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import uuid
 from pathlib import Path
 
 from sandbox import PathRefused
-from sandbox.paths import check_name, confined
+from sandbox.files import confined
+from sandbox.paths import check_name
 
+from ..definition.digest import sha256_of
 from ..model.flow import Phase
 from ..store import csvread
 from ..store.layout import RunPaths
@@ -163,16 +164,8 @@ def _count_rows(path: Path, name: str, *, limit: int) -> int:
     return count
 
 
-def sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def hash_outputs(paths: RunPaths, phase: Phase) -> dict[str, str]:
-    return {name: sha256(paths.out(name)) for name in phase.outputs if paths.out(name).is_file()}
+    return {name: sha256_of(paths.out(name)) for name in phase.outputs if paths.out(name).is_file()}
 
 
 def archive_attempt(paths: RunPaths, phase: Phase, attempt: int) -> Path | None:

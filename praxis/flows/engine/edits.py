@@ -14,7 +14,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..store.atomic import write_atomic
+from sandbox.files import replace_file
+
 from .checks import TABULAR, Unreadable, parse, read
 
 MAX_CELLS = 50
@@ -154,7 +155,7 @@ def record(root: Path, phase: str, attempt: int, entry: dict[str, Any]) -> str:
     path.parent.mkdir(parents=True, exist_ok=True)
     entries = load(root, phase, attempt)
     entries = (entries + [entry])[-MAX_EDITS:]
-    write_atomic(path, json.dumps(entries, indent=1).encode("utf-8") + b"\n")
+    replace_file(path, json.dumps(entries, indent=1).encode("utf-8") + b"\n")
     return str(path.relative_to(root))
 
 

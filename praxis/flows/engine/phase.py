@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sandbox import Kernel, Sandbox
-from sandbox.paths import confined
+from sandbox.files import confined
 
 from ..definition import digests as definition
 from ..definition import kinds

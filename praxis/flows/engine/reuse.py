@@ -38,11 +38,11 @@ from pathlib import Path
 from typing import Any
 
 from sandbox import Sandbox
+from sandbox.files import replace_file
 
 from ..definition import digests as definition
 from ..model.flow import Phase, SandboxSettings
 from ..store import snapshot
-from ..store.atomic import write_atomic
 from ..store.handle import RunHandle
 from ..store.layout import list_run_ids, store_dir
 from ..store.objects import RunStore
@@ -135,7 +135,7 @@ def _file(
     folder = index_dir(run.flow.root) / key(run, phase, snapshot.digest(pre))
     folder.mkdir(parents=True, exist_ok=True)
     data = json.dumps(entry, indent=1, sort_keys=True).encode() + b"\n"
-    write_atomic(folder / f"{run.id}.{attempt}.json", data, durable=False)
+    replace_file(folder / f"{run.id}.{attempt}.json", data, durable=False)
 
 
 def candidates(flow_root: Path, reuse_key: str) -> list[dict[str, Any]]:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sandbox import Sandbox, open_backend
+from sandbox.files import fsync_folder, replace_file
 
 from ...argv import flow_arg
 from ...errors import EXIT, Refused
@@ -32,7 +33,6 @@ from ..model.flow import Flow
 from ..model.params import resolve as resolve_params
 from ..model.state import IllegalTransition, RunState
 from ..store import snapshot
-from ..store.atomic import fsync_folder, write_atomic
 from ..store.handle import Clock, RunHandle, held
 from ..store.layout import (
     RunPaths,
@@ -666,7 +666,7 @@ def _write_atomic(path: Path, data: bytes | Path) -> None:
         os.replace(data, path)
         fsync_folder(path.parent)
         return
-    write_atomic(path, data, mode=mode)
+    replace_file(path, data, mode=mode)
 
 
 def reject(

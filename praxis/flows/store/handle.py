@@ -24,10 +24,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sandbox.files import fsync_folder
+
 from ...errors import UsageError
 from ..model import state as st
 from ..model.flow import Flow
-from .atomic import fsync_folder
 from .layout import (
     RunPaths,
     list_run_ids,

@@ -35,7 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sandbox.errors import PathRefused
-from sandbox.paths import confined
+from sandbox.files import confined
+from sandbox.workspace import unmount
 
 from ...errors import Refused
 from ..model.flow import Flow
@@ -118,10 +119,7 @@ def list_by_creation(flow_root: Path) -> list[str]:
 def unlist_run(paths: RunPaths) -> Path:
     """Take a run out of ``runs/`` at once (renamed to a hidden folder beside it, unmounting a
     workspace quota mount a dead runner left first); the folder to remove."""
-    if os.path.ismount(paths.workspace):
-        import subprocess
-
-        subprocess.run(["umount", "-l", str(paths.workspace)], capture_output=True, check=False)
+    unmount(paths.workspace)
     import secrets
 
     trash = paths.root.parent / f".trash-{paths.id}-{secrets.token_hex(4)}"

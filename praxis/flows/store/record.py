@@ -26,8 +26,7 @@ from nbformat.corpus.words import generate_corpus_id as random_cell_id
 
 from sandbox import ExecResult
 from sandbox.collector import bundle, json_dict, text_of
-
-from .atomic import write_atomic
+from sandbox.files import replace_file
 
 MAX_RECORD = 32 << 20  # bytes of one record notebook
 
@@ -192,7 +191,7 @@ class Record:
             self._shrink(len(text))
             text = json.dumps(self.nb, ensure_ascii=False, indent=indent) + "\n"
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, text.encode("utf-8"), durable=False)
+        replace_file(path, text.encode("utf-8"), durable=False)
 
     def _shrink(self, size: int) -> None:
         cells = [c for c in self.nb.cells if c.cell_type == "code" and c.get("outputs")]

@@ -27,10 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from sandbox import FileStat, PathRefused, Sandbox, WalkRefused
-from sandbox.tree import READ_FLAGS, copy_fd_to
+from sandbox.files import READ_FLAGS, hash_fd, hash_file, replace_file
+from sandbox.tree import copy_fd_to
 
 from ...errors import PraxisError
-from .atomic import write_atomic
 
 log = logging.getLogger("praxis")
 MAX_FILES = 10_000  # new files one phase may leave in the workspace
@@ -79,7 +79,7 @@ def save_manifest(path: Path, manifest: Manifest, **extra: Any) -> None:
     """``files`` (path -> content and identity) and ``folders`` (every folder, empty or not):
     one JSON object, a line per file and per folder."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, manifest_text(manifest, **extra).encode() + b"\n", durable=False)
+    replace_file(path, manifest_text(manifest, **extra).encode() + b"\n", durable=False)
 
 
 def manifest_text(manifest: Manifest, **extra: Any) -> str:
@@ -165,7 +165,7 @@ class Store:
         key = (src, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
         sha = self._seen.get(key)
         if sha is None:
-            sha = _hash_fd(fd)
+            sha = hash_fd(fd)
         if not self.has(sha):
             os.lseek(fd, 0, os.SEEK_SET)
             tmp = self._incoming()
@@ -187,9 +187,8 @@ class Store:
         try:
             sha = sandbox.fetch(name, tmp)
             if sha is None:  # the backend did not hash on the way: read the copy once more
-                sha, size = _hash(tmp)
-            else:
-                size = tmp.stat().st_size
+                sha = hash_file(tmp)
+            size = tmp.stat().st_size
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
@@ -208,23 +207,6 @@ class Store:
             os.chmod(tmp, 0o444)
             os.replace(tmp, final)
         return sha
-
-
-def _hash_fd(fd: int) -> str:
-    h = hashlib.sha256()
-    while chunk := os.read(fd, 1 << 20):
-        h.update(chunk)
-    return h.hexdigest()
-
-
-def _hash(path: Path) -> tuple[str, int]:
-    h = hashlib.sha256()
-    size = 0
-    with open(path, "rb") as fh:
-        while chunk := fh.read(1 << 20):
-            h.update(chunk)
-            size += len(chunk)
-    return h.hexdigest(), size
 
 
 class Workspace:

@@ -14,9 +14,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from sandbox.files import replace_file
+
 from ...errors import RecordCorrupt
 from ..model.state import PHASE_STATUSES, RUN_STATUSES, SCHEMA, RunState
-from .atomic import write_atomic
 
 
 class StateCorrupt(RecordCorrupt):
@@ -39,7 +40,7 @@ def save(state: RunState, path: Path, outbox: Sequence[Mapping[str, Any]] = ()) 
     if outbox:
         data[OUTBOX] = list(outbox)
     text = json.dumps(data, indent=1, sort_keys=True).encode("utf-8") + b"\n"
-    write_atomic(path, text)
+    replace_file(path, text)
 
 
 # Fields of a phase added within schema 1, and their empty value: written only when not empty.
