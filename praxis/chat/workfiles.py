@@ -15,10 +15,11 @@ import errno
 import json
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from praxis.errors import Refused
 from sandbox.errors import PathRefused
@@ -31,6 +32,9 @@ MAX_LISTED = 500
 RESERVED = ("runs", "run.lock", ".chat")
 SKIP_DIRS = {"__pycache__", "runs"}
 NEW_FILE_MODE = 0o644
+
+
+T = TypeVar("T")
 
 
 class FileRefused(Refused):
@@ -118,25 +122,21 @@ class WorkFiles:
 
     def read(self, path: str, limit: int = MAX_READ_BYTES) -> bytes | None:
         """The bytes of ``path`` (None when it does not exist); refuses links and non-files."""
-        problem = path_problem(path)
-        if problem:
-            raise FileRefused(problem)
-        parent, name = self._split(path)
-        try:
-            with self._folder(parent, create=False) as dfd:
-                return _read_at(dfd, name, path, limit)
-        except FileNotFoundError:
-            return None
+        return self._at(path, lambda dfd, name: _read_at(dfd, name, path, limit))
 
     def size(self, path: str) -> int | None:
         """The size of regular file ``path`` (None when it does not exist); refuses links."""
+        return self._at(path, lambda dfd, name: _size_at(dfd, name, path))
+
+    def _at(self, path: str, look: Callable[[int, str], T]) -> T | None:
+        """``look(folder descriptor, name)`` of file ``path``; None when it does not exist."""
         problem = path_problem(path)
         if problem:
             raise FileRefused(problem)
         parent, name = self._split(path)
         try:
             with self._folder(parent, create=False) as dfd:
-                return _size_at(dfd, name, path)
+                return look(dfd, name)
         except FileNotFoundError:
             return None
 

@@ -18,14 +18,13 @@ import codecs
 import csv
 import io
 import os
-import threading
-from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
 from praxis.errors import Refused
+from praxis.lru import LRU
 
 INDEX_EVERY = 1000
 SAMPLE_BYTES = 64 * 1024
@@ -309,23 +308,17 @@ def _why(raw: bytes, dialect: Dialect, row: int) -> str:
     return f"{where} is written in a way a table save would not keep byte for byte"
 
 
-_cache: OrderedDict[tuple[str, int, int, int], Index] = OrderedDict()
-_cache_lock = threading.Lock()
+_cache: LRU[tuple[str, int, int, int], Index] = LRU(CACHE_SIZE)
 
 
 def index(path: Path) -> Index:
     """The row index of this version of ``path`` (cached by path, size, mtime, inode)."""
     key = (str(path), *_version(path))
-    with _cache_lock:
-        found = _cache.get(key)
-        if found is not None:
-            _cache.move_to_end(key)
-            return found
+    found = _cache.get(key)
+    if found is not None:
+        return found
     built = build_index(path)
-    with _cache_lock:
-        _cache[key] = built
-        while len(_cache) > CACHE_SIZE:
-            _cache.popitem(last=False)
+    _cache.put(key, built)
     return built
 
 
@@ -449,10 +442,7 @@ def carried(idx: Index, spliced: Spliced) -> Index | None:
             k += 1
         offsets.append(o + delta)
     new = Index(idx.path, version, idx.dialect, offsets, idx.rows, version[0], idx.problem)
-    with _cache_lock:
-        _cache[(str(idx.path), *version)] = new
-        while len(_cache) > CACHE_SIZE:
-            _cache.popitem(last=False)
+    _cache.put((str(idx.path), *version), new)
     return new
 
 

@@ -10,17 +10,16 @@ tick as the read could leave the stamp as it was (git's "racy clean" entries).
 from __future__ import annotations
 
 import os
-import threading
 import time
-from collections import OrderedDict
 from pathlib import Path
 
 from sandbox.files import hash_fd
 
+from ...lru import LRU
+
 CACHE_SIZE = 1024
 SETTLED_NS = 2_000_000_000  # a file changed longer ago than this is cached
-_cache: OrderedDict[tuple[int, int, int, int, int], str] = OrderedDict()
-_cache_lock = threading.Lock()
+_cache: LRU[tuple[int, int, int, int, int], str] = LRU(CACHE_SIZE)
 
 
 def sha256_of(path: Path) -> str:
@@ -29,18 +28,13 @@ def sha256_of(path: Path) -> str:
     try:
         st = os.fstat(fd)
         key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-        with _cache_lock:
-            known = _cache.get(key)
-            if known is not None:
-                _cache.move_to_end(key)
-                return known
+        known = _cache.get(key)
+        if known is not None:
+            return known
         digest = hash_fd(fd)
         settled = time.time_ns() - st.st_ctime_ns > SETTLED_NS
         if settled and os.fstat(fd).st_ctime_ns == st.st_ctime_ns:
-            with _cache_lock:
-                _cache[key] = digest
-                while len(_cache) > CACHE_SIZE:
-                    _cache.popitem(last=False)
+            _cache.put(key, digest)
         return digest
     finally:
         os.close(fd)
