@@ -32,21 +32,29 @@ def _files(flow: Flow, phase: Phase) -> list[str]:
     return names
 
 
-def _run(module: str, ctx: PhaseContext) -> None:
-    importlib.import_module(module).run(ctx)
+@dataclass(frozen=True)
+class _Executed:
+    """What every built-in kind does the same way: its executor is the module ``module``
+    (``run(ctx)``), imported when an attempt runs; its code's files are the phase's own."""
 
+    module: str
 
-def _load(module: str) -> None:
-    importlib.import_module(module)
+    def files(self, flow: Flow, phase: Phase) -> list[str]:
+        return _files(flow, phase)
+
+    def load(self) -> None:
+        importlib.import_module(self.module)
+
+    def run(self, ctx: PhaseContext) -> None:
+        importlib.import_module(self.module).run(ctx)
 
 
 @dataclass(frozen=True)
-class FileKind:
+class FileKind(_Executed):
     """A phase that runs one file of the flow: a script (.py) or a notebook (.ipynb)."""
 
     name: str
     suffix: str
-    module: str  # its executor, imported when an attempt runs
     reusable: bool = True
     reads_reference: bool = False
 
@@ -77,21 +85,11 @@ class FileKind:
             if found := notebook_check.flow_problem(root, script):
                 reader.error(f"{loc}.script", found)
 
-    def files(self, flow: Flow, phase: Phase) -> list[str]:
-        return _files(flow, phase)
-
-    def load(self) -> None:
-        _load(self.module)
-
-    def run(self, ctx: PhaseContext) -> None:
-        _run(self.module, ctx)
-
 
 @dataclass(frozen=True)
-class AgentKind:
+class AgentKind(_Executed):
     """A phase that is one turn of a model writing and running Python (``prompt:``)."""
 
-    module: str = "praxis.phases.agent"
     reusable: bool = False  # what a model does is not the same twice
     reads_reference: bool = True
 
@@ -108,16 +106,7 @@ class AgentKind:
     def check(self, root: Path, script: str, loc: str, reader: Reader) -> None:
         return None
 
-    def files(self, flow: Flow, phase: Phase) -> list[str]:
-        return _files(flow, phase)
 
-    def load(self) -> None:
-        _load(self.module)
-
-    def run(self, ctx: PhaseContext) -> None:
-        _run(self.module, ctx)
-
-
-script = FileKind("script", ".py", "praxis.phases.script")
-notebook = FileKind("notebook", ".ipynb", "praxis.phases.notebook")
-agent = AgentKind()
+script = FileKind("praxis.phases.script", "script", ".py")
+notebook = FileKind("praxis.phases.notebook", "notebook", ".ipynb")
+agent = AgentKind("praxis.phases.agent")
