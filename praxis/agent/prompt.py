@@ -18,6 +18,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from praxis.flows.engine.context import PhaseContext, PhaseError
 from praxis.flows.model.flow import DEFAULT_LIMITS
+from praxis.flows.store.layout import RunPaths
 from sandbox import SandboxError
 from sandbox.files import confined
 
@@ -73,7 +74,7 @@ def task_message(ctx: PhaseContext) -> str:
 def host_path(ctx: PhaseContext, name: str) -> Path:
     """Where input ``name`` is on the host: an earlier phase's output, else a flow file."""
     producer = ctx.flow.producer(name)
-    base = ctx.run_dir / "output" if producer is not None else ctx.flow.root
+    base = RunPaths(ctx.run_dir).output if producer is not None else ctx.flow.root
     try:
         return confined(base, name)
     except SandboxError as exc:
@@ -119,7 +120,7 @@ def _previous(ctx: PhaseContext) -> str:
     if ctx.attempt <= 1:
         return ""
     n = ctx.attempt - 1
-    folder = ctx.run_dir / "attempts" / ctx.phase.id / str(n) / "output"
+    folder = RunPaths(ctx.run_dir).archived(ctx.phase.id, n)
     parts = [
         f"# Your previous attempt ({n})\n\nThis phase ran before; a reviewer or a re-run "
         "sent it back. What that attempt produced and did:"
@@ -147,7 +148,7 @@ def _tool_calls(ctx: PhaseContext, attempt: int) -> list[str]:
     lines: list[str] = []
     current = False
     try:
-        for ev in EventLog(ctx.run_dir / "events.jsonl").iter():
+        for ev in EventLog(RunPaths(ctx.run_dir).events).iter():
             if isinstance(ev, PhaseStarted) and ev.phase == ctx.phase.id:
                 current = ev.attempt == attempt
             elif current and isinstance(ev, ToolCalled) and ev.phase == ctx.phase.id:

@@ -67,7 +67,7 @@ class FileDiff:
 
 
 def edits_dir(run: RunHandle, phase: str, attempt: int) -> Path:
-    return run.root / "edits" / phase / str(attempt)
+    return run.paths.kept(phase, attempt)
 
 
 def phase_hash(run: RunHandle, phase: str, attempt: int, name: str) -> str | None:
@@ -282,5 +282,5 @@ def run_changes(run: RunHandle) -> Changes:
 
 
 def _archived(run: RunHandle, phase: str, attempt: int, name: str) -> Path | None:
-    path = run.paths.attempt(phase, attempt) / "output" / name
+    path = run.paths.archived(phase, attempt) / name
     return path if path.is_file() and not path.is_symlink() else None

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from starlette.responses import FileResponse, PlainTextResponse, Response
 
+from praxis.flows.store.layout import RunPaths
 from sandbox.errors import PathRefused
 from sandbox.files import confined
 
@@ -42,11 +43,10 @@ TEXT = {
     ".htm",
     ".xml",
 }
-# The folders of a run a reviewer reads (views.run_files lists the same); the live workspace,
-# its disk image (workspace.img) and the rest of the run folder are not served.
-RECORD = ("output", "scratch", "records", "attempts", "edits")
-# praxis's own account of the run, beside them (never written by a sandbox)
-RECORD_FILES = ("events.jsonl", "run.json")
+# The folders of a run a reviewer reads (views.run_files lists the same) and praxis's own
+# account beside them; the live workspace and the rest of the run folder are not served.
+RECORD = RunPaths.READ
+RECORD_FILES = RunPaths.ACCOUNT
 HEADERS = {
     "Content-Security-Policy": "sandbox; default-src 'none'",
     "X-Content-Type-Options": "nosniff",

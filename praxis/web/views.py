@@ -18,7 +18,7 @@ from praxis import parquet
 from praxis.flows.model.events import Event, EventLog, EventLogCorrupt
 from praxis.flows.model.state import RunState
 from praxis.flows.store.handle import RunHandle
-from praxis.flows.store.layout import writable_names
+from praxis.flows.store.layout import RunPaths, writable_names
 
 from . import columnar, csvedit, parquet_view, render, tables
 
@@ -143,7 +143,7 @@ def run_files(run: RunHandle) -> list[tuple[str, int]]:
     folder), at most ``MAX_FILES`` of them."""
     found: list[tuple[str, int]] = []
     root = run.root
-    for top in ("output", "scratch", "records", "attempts", "edits"):
+    for top in RunPaths.READ:
         base = root / top
         if not base.is_dir():
             continue

@@ -94,9 +94,9 @@ def test_item08_run_json_is_written_tmp_fsync_replace_fsync_dir(
         kinds.pop(fd, None)
         real["close"](fd)
 
-    def spy_replace(src: Any, dst: Any) -> None:
+    def spy_replace(src: Any, dst: Any, **kw: Any) -> None:  # relative to the folder's fd
         calls.append(("replace", f"{Path(src).name}->{Path(dst).name}"))
-        real["replace"](src, dst)
+        real["replace"](src, dst, **kw)
 
     for name, spy in (
         ("open", spy_open),
@@ -136,9 +136,11 @@ def _count_calls(monkeypatch: pytest.MonkeyPatch, path: Path) -> dict[str, int]:
     for name in counts:
         real = getattr(os, name)
 
-        def counting(*a: Any, _real: Callable[..., Any] = real, _name: str = name) -> Any:
+        def counting(
+            *a: Any, _real: Callable[..., Any] = real, _name: str = name, **kw: Any
+        ) -> Any:
             counts[_name] += 1
-            return _real(*a)
+            return _real(*a, **kw)
 
         monkeypatch.setattr(os, name, counting)
     state_file.save(_state(1), path)
@@ -163,12 +165,12 @@ def test_item09_error_injection_leaves_old_or_new_state(
         real = getattr(os, name)
         seen = 0
 
-        def failing(*a: Any, _real: Callable[..., Any] = real, _k: int = k) -> Any:
+        def failing(*a: Any, _real: Callable[..., Any] = real, _k: int = k, **kw: Any) -> Any:
             nonlocal seen
             seen += 1
             if seen == _k:
                 raise OSError(28, "injected: no space left on device")
-            return _real(*a)
+            return _real(*a, **kw)
 
         monkeypatch.setattr(os, name, failing)
         try:

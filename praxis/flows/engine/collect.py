@@ -175,11 +175,11 @@ def archive_attempt(paths: RunPaths, phase: Phase, attempt: int) -> Path | None:
     for name in phase.outputs:
         src = paths.out(name)
         if src.is_file() or src.is_symlink():
-            moves.append((src, dest / "output" / name))
+            moves.append((src, paths.archived(phase.id, attempt) / name))
     if paths.scratch_of(phase.id).exists():
-        moves.append((paths.scratch_of(phase.id), dest / "scratch"))
+        moves.append((paths.scratch_of(phase.id), paths.archived_scratch(phase.id, attempt)))
     if paths.record(phase.id).exists():
-        moves.append((paths.record(phase.id), dest / "record.ipynb"))
+        moves.append((paths.record(phase.id), paths.archived_record(phase.id, attempt)))
     if not moves:
         return None
     for src, target in moves:

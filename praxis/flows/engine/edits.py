@@ -16,6 +16,7 @@ from typing import Any
 
 from sandbox.files import replace_file
 
+from ..store.layout import RunPaths
 from .checks import TABULAR, Unreadable, parse, read
 
 MAX_CELLS = 50
@@ -146,7 +147,7 @@ def diff_of(name: str, old: Path | None, new: Path) -> dict[str, Any]:
 
 
 def record_path(root: Path, phase: str, attempt: int) -> Path:
-    return root / "edits" / phase / f"{attempt}.json"
+    return RunPaths(root).edits(phase, attempt)
 
 
 def record(root: Path, phase: str, attempt: int, entry: dict[str, Any]) -> str:

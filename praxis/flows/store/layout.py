@@ -160,7 +160,15 @@ def newest_seq(flow_root: Path) -> int:
 
 @dataclass(frozen=True)
 class RunPaths:
+    """Every path of a run folder: nothing else in praxis joins a name to a run's root."""
+
     root: Path  # runs/<run-id>
+
+    # The folders of a run a reviewer reads (the web serves and lists them); the live
+    # workspace and its disk image are not among them.
+    READ = ("output", "scratch", "records", "attempts", "edits")
+    # praxis's own account of the run, beside them (never written by a sandbox)
+    ACCOUNT = ("events.jsonl", "run.json")
 
     @property
     def id(self) -> str:
@@ -252,6 +260,28 @@ class RunPaths:
 
     def attempt(self, phase: str, n: int) -> Path:
         return self.attempts / phase / str(n)
+
+    def archived(self, phase: str, n: int) -> Path:
+        """The outputs of attempt ``n`` of ``phase``, once a later attempt ran."""
+        return self.attempt(phase, n) / "output"
+
+    def archived_scratch(self, phase: str, n: int) -> Path:
+        return self.attempt(phase, n) / "scratch"
+
+    def archived_record(self, phase: str, n: int) -> Path:
+        return self.attempt(phase, n) / "record.ipynb"
+
+    def edits(self, phase: str, attempt: int) -> Path:
+        """The reviewers' edits of an attempt's outputs (``edits.py``)."""
+        return self.root / "edits" / phase / f"{attempt}.json"
+
+    def kept(self, phase: str, attempt: int) -> Path:
+        """The phase's own versions of the outputs a reviewer edited (the web keeps them)."""
+        return self.root / "edits" / phase / str(attempt)
+
+    def live(self, phase: str) -> Path:
+        """What ``phase`` prints as it runs."""
+        return self.root / "live" / f"{phase}.log"
 
     def make(self) -> None:
         for d in (self.root, self.output, self.scratch, self.records, self.workspace):

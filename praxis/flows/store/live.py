@@ -14,6 +14,8 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from .layout import RunPaths
+
 log = logging.getLogger("praxis")
 
 LIMIT = 1 << 20  # bytes of live output kept per phase attempt
@@ -39,7 +41,7 @@ class Output(str):
 
 def path(run_dir: Path, phase_id: str) -> Path:
     """Where the live output of ``phase_id`` goes."""
-    return run_dir / "live" / f"{phase_id}.log"
+    return RunPaths(run_dir).live(phase_id)
 
 
 class LiveLog:
