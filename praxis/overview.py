@@ -8,6 +8,7 @@ enter a flow's folder, run folders or hidden folders.
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,7 +65,6 @@ def _is_definition(path: Path) -> bool:
         st = os.lstat(path)
     except OSError:
         return False
-    import stat
 
     return stat.S_ISREG(st.st_mode)
 

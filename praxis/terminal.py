@@ -8,7 +8,9 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import signal
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -159,8 +161,6 @@ _received: list[str] = []
 
 
 def _interrupt(signum: int, frame: Any) -> None:
-    import signal
-
     _received.append(signal.Signals(signum).name)
     raise KeyboardInterrupt
 
@@ -169,8 +169,6 @@ def _interrupt(signum: int, frame: Any) -> None:
 def cancel_on_signals() -> Iterator[None]:
     """While a run advances, SIGTERM and SIGHUP stop it as Ctrl-C does (KeyboardInterrupt):
     the runner records a cancel and removes the sandbox on its way out."""
-    import signal  # only a command that runs phases needs them
-    import threading
 
     if threading.current_thread() is not threading.main_thread():
         yield

@@ -16,6 +16,7 @@ it cannot open: it never skips one, ``sandbox/walk.py``), a copy at ``max_bytes`
 
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
 from collections.abc import Iterator
@@ -23,7 +24,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import BinaryIO
 
 from .errors import OutputTooLarge, PathRefused
 from .files import (
@@ -38,9 +39,6 @@ from .files import (
 )
 from .paths import check_name
 from .walk import MAX_ENTRIES, clear, entries
-
-if TYPE_CHECKING:
-    import hashlib  # loaded by a copy only: `praxis check` opens flow files through Tree
 
 MAX_FILES = MAX_ENTRIES  # entries one listing reads at the most
 
@@ -243,7 +241,6 @@ class Tree:
 
 def copy_fd_to(fd: int, dest: Path, *, max_bytes: int | None = None, what: str = "") -> str:
     """Copy open file ``fd`` to ``dest``, replaced atomically (``sandbox.files``); its sha256."""
-    import hashlib
 
     dest.parent.mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha256()

@@ -4,6 +4,7 @@ praxis's flow.yaml readers say about a value they refuse."""
 from __future__ import annotations
 
 import datetime
+import difflib  # only for a definition with a mistake in it
 import os
 import re
 from typing import Any
@@ -43,7 +44,6 @@ def describe(value: Any) -> str:
 
 def nearest(word: str, known: tuple[str, ...] | list[str]) -> str | None:
     """The known word closest to a misspelt ``word``, if one is close enough."""
-    import difflib  # only for a definition with a mistake in it
 
     close = difflib.get_close_matches(word, known, n=1)
     return close[0] if close else None

@@ -9,6 +9,7 @@ flow names are only stat'ed, except a notebook phase's .ipynb, read by ``noteboo
 
 from __future__ import annotations
 
+import difflib  # only for a missing file: `praxis check` of a good flow skips it
 import itertools
 import os
 import re
@@ -498,7 +499,6 @@ def _near(name: str, root: Path, outputs: list[str]) -> str:
                         candidates.append(rel)
     except OSError:
         pass
-    import difflib  # only for a missing file: `praxis check` of a good flow skips it
 
     close = difflib.get_close_matches(name, candidates, n=1)
     return f"; did you mean {show(close[0])}?" if close else ""

@@ -6,6 +6,7 @@ and record move to attempts/<phase>/<n>/, so nothing a run wrote is ever overwri
 
 from __future__ import annotations
 
+import difflib  # only for a missing output
 import os
 import shutil
 import uuid
@@ -142,7 +143,6 @@ def _near_miss(name: str, paths: RunPaths, phase: Phase, scratch: list[str] | No
                 scratch = [e.name for _, e in zip(range(1000), entries, strict=False)]
         except OSError:
             scratch = []
-    import difflib  # only for a missing output
 
     close = difflib.get_close_matches(name, scratch, n=1, cutoff=0.5)
     return f"; it wrote {close[0]!r} (now in scratch/{phase.id}/): a typo?" if close else ""

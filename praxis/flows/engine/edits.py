@@ -9,7 +9,9 @@ table a cell-level diff (columns before and after; rows changed, added, removed,
 
 from __future__ import annotations
 
+import csv
 import difflib
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -84,9 +86,6 @@ def _common(a: bytes, b: bytes) -> int:
 
 
 def _rows(data: bytes) -> Any:
-    import csv
-    import io
-
     return csv.reader(io.StringIO(data.decode("utf-8", "replace"), newline=""))
 
 

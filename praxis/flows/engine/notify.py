@@ -19,9 +19,11 @@ logged and recorded (``notify_failed``); it never fails the run.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shlex
+import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -108,7 +110,6 @@ def tell(run: Any, notifier: Notifier | None) -> None:
         calls.append(("command", partial(_run, notifier.command)))
     if not calls:
         return
-    import json  # flow.yaml's contract loads this module: the sending part loads on use
 
     from ..model.events import Notified, NotifyFailed
 
@@ -142,7 +143,7 @@ def _record(run: Any, ev: Event) -> None:
 
 
 def _post(url: str, data: bytes) -> None:
-    import urllib.request
+    import urllib.request  # heavy: http.client, ssl and email, for a webhook only
 
     class NoRedirect(urllib.request.HTTPRedirectHandler):
         def redirect_request(self, *args: Any, **kwargs: Any) -> None:
@@ -158,7 +159,6 @@ def _post(url: str, data: bytes) -> None:
 
 
 def _run(command: tuple[str, ...], data: bytes) -> None:
-    import subprocess
 
     done = subprocess.run(
         list(command), input=data, capture_output=True, timeout=COMMAND_TIMEOUT, check=False

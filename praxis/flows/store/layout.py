@@ -27,8 +27,10 @@ a reader that lists runs without the Flow's lock never sees half of one.
 
 from __future__ import annotations
 
+import calendar
 import json
 import os
+import secrets  # a new run only: the commands that read runs never need it
 import shutil
 import time
 from dataclasses import dataclass
@@ -55,7 +57,6 @@ class NotWritable(Refused):
 def new_run_id(now: float | None = None, after: str | None = None) -> str:
     """An id that sorts after ``after`` (the newest run's): 20261130-052501-3fa9. Ids sort by
     creation, so a clock that went back (or two runs in one second) never reorders runs."""
-    import secrets  # a new run only: the commands that read runs never need it
 
     when = now if now is not None else time.time()
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(when))
@@ -74,8 +75,6 @@ def new_run_id(now: float | None = None, after: str | None = None) -> str:
 
 
 def _epoch(stamp: str) -> float:
-    import calendar
-
     try:
         return calendar.timegm(time.strptime(stamp, "%Y%m%d-%H%M%S"))
     except ValueError:
@@ -120,7 +119,6 @@ def unlist_run(paths: RunPaths) -> Path:
     """Take a run out of ``runs/`` at once (renamed to a hidden folder beside it, unmounting a
     workspace quota mount a dead runner left first); the folder to remove."""
     unmount(paths.workspace)
-    import secrets
 
     trash = paths.root.parent / f".trash-{paths.id}-{secrets.token_hex(4)}"
     os.rename(paths.root, trash)
