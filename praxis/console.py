@@ -11,7 +11,10 @@ from contextlib import closing
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from .flows.model import events as ev
 from .flows.model.state import STOPPED
+from .flows.store import csvread
+from .flows.store.live import Output, path
 from .terminal import escape
 
 if TYPE_CHECKING:  # the event types load with the first event: `praxis status` needs none
@@ -40,8 +43,6 @@ class Progress:
         self._ticker: threading.Thread | None = None
 
     def __call__(self, event: ev.Event) -> None:
-        from .flows.model import events as ev
-
         with self._lock:
             self._clear()
             self._flush_output()  # an unfinished output line goes before the event's line
@@ -83,7 +84,6 @@ class Progress:
     def message(self, text: str) -> None:
         """The run's ``progress``: a phase's printed output (``live.Output``) is shown as it
         comes, indented under the phase line, escaped; other messages are not shown."""
-        from .flows.store.live import Output
 
         if self.quiet or not isinstance(text, Output):
             return
@@ -145,7 +145,6 @@ def table_preview(path: Path, rows: int = 8, clip: int = 24, flagged: tuple[int,
     file: lines of at most PREVIEW_LINE characters, PREVIEW_COLUMNS columns shown, rows
     counted by newlines in fixed-size reads.
     """
-    from .flows.store import csvread
 
     wanted = sorted(set(flagged))[:rows]
     try:
@@ -235,7 +234,6 @@ class LiveTail:
 
     def lines(self, running: list[str]) -> list[str]:
         """Complete new lines of the phases running now (and of those followed so far)."""
-        from .flows.store.live import path
 
         out: list[str] = []
         for phase in [*self.offsets, *(p for p in running if p not in self.offsets)]:

@@ -50,6 +50,7 @@ from .forkserver import (
     connection_files,
     zygote_source,
 )
+from .image.build import image_tag
 from .options import DockerOptions
 from .standby import Standby
 from .workspace import FolderSandbox, Workspace, parse_size, unmount
@@ -146,8 +147,6 @@ class DockerSandbox(ZygoteKernels, FolderSandbox):
             return
         import docker.errors
 
-        from .image.build import image_tag
-
         self.image = self.image or image_tag()
         client = connect_docker()
         try:
@@ -201,7 +200,7 @@ class DockerSandbox(ZygoteKernels, FolderSandbox):
     def close(self) -> None:
         standby, self._standby = self._standby, None
         for kernel in standby.close() if standby is not None else []:
-            from .client import JupyterKernel
+            from .client import JupyterKernel  # jupyter_client: heavy, once kernels were made
 
             if isinstance(kernel, JupyterKernel):
                 kernel.client.stop_channels()  # the container goes next, with every process

@@ -18,6 +18,7 @@ from typing import Any
 from . import backends
 from .backends import AUTO, DOCKER, LOCAL
 from .base import Sandbox
+from .daemon import available as docker_available  # the docker SDK: only when asked
 from .errors import BadOption
 from .options import Options, Problem
 from .values import describe, nearest
@@ -105,6 +106,5 @@ def _auto(options: Options, warn: Callable[[str], None] | None) -> tuple[str, Op
 
 def _docker_reason() -> str | None:
     """None when a Docker daemon answers, else why not."""
-    from .daemon import available as docker_available  # the docker SDK: only when asked
 
     return docker_available()

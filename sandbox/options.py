@@ -44,6 +44,7 @@ from typing import Any, TypeVar
 from .base import GRACE
 from .output import DISPLAY_LIMIT, LIMITS, STREAM_LIMIT
 from .values import describe, host_cpus, host_memory, parse_size, show, size
+from .workspace import parse_size as disk_bytes  # a size on disk may say t
 
 # What is wrong with a value given for an option: None when it will do, a message, or
 # messages by sub-key for a mapping (``{"bigmem": "expected a positive number, ..."}``).
@@ -93,8 +94,6 @@ def disk_size(floor: int) -> Check:
     """A size on disk (``10g``, ``1t``): from ``floor`` to 16t."""
 
     def check(value: Any) -> str | None:
-        from .workspace import parse_size as disk_bytes  # a size on disk may say t
-
         try:
             n = disk_bytes(value) if isinstance(value, str) else None
         except ValueError:

@@ -28,6 +28,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from .base import ExecResult, Kernel
+from .container import DockerSandbox
+from .daemon import available as docker_available
+from .daemon import connect
 from .errors import (
     ExecTimeout,
     KernelDied,
@@ -37,6 +40,7 @@ from .errors import (
     SandboxUnavailable,
     WalkRefused,
 )
+from .image.build import image_tag
 from .options import DockerOptions
 
 log = logging.getLogger("sandbox")
@@ -136,7 +140,6 @@ def node_folder(name: str, key: str, root: str | None = None) -> Path:
 
 def check_node(image: str | None) -> str:
     """The image tag to use; SandboxUnavailable naming this node when it cannot run it."""
-    from .daemon import available as docker_available
 
     host = socket.gethostname()
     reason = docker_available()
@@ -147,9 +150,6 @@ def check_node(image: str | None) -> str:
         )
     import docker
     import docker.errors
-
-    from .daemon import connect
-    from .image.build import image_tag
 
     tag = image or image_tag()
     client = connect()
@@ -197,8 +197,6 @@ class NodeSandbox:
 
     @boundary
     def open(self) -> dict[str, Any]:
-        from .container import DockerSandbox
-
         if self.sandbox is None:
             image = check_node(self.options.image)
             self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)

@@ -16,11 +16,17 @@ from pathlib import Path
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
+from praxis import parquet
+from praxis.flows.definition import flow_files
 from praxis.flows.engine.context import PhaseContext, PhaseError
+from praxis.flows.model.events import EventLog, EventLogCorrupt, PhaseStarted, ToolCalled
 from praxis.flows.model.flow import DEFAULT_LIMITS
 from praxis.flows.store.layout import RunPaths
 from sandbox import SandboxError
 from sandbox.files import confined
+
+from .extract import data_of, describe
+from .tableprofile import profile as table_profile  # a row, byte and time budget
 
 REFERENCE_CHARS = 20_000
 PREVIOUS_CHARS = 5_000  # of each text output of the previous attempt
@@ -143,7 +149,6 @@ def _previous(ctx: PhaseContext) -> str:
 
 def _tool_calls(ctx: PhaseContext, attempt: int) -> list[str]:
     """One line per tool call of ``attempt`` of this phase, from the run's events."""
-    from praxis.flows.model.events import EventLog, EventLogCorrupt, PhaseStarted, ToolCalled
 
     lines: list[str] = []
     current = False
@@ -201,10 +206,7 @@ def profile(path: Path) -> str:
     if size > PROFILE_MAX_BYTES:
         return f"{size:,} bytes: too large to profile here; inspect it with code."
     if path.suffix.lower() == ".parquet":  # from its metadata and first rows: bounded
-        from praxis import parquet
-
         return parquet.profile(path, SAMPLE_ROWS)
-    from .tableprofile import profile as table_profile  # a row, byte and time budget
 
     return table_profile(path, SAMPLE_ROWS)
 
@@ -235,8 +237,6 @@ def _prepared(ctx: PhaseContext) -> str:
 
 
 def _data(ctx: PhaseContext) -> str:
-    from .extract import data_of, describe
-
     text = describe(data_of(ctx))
     return f"# Data for extracts\n\n{text}" if text else ""
 
@@ -255,8 +255,6 @@ def limit(ctx: PhaseContext, key: str) -> int:
 
 
 def _read_text(ctx: PhaseContext, name: str, base: Path | None = None) -> str:
-    from praxis.flows.definition import flow_files
-
     try:
         if base is not None:  # a flow file: by descriptor, no link followed
             return flow_files.text(base, name)

@@ -43,6 +43,7 @@ from praxis.flows.definition import notebook_check
 from praxis.flows.engine.context import PhaseContext, PhaseError
 from praxis.flows.model.events import CodeRan
 from praxis.flows.store.layout import run_paths
+from praxis.terminal import received_signal
 from sandbox import ExecResult, ExecTimeout, KernelDied, SandboxError
 
 from .checkpoints import Checkpoints
@@ -275,8 +276,6 @@ def _stop_output(exc: SandboxError) -> dict[str, Any]:
 
 
 def _signal_output() -> dict[str, Any]:
-    from praxis.terminal import received_signal
-
     return _error_output("KeyboardInterrupt", f"stopped by {received_signal()} in the runner")
 
 

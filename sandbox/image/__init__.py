@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import build
+
 __all__ = ["ensure_image", "image_tag"]
 
 
 def __getattr__(name: str) -> Any:
     # Lazy, so ``python -m sandbox.image.build`` does not import the module twice.
     if name in __all__:
-        from . import build
-
         return getattr(build, name)
     raise AttributeError(name)

@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from ..daemon import connect
 from ..errors import SandboxUnavailable
 from . import debian
 
@@ -56,7 +57,6 @@ def wheelhouse_dir() -> Path:
 
 def docker_client() -> Any:
     """A docker SDK client for building (long timeout), or SandboxUnavailable."""
-    from ..daemon import connect
 
     return connect(timeout=600, next_step="start Docker, then run `praxis sandbox build`")
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import UsageError
+from ...sources import source
 from ..model import check_spec
 from ..model.flow import DEFAULT_LIMITS, REVIEW_MODES, Flow, Phase, SandboxSettings
 from . import kinds, safe_yaml, sandbox_config
@@ -238,7 +239,6 @@ class _Builder(ValueReader):
         s = self.string(value, "database")
         if s is None or ("://" not in s and self.name(s, "database") is None):
             return s
-        from ...sources import source
 
         if "://" not in s and (problem := source.file_problem(self.root, s)):
             self.error("database", problem)  # a database may be larger than other flow files

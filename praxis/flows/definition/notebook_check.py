@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...errors import UsageError
+from . import flow_files
 
 if TYPE_CHECKING:
     from nbformat import NotebookNode
@@ -42,7 +43,6 @@ def read(path: Path) -> NotebookNode:
 
 def read_flow(root: Path, name: str) -> NotebookNode:
     """Notebook ``name`` of the flow folder ``root``, read by descriptor (no link followed)."""
-    from . import flow_files
 
     try:
         raw = flow_files.read(root, name, MAX_BYTES)

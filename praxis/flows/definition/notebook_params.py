@@ -18,7 +18,7 @@ from typing import Any
 from sandbox.errors import SandboxError
 
 from ..model.flow import Flow, Phase
-from . import notebook_check
+from . import flow_files, notebook_check
 
 TAG = "parameters"
 INJECTED_NAMES = ("inputs", "outputs", "run_id", "phase_id", "params", "note")
@@ -163,8 +163,6 @@ def _named_in(flow: Flow, phase: Phase) -> set[str]:
 
 
 def _read_script(flow: Flow, name: str) -> str:
-    from . import flow_files
-
     return flow_files.read(flow.root, name, notebook_check.MAX_BYTES).decode("utf-8", "replace")
 
 

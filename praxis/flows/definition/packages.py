@@ -15,9 +15,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sandbox.backends import AUTO, DOCKER
+from sandbox.daemon import available as docker_available
+from sandbox.image.layer import ensure_layer, layer_exists
 from sandbox.options import DockerOptions, Options
 
 from ...errors import UsageError
+from . import flow_files
+from .flow_files import exists
 from .yaml_values import ValueReader, describe, show
 
 if TYPE_CHECKING:
@@ -52,7 +56,6 @@ def requirement_problem(text: str) -> str | None:
 def read_requirements(root: Path) -> tuple[list[str], list[tuple[int, str]]]:
     """The requirements in the requirements.txt of flow folder ``root``, and its problems as
     (line number, message). Read by descriptor inside the folder: a link is refused."""
-    from . import flow_files
 
     problems: list[tuple[int, str]] = []
     try:
@@ -110,7 +113,6 @@ def requirements_named(raw: dict[str, Any], root: Path) -> bool:
 
 def _has_requirements(root: Path) -> bool:
     """Whether the flow folder has anything named requirements.txt (a link too)."""
-    from .flow_files import exists
 
     return exists(root, REQUIREMENTS)
 
@@ -146,11 +148,8 @@ def image_options(
     if not wanted or backend not in (AUTO, DOCKER) or not isinstance(options, DockerOptions):
         return options
     if backend == AUTO:
-        from sandbox.daemon import available as docker_available
-
         if docker_available() is not None:
             return options  # auto falls back to local kernels, which say so themselves
-    from sandbox.image.layer import ensure_layer, layer_exists
 
     if not layer_exists(wanted):
         on_message(f"building the sandbox image for {flow.name}'s packages: {', '.join(wanted)}")

@@ -34,9 +34,11 @@ from sandbox.options import DockerOptions, Options, disk_size
 from sandbox.values import host_cpus as host_cpus
 from sandbox.values import host_memory as host_memory
 from sandbox.values import size as size
+from sandbox.workspace import parse_size as disk_bytes
 
 from ...errors import UsageError
 from ..model.flow import DEFAULT_TIMEOUT, SandboxSettings
+from . import packages
 from .yaml_values import ValueReader, nearest
 
 FLOW_KEYS = ("backend", "timeout", "packages", "collect")  # the flow's own, not the backend's
@@ -177,14 +179,11 @@ def _collect(reader: ValueReader, value: Any) -> int | None:
     if problem is not None:
         reader.error("sandbox.collect", str(problem))
         return None
-    from sandbox.workspace import parse_size as disk_bytes
 
     return disk_bytes(value)
 
 
 def _packages(reader: ValueReader, raw: dict[str, Any]) -> tuple[str, ...]:
-    from . import packages
-
     packages.check(raw.get("packages"), reader.root, reader)
     if "image" in raw and packages.requirements_named(raw, reader.root):
         reader.error("sandbox.image", "a flow with packages runs on the image built for them; "

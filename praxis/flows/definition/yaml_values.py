@@ -18,6 +18,8 @@ from sandbox.values import describe as describe
 from sandbox.values import nearest as nearest
 from sandbox.values import show as show
 
+from . import flow_files
+
 MAX_FILE_BYTES = 50 << 20  # a file named by a value
 
 
@@ -107,7 +109,6 @@ class ValueReader:
     def flow_file(self, name: str, loc: str) -> None:
         """A file below root: it must exist, be reached without a link (flow_files), be a
         regular file and not be huge."""
-        from . import flow_files
 
         path = self.root / name
         try:

@@ -25,9 +25,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sandbox.files import replace_file
+
 from ..model.check_spec import TABULAR
 from ..model.flow import Flow, Phase
 from .checks import Table, Unreadable, parse
+from .edits import _shared
 
 
 @dataclass
@@ -117,7 +120,6 @@ class Change:
 def _edited_region(name: str, wrote: bytes, edited: bytes) -> tuple[Table, Table]:
     """The two versions, cut to the rows between what they share at the start and the end
     (with the header)."""
-    from .edits import _shared
 
     head, tail, _ = _shared(wrote, edited)
     if head:
@@ -300,7 +302,6 @@ def carry_over(run: Any, phase: Phase) -> list[tuple[str, Outcome]]:
     """Re-apply the edits the run carries for ``phase`` (``PhaseState.carry``) to its new
     outputs, writing each changed file in place (the caller records them as edits once the
     run is at the Gate). (output, outcome) for each edit carried."""
-    from sandbox.files import replace_file
 
     done = []
     for name, (wrote_sha, edited_sha) in sorted(run.state.phase(phase.id).carry.items()):

@@ -22,7 +22,7 @@ from pathlib import Path
 from sandbox import Options, SandboxError, close_thread_loop, open_backend
 
 from ...errors import PraxisError
-from ..definition import flow_files, isolation, sandbox_config
+from ..definition import flow_files, isolation, packages, sandbox_config
 from ..model.flow import Flow
 from .checks import SCRIPT_TIMEOUT
 
@@ -101,7 +101,6 @@ def _run(flow: Flow, name: str, script: str, text: str, data: bytes) -> str | No
 
 def _options(flow: Flow) -> tuple[str, Options]:
     """The backend and options a run of ``flow`` would open, for a check."""
-    from ..definition import packages
 
     backend = isolation.confine(flow.sandbox)
     options = sandbox_config.opening(flow.sandbox, backend, flow.root)

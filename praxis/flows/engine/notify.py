@@ -31,6 +31,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode, urlsplit
 
+from ..model.events import Notified, NotifyFailed
+from ..store.layout import writable_names
+
 if TYPE_CHECKING:
     from ..model.events import Event
 
@@ -71,7 +74,6 @@ def about(state: Any) -> str | None:
 
 def body(run: Any, what: str, notifier: Notifier) -> dict[str, Any]:
     """The JSON a notifier gets (the page's URL carries no token)."""
-    from ..store.layout import writable_names
 
     state = run.state
     if what == "gate":
@@ -110,8 +112,6 @@ def tell(run: Any, notifier: Notifier | None) -> None:
         calls.append(("command", partial(_run, notifier.command)))
     if not calls:
         return
-
-    from ..model.events import Notified, NotifyFailed
 
     data = json.dumps(body(run, what, notifier)).encode("utf-8")
     for target, call in calls:

@@ -19,6 +19,7 @@ from sandbox.files import confined
 
 from ..definition import digests as definition
 from ..definition import kinds
+from ..definition.sandbox_config import MAX_DISK, MIN_COLLECT
 from ..model.events import FilesCollected, InputsUploaded, WorkspaceRecorded
 from ..model.flow import Phase
 from ..model.hints import with_hint
@@ -195,7 +196,6 @@ def settle(
 
 def collect_limit(run: RunHandle) -> int:
     """Bytes of new files one phase may leave: flow.yaml sandbox.collect, else 1 GiB."""
-    from ..definition.sandbox_config import MAX_DISK, MIN_COLLECT
 
     value = run.flow.sandbox.collect
     limit = value or snapshot.MAX_BYTES

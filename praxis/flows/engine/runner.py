@@ -24,7 +24,7 @@ from sandbox.files import fsync_folder, replace_file
 
 from ...argv import flow_arg
 from ...errors import EXIT, Refused
-from ..definition import contract, isolation
+from ..definition import contract, isolation, packages, sandbox_config
 from ..definition import digests as definition
 from ..definition.digest import sha256_of
 from ..model import decisions
@@ -48,7 +48,9 @@ from ..store.objects import RunStore, Swept, migrate, sweep
 from . import acks as acks_of
 from . import carry, checks, collect, reconcile
 from .context import Approver, OnMessage
+from .notify import Notifier, tell
 from .opening import Opening
+from .phase import run_phase
 from .reuse import ahead as reuse_ahead
 from .reuse import index_dir as reuse_index
 from .reuse import prune as prune_reuse
@@ -168,7 +170,6 @@ def run(
 def default_sandbox(flow: Flow, run: RunHandle, *, chosen: bool = False) -> Sandbox:
     """The sandbox flow.yaml's ``sandbox:`` names, as the person allowed it (isolation.py);
     ``chosen``: the caller, not the flow, named the backend (``praxis.advance(sandbox=)``)."""
-    from ..definition import packages, sandbox_config
 
     settings = flow.sandbox
     backend = isolation.backend_of(settings) if chosen else isolation.confine(settings)
@@ -207,8 +208,6 @@ def advance(
             opening.abandon()
         raise
     if state.revision != before:  # it moved: to a Gate, a failure or the end, it is told
-        from .notify import Notifier, tell
-
         tell(RunHandle.open(flow, state.run, clock), notifier or Notifier.from_env())
     return state
 
@@ -321,8 +320,6 @@ def _loop(
     model: BaseChatModel | None,
     reuse: bool,
 ) -> None:
-    from .phase import run_phase
-
     while True:
         if run.paths.cancel_request.exists():
             _do_cancel(run)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ..model.events import Event, EventLog, Traced, TraceFull
 from ..store.handle import RunHandle
+from .facts import facts_and_route
 
 MAX_BYTES = 4 << 20  # of one run's trace
 ON = ("1", "true", "yes", "on")
@@ -25,7 +26,6 @@ def enabled(flag: bool = False) -> bool:
 
 def record(run: RunHandle, argv: list[str], actor: str, code: int) -> None:
     """Append the command and the route the run's facts give now (status's own reading)."""
-    from .facts import facts_and_route
 
     path = run.paths.trace
     size = _size(path)

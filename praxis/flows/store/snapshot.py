@@ -31,6 +31,7 @@ from sandbox.files import READ_FLAGS, hash_fd, hash_file, replace_file
 from sandbox.tree import copy_fd_to
 
 from ...errors import PraxisError
+from ..definition import flow_files
 
 log = logging.getLogger("praxis")
 MAX_FILES = 10_000  # new files one phase may leave in the workspace
@@ -152,7 +153,6 @@ class Store:
     def add_flow_file(self, root: Path, name: str) -> tuple[str, int]:
         """Take a copy of flow file ``name``, opened by descriptor inside ``root`` with no
         link followed (flow_files); (sha256, size)."""
-        from ..definition import flow_files
 
         with flow_files.open_fd(root, name) as fd:
             return self.add_fd(fd, str(root / name))
