@@ -294,14 +294,24 @@ def _advance(
             if new_run is not None:
                 params, begun = new_run
                 state = acting.run(
-                    flow, params=params, on_begun=begun, managed=managed, approver=approver,
-                    on_event=progress, on_message=progress.message, reuse=reuse,
-                )  # fmt: skip
+                    flow,
+                    params=params,
+                    on_begun=begun,
+                    managed=managed,
+                    approver=approver,
+                    on_event=progress,
+                    on_message=progress.message,
+                    reuse=reuse,
+                )
             else:
                 state = acting.advance(
-                    flow, run_id, approver=approver, on_event=progress,
-                    on_message=progress.message, reuse=reuse,
-                )  # fmt: skip
+                    flow,
+                    run_id,
+                    approver=approver,
+                    on_event=progress,
+                    on_message=progress.message,
+                    reuse=reuse,
+                )
         except BadParam as exc:
             raise Usage(str(exc)) from None
     return _report(flow_ref, state, time.monotonic() - started)
