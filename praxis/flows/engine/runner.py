@@ -134,7 +134,7 @@ def run(
     flow = load_flow(flow_ref)
     if managed:
         _person_only(actor, "put a run in managed mode")
-    make = make_sandbox or default_sandbox
+    make = default_sandbox if make_sandbox is None else make_sandbox
     if make is default_sandbox:
         isolation.confine(flow.sandbox)  # refused before a run is made
     locks: list[Lock] = []
@@ -225,7 +225,7 @@ def advance(
                 lock.run,
                 clock=clock,
                 lock=lock,
-                make_sandbox=make_sandbox or default_sandbox,
+                make_sandbox=default_sandbox if make_sandbox is None else make_sandbox,
                 approver=approver,
                 on_message=on_message,
                 on_event=on_event,
