@@ -23,7 +23,8 @@ _HOME = {
     "NotWritable": ".flows.store.layout",
     "PraxisError": ".errors",
     "Refused": ".errors",
-    "Unbound": ".flows.engine.runner",
+    "SandboxInvalid": ".flows.definition.sandbox_config",
+    "Unbound": ".service.acting",
 }
 
 
@@ -35,6 +36,7 @@ __all__ = [
     "NotWritable",
     "PraxisError",
     "Refused",
+    "SandboxInvalid",
     "Unbound",
     "accept",
     "advance",

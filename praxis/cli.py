@@ -111,12 +111,12 @@ def _trace(args: argparse.Namespace, words: list[str], code: int) -> None:
     from .flows.definition.contract import FlowInvalid
     from .flows.model.decisions import BadActor, actor_of
     from .flows.report import trace
-    from .flows.store.handle import NoRun, RunHandle
+    from .flows.store.handle import NoRun
 
     try:
-        from .flows.engine import runner
+        from .service.reading import open_run
 
-        run = RunHandle.open(runner.load_flow(args.flow), getattr(args, "run", None))
+        run = open_run(args.flow, getattr(args, "run", None))
         try:
             actor = actor_of(getattr(args, "actor", None))
         except BadActor:
@@ -234,9 +234,9 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_begin(args: argparse.Namespace) -> int:
-    from .flows.engine import runner
+    from .service import acting
 
-    run = runner.begin(args.flow, params=_params(args))
+    run = acting.begin(args.flow, params=_params(args))
     print(run.id)
     return EXIT["ok"]
 
@@ -281,25 +281,37 @@ def _advance(
     """Advance a run (or begin one and advance it, under one hold of the lock), showing
     progress. SIGTERM and SIGHUP stop it like Ctrl-C: the run is recorded as cancelled."""
     from .console import Progress
-    from .flows.engine import runner
     from .flows.model.params import BadParam
+    from .service import acting
+    from .service.reading import load
 
-    flow = runner.load_flow(flow_ref)
+    flow = load(flow_ref)
     ids = [p.id for p in flow.phases]
     started = time.monotonic()
     with Progress(len(ids), ids, quiet=quiet) as progress, cancel_on_signals():
-        options: dict[str, Any] = {
-            "on_event": progress,
-            "on_message": progress.message,
-            "approver": _approver(),
-            "reuse": reuse,
-        }
+        approver = _approver()
         try:
             if new_run is not None:
                 params, begun = new_run
-                state = runner.run(flow, params=params, on_begun=begun, managed=managed, **options)
+                state = acting.run(
+                    flow,
+                    params=params,
+                    on_begun=begun,
+                    managed=managed,
+                    approver=approver,
+                    on_event=progress,
+                    on_message=progress.message,
+                    reuse=reuse,
+                )
             else:
-                state = runner.advance(flow, run_id, **options)
+                state = acting.advance(
+                    flow,
+                    run_id,
+                    approver=approver,
+                    on_event=progress,
+                    on_message=progress.message,
+                    reuse=reuse,
+                )
         except BadParam as exc:
             raise Usage(str(exc)) from None
     return _report(flow_ref, state, time.monotonic() - started)
@@ -328,12 +340,10 @@ def _flagged_rows(run: RunHandle) -> dict[str, tuple[int, ...]]:
 
 def _report(flow_ref: str, state: RunState, seconds: float) -> int:
     from .console import table_preview
-    from .flows.engine import runner
     from .flows.report.status import status_of
-    from .flows.store.handle import RunHandle
+    from .service.reading import open_run
 
-    flow = runner.load_flow(flow_ref)
-    run = RunHandle.open(flow, state.run)
+    run = open_run(flow_ref, state.run)
     st = status_of(run)
     done = sum(1 for p in state.phases if p.status == "done")
     print(
@@ -412,11 +422,11 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
     flow = contract.require(Path(args.flow))
     if args.delete or args.keep is not None:
-        from .flows.engine import runner
+        from .service import acting
 
         if args.keep is not None and args.keep < 0:
             raise Usage("--keep takes a number of runs, 0 or more")
-        for run_id in runner.delete_runs(flow, args.delete, keep=args.keep):
+        for run_id in acting.delete_runs(flow, args.delete, keep=args.keep):
             print(f"deleted run {run_id}")
         return EXIT["ok"]
     lines = []
@@ -434,9 +444,9 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 
 def cmd_approve(args: argparse.Namespace) -> int:
-    from .flows.engine import runner
+    from .service import acting
 
-    state = runner.approve(
+    state = acting.approve(
         args.flow,
         args.run,
         expect_revision=args.expect_revision,
@@ -449,9 +459,9 @@ def cmd_approve(args: argparse.Namespace) -> int:
 
 
 def cmd_manage(args: argparse.Namespace) -> int:
-    from .flows.engine import runner
+    from .service import acting
 
-    state = runner.manage(
+    state = acting.manage(
         args.flow,
         args.run,
         grant=not args.off,
@@ -466,9 +476,9 @@ def cmd_manage(args: argparse.Namespace) -> int:
 
 
 def cmd_accept(args: argparse.Namespace) -> int:
-    from .flows.engine import runner
+    from .service import acting
 
-    state = runner.accept(
+    state = acting.accept(
         args.flow, args.output, args.run, actor=args.actor, expect_revision=args.expect_revision
     )
     print(f"run {state.run}: {args.output} accepted as it is (revision {state.revision})")
@@ -476,9 +486,9 @@ def cmd_accept(args: argparse.Namespace) -> int:
 
 
 def cmd_reject(args: argparse.Namespace) -> int:
-    from .flows.engine import runner
+    from .service import acting
 
-    state = runner.reject(
+    state = acting.reject(
         args.flow,
         args.reopen,
         args.note,
@@ -494,9 +504,9 @@ def cmd_reject(args: argparse.Namespace) -> int:
 
 
 def cmd_gc(args: argparse.Namespace) -> int:
-    from .flows.engine import runner
+    from .service import acting
 
-    swept = runner.gc(args.flow)
+    swept = acting.gc(args.flow)
     print(
         f"removed {swept.objects} object(s), {swept.bytes / (1 << 20):.1f} MiB, that no run "
         f"holds; {swept.kept} kept"
@@ -505,11 +515,12 @@ def cmd_gc(args: argparse.Namespace) -> int:
 
 
 def cmd_rerun(args: argparse.Namespace) -> int:
-    from .flows.engine import runner
     from .flows.model.params import BadParam
+    from .service import acting
+    from .service.reading import load
 
     try:
-        state = runner.rerun(
+        state = acting.rerun(
             args.flow,
             args.from_phase,
             args.run,
@@ -525,17 +536,14 @@ def cmd_rerun(args: argparse.Namespace) -> int:
         f"run {state.run} will re-run from {args.from_phase}"
         + (f"; stale: {', '.join(stale)}" if stale else "")
     )
-    print(
-        "next: "
-        + command(f"praxis advance {flow_arg(runner.load_flow(args.flow))} --run {state.run}")
-    )
+    print("next: " + command(f"praxis advance {flow_arg(load(args.flow))} --run {state.run}"))
     return EXIT["ok"]
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
-    from .flows.engine import runner
+    from .service import acting
 
-    state, now = runner.cancel(args.flow, args.run, expect_revision=args.expect_revision)
+    state, now = acting.cancel(args.flow, args.run, expect_revision=args.expect_revision)
     if now:
         print(f"run {state.run} cancelled")
     else:
@@ -545,12 +553,12 @@ def cmd_cancel(args: argparse.Namespace) -> int:
 
 def cmd_log(args: argparse.Namespace) -> int:
     from .console import LiveTail, format_event
-    from .flows.engine import runner
     from .flows.model.events import EventLog, PhaseStarted
     from .flows.store.handle import NoRun, RunHandle
     from .flows.store.layout import list_run_ids, run_paths
+    from .service.reading import load
 
-    flow = runner.load_flow(args.flow)
+    flow = load(args.flow)
     ids = list_run_ids(flow.root)
     run_id = args.run or (ids[-1] if ids else None)
     if run_id is None:
@@ -579,9 +587,9 @@ def cmd_log(args: argparse.Namespace) -> int:
 def cmd_params(args: argparse.Namespace) -> int:
     from .flows.definition import notebook_params
     from .flows.definition.notebook_check import NotebookProblem
-    from .flows.engine import runner
+    from .service.reading import load
 
-    flow = runner.load_flow(args.flow)
+    flow = load(args.flow)
     if args.phase is not None and args.phase not in [p.id for p in flow.phases]:
         raise Usage(f"{flow.name} has no phase {args.phase!r}")
     try:
@@ -596,12 +604,11 @@ def cmd_params(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from .flows.engine import runner
     from .flows.report import trace
     from .flows.report.replay import replay
-    from .flows.store.handle import RunHandle
+    from .service.reading import open_run
 
-    run = RunHandle.open(runner.load_flow(args.flow), args.run)
+    run = open_run(args.flow, args.run)
     entries = trace.read(run)
     if not entries:
         raise Usage(

@@ -7,9 +7,9 @@ each file of ``route.read`` acknowledged). Flows are named by their folder relat
 ``--root`` (``flows/sales-report``); nothing outside it is reachable, and a run file is read
 only when the run's route names it, bounded and escaped. A refusal is a tool error whose text
 starts with its code (``refused``, ``busy``, ``usage``, ...: the CLI's exit codes by name).
-Each tool is a thin call of the function the CLI calls; ``status`` adds ``calls``, the route's
-commands as the tool calls that take them. Long calls (advance, and approve and reject, which
-advance) report progress per phase.
+Each tool is a thin call of the function the CLI calls (``praxis.service``); ``status`` adds
+``calls``, the route's commands as the tool calls that take them. Long calls (advance, and
+approve and reject, which advance) report progress per phase.
 """
 
 from __future__ import annotations
@@ -29,12 +29,12 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from .argv import program_argv
 from .errors import EXIT, PraxisError, exit_code_of
-from .flows.engine import runner
 from .flows.model.events import Event, PhaseDone, PhaseFailed, PhaseReused, PhaseStarted
 from .flows.report import trace
 from .flows.report.status import status_of
 from .flows.store.handle import RunHandle
 from .flows.store.layout import list_run_ids
+from .service import acting
 from .terminal import escape
 from .web import catalog
 
@@ -148,7 +148,7 @@ class Tools:
         `acks`: the sha256 of each file of route.read. Then advance; returns the status."""
         args = {"flow": flow, "run": run, "gate": gate, "expect_revision": expect_revision}
         handle = self._open(flow, run, "approve")
-        self._do("approve", handle, args | {"acks": acks}, lambda: runner.approve(
+        self._do("approve", handle, args | {"acks": acks}, lambda: acting.approve(
             handle.flow, handle.id, expect_revision=expect_revision, gate=gate, actor=ACTOR,
             acks=list(acks or []),
         ))  # fmt: skip
@@ -172,7 +172,7 @@ class Tools:
         reopen replaces outputs edited at a Gate. Then advance; returns the status."""
         args = {"flow": flow, "run": run, "gate": gate, "reopen": reopen, "note": note}
         handle = self._open(flow, run, "reject")
-        self._do("reject", handle, args | {"acks": acks}, lambda: runner.reject(
+        self._do("reject", handle, args | {"acks": acks}, lambda: acting.reject(
             handle.flow, reopen, note, handle.id, expect_revision=expect_revision, gate=gate,
             actor=ACTOR, acks=list(acks or []), edits=edits,
         ))  # fmt: skip
@@ -191,14 +191,14 @@ class Tools:
         become stale); advance runs it. `edits` ("keep" or "discard") when it would replace
         outputs edited at a Gate. Returns the status."""
         args = {"flow": flow, "run": run, "from_phase": from_phase}
-        return self._call("rerun", flow, run, args, lambda handle: runner.rerun(
+        return self._call("rerun", flow, run, args, lambda handle: acting.rerun(
             handle.flow, from_phase, handle.id, expect_revision=expect_revision, edits=edits
         ))  # fmt: skip
 
     def cancel(self, flow: str, expect_revision: int, run: str | None = None) -> dict[str, Any]:
         """Cancel a run (a running phase is stopped). Returns the status."""
         return self._call("cancel", flow, run, {"flow": flow, "run": run}, lambda handle: (
-            runner.cancel(handle.flow, handle.id, expect_revision=expect_revision)
+            acting.cancel(handle.flow, handle.id, expect_revision=expect_revision)
         ))  # fmt: skip
 
     def read_file(self, flow: str, path: str, run: str | None = None) -> dict[str, Any]:
@@ -267,7 +267,7 @@ class Tools:
                 anyio.from_thread.run(ctx.report_progress, done[0], total, message)
 
         def go() -> None:
-            runner.advance(handle.flow, handle.id, on_event=on_event)
+            acting.advance(handle.flow, handle.id, on_event=on_event)
 
         try:
             await anyio.to_thread.run_sync(go)

@@ -1,8 +1,8 @@
 """Trying what the chat wrote, away from the flow's own runs.
 
 ``try_phases`` copies the flow folder (without ``runs/``, ``run.lock`` and ``.chat/``) to a
-temporary folder and runs phases there with the public runner: begin, then advance until the
-chosen phase is done. A Gate on the way is passed in that throwaway run only. The copy is
+temporary folder and runs phases there through ``praxis.service``: begin, then advance until
+the chosen phase is done. A Gate on the way is passed in that throwaway run only. The copy is
 removed afterwards; the flow's own folder and its runs are never touched.
 
 ``Scratch`` is the sandbox ``run_python`` uses: the flow's sandbox configuration, a temporary
@@ -22,11 +22,11 @@ from typing import Any
 
 from praxis.errors import Refused
 from praxis.flows.definition import contract, isolation, sandbox_config
-from praxis.flows.engine import runner
 from praxis.flows.engine.context import Approver
 from praxis.flows.model.flow import DEFAULT_TIMEOUT, Flow, SandboxSettings
 from praxis.flows.store.handle import RunHandle
 from praxis.flows.store.lock import Busy
+from praxis.service import acting
 from sandbox import Kernel, Sandbox, open_backend
 
 PREVIEW_CHARS = 600
@@ -86,16 +86,16 @@ def _try_copy(
 
 
 def _run(flow: Flow, target: str | None, approver: Approver | None, chosen: bool) -> str:
-    make = partial(runner.default_sandbox, chosen=True) if chosen else runner.default_sandbox
+    make = partial(acting.default_sandbox, chosen=True) if chosen else acting.default_sandbox
     if not chosen:
         isolation.confine(flow.sandbox)  # a flow switched to local: refused, no run made
-    run = runner.begin(flow)
+    run = acting.begin(flow)
     passed: list[str] = []
     while True:
-        state = runner.advance(flow, run.id, approver=approver, make_sandbox=make)
+        state = acting.advance(flow, run.id, approver=approver, sandbox=make)
         if state.waiting == "gate" and target is not None and state.gate != target:
             passed.append(str(state.gate))
-            runner.approve(flow, run.id, expect_revision=state.revision)
+            acting.approve(flow, run.id, expect_revision=state.revision)
             continue
         break
     handle = RunHandle.open(flow, run.id)

@@ -2,8 +2,9 @@
 
 Pages: the flows below the root and their runs; a run (timeline, events, records, files);
 at a Gate, the writable artifacts as tables or text to edit, and the approve / reject /
-re-run / cancel forms. Every form carries the revision the page showed; the runner refuses
-a change when the run has moved on, and the page says so in plain words.
+re-run / cancel forms, each a call of ``praxis.service``. Every form carries the revision the
+page showed; the service refuses a change when the run has moved on, and the page says so in
+plain words.
 """
 
 from __future__ import annotations
@@ -28,10 +29,10 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from praxis.errors import PraxisError, RecordCorrupt, Refused
-from praxis.flows.engine import runner
 from praxis.flows.engine.notify import Notifier
 from praxis.flows.engine.reconcile import reconcile_if_free
 from praxis.flows.store.handle import NoRun, RunHandle
+from praxis.service import acting
 from sandbox.errors import PathRefused
 
 from . import catalog, columnar, drafts, highlight, refusals, render, tables, views
@@ -350,7 +351,7 @@ class UI:
         flow = catalog.load_flow(self.root, ref)
         shown = {k: str(v) for k, v in flow.params.items()}
         given = {k: v for k, v in params.items() if v and v != shown.get(k)}
-        run = runner.begin(flow, params=given)
+        run = acting.begin(flow, params=given)
         self.advancer.start(flow.root, run.id)
         return run.id
 
@@ -382,7 +383,7 @@ class UI:
             if unsaved:
                 run = catalog.open_run(self.root, ref, run_id)
                 expect = drafts.save(run, unsaved, expect)
-            runner.approve(self.flow_of(ref), run_id, expect_revision=expect)
+            acting.approve(self.flow_of(ref), run_id, expect_revision=expect)
             self.continue_run(ref, run_id)
             return "saved-approved" if unsaved else "approved"
 
@@ -396,7 +397,7 @@ class UI:
                     "Not rejected: write a note saying what the reopened phase should do"
                 )
             reopen = str(form.get("reopen", ""))
-            runner.reject(
+            acting.reject(
                 self.flow_of(ref), reopen, note, run_id, expect_revision=expect,
                 edits=str(form.get("edits", "")) or None,
             )  # fmt: skip
@@ -409,7 +410,7 @@ class UI:
         def do(form: Any, ref: str, run_id: str, expect: int | None) -> str:
             phase = str(form.get("phase", ""))
             edits = str(form.get("edits", "")) or None
-            runner.rerun(self.flow_of(ref), phase, run_id, expect_revision=expect, edits=edits)
+            acting.rerun(self.flow_of(ref), phase, run_id, expect_revision=expect, edits=edits)
             self.continue_run(ref, run_id)
             return "rerun"
 
@@ -417,7 +418,7 @@ class UI:
 
     async def cancel(self, request: Request) -> Response:
         def do(form: Any, ref: str, run_id: str, expect: int | None) -> str:
-            _, now = runner.cancel(self.flow_of(ref), run_id, expect_revision=expect)
+            _, now = acting.cancel(self.flow_of(ref), run_id, expect_revision=expect)
             return "cancelled" if now else "cancelling"
 
         return await self.act(request, do)

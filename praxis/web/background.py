@@ -3,8 +3,8 @@ queue and its own sandbox.
 
 After an approve, reject, re-run or a new run, the reviewer's request returns at once; the
 run's advance waits for a place in a bounded pool (``max_runs`` at once: ``praxis serve
---max-runs N``) and then calls ``runner.advance`` with an ``ApprovalQueue`` as the approver,
-so code an agent phase wants to run waits on the run page until someone answers. Each run
+--max-runs N``) and then calls the service's ``advance`` with an ``ApprovalQueue`` as the
+approver, so code an agent phase wants to run waits on the run page until someone answers. Each run
 holds only its own lock: runs of one flow advance side by side, and a decision on one is
 never refused because another advances. The outcome (or the error that stopped the
 advance) is kept for the page to show. ``close`` says no to every pending approval, drops
@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from praxis.agent.approvals import ApprovalQueue, ApprovalRequest
-from praxis.flows.engine import runner
 from praxis.flows.engine.notify import Notifier
-from praxis.flows.engine.runner import SandboxFactory
 from praxis.flows.store.handle import RunHandle
+from praxis.service import acting
+from praxis.service.acting import SandboxFactory
 from sandbox import close_thread_loop
 
 from .warm import WarmSandboxes
@@ -62,7 +62,7 @@ class Advancer:
 
     def __init__(
         self,
-        make_sandbox: SandboxFactory = runner.default_sandbox,
+        make_sandbox: SandboxFactory = acting.default_sandbox,
         *,
         keep: int = 0,
         max_runs: int = MAX_RUNS,
@@ -144,10 +144,10 @@ class Advancer:
                 job.advancing = True
                 if self._warmed == key:
                     self._warmed = None
-            runner.advance(
+            acting.advance(
                 job.flow,
                 job.run_id,
-                make_sandbox=self.make_sandbox,
+                sandbox=self.make_sandbox,
                 approver=job.queue,
                 opening=self.warm.take(job.flow, job.run_id),
                 notifier=self.notifier,

@@ -2,7 +2,7 @@
 
 The page sends them with *Save* (one file) or with *Approve* (every file with a draft, as
 JSON in ``drafts``). ``save`` checks all of them first (``validate``) and writes none unless
-all pass, then writes each through ``runner.edit`` bound to the revision the page showed,
+all pass, then writes each through ``praxis.service``'s edit bound to the revision the page showed,
 each write moving the revision on by one.
 """
 
@@ -12,9 +12,9 @@ import json
 from typing import Any
 
 from praxis.errors import Refused, UsageError
-from praxis.flows.engine import runner
 from praxis.flows.store.handle import RunHandle
 from praxis.flows.store.layout import writable
+from praxis.service import acting
 
 from . import changes, tables, validate
 
@@ -78,11 +78,12 @@ def save(run: RunHandle, drafts: Drafts, expect: int | None) -> int | None:
         for name, new in planned:
             changes.keep_original(run, name)
             if isinstance(new, tables.Staged):
-                state = runner.edit(run.flow, name, new.path, run.id, expect_revision=expect,
-                                    by="web", diff=new.diff)  # fmt: skip
+                state = acting.edit_with_file(
+                    run.flow, name, new.path, run.id, expect_revision=expect, diff=new.diff
+                )
                 new.carry()
             else:
-                state = runner.edit(run.flow, name, new, run.id, expect_revision=expect, by="web")
+                state = acting.edit(run.flow, name, new, run.id, expect_revision=expect, by="web")
             expect = state.revision if expect is not None else None
             run = RunHandle.open(run.flow, run.id)
     finally:

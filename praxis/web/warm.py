@@ -18,9 +18,8 @@ from collections import OrderedDict
 from functools import partial
 from pathlib import Path
 
-from praxis.flows.engine.opening import Opening
-from praxis.flows.engine.runner import SandboxFactory
 from praxis.flows.store.handle import RunHandle
+from praxis.service.acting import Opening, SandboxFactory
 
 log = logging.getLogger("praxis")
 

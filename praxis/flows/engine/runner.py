@@ -58,6 +58,8 @@ from .reuse import prune as prune_reuse
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
+    from .notify import Notifier
+
 SandboxFactory = Callable[[Flow, RunHandle], Sandbox]
 
 
@@ -120,15 +122,22 @@ def run(
     on_begun: Callable[[RunHandle], None] | None = None,
     managed: bool = False,
     actor: str | None = None,
-    **options: Any,
+    make_sandbox: SandboxFactory | None = None,
+    approver: Approver | None = None,
+    on_message: OnMessage = lambda message: None,
+    on_event: Callable[[Event], None] | None = None,
+    model: BaseChatModel | None = None,
+    reuse: bool = True,
 ) -> RunState:
     """Begin a run and advance it: the run appears with its lock already held by this
     process, so no other advances it first. ``managed``: a person lets an agent decide the
-    run's delegatable Gates (recorded before the first phase)."""
+    run's delegatable Gates (recorded before the first phase). The other options are
+    ``advance``'s."""
     flow = load_flow(flow_ref)
     if managed:
         _person_only(actor, "put a run in managed mode")
-    if options.get("make_sandbox", default_sandbox) is default_sandbox:
+    make = default_sandbox if make_sandbox is None else make_sandbox
+    if make is default_sandbox:
         isolation.confine(flow.sandbox)  # refused before a run is made
     locks: list[Lock] = []
 
@@ -140,10 +149,9 @@ def run(
     try:
         with flow_lock(flow, "creating"):
             handle = _begin(flow, params, clock, staged=take)
-        make_sandbox = options.pop("make_sandbox", default_sandbox)
         opening = None  # settled work is restored before a sandbox is asked for, if any
-        if not (options.get("reuse", True) and reuse_index(flow.root).is_dir()):
-            opening = Opening(partial(make_sandbox, flow, handle))  # starts while we go on
+        if not (reuse and reuse_index(flow.root).is_dir()):
+            opening = Opening(partial(make, flow, handle))  # starts while we go on
         try:
             if managed:
                 _set_managed(handle, True, "person")
@@ -159,8 +167,12 @@ def run(
             clock=clock,
             opening=opening,
             lock=locks[0],
-            make_sandbox=make_sandbox,
-            **options,
+            make_sandbox=make,
+            approver=approver,
+            on_message=on_message,
+            on_event=on_event,
+            model=model,
+            reuse=reuse,
         )
     finally:
         for lock in locks:
@@ -183,29 +195,48 @@ def advance(
     run_id: str | None = None,
     *,
     clock: Clock = time.time,
-    **options: Any,
+    make_sandbox: SandboxFactory | None = None,
+    approver: Approver | None = None,
+    on_message: OnMessage = lambda message: None,
+    on_event: Callable[[Event], None] | None = None,
+    model: BaseChatModel | None = None,
+    reuse: bool = True,
+    opening: Opening | None = None,
+    notifier: Notifier | None = None,
 ) -> RunState:
     """Run phases until a Gate, a failure, the end, or a cancel. Returns the state reached.
     Holds the run's lock throughout (another advance of the run gets Busy at once).
 
-    Options: ``make_sandbox`` (``(flow, run) -> Sandbox``), ``approver``, ``on_message``
-    (texts for a person), ``on_event`` (each ``Event`` as it is recorded), ``model``,
-    ``reuse`` (False: run stale phases even when nothing they depend on changed),
-    ``notifier`` (``notify.Notifier``: default from the environment). Once the lock is let
-    go, a run left at a Gate, failed or done is told to flow.yaml's ``notify:`` and the
-    person's command; a notifier's failure is recorded, never raised.
+    ``make_sandbox`` (``(flow, run) -> Sandbox``; None: ``default_sandbox``), ``approver``,
+    ``on_message`` (texts for a person), ``on_event`` (each ``Event`` as it is recorded),
+    ``model``, ``reuse`` (False: run stale phases even when nothing they depend on changed),
+    ``opening`` (a sandbox opened ahead: ``praxis serve``), ``notifier`` (default from the
+    environment). Once the lock is let go, a run left at a Gate, failed or done is told to
+    flow.yaml's ``notify:`` and the person's command; a notifier's failure is recorded,
+    never raised.
     """
     flow = load_flow(flow_ref)
-    opening: Opening | None = options.get("opening")  # a sandbox opened ahead (praxis serve)
-    notifier = options.pop("notifier", None)
+    ahead = opening  # this call owns it: _advance uses it or closes it, else it is abandoned
     try:
         with held(flow, run_id, ADVANCING) as lock:
-            opening = None  # _advance uses it, or closes it
+            ahead = None
             before = RunHandle.open(flow, lock.run, clock).state.revision
-            state = _advance(flow, lock.run, clock=clock, lock=lock, **options)
+            state = _advance(
+                flow,
+                lock.run,
+                clock=clock,
+                lock=lock,
+                make_sandbox=default_sandbox if make_sandbox is None else make_sandbox,
+                approver=approver,
+                on_message=on_message,
+                on_event=on_event,
+                model=model,
+                reuse=reuse,
+                opening=opening,
+            )
     except BaseException:
-        if opening is not None:  # Busy, NoRun: never ran, so it must not outlive this call
-            opening.abandon()
+        if ahead is not None:  # Busy, NoRun: never ran, so it must not outlive this call
+            ahead.abandon()
         raise
     if state.revision != before:  # it moved: to a Gate, a failure or the end, it is told
         tell(RunHandle.open(flow, state.run, clock), notifier or Notifier.from_env())

@@ -1,0 +1,302 @@
+"""What changes a run: begin, run, advance, approve, reject, manage, accept, rerun, cancel,
+edit, delete runs, gc. The only caller of the runner (``praxis.flows.engine.runner``)
+outside ``praxis.flows``; the runner keeps the engine, this module the calling convention.
+
+Every verb takes its flow as a ``FlowRef`` and its run as an id (None: the newest run),
+its options keyword-only. Errors are the runner's (``Refused``, ``Unbound``, ``Busy``,
+``NotWritable``, ``FlowInvalid``, ``NoRun``, ``SandboxInvalid``, ``SandboxUnavailable``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sandbox import Sandbox
+
+from ..flows.definition import sandbox_config
+from ..flows.engine import runner
+from ..flows.engine.context import Approver, OnMessage
+from ..flows.engine.opening import Opening
+from ..flows.engine.runner import SandboxFactory, Unbound, default_sandbox
+from ..flows.model.events import Event
+from ..flows.model.flow import Flow
+from ..flows.model.state import RunState
+from ..flows.store.handle import RunHandle
+from ..flows.store.objects import Swept
+from .reading import FlowRef, load
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+
+    from ..flows.engine.notify import Notifier
+
+__all__ = [
+    "Approver",
+    "OnMessage",
+    "Opening",
+    "SandboxChoice",
+    "SandboxFactory",
+    "Unbound",
+    "accept",
+    "advance",
+    "approve",
+    "begin",
+    "cancel",
+    "default_sandbox",
+    "delete_runs",
+    "edit",
+    "edit_with_file",
+    "gc",
+    "manage",
+    "reject",
+    "rerun",
+    "run",
+    "sandbox_factory",
+]
+
+# None: the flow's own ``sandbox:`` section; a mapping laid over it (the caller's options,
+# checked by the backend); a callable ``(flow, run) -> Sandbox`` that builds it.
+SandboxChoice = SandboxFactory | Mapping[str, Any] | None
+FIXED = ("timeout", "collect")  # sandbox options the phases read from flow.yaml itself
+
+
+def begin(flow: FlowRef, *, params: dict[str, str] | None = None) -> RunHandle:
+    """A new run, paused at its first phase (``.id``, ``.state``, ``.paths``); ``params``
+    override flow.yaml's (``-p key=value``), typed by their defaults."""
+    return runner.begin(load(flow), params=params)
+
+
+def run(
+    flow: FlowRef,
+    *,
+    params: dict[str, str] | None = None,
+    on_begun: Callable[[RunHandle], None] | None = None,
+    managed: bool = False,
+    actor: str | None = None,
+    sandbox: SandboxChoice = None,
+    approver: Approver | None = None,
+    on_event: Callable[[Event], None] | None = None,
+    on_message: OnMessage = lambda message: None,
+    model: BaseChatModel | None = None,
+    reuse: bool = True,
+) -> RunState:
+    """Begin a run and advance it, under one hold of the run's lock (no other process
+    advances it first); ``on_begun`` is told the new run before its first phase.
+    ``managed``: a person lets an agent decide its delegatable Gates. The rest as
+    ``advance``."""
+    return runner.run(
+        load(flow),
+        params=params,
+        on_begun=on_begun,
+        managed=managed,
+        actor=actor,
+        make_sandbox=sandbox_factory(sandbox),
+        approver=approver,
+        on_event=on_event,
+        on_message=on_message,
+        model=model,
+        reuse=reuse,
+    )
+
+
+def advance(
+    flow: FlowRef,
+    run: str | None = None,
+    *,
+    sandbox: SandboxChoice = None,
+    approver: Approver | None = None,
+    on_event: Callable[[Event], None] | None = None,
+    on_message: OnMessage = lambda message: None,
+    model: BaseChatModel | None = None,
+    reuse: bool = True,
+    opening: Opening | None = None,
+    notifier: Notifier | None = None,
+) -> RunState:
+    """Run phases until a Gate, a failure, the end, or a cancel; returns the state reached.
+
+    ``sandbox``: None uses the flow's own ``sandbox:`` section (auto = Docker; local kernels
+    only where the person allowed them, ``praxis.flows.definition.isolation``); a mapping such
+    as ``{"backend": "local"}`` is laid over that section, the caller's own choice of backend
+    (an option the backend does not take is SandboxInvalid naming the nearest it does); a
+    callable ``(flow, run) -> Sandbox`` builds the sandbox itself. ``on_event`` is called with
+    each ``Event`` as it is recorded; ``on_message`` with short texts for a person (status
+    lines, and what phases print as ``praxis.flows.store.live.Output`` pieces). ``model``: the
+    chat model of the run's agent phases (a langchain-core chat model), instead of the one
+    flow.yaml's ``model`` names. ``reuse`` False runs stale phases even when nothing they
+    depend on changed. ``opening``: the run's sandbox opened ahead (``praxis serve``).
+    ``notifier``: who is told when the run waits, fails or is done (default: from the
+    environment).
+    """
+    return runner.advance(
+        load(flow),
+        run,
+        make_sandbox=sandbox_factory(sandbox),
+        approver=approver,
+        on_event=on_event,
+        on_message=on_message,
+        model=model,
+        reuse=reuse,
+        opening=opening,
+        notifier=notifier,
+    )
+
+
+def approve(
+    flow: FlowRef,
+    run: str | None = None,
+    *,
+    expect_revision: int | None = None,
+    gate: str | None = None,
+    actor: str | None = None,
+    acks: list[str] | None = None,
+) -> RunState:
+    """Approve the Gate the run waits at (then ``advance`` continues it). Bound to what you
+    saw: ``expect_revision`` or ``gate`` (the phase the Gate follows) is required
+    (``Unbound`` otherwise). ``actor``: "person" (default, or $PRAXIS_ACTOR) or "agent";
+    ``acks``: the sha256 of each file the route asks an agent to read first."""
+    return runner.approve(
+        load(flow), run, expect_revision=expect_revision, gate=gate, actor=actor, acks=acks
+    )
+
+
+def reject(
+    flow: FlowRef,
+    reopen: str,
+    note: str,
+    run: str | None = None,
+    *,
+    expect_revision: int | None = None,
+    gate: str | None = None,
+    actor: str | None = None,
+    acks: list[str] | None = None,
+    edits: str | None = None,
+) -> RunState:
+    """Reject at the Gate: phase ``reopen`` runs again, with ``note`` for an agent's prompt.
+    Bound like ``approve``; ``edits`` ("keep" or "discard") when it replaces Gate edits."""
+    return runner.reject(
+        load(flow), reopen, note, run, expect_revision=expect_revision, gate=gate, actor=actor,
+        acks=acks, edits=edits,
+    )  # fmt: skip
+
+
+def manage(
+    flow: FlowRef,
+    run: str | None = None,
+    *,
+    grant: bool = True,
+    actor: str | None = None,
+    expect_revision: int | None = None,
+) -> RunState:
+    """A person lets an agent decide the run's delegatable Gates (``grant=False``: takes it
+    back)."""
+    return runner.manage(load(flow), run, grant=grant, actor=actor, expect_revision=expect_revision)
+
+
+def accept(
+    flow: FlowRef,
+    name: str,
+    run: str | None = None,
+    *,
+    actor: str | None = None,
+    expect_revision: int | None = None,
+) -> RunState:
+    """A person accepts output ``name``, changed outside praxis, as its phase's."""
+    return runner.accept(load(flow), name, run, actor=actor, expect_revision=expect_revision)
+
+
+def rerun(
+    flow: FlowRef,
+    from_phase: str,
+    run: str | None = None,
+    *,
+    expect_revision: int | None = None,
+    params: dict[str, str] | None = None,
+    reuse: bool = True,
+    edits: str | None = None,
+) -> RunState:
+    """Go back to ``from_phase``; the earlier attempt is kept under attempts/. ``params``
+    override the run's for the phases run again; ``edits`` ("keep" or "discard") when it
+    would replace outputs edited at a Gate."""
+    return runner.rerun(
+        load(flow), from_phase, run, expect_revision=expect_revision, params=params,
+        reuse=reuse, edits=edits,
+    )  # fmt: skip
+
+
+def cancel(
+    flow: FlowRef, run: str | None = None, *, expect_revision: int | None = None
+) -> tuple[RunState, bool]:
+    """Cancel the run: (state, True) when done now, (state, False) when the process advancing
+    it will stop at the next cell."""
+    return runner.cancel(load(flow), run, expect_revision=expect_revision)
+
+
+def edit(
+    flow: FlowRef,
+    name: str,
+    data: bytes | str,
+    run: str | None = None,
+    *,
+    expect_revision: int | None = None,
+    actor: str | None = None,
+    by: str = "reviewer",
+) -> RunState:
+    """Replace writable output ``name`` at a Gate (str is written as UTF-8); the edit is
+    recorded with its diff, made ``by`` "reviewer" (the API, the CLI) or "web"."""
+    raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+    return runner.edit(
+        load(flow), name, raw, run, expect_revision=expect_revision, actor=actor, by=by
+    )
+
+
+def edit_with_file(
+    flow: FlowRef,
+    name: str,
+    staged: Path,
+    run: str | None = None,
+    *,
+    expect_revision: int | None = None,
+    by: str = "web",
+    diff: dict[str, Any] | None = None,
+) -> RunState:
+    """``edit`` with a file already written beside the run's outputs (same file system),
+    moved into place; ``diff``, when known (a cell save), is recorded as the edit's."""
+    return runner.edit(
+        load(flow), name, staged, run, expect_revision=expect_revision, by=by, diff=diff
+    )
+
+
+def delete_runs(flow: FlowRef, ids: list[str], *, keep: int | None = None) -> list[str]:
+    """Delete the runs ``ids`` (and, with ``keep``, all but the newest ``keep``); the ids
+    deleted."""
+    return runner.delete_runs(load(flow), ids, keep=keep)
+
+
+def gc(flow: FlowRef) -> Swept:
+    """Remove the objects of the flow's store that no run holds."""
+    return runner.gc(load(flow))
+
+
+def sandbox_factory(choice: SandboxChoice) -> SandboxFactory:
+    """How ``advance`` builds the run's sandbox from the caller's ``sandbox`` choice."""
+    if choice is None:
+        return default_sandbox
+    if not isinstance(choice, Mapping):
+        return choice
+    override = dict(choice)
+    fixed = " and ".join(k for k in FIXED if k in override)
+    if fixed:  # the flow's own: the phases read them from flow.yaml
+        why = f"sandbox: {fixed} cannot be overridden (the flow's own); set it in flow.yaml"
+        raise sandbox_config.SandboxInvalid([why])
+
+    def build(flow: Flow, run: RunHandle) -> Sandbox:
+        # the caller's options, checked against the flow's backend before anything runs:
+        # one the backend does not take is SandboxInvalid naming the nearest it does
+        settings = sandbox_config.overlay(flow.sandbox, override, flow.root)
+        merged = dataclasses.replace(flow, sandbox=settings)
+        return default_sandbox(merged, run, chosen="backend" in override)
+
+    return build

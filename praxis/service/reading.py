@@ -1,0 +1,53 @@
+"""What a flow and its runs are, read without changing them: the flow, its contract report,
+a run's status, outputs and events. Imports no part of the engine that runs phases."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..flows.definition import contract
+from ..flows.definition.contract import Report
+from ..flows.model.events import Event
+from ..flows.model.flow import Flow
+from ..flows.report.status import Status, status_of
+from ..flows.store.handle import RunHandle
+
+FlowRef = Flow | str | os.PathLike[str]  # a Flow, a flow folder or its flow.yaml
+
+
+def load(flow: FlowRef) -> Flow:
+    """The Flow defined by ``flow``; raises FlowInvalid listing every problem."""
+    return flow if isinstance(flow, Flow) else contract.require(Path(flow))
+
+
+def check(flow: FlowRef) -> Report:
+    """The contract report of a flow.yaml (``.ok``, ``.errors``, ``.lines()``); never raises."""
+    return contract.check(flow.root if isinstance(flow, Flow) else Path(flow))
+
+
+def open_run(flow: FlowRef, run: str | None = None) -> RunHandle:
+    """The run ``run`` of ``flow`` (None: its newest); NoRun when there is none."""
+    return RunHandle.open(load(flow), run)
+
+
+def status(flow: FlowRef, run: str | None = None) -> Status:
+    """State, message, writable files and the exact next commands of a run."""
+    return status_of(open_run(flow, run))
+
+
+def outputs(flow: FlowRef, run: str | None = None) -> dict[str, Path]:
+    """The declared outputs the run has written so far, name -> path, in phase order."""
+    handle = open_run(flow, run)
+    found: dict[str, Path] = {}
+    for phase in handle.flow.phases:
+        for name in phase.outputs:
+            path = handle.paths.out(name)
+            if path.is_file():
+                found[name] = path
+    return found
+
+
+def events(flow: FlowRef, run: str | None = None) -> list[Event]:
+    """The run's events, oldest first (typed: ``.kind``, ``.at`` and the event's fields)."""
+    return open_run(flow, run).log.read()
