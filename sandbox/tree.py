@@ -11,7 +11,7 @@ CPython's ``shutil.rmtree`` does with ``_rmtree_safe_fd``. The runner also stops
 sandbox process before it calls any of these (``Sandbox.quiesce``): both guards hold.
 
 Sizes are bounded: a listing stops at ``max_files`` entries (and at a folder too deep, or one
-it cannot open: it never skips one, ``sandbox/walk.py``), a copy at ``max_bytes``.
+it cannot open: it never skips one, ``sandbox/files/walk.py``), a copy at ``max_bytes``.
 """
 
 from __future__ import annotations
@@ -37,8 +37,8 @@ from .files import (
     replace_at,
     replace_file,
 )
+from .files.walk import MAX_ENTRIES, clear, entries
 from .paths import check_name
-from .walk import MAX_ENTRIES, clear, entries
 
 MAX_FILES = MAX_ENTRIES  # entries one listing reads at the most
 
@@ -110,7 +110,7 @@ class Tree:
         """Every regular file below the root: relative posix path -> Entry. Folders are
         entered by descriptor only (and added to ``folders`` when given); links, FIFOs,
         devices and sockets are never followed or opened (their names go to ``others``).
-        ``WalkRefused`` names a folder it cannot read whole (``sandbox/walk.py``): more than
+        ``WalkRefused`` names a folder it cannot read whole (``sandbox/files/walk.py``): more than
         ``max_files`` entries, too deep, or one it cannot open; it never skips one."""
         found: dict[str, Entry] = {}
         with self._root() as root:

@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from sandbox import WalkRefused
+from sandbox.files.walk import MAX_DEPTH
 from sandbox.tree import Tree
-from sandbox.walk import MAX_DEPTH
 
 from ..labels import left_after
 from ._bounds import BUDGET, counted_flow, measured, remove_containers, rerun_gives_back_phase_one

@@ -1,6 +1,8 @@
 """Files at the boundary, handled one way: praxis's runs, a flow's folder and a workspace are
 all written by someone the host does not trust, so every path is opened here.
 
+- **The walk** (``walk``): every entry below a root, folders entered by descriptor only, bounded
+  in entries and depth; and ``clear``, which empties a folder the same way.
 - **Confinement**: ``folder_below`` and ``open_below`` walk from a descriptor of a root one
   component at a time with ``O_NOFOLLOW``: a symbolic link anywhere on the way is refused
   (``PathRefused``), never followed, even when it points back inside; what is opened must be
@@ -24,8 +26,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
-from .errors import PathRefused
-from .paths import check_name
+from ..errors import PathRefused
+from ..paths import check_name
 
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC

@@ -21,7 +21,7 @@ import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from .errors import WalkRefused, shown
+from ..errors import WalkRefused, shown
 
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 MAX_ENTRIES = 100_000  # files, folders and others one walk reads at the most
