@@ -32,6 +32,8 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.ipc as ipc
 
+from sandbox.files import replace_file
+
 from . import csvedit, rowscan
 
 FIELD_CAP = 1000  # characters of a cell the copy keeps (filters read at most these)
@@ -205,16 +207,17 @@ def _carry(
     new_ends = ends + np.where(upto > 0, grow[np.maximum(upto - 1, 0)], 0)
     table = table.set_column(len(old.header), "start", pa.array(new_starts))
     table = table.set_column(len(old.header) + 1, "end", pa.array(new_ends))
-    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=".carry.", suffix=".arrow")
-    os.close(fd)
-    try:
-        with ipc.new_file(tmp, table.schema) as out:
+
+    def write(sink: BinaryIO) -> None:
+        with ipc.new_file(sink, table.schema) as out:
             out.write_table(table, max_chunksize=BATCH_ROWS)
-        if csvedit._version(after.path) == after.version:
-            os.replace(tmp, dest)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        if csvedit._version(after.path) != after.version:
+            raise _Changed  # the file moved on meanwhile: its copy is built again on use
+
+    try:
+        replace_file(dest, write, durable=False)
+    except _Changed:
+        pass
 
 
 def build(idx: csvedit.Index, dest: Path) -> None:
@@ -224,29 +227,31 @@ def build(idx: csvedit.Index, dest: Path) -> None:
     width = max(1, len(csvedit.header(idx)))
     schema = pa.schema([pa.field(f"c{i}", pa.string()) for i in range(width)]
                        + [pa.field("start", pa.int64()), pa.field("end", pa.int64())])  # fmt: skip
-    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=".build.", suffix=".arrow")
-    os.close(fd)
-    try:
-        with open(idx.path, "rb") as fh:
-            fast = rowscan.longest(fh, len(idx.dialect.bom), idx.size) <= FAST_RECORD
-        try:
-            if not fast:
-                raise Misread("a record longer than Arrow reads in one block")
-            _write(tmp, schema, _fast_batches(idx, width))
-        except (pa.ArrowInvalid, Misread):
-            _write(tmp, schema, _slow_batches(idx, width))
-        os.replace(tmp, dest)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    with open(idx.path, "rb") as fh:
+        fast = rowscan.longest(fh, len(idx.dialect.bom), idx.size) <= FAST_RECORD
+
+    def write(sink: BinaryIO) -> None:
+        if fast:
+            try:
+                return _write(sink, schema, _fast_batches(idx, width))
+            except (pa.ArrowInvalid, Misread):
+                sink.seek(0)
+                sink.truncate()
+        _write(sink, schema, _slow_batches(idx, width))
+
+    replace_file(dest, write, durable=False)
 
 
 class Misread(Exception):
     """Arrow's reader and csvedit's scan disagree on where rows are: the slow pass reads it."""
 
 
-def _write(tmp: str, schema: pa.Schema, batches: Iterator[list[Any]]) -> None:
-    with ipc.new_file(tmp, schema) as out:
+class _Changed(Exception):
+    """The table changed while its copy was carried over: the copy is dropped."""
+
+
+def _write(sink: BinaryIO, schema: pa.Schema, batches: Iterator[list[Any]]) -> None:
+    with ipc.new_file(sink, schema) as out:
         for batch in batches:
             out.write_batch(pa.record_batch(batch, schema=schema))
 
