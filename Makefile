@@ -35,7 +35,7 @@ test: image
 
 # The pure and fake-sandbox layers only: no Docker, no browser, no real kernel (seconds).
 FAST = tests/flows/test_state.py tests/flows/test_state_events.py tests/flows/test_route.py \
-	tests/flows/test_events.py tests/flows/test_kinds.py \
+	tests/flows/test_events.py tests/flows/test_kinds.py tests/llm/test_loop.py \
 	tests/flows/test_route_states.py tests/flows/test_facts.py tests/flows/test_trace.py \
 	tests/flows/test_lock.py tests/flows/test_runner.py tests/flows/test_decisions.py \
 	tests/flows/test_layout.py tests/flows/test_snapshot.py tests/flows/test_state_file.py \

@@ -10,8 +10,6 @@ as it happens.
 
 from __future__ import annotations
 
-import time
-import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,12 +17,12 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-from praxis.agent.turn import message_text
 from praxis.errors import PraxisError
 from praxis.flows.definition import contract, kinds
 from praxis.flows.engine.context import Approver
 from praxis.flows.model.check_spec import CHECK_KEYS
 from praxis.flows.model.flow import DEFAULT_LIMITS, REVIEW_MODES
+from praxis.llm import loop
 from praxis.phases.kinds import AGENT_ONLY
 from sandbox import backends
 
@@ -254,37 +252,25 @@ class Chat:
         body = f"{text}\n\n{NOTE}{folder_note(self.tools)}" if first else text
         self._add(HumanMessage(body))
         self.tools.runs = 0
-        bound = self.model.bind_tools(SCHEMAS)
-        calls, answer = 0, ""
-        while True:
-            if calls >= self.max_calls:
-                note = (
-                    f"The chat stopped after {calls} model calls, its limit for one message. "
-                    "Nothing is lost: send another message to go on."
-                )
-                self.show(ChatEvent("limit", note))
-                self._add(HumanMessage(f"{NOTE}{note}"))
-                return TurnOutcome(answer, calls, limited=True)
-            calls += 1
-            reply = self._call(bound, calls)
-            self._add(reply)
-            answer = message_text(reply)
-            if answer.strip():
-                self.show(ChatEvent("assistant", answer))
-            if not reply.tool_calls and not reply.invalid_tool_calls:
-                return TurnOutcome(answer, calls)
-            for request in reply.tool_calls:
-                self._tool(request)
-            for bad in reply.invalid_tool_calls:
-                self._add(
-                    ToolMessage(
-                        "refused: could not read this tool call ("
-                        + (bad.get("error") or "arguments are not valid JSON")
-                        + "); send valid arguments",
-                        tool_call_id=bad.get("id") or f"call-{uuid.uuid4().hex[:8]}",
-                        status="error",
-                    )
-                )
+        try:
+            bound = loop.bind(self.model, SCHEMAS)
+        except loop.NoToolCalling as exc:
+            raise ChatError(str(exc)) from exc
+        ended = loop.run(
+            call=lambda number: self._call(bound, number),
+            add=self._add,
+            answer=self._tool,
+            max_calls=self.max_calls,
+            said=lambda text, number: self.show(ChatEvent("assistant", text)),
+        )
+        if ended.limited:
+            note = (
+                f"The chat stopped after {ended.calls} model calls, its limit for one message. "
+                "Nothing is lost: send another message to go on."
+            )
+            self.show(ChatEvent("limit", note))
+            self._add(HumanMessage(f"{NOTE}{note}"))
+        return TurnOutcome(ended.answer, ended.calls, limited=ended.limited)
 
     def note(self, text: str) -> None:
         """Tell the model something the person did outside the conversation (an undo)."""
@@ -308,7 +294,7 @@ class Chat:
     def close(self) -> None:
         self.tools.close()
 
-    def _tool(self, request: Any) -> None:
+    def _tool(self, request: Mapping[str, Any], call_id: str) -> ToolMessage:
         name = str(request["name"])
         args = dict(request.get("args") or {})
         self.show(ChatEvent("tool", tool_summary(name, args), tool=name))
@@ -321,26 +307,21 @@ class Chat:
             if result.diff
             else {"status": result.status}
         )
-        self._add(
-            ToolMessage(
-                result.text,
-                tool_call_id=request.get("id") or f"call-{uuid.uuid4().hex[:8]}",
-                name=name,
-                artifact=artifact,
-                status="error" if result.status != "ok" else "success",
-            )
+        return ToolMessage(
+            result.text,
+            tool_call_id=call_id,
+            name=name,
+            artifact=artifact,
+            status="error" if result.status != "ok" else "success",
         )
 
     def _call(self, bound: Any, number: int) -> AIMessage:
-        start = time.monotonic()
         history = [SystemMessage(system_prompt()), *self.messages]
         try:
-            reply = bound.invoke(history)
-        except Exception as exc:
-            raise ChatError(f"model call {number} failed: {type(exc).__name__}: {exc}") from exc
-        if not isinstance(reply, AIMessage):
-            raise ChatError(f"model call {number} returned {type(reply).__name__}, not a message")
-        reply.response_metadata.setdefault("praxis_seconds", round(time.monotonic() - start, 3))
+            reply, seconds = loop.invoke(bound, history, number)
+        except loop.CallFailed as exc:
+            raise ChatError(str(exc)) from exc.__cause__
+        reply.response_metadata.setdefault("praxis_seconds", seconds)
         return reply
 
     def _add(self, message: BaseMessage) -> None:

@@ -218,8 +218,8 @@ def conversation(messages: list[Any]) -> list[Item]:
     """The transcript as the page shows it: your messages, the model's, its tool calls."""
     from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-    from praxis.agent.turn import message_text
     from praxis.chat.chat import NOTE, tool_summary
+    from praxis.llm.loop import message_text
 
     items: list[Item] = []
     for m in messages:
