@@ -36,9 +36,9 @@ from .terminal import (
 if TYPE_CHECKING:
     from sandbox import SandboxUnavailable
 
-    from .flows.engine.context import Approver
     from .flows.model.state import RunState
     from .flows.store.handle import RunHandle
+    from .llm.given import Approver
 
 # The commands that may run a flow's code: they take --allow-local (isolation.py).
 ALLOW_LOCAL = ("run", "advance", "approve", "reject", "rerun", "status", "chat", "serve")

@@ -22,8 +22,9 @@ from dataclasses import dataclass, field
 from typing import TextIO
 
 from praxis.errors import Refused
-from praxis.flows.engine.context import Approver, PhaseContext
+from praxis.flows.engine.context import PhaseContext
 from praxis.flows.model.events import ApprovalAnswered, ApprovalAsked
+from praxis.llm.given import Approver, ModelGiven
 
 NOBODY = (
     "refused: nobody can approve new code in this run (no terminal, no reviewer UI). "
@@ -155,10 +156,12 @@ def terminal_approver(
 
 
 def ask(ctx: PhaseContext, tool: str, code: str) -> tuple[bool, str]:
-    """Ask ``ctx.approver`` whether ``code`` may run: (approved, message for the model)."""
+    """Ask the approver the run was given (``praxis.llm.given``) whether ``code`` may run:
+    (approved, message for the model)."""
     phase = ctx.phase.id
     digest = hashlib.sha256(code.encode("utf-8")).hexdigest()
-    if ctx.approver is None:
+    approver = ctx.given.approver if isinstance(ctx.given, ModelGiven) else None
+    if approver is None:
         ctx.emit(
             ApprovalAnswered(phase=phase, tool=tool, sha256=digest, approved=False, by="nobody")
         )
@@ -167,7 +170,7 @@ def ask(ctx: PhaseContext, tool: str, code: str) -> tuple[bool, str]:
     ctx.on_message(f"{phase}: waiting for approval of {tool} code")
     ctx.waiting("approval")
     try:
-        approved = bool(ctx.approver(phase, code))
+        approved = bool(approver(phase, code))
     finally:
         ctx.waiting(None)
     ctx.emit(ApprovalAnswered(phase=phase, tool=tool, sha256=digest, approved=approved))

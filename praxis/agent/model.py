@@ -13,7 +13,7 @@ environment wins), in one of two forms:
 module to import, and the error for one that does not import shows both forms.
 
 A test or an embedding program passes a model object directly: ``advance(model=...)``,
-which the phase sees as ``ctx.model``.
+which the phase is given (``ctx.given``, a ``praxis.llm.given.ModelGiven``).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from typing import Any
 
 from praxis.errors import EXIT
 from praxis.flows.engine.context import PhaseContext, PhaseError
+from praxis.llm.given import ModelGiven
 
 ENV = "PRAXIS_MODEL"
 PROVIDER_PACKAGES = {
@@ -64,9 +65,10 @@ class ModelUnavailable(PhaseError):
 
 
 def model_for(ctx: PhaseContext, env: Mapping[str, str] | None = None) -> Any:
-    """The chat model of this phase: ``ctx.model`` if set, else the resolved spec."""
-    if ctx.model is not None:
-        return ctx.model
+    """The chat model of this phase: the one the run was given (``praxis.llm.given``), else
+    the resolved spec."""
+    if isinstance(ctx.given, ModelGiven) and ctx.given.model is not None:
+        return ctx.given.model
     return resolve_model(ctx.flow.model, env=env, flow_root=ctx.flow.root)
 
 

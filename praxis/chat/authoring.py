@@ -21,8 +21,8 @@ from praxis.agent.prompt import TABULAR, clip, profile
 from praxis.agent.tools import args_problem, describe, tool_schema
 from praxis.errors import Refused
 from praxis.flows.definition import contract
-from praxis.flows.engine.context import Approver
 from praxis.flows.model.flow import DEFAULT_LIMITS
+from praxis.llm.given import Approver
 from sandbox import SandboxError
 
 from .trial import Scratch, try_phases

@@ -19,10 +19,10 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 from praxis.errors import PraxisError
 from praxis.flows.definition import contract, kinds
-from praxis.flows.engine.context import Approver
 from praxis.flows.model.check_spec import CHECK_KEYS
 from praxis.flows.model.flow import DEFAULT_LIMITS, REVIEW_MODES
 from praxis.llm import loop
+from praxis.llm.given import Approver
 from praxis.phases.kinds import AGENT_ONLY
 from sandbox import backends
 

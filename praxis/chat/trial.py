@@ -22,10 +22,10 @@ from typing import Any
 
 from praxis.errors import Refused
 from praxis.flows.definition import contract, isolation, sandbox_config
-from praxis.flows.engine.context import Approver
 from praxis.flows.model.flow import DEFAULT_TIMEOUT, Flow, SandboxSettings
 from praxis.flows.store.handle import RunHandle
 from praxis.flows.store.lock import Busy
+from praxis.llm.given import Approver
 from praxis.service import acting
 from sandbox import Kernel, Sandbox, open_backend
 

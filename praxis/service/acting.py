@@ -18,7 +18,7 @@ from sandbox import Sandbox
 
 from ..flows.definition import sandbox_config
 from ..flows.engine import runner
-from ..flows.engine.context import Approver, OnMessage
+from ..flows.engine.context import OnMessage
 from ..flows.engine.opening import Opening
 from ..flows.engine.runner import SandboxFactory, Unbound, default_sandbox
 from ..flows.model.events import Event
@@ -26,6 +26,7 @@ from ..flows.model.flow import Flow
 from ..flows.model.state import RunState
 from ..flows.store.handle import RunHandle
 from ..flows.store.objects import Swept
+from ..llm.given import Approver, given_to
 from .reading import FlowRef, load
 
 if TYPE_CHECKING:
@@ -94,10 +95,9 @@ def run(
         managed=managed,
         actor=actor,
         make_sandbox=sandbox_factory(sandbox),
-        approver=approver,
         on_event=on_event,
         on_message=on_message,
-        model=model,
+        given=given_to("agent", model, approver),
         reuse=reuse,
     )
 
@@ -134,10 +134,9 @@ def advance(
         load(flow),
         run,
         make_sandbox=sandbox_factory(sandbox),
-        approver=approver,
         on_event=on_event,
         on_message=on_message,
-        model=model,
+        given=given_to("agent", model, approver),
         reuse=reuse,
         opening=opening,
         notifier=notifier,

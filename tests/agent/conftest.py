@@ -15,10 +15,11 @@ from typing import Any
 import pytest
 
 from praxis.agent.scripted import ScriptedChatModel
-from praxis.flows.engine.context import Approver, PhaseContext
+from praxis.flows.engine.context import PhaseContext
 from praxis.flows.model.events import Event
 from praxis.flows.model.flow import Flow, Phase
 from praxis.flows.store.record import Record
+from praxis.llm.given import Approver, ModelGiven
 from sandbox import Sandbox, open_sandbox
 
 
@@ -45,8 +46,14 @@ class Harness:
     def of(self, kind: str) -> list[Any]:
         return [e for e in self.events if e.kind == kind]
 
+    @property
+    def model(self) -> Any:
+        """The scripted chat model the phase was given."""
+        assert isinstance(self.ctx.given, ModelGiven)
+        return self.ctx.given.model
+
     def tool_results(self) -> list[str]:
-        model = self.ctx.model
+        model = self.model
         last = model.received[-1]
         return [m.content for m in last if m.type == "tool"]
 
@@ -117,9 +124,8 @@ def make(tmp_path: Path, flow_root: Path, local_sandbox: Sandbox) -> Iterator[Ma
             record=Record(),
             staging=run_dir / "staging",
             note=note,
-            approver=approver,
             waiting=h.waits.append,
-            model=ScriptedChatModel(replies=replies),
+            given=ModelGiven(model=ScriptedChatModel(replies=replies), approver=approver),
         )
         return h
 

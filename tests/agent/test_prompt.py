@@ -14,7 +14,7 @@ from .conftest import Make, reply
 
 
 def seen(h: object) -> str:
-    model = h.ctx.model  # type: ignore[attr-defined]
+    model = h.model
     return "\n".join(str(m.content) for m in model.received[0])
 
 

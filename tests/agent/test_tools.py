@@ -117,7 +117,7 @@ def test_write_output_refuses_names_code_wrote(make: Make, flow_root: Path) -> N
         outputs=("made.csv", "summary.md"),
     )
     agent.run(h.ctx)
-    results = [m.content for m in h.ctx.model.received[-1] if m.type == "tool"]
+    results = [m.content for m in h.model.received[-1] if m.type == "tool"]
     assert results[1].startswith("refused: made.csv was written by code")
     assert results[2].startswith("refused: 'notes.md' is not a declared output")
     assert results[3].startswith("refused: output name '../escape.md' has a '..' component")
@@ -154,7 +154,7 @@ def test_extract_prepared_writes_csv_and_protects_it(make: Make, flow_root: Path
     )
     result = run_turn(h.ctx)
     assert (h.workspace / "top.csv").read_text() == "name,units\npad,7\npen,3\nink,1\n"
-    first, second = [m.content for m in h.ctx.model.received[-1] if m.type == "tool"]
+    first, second = [m.content for m in h.model.received[-1] if m.type == "tool"]
     assert first.startswith("wrote top.csv: 3 rows, columns name, units")
     assert second.startswith("refused: top.csv was written by code or an extract")
     assert result.written == {"top.csv"}

@@ -47,7 +47,7 @@ def test_prepared_script_and_write_output_complete(make: Make, flow_root: Path) 
     assert h.of("tool_called")[0].files == ["totals.csv"]
     assert [e.label for e in h.of("code_ran")] == ["prepared totals"]
     assert h.waits == []  # prepared code never waits for a person
-    assert h.ctx.model.bound_tools == [
+    assert h.model.bound_tools == [
         "run_python",
         "run_prepared",
         "extract",
@@ -68,7 +68,7 @@ def test_the_21st_model_call_fails_the_phase_naming_the_limit(make: Make) -> Non
     h = make([busy] * 25, outputs=("report.md",))
     with pytest.raises(PhaseError, match=r"more than 20 calls \(limits\.model_calls\)"):
         agent.run(h.ctx)
-    assert len(h.ctx.model.received) == 20
+    assert len(h.model.received) == 20
     assert [e.call for e in h.of("model_called")][-1] == 20
 
 
@@ -77,7 +77,7 @@ def test_a_lower_model_call_limit_is_honoured(make: Make) -> None:
     h = make([busy] * 5, outputs=("report.md",), limits={"model_calls": 3, "run_python": 8})
     with pytest.raises(PhaseError, match="more than 3 calls"):
         agent.run(h.ctx)
-    assert len(h.ctx.model.received) == 3
+    assert len(h.model.received) == 3
 
 
 def test_the_9th_run_python_is_refused_and_the_model_is_told(make: Make) -> None:

@@ -16,6 +16,7 @@ from praxis.flows.model.flow import Flow
 from praxis.flows.store import record as record_module
 from praxis.flows.store.handle import RunHandle
 from praxis.flows.store.record import Record
+from praxis.llm.given import given_to
 from sandbox import ExecResult, Sandbox, open_sandbox
 
 # A 1x1 PNG.
@@ -218,9 +219,8 @@ def test_agent_records_hold_model_messages_and_code_outputs(tmp_path: Path) -> N
         ]
     )
     run = runner.begin(root)
-    state = runner.advance(
-        root, run.id, make_sandbox=local, approver=lambda phase, code: True, model=model
-    )
+    given = given_to("agent", model, lambda phase, code: True)
+    state = runner.advance(root, run.id, make_sandbox=local, given=given)
     assert state.status == "done", state.error
     nb = read(run.paths.record("count"))
     assert nb.metadata["praxis"]["kind"] == "agent"

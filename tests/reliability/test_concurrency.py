@@ -189,7 +189,7 @@ ASKING = """
 ASKING_CHILD = """
 import sys, threading
 from pathlib import Path
-from praxis.flows.engine import runner
+from praxis.service import acting
 
 
 flow, marker = Path(sys.argv[1]), Path(sys.argv[2])
@@ -199,7 +199,7 @@ def approver(phase, code):
     threading.Event().wait()
     return False
 
-runner.advance(flow, approver=approver)
+acting.advance(flow, approver=approver)
 """
 
 

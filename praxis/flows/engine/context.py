@@ -17,16 +17,12 @@ from typing import TYPE_CHECKING, Any
 from ...errors import PraxisError
 from ..model.flow import Flow, Phase
 
-if TYPE_CHECKING:  # a Record needs nbformat, a chat model langchain: loaded where phases run
-    from langchain_core.language_models import BaseChatModel
-
+if TYPE_CHECKING:  # a Record needs nbformat: loaded where phases run
     from sandbox import Kernel, Sandbox
 
     from ..model.events import Event
     from ..store.record import Record
 
-# An approver answers "may this code run?"; None means nobody can be asked (the answer is no).
-Approver = Callable[[str, str], bool]  # (phase id, code) -> yes/no
 # Takes one short text for a person watching: a status line, or a piece of what a phase prints
 # (a ``live.Output``). Not an ``Event``: those go to ``on_event`` listeners and events.jsonl.
 OnMessage = Callable[[str], None]
@@ -51,12 +47,12 @@ class PhaseContext:
     staging: Path  # host folder: files an executor writes itself (write_output) go here
     note: str | None = None  # the reviewer's note when a Gate reopened this phase
     params: dict[str, Any] = field(default_factory=dict)  # the run's parameters
-    approver: Approver | None = None
     on_message: OnMessage = lambda message: None
     # (stream, text) as the phase's code prints it: the runner writes runs/<run>/live/<phase>.log
     live: Callable[[str, str], None] = lambda stream, text: None
     # Tell the runner the phase now waits on something a restart would lose ("approval"),
     # or no longer does (None). The runner persists it in run.json.
     waiting: Callable[[str | None], None] = lambda what: None
-    # The chat model of an agent phase; None: the one flow.yaml's model (or PRAXIS_MODEL) names.
-    model: BaseChatModel | None = None
+    # What the caller of the run gave phases of this kind (an agent's chat model and approver:
+    # ``praxis.llm.given``), handed over untouched: the engine knows neither.
+    given: object = None

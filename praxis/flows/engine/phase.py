@@ -10,9 +10,10 @@ import logging
 import os
 import shutil
 import threading
+from collections.abc import Mapping
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sandbox import Kernel, Sandbox
 from sandbox.files import confined
@@ -30,11 +31,8 @@ from ..store.objects import RunStore
 from ..store.record import Record
 from . import checks, collect
 from . import reuse as other_runs
-from .context import Approver, OnMessage, PhaseContext, PhaseError
+from .context import OnMessage, PhaseContext, PhaseError
 from .handout import Handout
-
-if TYPE_CHECKING:
-    from langchain_core.language_models import BaseChatModel
 
 log = logging.getLogger("praxis")
 MAX_ERROR = 4000  # characters of an error message kept in run.json, events and the record
@@ -45,9 +43,8 @@ def run_phase(
     phase: Phase,
     sandbox: Sandbox,
     *,
-    approver: Approver | None = None,
     on_message: OnMessage = lambda message: None,
-    model: BaseChatModel | None = None,
+    given: Mapping[str, object] | None = None,
     workspace: snapshot.Workspace | None = None,
     reuse: bool = True,
 ) -> bool:
@@ -69,7 +66,7 @@ def run_phase(
         state = run.state.phase(phase.id)
         handout = Handout(sandbox, dict(run.state.params), state.note, timeout_of(run, phase))
         pre, digests = prepare(run, phase, sandbox, ws, base_state(run, phase, ws))
-        execute(run, phase, sandbox, handout, record, approver, on_message, model)
+        execute(run, phase, sandbox, handout, record, on_message, given)
         handout.close()  # the kernel is shut down
         sandbox.quiesce()  # nothing of the phase runs while the host reads what it wrote
         t0 = run.clock()
@@ -301,9 +298,8 @@ def execute(
     sandbox: Sandbox,
     kernel: Kernel | Handout,
     record: Record,
-    approver: Approver | None,
     on_message: OnMessage,
-    model: BaseChatModel | None,
+    given: Mapping[str, object] | None,
 ) -> None:
     """Step 4: hand the phase to the executor of its kind, in a fresh kernel (or the one
     ``kernel``, a hand-out, gives once it has it: what needs no kernel is ready before)."""
@@ -322,11 +318,10 @@ def execute(
         staging=run.paths.staging,
         note=run.state.phase(phase.id).note,
         params=dict(run.state.params),
-        approver=approver,
         on_message=on_message,
         live=live.writer(run.root, phase.id, on_message),
         waiting=lambda what: _set_waiting(run, phase, what),
-        model=model,
+        given=(given or {}).get(phase.kind),
     )
     run_kind = kinds.get(phase.kind).run
     with _CancelWatch(run.paths.cancel_request) as watch:

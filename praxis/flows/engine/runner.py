@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
@@ -47,7 +47,7 @@ from ..store.lock import ADVANCING, PATIENCE, Busy, Lock
 from ..store.objects import RunStore, Swept, migrate, sweep
 from . import acks as acks_of
 from . import carry, checks, collect, reconcile
-from .context import Approver, OnMessage
+from .context import OnMessage
 from .notify import Notifier, tell
 from .opening import Opening
 from .phase import run_phase
@@ -56,8 +56,6 @@ from .reuse import index_dir as reuse_index
 from .reuse import prune as prune_reuse
 
 if TYPE_CHECKING:
-    from langchain_core.language_models import BaseChatModel
-
     from .notify import Notifier
 
 SandboxFactory = Callable[[Flow, RunHandle], Sandbox]
@@ -123,10 +121,9 @@ def run(
     managed: bool = False,
     actor: str | None = None,
     make_sandbox: SandboxFactory | None = None,
-    approver: Approver | None = None,
     on_message: OnMessage = lambda message: None,
     on_event: Callable[[Event], None] | None = None,
-    model: BaseChatModel | None = None,
+    given: Mapping[str, object] | None = None,
     reuse: bool = True,
 ) -> RunState:
     """Begin a run and advance it: the run appears with its lock already held by this
@@ -168,10 +165,9 @@ def run(
             opening=opening,
             lock=locks[0],
             make_sandbox=make,
-            approver=approver,
             on_message=on_message,
             on_event=on_event,
-            model=model,
+            given=given,
             reuse=reuse,
         )
     finally:
@@ -196,10 +192,9 @@ def advance(
     *,
     clock: Clock = time.time,
     make_sandbox: SandboxFactory | None = None,
-    approver: Approver | None = None,
     on_message: OnMessage = lambda message: None,
     on_event: Callable[[Event], None] | None = None,
-    model: BaseChatModel | None = None,
+    given: Mapping[str, object] | None = None,
     reuse: bool = True,
     opening: Opening | None = None,
     notifier: Notifier | None = None,
@@ -207,9 +202,10 @@ def advance(
     """Run phases until a Gate, a failure, the end, or a cancel. Returns the state reached.
     Holds the run's lock throughout (another advance of the run gets Busy at once).
 
-    ``make_sandbox`` (``(flow, run) -> Sandbox``; None: ``default_sandbox``), ``approver``,
-    ``on_message`` (texts for a person), ``on_event`` (each ``Event`` as it is recorded),
-    ``model``, ``reuse`` (False: run stale phases even when nothing they depend on changed),
+    ``make_sandbox`` (``(flow, run) -> Sandbox``; None: ``default_sandbox``), ``on_message``
+    (texts for a person), ``on_event`` (each ``Event`` as it is recorded), ``given`` (what
+    the phases of a kind are handed, by kind: an agent's model and approver, opaque here),
+    ``reuse`` (False: run stale phases even when nothing they depend on changed),
     ``opening`` (a sandbox opened ahead: ``praxis serve``), ``notifier`` (default from the
     environment). Once the lock is let go, a run left at a Gate, failed or done is told to
     flow.yaml's ``notify:`` and the person's command; a notifier's failure is recorded,
@@ -227,10 +223,9 @@ def advance(
                 clock=clock,
                 lock=lock,
                 make_sandbox=default_sandbox if make_sandbox is None else make_sandbox,
-                approver=approver,
                 on_message=on_message,
                 on_event=on_event,
-                model=model,
+                given=given,
                 reuse=reuse,
                 opening=opening,
             )
@@ -248,11 +243,10 @@ def _advance(
     run_id: str | None,
     *,
     make_sandbox: SandboxFactory = default_sandbox,
-    approver: Approver | None = None,
     on_message: OnMessage = lambda message: None,
     on_event: Callable[[Event], None] | None = None,
     clock: Clock = time.time,
-    model: BaseChatModel | None = None,
+    given: Mapping[str, object] | None = None,
     reuse: bool = True,
     opening: Opening | None = None,
     lock: Lock | None = None,
@@ -293,7 +287,7 @@ def _advance(
         try:
             _note_sandbox(run, box)
             ws = snapshot.Workspace(box, store, known=_known(run))
-            _loop(run, box, ws, approver, on_message, model, reuse)
+            _loop(run, box, ws, on_message, given, reuse)
         finally:
             if lock is not None:
                 lock.now("closing")  # no phase runs any more: a decision waits, not refused
@@ -346,9 +340,8 @@ def _loop(
     run: RunHandle,
     box: Sandbox,
     ws: snapshot.Workspace,
-    approver: Approver | None,
     on_message: OnMessage,
-    model: BaseChatModel | None,
+    given: Mapping[str, object] | None,
     reuse: bool,
 ) -> None:
     while True:
@@ -364,9 +357,8 @@ def _loop(
             run,
             phase,
             box,
-            approver=approver,
             on_message=on_message,
-            model=model,
+            given=given,
             workspace=ws,
             reuse=reuse,
         )
