@@ -10,6 +10,7 @@ from __future__ import annotations
 import gc
 import importlib.util
 import os
+import signal
 import subprocess
 import warnings
 from collections.abc import Iterator
@@ -143,6 +144,14 @@ def _remove_test_containers() -> None:
     ids = found.stdout.split()
     if ids:
         subprocess.run(["docker", "rm", "-f", *ids], capture_output=True, timeout=60, check=False)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Ctrl-C is a KeyboardInterrupt here whatever started the tests: a shell that runs a
+    command in the background without job control starts it with SIGINT ignored, and that
+    would reach every `praxis` the tests start (the Ctrl-C tests would then wait in vain)."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session", autouse=True)
