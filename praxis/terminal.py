@@ -18,7 +18,6 @@ from typing import Any, TextIO
 
 from .argv import as_typed, program_argv
 from .errors import UsageError
-from .overview import flows_below  # a folder above the flows: say which are there
 
 DEFINITION = "flow.yaml"
 
@@ -151,6 +150,8 @@ def find_flow(arg: str) -> str:
     for parent in path.resolve().parents:
         if (parent / DEFINITION).is_file():
             return as_typed(parent) if parent != Path.cwd() else "."
+
+    from .overview import flows_below  # dataclasses and inspect: only on this error's way
 
     raise NoFlowHere(arg, [as_typed(found) for found in flows_below(path)])
 

@@ -53,7 +53,8 @@ from .forkserver import (
 from .image.build import image_tag
 from .options import DockerOptions
 from .standby import Standby
-from .workspace import FolderSandbox, Workspace, parse_size, unmount
+from .values import disk_bytes
+from .workspace import FolderSandbox, Workspace, unmount
 from .zygote_kernels import ZygoteKernels
 
 if TYPE_CHECKING:
@@ -114,7 +115,7 @@ class DockerSandbox(ZygoteKernels, FolderSandbox):
         o = self.options = options or DockerOptions()
         # Inputs and recorded files go in as read-only links: the kernel's uid cannot write them.
         self.workspace = Workspace(
-            Path(workspace), kernel_uid=KERNEL_UID, disk=parse_size(o.disk) if o.disk else None
+            Path(workspace), kernel_uid=KERNEL_UID, disk=disk_bytes(o.disk) if o.disk else None
         )
         self.name = name
         self.image = o.image

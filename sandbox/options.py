@@ -43,8 +43,15 @@ from typing import Any, TypeVar
 
 from .base import GRACE
 from .output import DISPLAY_LIMIT, LIMITS, STREAM_LIMIT
-from .values import describe, host_cpus, host_memory, parse_size, show, size
-from .workspace import parse_size as disk_bytes  # a size on disk may say t
+from .values import (
+    describe,
+    disk_bytes,  # a size on disk may say t
+    host_cpus,
+    host_memory,
+    parse_size,
+    show,
+    size,
+)
 
 # What is wrong with a value given for an option: None when it will do, a message, or
 # messages by sub-key for a mapping (``{"bigmem": "expected a positive number, ..."}``).

@@ -47,7 +47,7 @@ from .ray_cluster import (
     show,
 )
 from .ray_node import NodeSandbox, Reply, decode
-from .workspace import parse_size
+from .values import disk_bytes
 
 log = logging.getLogger("sandbox")
 
@@ -109,7 +109,7 @@ class RaySandbox(Sandbox):
     def demand(self) -> dict[str, float]:
         return {
             "CPU": self.cpus,
-            "memory": float(parse_size(self.memory)),
+            "memory": float(disk_bytes(self.memory)),
             RESOURCE: SLOT,
             **self.resources,
         }

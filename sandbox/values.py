@@ -82,3 +82,17 @@ def parse_size(value: Any, *, whole: bool = False) -> int | None:
     if m is None or (whole and "." in m.group(1)):
         return None
     return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+
+
+DISK_UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def disk_bytes(value: str | int) -> int:
+    """Bytes on disk from 512, '64m', '10g', '1t' (powers of 1024); ValueError for anything
+    else."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([bkmgt]?)i?b?\s*", str(value).lower())
+    if match is None:
+        raise ValueError(f"{value!r} is not a size like 512m or 10g")
+    return int(float(match.group(1)) * DISK_UNITS[match.group(2)])

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import shutil
 import stat
 import subprocess
@@ -42,17 +41,6 @@ log = logging.getLogger("sandbox")
 
 WORLD = 0o777
 READ_ONLY = 0o444
-UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
-
-
-def parse_size(value: str | int) -> int:
-    """Bytes from 512, '64m', '10g' (powers of 1024); ValueError for anything else."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([bkmgt]?)i?b?\s*", str(value).lower())
-    if match is None:
-        raise ValueError(f"{value!r} is not a size like 512m or 10g")
-    return int(float(match.group(1)) * UNITS[match.group(2)])
 
 
 class Workspace:

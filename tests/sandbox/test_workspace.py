@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from sandbox import OutputTooLarge, PathRefused
-from sandbox.workspace import Workspace, parse_size
+from sandbox.values import disk_bytes as parse_size
+from sandbox.workspace import Workspace
 
 KERNEL_UID = 1000  # the docker backend's kernels
 

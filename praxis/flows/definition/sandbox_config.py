@@ -31,10 +31,10 @@ from sandbox.backends import AUTO, DOCKER, LOCAL
 from sandbox.factory import unknown
 from sandbox.options import MAX_DISK as MAX_DISK
 from sandbox.options import DockerOptions, Options, disk_size
+from sandbox.values import disk_bytes
 from sandbox.values import host_cpus as host_cpus
 from sandbox.values import host_memory as host_memory
 from sandbox.values import size as size
-from sandbox.workspace import parse_size as disk_bytes
 
 from ...errors import UsageError
 from ..model.flow import DEFAULT_TIMEOUT, SandboxSettings
