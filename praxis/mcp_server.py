@@ -342,24 +342,22 @@ def _read_bounded(handle: RunHandle, path: str) -> dict[str, Any]:
     """The first MAX_READ characters of the run file ``path`` (relative to the root), never
     through a link, and the sha256 of the whole file as read."""
     from sandbox.errors import PathRefused
-    from sandbox.files import confined
+    from sandbox.files import open_below
 
-    run_root = handle.root.resolve()
-    target = (Path.cwd() / path).resolve()
+    run_root = Path(os.path.abspath(handle.root))
+    rel = os.path.relpath(os.path.abspath(Path.cwd() / path), run_root)
+    digest, head, size = hashlib.sha256(), b"", 0
     try:
-        if not target.is_relative_to(run_root):
+        if rel == "." or rel.startswith(".."):
             raise PathRefused(path, "is not a file of the run")
-        confined(handle.root, str(target.relative_to(run_root)))
-        fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        with open_below(run_root, Path(rel).as_posix()) as fd:  # no link on the way is followed
+            while chunk := os.read(fd, 1 << 20):
+                digest.update(chunk)
+                if len(head) <= MAX_READ * 4:
+                    head += chunk[: MAX_READ * 4 + 1 - len(head)]
+                size += len(chunk)
     except (PathRefused, OSError) as exc:
         raise ToolError(f"refused: {path}: {escape(str(exc))}") from None
-    digest, head, size = hashlib.sha256(), b"", 0
-    with os.fdopen(fd, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-            if len(head) <= MAX_READ * 4:
-                head += chunk[: MAX_READ * 4 + 1 - len(head)]
-            size += len(chunk)
     binary = b"\0" in head[:8192]
     text = "" if binary else head.decode("utf-8", errors="replace")
     truncated = binary or len(text) > MAX_READ or len(head) < size
