@@ -272,3 +272,23 @@ def test_catching_up_a_log_that_holds_the_change_adds_nothing(flow: Flow) -> Non
         again.catch_up()
         again.catch_up()
         assert run.paths.events.read_bytes() == whole
+
+
+def test_a_run_deleted_between_finding_it_and_reading_its_state_is_no_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A listing that races a delete sees the run gone (NoRun), never a corrupt run."""
+    flow = contract.require(three_phase_flow(tmp_path))
+    run = runner.begin(flow)
+    real = handle_module.load_saved
+
+    def deleted_first(path: Path) -> Any:
+        os.rename(path.parent, path.parent.with_name(".trash-" + path.parent.name))
+        return real(path)
+
+    monkeypatch.setattr(handle_module, "load_saved", deleted_first)
+    with pytest.raises(NoRun):
+        RunHandle.open(flow, run.id)
+    monkeypatch.undo()
+    with pytest.raises(NoRun):  # and after: the run is gone, not broken
+        RunHandle.open(flow, run.id)

@@ -40,7 +40,7 @@ from .layout import (
     runs_dir,
 )
 from .lock import ADVANCING, PATIENCE, Lock, Vanished
-from .state_file import load_saved, save
+from .state_file import StateCorrupt, load_saved, save
 
 if TYPE_CHECKING:
     from ..model.events import Event, EventLog
@@ -132,7 +132,12 @@ class RunHandle:
     @classmethod
     def open(cls, flow: Flow, run_id: str | None, clock: Clock = time.time) -> RunHandle:
         paths = resolve(flow, run_id)
-        state, outbox = load_saved(paths.state)
+        try:
+            state, outbox = load_saved(paths.state)
+        except StateCorrupt as exc:
+            if exc.reason == "missing" and not paths.root.is_dir():
+                raise NoRun(flow, paths.id) from None  # deleted since it was found
+            raise
         return cls(flow, paths, state, clock, outbox)
 
     @classmethod
