@@ -21,7 +21,7 @@ import functools
 import importlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, cast, runtime_checkable
 
 from . import plugins
 from .errors import SandboxUnavailable
@@ -130,21 +130,16 @@ def reload() -> None:
 
 @functools.cache
 def _load(name: str) -> Backend:
-    target = _declared().get(name)
-    if target is None:
-        raise UnknownBackend(name)
-    try:
-        found = plugins.load(target)
-    except (ImportError, AttributeError) as exc:
-        raise SandboxUnavailable(
-            f"the sandbox backend {name!r} ({target}) cannot be loaded: {exc}"
-        ) from exc
-    if not isinstance(found, Backend) or not issubclass(found.options, Options):
-        raise SandboxUnavailable(
-            f"the sandbox backend {name!r} ({target}) is not a Backend "
-            "(options: an Options class, isolated, sandbox())"
-        )
-    return found
+    found = plugins.find(
+        _declared(),
+        name,
+        what="sandbox backend",
+        fits=lambda it: isinstance(it, Backend) and issubclass(it.options, Options),
+        shape="Backend (options: an Options class, isolated, sandbox())",
+        unknown=UnknownBackend,
+        broken=SandboxUnavailable,
+    )
+    return cast(Backend, found)  # fits() checked it
 
 
 @functools.cache

@@ -14,6 +14,7 @@ import importlib
 import os
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 MAX_METADATA = 1 << 20  # bytes of one distribution's entry_points.txt read
@@ -25,6 +26,31 @@ def declared(group: str) -> dict[str, str]:
     for folder in _distributions():
         for name, target in _entry_points(folder, group):
             found.setdefault(name, target)
+    return found
+
+
+def find(
+    declared: dict[str, str],
+    name: str,
+    *,
+    what: str,
+    fits: Callable[[object], bool],
+    shape: str,
+    unknown: Callable[[str], Exception],
+    broken: Callable[[str], Exception],
+) -> object:
+    """The plug-in ``name`` of ``declared`` (``declared(group)``), loaded and checked:
+    ``unknown(name)`` when none is declared, ``broken(why)`` when its target does not load or
+    is not what the group holds (``fits``; ``shape`` says what that is)."""
+    target = declared.get(name)
+    if target is None:
+        raise unknown(name)
+    try:
+        found = load(target)
+    except (ImportError, AttributeError) as exc:
+        raise broken(f"the {what} {name!r} ({target}) cannot be loaded: {exc}") from exc
+    if not fits(found):
+        raise broken(f"the {what} {name!r} ({target}) is not a {shape}")
     return found
 
 

@@ -15,7 +15,7 @@ The flows never import a kind's module: the registry loads it by name, when a fl
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 from sandbox import plugins
 from sandbox.values import nearest
@@ -99,16 +99,16 @@ def reload() -> None:
 
 @functools.cache
 def _load(name: str) -> PhaseKind:
-    target = _declared().get(name)
-    if target is None:
-        raise UnknownKind(name)
-    try:
-        found = plugins.load(target)
-    except (ImportError, AttributeError) as exc:
-        raise UsageError(f"the phase kind {name!r} ({target}) cannot be loaded: {exc}") from exc
-    if not isinstance(found, PhaseKind):
-        raise UsageError(f"the phase kind {name!r} ({target}) is not a PhaseKind")
-    return found
+    found = plugins.find(
+        _declared(),
+        name,
+        what="phase kind",
+        fits=lambda it: isinstance(it, PhaseKind),
+        shape="PhaseKind",
+        unknown=UnknownKind,
+        broken=UsageError,
+    )
+    return cast(PhaseKind, found)  # fits() checked it
 
 
 @functools.cache
