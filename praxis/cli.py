@@ -585,8 +585,8 @@ def cmd_log(args: argparse.Namespace) -> int:
 
 
 def cmd_params(args: argparse.Namespace) -> int:
-    from .flows.definition import notebook_params
     from .flows.definition.notebook_check import NotebookProblem
+    from .phases import notebook_params
     from .service.reading import load
 
     flow = load(args.flow)

@@ -20,12 +20,12 @@ from praxis import parquet
 from praxis.flows.definition import flow_files
 from praxis.flows.engine.context import PhaseContext, PhaseError
 from praxis.flows.model.events import EventLog, EventLogCorrupt, PhaseStarted, ToolCalled
-from praxis.flows.model.flow import DEFAULT_LIMITS
 from praxis.flows.store.layout import RunPaths
 from sandbox import SandboxError
 from sandbox.files import confined
 
 from .extract import data_of, describe
+from .spec import AgentSpec
 from .tableprofile import profile as table_profile  # a row, byte and time budget
 
 REFERENCE_CHARS = 20_000
@@ -97,9 +97,7 @@ def clip(text: str, limit: int, what: str = "characters") -> str:
 
 
 def _task(ctx: PhaseContext) -> str:
-    if not ctx.phase.prompt:
-        raise PhaseError(f"{ctx.phase.id}: an agent phase needs 'prompt:' in flow.yaml")
-    text = _read_text(ctx, ctx.phase.prompt, ctx.flow.root)
+    text = _read_text(ctx, ctx.phase.spec_as(AgentSpec).prompt, ctx.flow.root)
     return f"# Task (phase `{ctx.phase.id}`)\n\n{text.strip()}"
 
 
@@ -223,14 +221,15 @@ def _reference(ctx: PhaseContext) -> str:
 
 def _prepared(ctx: PhaseContext) -> str:
     parts = []
-    if ctx.phase.scripts:
+    spec = ctx.phase.spec_as(AgentSpec)
+    if spec.scripts:
         parts.append("# Prepared scripts (run_prepared, no approval needed)")
-        for rel in ctx.phase.scripts:
+        for rel in spec.scripts:
             text = clip(_read_text(ctx, rel, ctx.flow.root), SCRIPT_CHARS)
             parts.append(f"## `{Path(rel).stem}` ({rel})\n\n```python\n{text.rstrip()}\n```")
-    if ctx.phase.queries:
+    if spec.queries:
         parts.append("# Prepared queries (extract_prepared, no approval needed)")
-        for rel in ctx.phase.queries:
+        for rel in spec.queries:
             text = clip(_read_text(ctx, rel, ctx.flow.root), SCRIPT_CHARS)
             parts.append(f"## `{Path(rel).stem}` ({rel})\n\n```sql\n{text.rstrip()}\n```")
     return "\n\n".join(parts)
@@ -251,7 +250,7 @@ def _limits(ctx: PhaseContext) -> str:
 
 
 def limit(ctx: PhaseContext, key: str) -> int:
-    return int(ctx.phase.limits.get(key, DEFAULT_LIMITS[key]))
+    return ctx.phase.spec_as(AgentSpec).limit(key)
 
 
 def _read_text(ctx: PhaseContext, name: str, base: Path | None = None) -> str:

@@ -25,6 +25,7 @@ from sandbox.paths import name_problem
 from . import approvals
 from .extract import ExtractError, data_of, extract_to_workspace
 from .prompt import clip, limit
+from .spec import AgentSpec
 
 RESULT_CHARS = 4_000
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -73,8 +74,9 @@ class Toolbox:
     def __init__(self, ctx: PhaseContext) -> None:
         self.ctx = ctx
         self.phase = ctx.phase.id
-        self.scripts = {Path(p).stem: p for p in ctx.phase.scripts}
-        self.queries = {Path(p).stem: p for p in ctx.phase.queries}
+        spec = ctx.phase.spec_as(AgentSpec)
+        self.scripts = {Path(p).stem: p for p in spec.scripts}
+        self.queries = {Path(p).stem: p for p in spec.queries}
         self.max_runs = limit(ctx, "run_python")
         self.runs = 0
         self.written: set[str] = set()  # workspace files written by code or an extract

@@ -22,7 +22,7 @@ from .model import model_for
 from .prompt import build_messages, limit
 from .tools import SCHEMAS, Toolbox
 
-__all__ = ["TurnResult", "message_text", "run_turn"]
+__all__ = ["TurnResult", "message_text", "run", "run_turn"]
 
 
 @dataclass
@@ -30,6 +30,13 @@ class TurnResult:
     answer: str  # the model's last text
     calls: int  # model calls made
     written: set[str]  # workspace files written by code or an extract
+
+
+def run(ctx: PhaseContext) -> None:
+    """The agent kind's attempt (``praxis.agent.kind``): the phase's model turn. Its answer is
+    in the record; files that code or an extract wrote are refused to ``write_output`` during
+    the turn, and beat staged ones at collection."""
+    run_turn(ctx)
 
 
 def run_turn(ctx: PhaseContext) -> TurnResult:

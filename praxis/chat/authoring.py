@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from praxis.agent.prompt import TABULAR, clip, profile
+from praxis.agent.spec import DEFAULT_LIMITS
 from praxis.agent.tools import args_problem, describe, tool_schema
 from praxis.errors import Refused
 from praxis.flows.definition import contract
-from praxis.flows.model.flow import DEFAULT_LIMITS
 from praxis.llm.given import Approver
 from sandbox import SandboxError
 

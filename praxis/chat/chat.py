@@ -17,13 +17,14 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
+from praxis.agent.spec import DEFAULT_LIMITS
 from praxis.errors import PraxisError
 from praxis.flows.definition import contract, kinds
 from praxis.flows.model.check_spec import CHECK_KEYS
-from praxis.flows.model.flow import DEFAULT_LIMITS, REVIEW_MODES
+from praxis.flows.model.flow import REVIEW_MODES
 from praxis.llm import loop
 from praxis.llm.given import Approver
-from praxis.phases.kinds import AGENT_ONLY
+from praxis.phases.kinds import KEYS
 from sandbox import backends
 
 from .authoring import NOBODY, SCHEMAS, Authoring, ToolResult
@@ -150,7 +151,7 @@ def system_prompt() -> str:
         _keys_text(),
         f"Phase kinds: {', '.join(kinds.names())}. A script phase runs `script:` (.py), a "
         "notebook phase runs `script:` (.ipynb), an agent phase is one model turn driven by "
-        f"`prompt:`; only agent phases take {', '.join(repr(k) for k in AGENT_ONLY)}.",
+        f"`prompt:`; only agent phases take {', '.join(repr(k) for k in KEYS['agent'])}.",
         f"Review modes: {', '.join(REVIEW_MODES)}. A Gate (review: required) pauses the run "
         "after the phase; a person reads and may edit that phase's outputs, then approves or "
         "reopens a phase with a note. You cannot approve a Gate, and neither can try_phase in "

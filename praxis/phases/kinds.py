@@ -1,9 +1,11 @@
-"""The built-in phase kinds (``praxis.flows.definition.kinds.PhaseKind``), declared as entry
-points of ``praxis.phase_kinds`` in pyproject.toml: ``script``, ``notebook`` and ``agent``.
+"""The built-in phase kinds that run a file of the flow (``praxis.flows.definition.kinds.
+PhaseKind``), declared as entry points of ``praxis.phase_kinds`` in pyproject.toml: ``script``
+and ``notebook``, with the specs they read from their own keys of a phase in flow.yaml; and
+what every built-in kind shares (``Executed``, ``entry_file``, the table of which kind takes
+which key). The third, ``agent``, is ``praxis.agent.kind``.
 
 This module is light: checking a flow.yaml loads it, so a kind's executor (``praxis.phases.
-script``, ``notebook``, ``agent``: the kernel, nbformat, the model stack) is imported only when
-an attempt runs.
+script``, ``notebook``: the kernel, nbformat) is imported only when an attempt runs.
 """
 
 from __future__ import annotations
@@ -12,35 +14,57 @@ import importlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from praxis.flows.definition.yaml_values import show
+from praxis.flows.definition.yaml_values import describe, show
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from praxis.flows.definition.kinds import Reader
     from praxis.flows.engine.context import PhaseContext
     from praxis.flows.model.flow import Flow, Phase
 
-AGENT_ONLY = ("prompt", "scripts", "queries", "limits")
-
-
-def _files(flow: Flow, phase: Phase) -> list[str]:
-    """The flow files a phase's code comes from (not its working inputs: those are state)."""
-    names = [n for n in (phase.script, phase.prompt) if n]
-    names += list(phase.scripts) + list(phase.queries)
-    names += [n for n in phase.reference if flow.producer(n) is None]
-    return names
+# The keys each built-in kind takes besides those every kind takes: a key one kind takes and
+# another does not is named as that kind's when a phase of the other has it.
+KEYS = {
+    "script": ("script",),
+    "notebook": ("script", "notebook"),
+    "agent": ("prompt", "scripts", "queries", "limits"),
+}
+OWNER = {"notebook": "notebook"} | dict.fromkeys(KEYS["agent"], "agent")
+NOTEBOOK_KEYS = ("allow_errors",)
 
 
 @dataclass(frozen=True)
-class _Executed:
+class ScriptSpec:
+    """A script phase's own key: the .py file it runs."""
+
+    script: str  # relative to the flow folder
+
+    def files(self) -> list[str]:
+        return [self.script]
+
+
+@dataclass(frozen=True)
+class NotebookSpec:
+    """A notebook phase's own keys: the .ipynb it runs, and ``notebook: {allow_errors: true}``
+    (run past a failing cell, as nbclient's and papermill's ``allow_errors`` do)."""
+
+    script: str  # relative to the flow folder
+    allow_errors: bool = False
+
+    def files(self) -> list[str]:
+        return [self.script]
+
+
+@dataclass(frozen=True)
+class Executed:
     """What every built-in kind does the same way: its executor is the module ``module``
-    (``run(ctx)``), imported when an attempt runs; its code's files are the phase's own."""
+    (``run(ctx)``), imported when an attempt runs; its code's files are its spec's, and the
+    reference inputs that are flow files."""
 
     module: str
 
     def files(self, flow: Flow, phase: Phase) -> list[str]:
-        return _files(flow, phase)
+        names = list(phase.spec.files()) if phase.spec is not None else []
+        return names + [n for n in phase.reference if flow.producer(n) is None]
 
     def load(self) -> None:
         importlib.import_module(self.module)
@@ -48,65 +72,79 @@ class _Executed:
     def run(self, ctx: PhaseContext) -> None:
         importlib.import_module(self.module).run(ctx)
 
+    def screen(self, raw: dict[str, Any], loc: str, reader: Reader, kind: str) -> None:
+        """Report (and drop) the keys of ``raw`` this kind does not take."""
+        for key in [k for k in raw if k not in self.keys]:
+            del raw[key]
+            if key in OWNER:
+                reader.error(
+                    f"{loc}.{key}",
+                    f"only {OWNER[key]} phases take {key!r} (this is a {kind} phase)",
+                )
+            else:
+                reader.unknown_key(loc, key, self.keys)
+
+    keys: tuple[str, ...] = ()
+
 
 @dataclass(frozen=True)
-class FileKind(_Executed):
+class FileKind(Executed):
     """A phase that runs one file of the flow: a script (.py) or a notebook (.ipynb)."""
 
-    name: str
-    suffix: str
+    name: str = ""
+    suffix: str = ""
     reusable: bool = True
     reads_reference: bool = False
 
-    def fit(self, raw: dict[str, Any], loc: str, reader: Reader) -> None:
-        for key in [k for k in AGENT_ONLY if k in raw]:
-            reader.error(
-                f"{loc}.{key}", f"only agent phases take {key!r} (this is a {self.name} phase)"
-            )
-            del raw[key]
+    def fit(
+        self, raw: dict[str, Any], loc: str, reader: Reader
+    ) -> ScriptSpec | NotebookSpec | None:
+        self.screen(raw, loc, reader, self.name)
         if "script" not in raw:
             reader.error(
                 loc,
                 f"missing required key 'script' (the {self.suffix} file a {self.name} phase runs)",
             )
-        script = raw.get("script")
-        if isinstance(script, str) and not script.endswith(self.suffix):
-            reader.error(
-                f"{loc}.script", f"{show(script)} must end in {self.suffix} for a {self.name} phase"
-            )
-            del raw["script"]
-
-    def check(self, root: Path, script: str, loc: str, reader: Reader) -> None:
-        if self.suffix == ".ipynb":
+            return None
+        script = entry_file(reader, raw["script"], f"{loc}.script", self.suffix, self.name)
+        if script is not None and self.suffix == ".ipynb":
             from praxis.flows.definition import (
                 notebook_check,  # reads the .ipynb: only a notebook needs it
             )
 
-            if found := notebook_check.flow_problem(root, script):
+            if found := notebook_check.flow_problem(reader.root, script):
                 reader.error(f"{loc}.script", found)
+        if self.suffix != ".ipynb":
+            return ScriptSpec(script) if script is not None else None
+        allow_errors = _notebook_options(reader, raw.get("notebook", {}), f"{loc}.notebook")
+        return NotebookSpec(script, allow_errors) if script is not None else None
 
 
-@dataclass(frozen=True)
-class AgentKind(_Executed):
-    """A phase that is one turn of a model writing and running Python (``prompt:``)."""
-
-    reusable: bool = False  # what a model does is not the same twice
-    reads_reference: bool = True
-
-    def fit(self, raw: dict[str, Any], loc: str, reader: Reader) -> None:
-        if "script" in raw:
-            reader.error(
-                f"{loc}.script",
-                "agent phases take no 'script' (list prepared scripts under scripts:)",
-            )
-            del raw["script"]
-        if "prompt" not in raw:
-            reader.error(loc, "missing required key 'prompt' (the prompt file of an agent)")
-
-    def check(self, root: Path, script: str, loc: str, reader: Reader) -> None:
+def entry_file(
+    reader: Reader, value: Any, loc: str, suffix: str = "", kind: str = ""
+) -> str | None:
+    """The flow file a phase runs or reads its instructions from."""
+    name = reader.name(value, loc)
+    if name is None:
         return None
+    if suffix and not name.endswith(suffix):
+        reader.error(loc, f"{show(name)} must end in {suffix} for a {kind} phase")
+        return None
+    reader.flow_file(name, loc)
+    return name
 
 
-script = FileKind("praxis.phases.script", "script", ".py")
-notebook = FileKind("praxis.phases.notebook", "notebook", ".ipynb")
-agent = AgentKind("praxis.phases.agent")
+def _notebook_options(reader: Reader, value: Any, loc: str) -> bool:
+    """``notebook: {allow_errors: true}``: a notebook phase runs past a failing cell."""
+    spec = reader.mapping(value, loc, NOTEBOOK_KEYS) or {}
+    flag = spec.get("allow_errors", False)
+    if not isinstance(flag, bool):
+        reader.error(f"{loc}.allow_errors", f"expected true or false, got {describe(flag)}")
+        return False
+    return flag
+
+
+script = FileKind("praxis.phases.script", keys=KEYS["script"], name="script", suffix=".py")
+notebook = FileKind(
+    "praxis.phases.notebook", keys=KEYS["notebook"], name="notebook", suffix=".ipynb"
+)

@@ -47,6 +47,7 @@ from praxis.terminal import received_signal
 from sandbox import ExecResult, ExecTimeout, KernelDied, SandboxError
 
 from .checkpoints import Checkpoints
+from .kinds import NotebookSpec
 
 log = logging.getLogger("praxis")
 
@@ -80,7 +81,6 @@ def anchor(number: int | None) -> str:
 
 
 def run(ctx: PhaseContext) -> None:
-    assert ctx.phase.script is not None
     nb = read_notebook(ctx)
     values = parameter_values(ctx)
     steps = plan(nb, parameters_source(values))
@@ -105,11 +105,15 @@ def run(ctx: PhaseContext) -> None:
     saves.save()  # the last cell's outputs, before the runner collects files
 
 
+def _spec(ctx: PhaseContext) -> NotebookSpec:
+    return ctx.phase.spec_as(NotebookSpec)
+
+
 def read_notebook(ctx: PhaseContext) -> NotebookNode:
     try:
-        return notebook_check.read_flow(ctx.flow.root, str(ctx.phase.script))
+        return notebook_check.read_flow(ctx.flow.root, _spec(ctx).script)
     except notebook_check.NotebookProblem as exc:
-        raise PhaseError(f"{ctx.phase.script}: {exc}") from exc
+        raise PhaseError(f"{_spec(ctx).script}: {exc}") from exc
 
 
 def parameter_values(ctx: PhaseContext) -> dict[str, Any]:
@@ -188,8 +192,8 @@ def run_cell(ctx: PhaseContext, step: Step, total: int, saves: Checkpoints) -> b
     meta = cell.metadata["praxis"]  # the node stored (a NotebookNode copies what it is given)
     meta.update(status="running", started_at=_now())
     if step.number is not None:
-        ctx.on_message(f"{ctx.phase.script}: cell {step.number} of {total}")
-    allowed = ctx.phase.allow_errors or RAISES in _tags(step.cell)
+        ctx.on_message(f"{_spec(ctx).script}: cell {step.number} of {total}")
+    allowed = _spec(ctx).allow_errors or RAISES in _tags(step.cell)
     started = time.time()
     try:
         with saves.around():
@@ -203,7 +207,7 @@ def run_cell(ctx: PhaseContext, step: Step, total: int, saves: Checkpoints) -> b
     except SandboxError as exc:
         stopped(ctx, cell, step, meta, started, _stop_output(exc), "error")
         ctx.emit(CodeRan(phase=ctx.phase.id, label=label(cell, step), status="error", seconds=0.0))
-        raise PhaseError(f"{ctx.phase.script} {label(cell, step)}: {_describe(exc)}") from exc
+        raise PhaseError(f"{_spec(ctx).script} {label(cell, step)}: {_describe(exc)}") from exc
     except BaseException:  # Ctrl-C, SIGTERM, SIGHUP in this process: recorded, and raised on
         stopped(ctx, cell, step, meta, started, _signal_output(), "stopped")
         raise
@@ -221,7 +225,7 @@ def run_cell(ctx: PhaseContext, step: Step, total: int, saves: Checkpoints) -> b
         cell.outputs.append(_error_output("Cancelled", "stopped by `praxis cancel`"))
         _ended(meta, started, "stopped")
         mark_failed(ctx, cell, step)
-        raise PhaseError(f"{ctx.phase.script} {name}: stopped by praxis cancel")
+        raise PhaseError(f"{_spec(ctx).script} {name}: stopped by praxis cancel")
     if allowed:
         _ended(meta, started, "allowed-error")
         return False
@@ -230,7 +234,7 @@ def run_cell(ctx: PhaseContext, step: Step, total: int, saves: Checkpoints) -> b
         return True
     _ended(meta, started, "error")
     mark_failed(ctx, cell, step)
-    raise PhaseError(f"{ctx.phase.script} {name}: {error_text(result)}")
+    raise PhaseError(f"{_spec(ctx).script} {name}: {error_text(result)}")
 
 
 def label(cell: NotebookNode, step: Step) -> str:

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from praxis.agent.scripted import ScriptedChatModel
+from praxis.agent.spec import AgentSpec
 from praxis.flows.engine.context import PhaseContext
 from praxis.flows.model.events import Event
 from praxis.flows.model.flow import Flow, Phase
@@ -99,8 +100,9 @@ def make(tmp_path: Path, flow_root: Path, local_sandbox: Sandbox) -> Iterator[Ma
         before: tuple[Phase, ...] = (),
         **phase: Any,
     ) -> Harness:
-        phase.setdefault("prompt", "prompts/task.md")
-        spec = Phase(id="report", kind="agent", **phase)
+        own = {k: phase.pop(k) for k in ("prompt", "scripts", "queries", "limits") if k in phase}
+        own.setdefault("prompt", "prompts/task.md")
+        spec = Phase(id="report", kind="agent", spec=AgentSpec(**own), **phase)
         flow = Flow(name="t", root=root, phases=(*before, spec), database=database)
         run_dir = tmp_path / "run"
         (run_dir / "output").mkdir(parents=True, exist_ok=True)

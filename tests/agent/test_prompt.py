@@ -6,9 +6,10 @@ import dataclasses
 from pathlib import Path
 
 from praxis.agent import prompt
+from praxis.agent import turn as agent
 from praxis.flows.model.events import EventLog, PhaseStarted, ToolCalled
 from praxis.flows.model.flow import Phase
-from praxis.phases import agent
+from praxis.phases.kinds import ScriptSpec
 
 from .conftest import Make, reply
 
@@ -56,7 +57,9 @@ def test_an_earlier_output_is_profiled_from_the_run_folder(make: Make, tmp_path:
     run_output = tmp_path / "run" / "output"
     run_output.mkdir(parents=True)
     (run_output / "clean.csv").write_text("k,v\nx,1\ny,2\n")
-    clean = Phase(id="clean", kind="script", script="scripts/clean.py", outputs=("clean.csv",))
+    clean = Phase(
+        id="clean", kind="script", spec=ScriptSpec("scripts/clean.py"), outputs=("clean.csv",)
+    )
     h = make([reply(text="ok")], before=(clean,), working=("clean.csv",))
     agent.run(h.ctx)
     assert "## `clean.csv`\n\n2 rows, 2 columns" in seen(h)

@@ -7,7 +7,7 @@ import threading
 from pathlib import Path
 
 from praxis.agent import ApprovalQueue, run_turn
-from praxis.phases import agent
+from praxis.agent import turn as agent
 
 from .conftest import Make, call, reply
 

@@ -8,8 +8,8 @@ import pytest
 from langchain_core.messages import AIMessage
 
 from praxis.agent import run_turn
+from praxis.agent import turn as agent
 from praxis.flows.engine.context import PhaseError
-from praxis.phases import agent
 
 from .conftest import Make, call, reply
 

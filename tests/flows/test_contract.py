@@ -9,8 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from praxis.agent.spec import DEFAULT_LIMITS, AgentSpec
 from praxis.flows.definition import contract
-from praxis.flows.model.flow import DEFAULT_LIMITS, Flow, Phase, SandboxSettings
+from praxis.flows.model.flow import Flow, Phase, SandboxSettings
+from praxis.phases.kinds import ScriptSpec
 from sandbox import DockerOptions
 
 GOOD = """\
@@ -103,7 +105,7 @@ def test_valid_flow_loads_into_dataclasses(tmp_path: Path) -> None:
     assert clean == Phase(
         id="clean",
         kind="script",
-        script="scripts/clean.py",
+        spec=ScriptSpec("scripts/clean.py"),
         working=("data/sales.csv",),
         outputs=("clean.csv", "rejects.csv"),
         may_be_empty=("rejects.csv",),
@@ -113,17 +115,19 @@ def test_valid_flow_loads_into_dataclasses(tmp_path: Path) -> None:
     assert analyse == Phase(
         id="analyse",
         kind="agent",
-        prompt="prompts/analyse.md",
-        scripts=("scripts/profile.py",),
-        queries=("queries/top.sql",),
+        spec=AgentSpec(
+            prompt="prompts/analyse.md",
+            scripts=("scripts/profile.py",),
+            queries=("queries/top.sql",),
+            limits={"model_calls": 5, "run_python": DEFAULT_LIMITS["run_python"]},
+        ),
         working=("clean.csv",),
         reference=("docs/notes.md",),
         outputs=("findings.md", "top.csv"),
         review="required",
-        limits={"model_calls": 5, "run_python": DEFAULT_LIMITS["run_python"]},
     )
     assert analyse.gated and not clean.gated
-    assert chart.kind == "notebook" and chart.script == "notebooks/chart.ipynb"
+    assert chart.kind == "notebook" and chart.spec.script == "notebooks/chart.ipynb"
     assert flow.producer("top.csv") is analyse
 
 
@@ -206,7 +210,9 @@ def test_unknown_keys_at_every_level(tmp_path: Path) -> None:
         """
     assert lines(make(tmp_path, text)) == [
         "flow.yaml: unknown key 'phase' (did you mean 'phases'?)",
-        "flow.yaml: phases[a]: unknown key 'limit' (did you mean 'limits'?)",
+        # a key is known by the phase's kind: a script phase takes no limits
+        "flow.yaml: phases[a]: unknown key 'limit' (known: id, kind, inputs, outputs, "
+        "may_be_empty, review, timeout, description, checks, reuse, script)",
         "flow.yaml: phases[a].inputs: unknown key 'workin' (did you mean 'working'?)",
     ]
 
@@ -623,10 +629,10 @@ NOTEBOOK_PHASE = "flow: f\nphases:\n  - id: nb\n    kind: notebook\n    script: 
 
 def test_a_notebook_phase_may_allow_errors(tmp_path: Path) -> None:
     folder = make(tmp_path, NOTEBOOK_PHASE + "    notebook: {allow_errors: true}\n", ("n.ipynb",))
-    assert contract.require(folder).phase("nb").allow_errors is True
+    assert contract.require(folder).phase("nb").spec.allow_errors is True
     (tmp_path / "plain").mkdir()
     plain = make(tmp_path / "plain", NOTEBOOK_PHASE, ("n.ipynb",))
-    assert contract.require(plain).phase("nb").allow_errors is False
+    assert contract.require(plain).phase("nb").spec.allow_errors is False
 
 
 @pytest.mark.parametrize(

@@ -4,6 +4,7 @@ distribution adds one; naming a kind imports nothing of its executor."""
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import os
 import subprocess
 import sys
@@ -40,16 +41,21 @@ TOY = """
 from dataclasses import dataclass
 
 @dataclass(frozen=True)
+class ToySpec:
+    query: str
+
+@dataclass(frozen=True)
 class Toy:
     reusable: bool = True
     reads_reference: bool = False
 
     def fit(self, raw, loc, reader):
+        for key in [k for k in raw if k != "query"]:
+            reader.unknown_key(loc, key, ("query",))
         if "query" not in raw:
             reader.error(loc, "missing required key 'query' (the SQL a toy phase runs)")
-
-    def check(self, root, script, loc, reader):
-        return None
+            return None
+        return ToySpec(raw["query"])
 
     def files(self, flow, phase):
         return []
@@ -65,7 +71,8 @@ kind = Toy()
 
 
 def test_another_distribution_adds_a_kind_that_flow_yaml_names(tmp_path: Path) -> None:
-    """In a fresh process: a phase of the plug-in's kind is checked by the plug-in."""
+    """In a fresh process: a phase of the plug-in's kind is read by the plug-in into its own
+    spec, which the definition digest holds."""
     site = tmp_path / "site"
     site.mkdir()
     (site / "toy_kind.py").write_text(TOY)
@@ -73,29 +80,40 @@ def test_another_distribution_adds_a_kind_that_flow_yaml_names(tmp_path: Path) -
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: toy-kind\nVersion: 1.0\n")
     (info / "entry_points.txt").write_text("[praxis.phase_kinds]\ntoy = toy_kind:kind\n")
-    flow = tmp_path / "flow"
-    flow.mkdir()
-    (flow / "flow.yaml").write_text(
-        textwrap.dedent("""\
-        flow: f
-        phases:
-          - id: a
-            kind: toy
+    flows = {"missing": "", "typo": "    qeury: select 1\n", "one": "    query: select 1\n"}
+    flows["two"] = "    query: select 2\n"
+    for name, keys in flows.items():
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "flow.yaml").write_text(
+            f"flow: f\nphases:\n  - id: a\n    kind: toy\n    outputs: [a.csv]\n{keys}"
+        )
+    script = textwrap.dedent("""\
+        import json, sys
+        from praxis.flows.definition import contract, digests, kinds
+        print(kinds.names())
+        for folder in sys.argv[1:]:
+            flow, report = contract.load(folder)
+            phase = flow.phases[0] if flow else None
+            print(json.dumps([
+                [str(p) for p in report.problems],
+                repr(phase.spec) if phase else None,
+                digests.digest_of(flow, phase, {}) if phase else None,
+            ]))
+        print(sorted(m for m in sys.modules if m.startswith("praxis.phases.")))
         """)
-    )
-    script = (
-        "import sys; from praxis.flows.definition import contract, kinds; "
-        "print(kinds.names()); report = contract.check(sys.argv[1]); "
-        "print([str(p) for p in report.problems]); "
-        "print(sorted(m for m in sys.modules if m.startswith('praxis.phases.')))"
-    )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), *sys.path])}
     done = subprocess.run(
-        [sys.executable, "-c", script, str(flow)],
+        [sys.executable, "-c", script, *(str(tmp_path / name) for name in flows)],
         capture_output=True, text=True, timeout=120, check=False, env=env,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    names, problems, loaded = done.stdout.splitlines()
+    names, missing, typo, one, two, loaded = done.stdout.splitlines()
     assert names == "('script', 'notebook', 'agent', 'toy')"
-    assert "missing required key 'query' (the SQL a toy phase runs)" in problems
+    assert json.loads(missing)[0] == [
+        "flow.yaml: phases[a]: missing required key 'query' (the SQL a toy phase runs)"
+    ]
+    assert "phases[a]: unknown key 'qeury' (did you mean 'query'?)" in json.loads(typo)[0][0]
+    (problems, spec, digest), (_, spec2, digest2) = json.loads(one), json.loads(two)
+    assert problems == [] and spec == "ToySpec(query='select 1')" and spec2.endswith("2')")
+    assert digest != digest2  # the kind's own keys are what the phase computes
     assert loaded == "[]"  # no executor of a built-in kind was imported to check the flow

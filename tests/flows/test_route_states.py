@@ -20,6 +20,7 @@ from praxis.flows.model import state as st
 from praxis.flows.model.flow import Flow, Phase
 from praxis.flows.report.facts import state_facts
 from praxis.flows.report.route import Facts, route
+from praxis.phases.kinds import ScriptSpec
 
 IDS = ("a", "b", "c")
 SHA = "ab" * 32
@@ -30,7 +31,7 @@ def flow(delegatable: bool, keyed: bool = True) -> Flow:
         Phase(
             id=p,
             kind="script",
-            script=f"{p}.py",
+            spec=ScriptSpec(f"{p}.py"),
             outputs=(f"{p}.csv",),
             review="required" if p == "b" else "none",
             delegatable=delegatable and p == "b",

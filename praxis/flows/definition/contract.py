@@ -21,7 +21,7 @@ from typing import Any
 from ...errors import UsageError
 from ...sources import source
 from ..model import check_spec
-from ..model.flow import DEFAULT_LIMITS, REVIEW_MODES, Flow, Phase, SandboxSettings
+from ..model.flow import REVIEW_MODES, Flow, Phase, SandboxSettings
 from . import kinds, safe_yaml, sandbox_config
 from . import notify_spec as notify_of
 from .yaml_values import ValueReader, describe, mib, show
@@ -31,13 +31,11 @@ FLOW_NAME = re.compile(r"[a-z0-9][a-z0-9-]*")
 PHASE_ID = re.compile(r"[a-z0-9_-]+")
 PARAM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 TOP_KEYS = ("flow", "description", "sandbox", "model", "database", "params", "notify", "phases")
-PHASE_KEYS = (
-    *("id", "kind", "script", "prompt", "scripts", "queries", "inputs", "outputs"),
-    *("may_be_empty", "review", "limits", "timeout", "description", "checks", "notebook"),
-    "reuse",
+PHASE_KEYS = (  # the keys every kind takes; a kind reads the others into its spec (kinds.py)
+    *("id", "kind", "inputs", "outputs", "may_be_empty", "review", "timeout", "description"),
+    *("checks", "reuse"),
 )
 REUSE = ("auto", "never")
-NOTEBOOK_KEYS = ("allow_errors",)
 INPUT_KEYS = ("working", "reference")
 
 
@@ -260,7 +258,7 @@ class _Builder(ValueReader):
 
     def phase(self, value: Any, loc: str) -> _Draft:
         draft = _Draft(loc)
-        raw = self.mapping(value, loc, PHASE_KEYS)
+        raw = self.mapping(value, loc, None)  # a key is known once the phase's kind is
         if raw is None:
             return draft
         for key in ("id", "kind"):
@@ -271,46 +269,32 @@ class _Builder(ValueReader):
         kind = None
         if "kind" in raw:
             kind = self.choice(raw["kind"], f"{loc}.kind", kinds.names(), "phase kind")
-        if kind is not None:
-            kinds.get(kind).fit(raw, loc, self)
-
-        def files(key: str) -> tuple[str, ...]:
-            located = self.names(raw.get(key, []), f"{loc}.{key}")
-            for at, name in located:
-                self.flow_file(name, at)
-            return tuple(name for _, name in located)
-
-        script = self.entry_file(raw, loc, "script")
-        if kind is not None and script is not None:
-            kinds.get(kind).check(self.root, script, loc, self)
-        prompt = self.entry_file(raw, loc, "prompt")
-        scripts, queries = files("scripts"), files("queries")
-        self.unique_stems(scripts, f"{loc}.scripts")
-        self.unique_stems(queries, f"{loc}.queries")
+        own = {key: raw.pop(key) for key in list(raw) if key not in PHASE_KEYS}
+        spec = kinds.get(kind).fit(own, loc, self) if kind is not None else None
         working, reference = self.inputs(raw, loc, kind, draft)
         draft.outputs = self.names(raw.get("outputs", []), f"{loc}.outputs")
         outputs = tuple(name for _, name in draft.outputs)
         may_be_empty = self.may_be_empty(raw, loc, outputs)
         review, delegatable = self.review(raw.get("review", "none"), f"{loc}.review")
         declared = check_spec.validate(self, raw.get("checks", {}), f"{loc}.checks", outputs)
-        limits = self.limits(raw, loc)
         timeout = (
             sandbox_config.timeout(raw["timeout"], f"{loc}.timeout", self)
             if "timeout" in raw
             else None
         )
         description = self.string(raw.get("description", ""), f"{loc}.description")
-        allow_errors = self.notebook_options(raw, loc, kind)
         reuse = self.reuse(raw, loc, kind)
         if draft.id is not None and kind is not None:
             draft.phase = Phase(
-                id=draft.id, kind=kind, script=script, prompt=prompt, scripts=scripts,
-                queries=queries, working=working, reference=reference, outputs=outputs,
-                may_be_empty=may_be_empty, review=review or "none", limits=limits,
+                id=draft.id, kind=kind, spec=spec, working=working, reference=reference,
+                outputs=outputs, may_be_empty=may_be_empty, review=review or "none",
                 timeout=timeout, description=description or "", delegatable=delegatable,
-                checks=declared, allow_errors=allow_errors, reuse=reuse,
+                checks=declared, reuse=reuse,
             )  # fmt: skip
         return draft
+
+    def unknown_key(self, loc: str, key: str, own: tuple[str, ...]) -> None:
+        self.unknown(loc, key, (*PHASE_KEYS, *own))
 
     def reuse(self, raw: dict[str, Any], loc: str, kind: str | None) -> str:
         """``reuse: never``: the phase always runs (never restored from a done attempt)."""
@@ -320,22 +304,6 @@ class _Builder(ValueReader):
             self.error(f"{loc}.reuse", f"{kind} phases are never reused: remove 'reuse'")
             return "auto"
         return self.choice(raw["reuse"], f"{loc}.reuse", REUSE, "reuse") or "auto"
-
-    def notebook_options(self, raw: dict[str, Any], loc: str, kind: str | None) -> bool:
-        """``notebook: {allow_errors: true}``: a notebook phase runs past a failing cell."""
-        if "notebook" not in raw:
-            return False
-        if kind != "notebook":
-            self.error(f"{loc}.notebook", f"only notebook phases take 'notebook' (this is a "
-                       f"{kind} phase)")  # fmt: skip
-            return False
-        spec = self.mapping(raw["notebook"], f"{loc}.notebook", NOTEBOOK_KEYS) or {}
-        flag = spec.get("allow_errors", False)
-        if not isinstance(flag, bool):
-            self.error(f"{loc}.notebook.allow_errors", f"expected true or false, got "
-                       f"{describe(flag)}")  # fmt: skip
-            return False
-        return flag
 
     def review(self, value: Any, loc: str) -> tuple[str | None, bool]:
         """``none``, ``required``, or ``{required: true, delegatable: true}``."""
@@ -361,24 +329,6 @@ class _Builder(ValueReader):
             return None
         return self.choice(value, loc, REVIEW_MODES, "review")
 
-    def entry_file(self, raw: dict[str, Any], loc: str, key: str) -> str | None:
-        if key not in raw:
-            return None
-        name = self.name(raw[key], f"{loc}.{key}")
-        if name is not None:
-            self.flow_file(name, f"{loc}.{key}")
-        return name
-
-    def unique_stems(self, names: tuple[str, ...], loc: str) -> None:
-        stems = [Path(n).stem for n in names]
-        for i, stem in enumerate(stems):
-            if stem in stems[:i]:
-                self.error(
-                    f"{loc}[{i}]",
-                    f"another entry is also named {stem!r} (names are "
-                    "file stems and must be unique)",
-                )
-
     def inputs(
         self, raw: dict[str, Any], loc: str, kind: str | None, draft: _Draft
     ) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -402,14 +352,6 @@ class _Builder(ValueReader):
             if name not in outputs:
                 self.error(at, f"{show(name)} is not an output of this phase")
         return tuple(name for _, name in located)
-
-    def limits(self, raw: dict[str, Any], loc: str) -> dict[str, int]:
-        limits = dict(DEFAULT_LIMITS)
-        spec = self.mapping(raw.get("limits", {}), f"{loc}.limits", tuple(DEFAULT_LIMITS)) or {}
-        for key, value in spec.items():
-            if self.positive(value, f"{loc}.limits.{key}", whole=True) is not None:
-                limits[key] = value
-        return limits
 
     # -- across phases ------------------------------------------------------------------------
 

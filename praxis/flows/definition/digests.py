@@ -37,11 +37,29 @@ def digests_of(flow: Flow, phase: Phase, params: dict[str, Any]) -> dict[str, st
             files[name] = sha256_of(flow.root / name)  # a link is not followed: "missing"
         except OSError:
             files[name] = "missing"
-    entry = dataclasses.asdict(phase)
-    del entry["reuse"]  # whether it may be reused, not what it computes
+    entry = entry_of(phase)
     data = {"entry": entry, "files": files, "params": params}
     code = {"entry": entry, "files": files}
     return {"definition": _sha(data), "code": _sha(code)}
+
+
+# Every phase's entry held these keys before a kind kept its own keys in its spec, at these
+# values when its kind does not take them: with them, the digests of settled work (a script
+# phase's, a notebook's, an agent's) are what they were, and it is found again.
+UNIFORM: dict[str, Any] = {
+    "script": None, "prompt": None, "scripts": (), "queries": (),
+    "limits": {"model_calls": 20, "run_python": 8}, "allow_errors": False,
+}  # fmt: skip
+
+
+def entry_of(phase: Phase) -> dict[str, Any]:
+    """The phase's flow.yaml entry as a digest hashes it: every key, the kind's spec's
+    among them, except ``reuse`` (whether it may be reused, not what it computes)."""
+    entry = dataclasses.asdict(phase)
+    del entry["reuse"]
+    spec = entry.pop("spec")  # a dataclass, as a dict; anything else, as itself
+    own = spec if isinstance(spec, dict) else {} if spec is None else {"spec": spec}
+    return {**UNIFORM, **entry, **own}
 
 
 def _sha(data: dict[str, Any]) -> str:

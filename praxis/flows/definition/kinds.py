@@ -6,15 +6,17 @@ kind by declaring an entry point in the same group::
     [project.entry-points."praxis.phase_kinds"]
     sql = "mypkg.sql:kind"   # a PhaseKind
 
-A kind checks its own keys of a phase in flow.yaml (``fit``), names the flow files its code
-comes from (``files``: what a definition digest hashes) and runs an attempt (``run``: step 4
-of DESIGN.md §5, in the kernel the runner hands it; ``load`` imports what it needs ahead).
+A kind reads its own keys of a phase in flow.yaml into its spec (``fit``: ``Phase.spec``),
+names the flow files its code comes from (``files``: what a definition digest hashes) and runs
+an attempt (``run``: step 4 of DESIGN.md §5, in the kernel the runner hands it; ``load``
+imports what it needs ahead).
 The flows never import a kind's module: the registry loads it by name, when a flow names it.
 """
 
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 from sandbox import plugins
@@ -23,8 +25,6 @@ from sandbox.values import nearest
 from ...errors import UsageError
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from ..engine.context import PhaseContext
     from ..model.flow import Flow, Phase
 
@@ -32,16 +32,40 @@ GROUP = "praxis.phase_kinds"
 
 
 class Reader(Protocol):
-    """Where a kind reports what is wrong with its phase in flow.yaml (contract's reader)."""
+    """How a kind reads its own keys of a phase in flow.yaml, reporting each problem at its
+    location (contract's reader; ``yaml_values.ValueReader``)."""
+
+    root: Path  # the flow folder: files named by values stay below it
 
     def error(self, loc: str, message: str) -> None: ...
 
     def warn(self, loc: str, message: str) -> None: ...
 
+    def unknown_key(self, loc: str, key: str, own: tuple[str, ...]) -> None:
+        """Report ``key`` of the phase at ``loc`` as unknown, naming the nearest key a phase
+        of this kind takes (the keys every kind takes, and ``own``)."""
+
+    def mapping(
+        self, value: Any, loc: str, allowed: tuple[str, ...] | None
+    ) -> dict[str, Any] | None: ...
+
+    def name(self, value: Any, loc: str) -> str | None:
+        """A file name (relative, no ``..``), or None after reporting why not."""
+
+    def names(self, value: Any, loc: str) -> list[tuple[str, str]]:
+        """A list of file names, each with its location."""
+
+    def flow_file(self, name: str, loc: str) -> None:
+        """Report ``name`` unless it is a regular file below the flow folder, reached without
+        a link and not huge."""
+
+    def positive(self, value: Any, loc: str, *, whole: bool = False) -> Any: ...
+
 
 @runtime_checkable
 class PhaseKind(Protocol):
-    """A kind of phase: its own keys of flow.yaml checked, its code's files, its run."""
+    """A kind of phase: its own keys of flow.yaml read into its spec, its code's files, its
+    run."""
 
     @property
     def reusable(self) -> bool:
@@ -51,12 +75,11 @@ class PhaseKind(Protocol):
     def reads_reference(self) -> bool:
         """Whether its code reads ``inputs.reference`` (an agent's prompt does)."""
 
-    def fit(self, raw: dict[str, Any], loc: str, reader: Reader) -> None:
-        """Report (and drop) the keys of ``raw`` this kind does not take; report the ones it
-        requires and is missing."""
-
-    def check(self, root: Path, script: str, loc: str, reader: Reader) -> None:
-        """Check the file it runs (flow-relative ``script``), once it is known to exist."""
+    def fit(self, raw: dict[str, Any], loc: str, reader: Reader) -> Any:
+        """The phase's spec (``Phase.spec``: a frozen dataclass, hashed into the definition
+        digest) read from ``raw``, the phase's keys that every kind does not take. Reports
+        the keys this kind does not take either, and each problem in the ones it does; None
+        when a problem leaves no spec to build."""
 
     def files(self, flow: Flow, phase: Phase) -> list[str]:
         """The flow files its code comes from (not working inputs: those are state)."""

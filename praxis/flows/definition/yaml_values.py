@@ -47,12 +47,16 @@ class ValueReader:
             if not isinstance(key, str):
                 self.error(loc, f"key {describe(key)} is not a string (quote it)")
             elif allowed is not None and key not in allowed:
-                close = nearest(key, allowed)
-                hint = f"did you mean {close!r}?" if close else "known: " + ", ".join(allowed)
-                self.error(loc, f"unknown key {show(key)} ({hint})")
+                self.unknown(loc, key, allowed)
             else:
                 out[key] = item
         return out
+
+    def unknown(self, loc: str, key: str, allowed: tuple[str, ...]) -> None:
+        """Report ``key`` of the mapping at ``loc`` as unknown, naming the nearest allowed."""
+        close = nearest(key, allowed)
+        hint = f"did you mean {close!r}?" if close else "known: " + ", ".join(allowed)
+        self.error(loc, f"unknown key {show(key)} ({hint})")
 
     def string(self, value: Any, loc: str) -> str | None:
         if isinstance(value, str):

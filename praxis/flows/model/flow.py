@@ -5,42 +5,52 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from sandbox.backends import AUTO, options_for
 from sandbox.options import Options
 
 REVIEW_MODES = ("none", "required")
-DEFAULT_LIMITS = {"model_calls": 20, "run_python": 8}
 DEFAULT_TIMEOUT = 600  # seconds a phase's code may run, unless flow.yaml says
+
+S = TypeVar("S")
 
 
 @dataclass(frozen=True)
 class Phase:
+    """One phase of a flow: the keys every kind takes, and ``spec``, the keys its kind takes
+    as that kind read them (a frozen dataclass its ``fit`` built: a script phase's file, an
+    agent's prompt, prepared scripts and limits, a plug-in's own). The flows never look
+    inside ``spec``; a kind's executor reads it with ``spec_as``."""
+
     id: str
     kind: (
         str  # a phase kind (praxis.flows.definition.kinds): script | notebook | agent | a plug-in's
     )
-    script: str | None = None  # script/notebook: path relative to the flow folder
-    prompt: str | None = None  # agent: path relative to the flow folder
-    scripts: tuple[str, ...] = ()  # agent: prepared scripts
-    queries: tuple[str, ...] = ()  # agent: prepared queries
+    spec: Any = None  # the kind's own keys (None: a kind that takes none)
     working: tuple[str, ...] = ()  # flow files or earlier outputs, uploaded to the workspace
     reference: tuple[str, ...] = ()  # flow files or earlier outputs, read into an agent's prompt
     outputs: tuple[str, ...] = ()
     may_be_empty: tuple[str, ...] = ()
     review: str = "none"
-    limits: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_LIMITS))
     timeout: float | None = None  # overrides sandbox.timeout for this phase
     description: str = ""
     delegatable: bool = False  # an agent may decide its Gate in managed mode
     checks: dict[str, dict[str, Any]] = field(default_factory=dict)  # output -> checks
-    allow_errors: bool = False  # notebook: run past a failing cell (nbclient's allow_errors)
     reuse: str = "auto"  # auto | never: "never" for code that reads the clock or randomness
 
     @property
     def gated(self) -> bool:
         return self.review == "required"
+
+    def spec_as(self, cls: type[S]) -> S:
+        """``spec``, which its kind's executor knows to be a ``cls``."""
+        if not isinstance(self.spec, cls):
+            raise TypeError(
+                f"phase {self.id!r} ({self.kind}) has a {type(self.spec).__name__} spec, "
+                f"not a {cls.__name__}"
+            )
+        return self.spec
 
 
 @dataclass(frozen=True)

@@ -53,7 +53,7 @@ def test_params_warns_of_a_flow_parameter_the_notebook_does_not_declare(tmp_path
     root = flow_of(tmp_path, "parameters.ipynb", outputs="[out.txt]")
     flow = contract.require(root)
     if not hasattr(flow, "params"):  # flow.yaml params: arrives with the run parameters
-        from praxis.flows.definition import notebook_params
+        from praxis.phases import notebook_params
 
         object.__setattr__(flow, "params", {"threshold": 8.0, "week": "2026-W48"})
         lines, warned = notebook_params.report(flow)

@@ -15,10 +15,11 @@ import tokenize
 from dataclasses import dataclass
 from typing import Any
 
+from praxis.flows.definition import flow_files, notebook_check
+from praxis.flows.model.flow import Flow, Phase
 from sandbox.errors import SandboxError
 
-from ..model.flow import Flow, Phase
-from . import flow_files, notebook_check
+from .kinds import NotebookSpec, ScriptSpec
 
 TAG = "parameters"
 INJECTED_NAMES = ("inputs", "outputs", "run_id", "phase_id", "params", "note")
@@ -52,7 +53,7 @@ class NotebookParameters:
 
 def of_phase(flow: Flow, phase: Phase) -> NotebookParameters:
     """The parameters of a notebook phase; NotebookProblem when the file cannot be run."""
-    nb = notebook_check.read_flow(flow.root, str(phase.script))
+    nb = notebook_check.read_flow(flow.root, phase.spec_as(NotebookSpec).script)
     number = 0
     for cell in nb.cells:
         if cell.cell_type != "code":
@@ -113,7 +114,7 @@ def report(flow: Flow, phase_id: str | None = None) -> tuple[list[str], list[str
     warnings: list[str] = []
     for phase in notebooks:
         found = of_phase(flow, phase)
-        where = f"{phase.script} (phase {phase.id})"
+        where = f"{phase.spec_as(NotebookSpec).script} (phase {phase.id})"
         if found.cell is None:
             lines.append(f"{where}: no cell tagged 'parameters'; values are injected at the top")
         elif found.problem:
@@ -149,11 +150,13 @@ def unread(flow: Flow, names: dict[str, Any]) -> list[str]:
 def _named_in(flow: Flow, phase: Phase) -> set[str]:
     """Names and string literals of a script or notebook phase's code (empty if unreadable)."""
     try:
-        if phase.kind == "notebook":
-            nb = notebook_check.read_flow(flow.root, str(phase.script))
+        if isinstance(phase.spec, NotebookSpec):
+            nb = notebook_check.read_flow(flow.root, phase.spec.script)
             sources = [_text(c.source) for c in nb.cells if c.cell_type == "code"]
+        elif isinstance(phase.spec, ScriptSpec):
+            sources = [_read_script(flow, phase.spec.script)]
         else:
-            sources = [_read_script(flow, str(phase.script))]
+            return set()  # a plug-in kind's code: its own to say
     except (OSError, ValueError, SandboxError, notebook_check.NotebookProblem):
         return set()  # `praxis check` says why it cannot be read
     found: set[str] = set()
