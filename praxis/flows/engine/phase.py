@@ -241,7 +241,7 @@ def reused(run: RunHandle, phase: Phase, sandbox: Sandbox, ws: snapshot.Workspac
 
 def reusable(run: RunHandle, phase: Phase) -> bool:
     p = run.state.phase(phase.id)
-    return p.status == "stale" and phase.kind != "agent" and bool(p.digests)
+    return p.status == "stale" and kinds.get(phase.kind).reusable and bool(p.digests)
 
 
 def try_reuse(run: RunHandle, phase: Phase, sandbox: Sandbox, ws: snapshot.Workspace) -> bool:

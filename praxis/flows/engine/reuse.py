@@ -41,6 +41,7 @@ from sandbox import Sandbox
 from sandbox.files import replace_file
 
 from ..definition import digests as definition
+from ..definition import kinds
 from ..model.flow import Phase, SandboxSettings
 from ..store import snapshot
 from ..store.handle import RunHandle
@@ -59,7 +60,7 @@ def index_dir(flow_root: Path) -> Path:
 
 def applies(phase: Phase) -> bool:
     """Whether a phase may be restored from a done attempt at all."""
-    return phase.kind != "agent" and phase.reuse != "never"
+    return kinds.get(phase.kind).reusable and phase.reuse != "never"
 
 
 def from_other_runs(run: RunHandle, phase: Phase) -> bool:
