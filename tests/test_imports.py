@@ -17,7 +17,11 @@ from praxis.flows.engine import runner
 from .flows.helpers import Fakes, one_script_flow
 
 FLOWS = Path(__file__).resolve().parent.parent / "flows"
-HEAVY = ("pandas", "langchain_core", "starlette", "docker", "nbformat", "jupyter_client", "zmq")
+# The heavy packages, which no quick command needs: each is imported where it is used.
+HEAVY = (
+    *("docker", "ray", "pandas", "pyarrow", "langchain_core", "nbformat", "starlette"),
+    *("jupyter_client", "zmq"),
+)
 PROBE = """
 import contextlib, io, sys
 from praxis.cli import main
@@ -65,8 +69,6 @@ def done_flow(tmp_path_factory: pytest.TempPathFactory) -> Path:
 # The standard library is not pinned module by module (it is imported where it is used, at the
 # top of a module); the start-up it costs is measured whole: python -m benchmarks.compare
 # --only quick.
-# The heavy packages, which no quick command needs: each is imported where it is used.
-HEAVY = ("docker", "ray", "pandas", "langchain_core", "nbformat", "starlette", "pyarrow")
 NOT_NEEDED = {
     "status": (
         "praxis.flows.engine.runner",  # status records hand edits through reconcile, not the runner
