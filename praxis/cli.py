@@ -13,7 +13,10 @@ names, table cells, events) is printed escaped.
 from __future__ import annotations
 
 import argparse
+import errno
+import json
 import os
+import shlex
 import sys
 import time
 from collections.abc import Callable
@@ -158,7 +161,6 @@ def _acted_on(exc: Exception) -> TypeGuard[PraxisError | SandboxUnavailable]:
 
 def _overview(here: NoFlowHere) -> int:
     """``status`` / ``runs`` in a folder above flows: each flow and its newest run."""
-    import shlex
 
     from .overview import describe, latest
 
@@ -194,7 +196,6 @@ class PortBusy(PraxisError):
 
 
 def _check_port(host: str, port: int) -> None:
-    import errno
     import socket
 
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
@@ -400,8 +401,6 @@ def cmd_status(args: argparse.Namespace) -> int:
     run = RunHandle.open(flow, args.run)
     st = status_of(run)
     if args.json:
-        import json
-
         print(json.dumps(st.to_dict(), indent=1))
         return EXIT["ok"]
     print(f"{flow.name} run {st.run}: {st.status} (revision {st.revision}) - {escape(st.message)}")

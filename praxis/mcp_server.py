@@ -27,8 +27,12 @@ import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
+from sandbox.errors import PathRefused
+from sandbox.files import open_below
+
 from .argv import program_argv
-from .errors import EXIT, PraxisError, exit_code_of
+from .console import format_event
+from .errors import EXIT, PraxisError, UsageError, exit_code_of
 from .flows.model.events import Event, PhaseDone, PhaseFailed, PhaseReused, PhaseStarted
 from .flows.report import trace
 from .flows.report.status import status_of
@@ -60,8 +64,6 @@ def serve(root: Path) -> int:
     """Serve the flows below ``root`` on stdin/stdout until the client closes them."""
     base = root.resolve()
     if not base.is_dir():
-        from .errors import UsageError
-
         raise UsageError(f"--root {root} is not a folder")
     os.chdir(base)  # flows, runs and the route's paths are named relative to the root
     server(base).run("stdio")
@@ -215,7 +217,6 @@ class Tools:
 
     def log(self, flow: str, run: str | None = None, last: int = 100) -> list[str]:
         """The run's last `last` events (at most 500), one line each, escaped."""
-        from .console import format_event
 
         handle = self._open(flow, run, "log")
         events = handle.log.read()[-max(1, min(last, MAX_LOG)) :]
@@ -341,8 +342,6 @@ def _traced(handle: RunHandle, tool: str, args: dict[str, Any], code: int) -> No
 def _read_bounded(handle: RunHandle, path: str) -> dict[str, Any]:
     """The first MAX_READ characters of the run file ``path`` (relative to the root), never
     through a link, and the sha256 of the whole file as read."""
-    from sandbox.errors import PathRefused
-    from sandbox.files import open_below
 
     run_root = Path(os.path.abspath(handle.root))
     rel = os.path.relpath(os.path.abspath(Path.cwd() / path), run_root)

@@ -12,7 +12,9 @@ workspace holding a copy of the flow's files, one kernel kept for the chat.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Mapping
@@ -138,7 +140,6 @@ def preview(path: Path) -> str:
 
 def failing_line(run: RunHandle, phase: str) -> str | None:
     """The last traceback frame line of the phase's record (``----> 7 x = 1/0``), if any."""
-    import json
 
     path = run.paths.record(phase)
     try:
@@ -156,7 +157,6 @@ def failing_line(run: RunHandle, phase: str) -> str | None:
 
 
 def _strip_ansi(text: str) -> str:
-    import re
 
     return re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", text)
 

@@ -20,7 +20,7 @@ from concurrent.futures import wait as wait_for
 from dataclasses import dataclass
 from pathlib import Path
 
-from praxis.agent.approvals import ApprovalQueue, ApprovalRequest
+from praxis.agent.approvals import ApprovalQueue, ApprovalRefused, ApprovalRequest
 from praxis.flows.engine.notify import Notifier
 from praxis.flows.store.handle import RunHandle
 from praxis.service import acting
@@ -166,8 +166,6 @@ class Advancer:
     def answer(self, flow: Path, run_id: str, request_id: str, approve: bool) -> None:
         job = self.job(flow, run_id)
         if job is None:
-            from praxis.agent.approvals import ApprovalRefused
-
             raise ApprovalRefused(request_id, "this server is not running that run any more")
         job.queue.answer(request_id, approve)
 
