@@ -9,7 +9,7 @@ PraxisError               1  something failed                                   
 ├── NotRecordable         1  a phase left what cannot be recorded               flows.store.snapshot
 ├── ChatError             1  the flow chat's model cannot be called             chat.chat
 ├── UsageError            2  a command, flow or name that cannot be acted on    (here)
-│   ├── Usage                a command line                                     cli
+│   ├── Usage                a command line                                     commands
 │   ├── NotAFlow             FLOW is neither a flow folder nor its flow.yaml    terminal
 │   ├── FlowInvalid          flow.yaml has errors; ``report`` holds them flows.definition.contract
 │   ├── BadParam             a -p the flow does not declare, or a bad value     flows.model.params
@@ -36,7 +36,7 @@ PraxisError               1  something failed                                   
 ├── RecordCorrupt         4  a run's record cannot be read; never reset         (here)
 │   ├── StateCorrupt         run.json                                     flows.store.state_file
 │   └── EventLogCorrupt      events.jsonl, a line other than the last           flows.model.events
-└── PortBusy              6  `praxis serve`'s port is in use                    cli
+└── PortBusy              6  `praxis serve`'s port is in use                    commands.serving
 
 Mapped here, raised elsewhere (``exit_code_of``, ``next_of``):
 sandbox.SandboxUnavailable  5  no Docker daemon, image, Ray cluster or package (``sandbox``

@@ -82,7 +82,7 @@ def test_a_sandbox_error_maps_to_exit_5_and_its_own_next_command() -> None:
 
 
 def test_next_commands_name_the_flow_or_the_instance() -> None:
-    from praxis.cli import PortBusy
+    from praxis.commands.serving import PortBusy
 
     assert PraxisError("x").next("f") == "praxis status f"
     assert runner.Unbound("unbound", "praxis approve f --gate g").next("f") == (

@@ -2,13 +2,26 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
 from sandbox import SandboxUnavailable
+from sandbox.daemon import available as docker_available
+from sandbox.image.build import docker_client, ensure_image, image_exists, image_tag
+from sandbox.image.layer import ensure_layer
+from sandbox.prune import list_sandboxes, prune
 
-from .flows.store.layout import run_paths
-from .flows.store.lock import is_held
+from ..flows.definition import contract
+from ..flows.definition.packages import requirements_of
+from ..flows.store.layout import run_paths
+from ..flows.store.lock import is_held
+from ..terminal import find_flow
+
+
+def cmd_sandbox(args: argparse.Namespace) -> int:
+    flow = find_flow(args.flow) if args.flow else None
+    return run_sandbox_command(args.action, args.label, flow=flow)
 
 
 def run_sandbox_command(
@@ -23,7 +36,6 @@ def run_sandbox_command(
 
 def _build(flow_ref: str | None) -> int:
     """The sandbox image; with a FLOW, also the image with the flow's packages (its tag)."""
-    from sandbox.image.build import ensure_image
 
     def to_stderr(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
@@ -31,11 +43,6 @@ def _build(flow_ref: str | None) -> int:
     if flow_ref is None:
         print(ensure_image(progress=to_stderr))
         return 0
-    from sandbox.image.layer import ensure_layer
-
-    from .flows.definition import contract
-    from .flows.definition.packages import requirements_of
-
     flow = contract.require(Path(flow_ref))
     wanted = requirements_of(flow)
     if not wanted:
@@ -45,15 +52,10 @@ def _build(flow_ref: str | None) -> int:
 
 
 def _status() -> int:
-    from sandbox.daemon import available as docker_available
-
     reason = docker_available()
     if reason is not None:
         print(f"docker: unavailable ({reason}); flows with backend auto run on local kernels")
         return 0
-    from sandbox.image.build import docker_client, image_exists, image_tag
-    from sandbox.prune import list_sandboxes
-
     tag = image_tag()
     built = image_exists(docker_client(), tag)
     print(f"docker: available; image {tag}: {'built' if built else 'not built'}")
@@ -72,9 +74,6 @@ def _still_running(labels: dict[str, str]) -> bool:
 
 def _prune(labels: list[str]) -> int:
     """Remove the containers of runs no longer running (only those with every ``labels``)."""
-    from sandbox.daemon import available as docker_available
-    from sandbox.prune import list_sandboxes, prune
-
     reason = docker_available()
     if reason is not None:
         raise SandboxUnavailable(f"no Docker daemon ({reason}): nothing to prune")

@@ -1,0 +1,257 @@
+"""The commands that change a run: begin, run, advance, approve, reject, manage, accept,
+rerun, cancel, gc; and what `run`/`advance` show while a run goes on and when it stops."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..agent.approvals import terminal_approver
+from ..argv import flow_arg
+from ..console import Progress, table_preview
+from ..errors import EXIT
+from ..flows.engine import checks, reconcile
+from ..flows.model.hints import missing_package
+from ..flows.model.params import BadParam, parse_pairs
+from ..flows.report.status import status_of
+from ..service import acting
+from ..service.reading import load, open_run
+from ..terminal import cancel_on_signals, command, commands_in, escape
+from . import Usage
+
+if TYPE_CHECKING:
+    from ..flows.model.state import RunState
+    from ..flows.store.handle import RunHandle
+    from ..llm.given import Approver
+
+
+def cmd_begin(args: argparse.Namespace) -> int:
+    run = acting.begin(args.flow, params=_params(args))
+    print(run.id)
+    return EXIT["ok"]
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    def begun(run: RunHandle) -> None:
+        print(f"run {run.id} of {run.flow.name}", file=sys.stderr)
+
+    params = _params(args)
+    return _advance(
+        args.flow,
+        None,
+        quiet=args.quiet,
+        new_run=(params, begun),
+        managed=args.managed,
+        reuse=not args.no_reuse,
+    )
+
+
+def cmd_advance(args: argparse.Namespace) -> int:
+    return _advance(args.flow, args.run, quiet=args.quiet, reuse=not args.no_reuse)
+
+
+def _params(args: argparse.Namespace) -> dict[str, str]:
+    try:
+        return parse_pairs(getattr(args, "param", None))
+    except BadParam as exc:
+        raise Usage(str(exc)) from None
+
+
+def _advance(
+    flow_ref: str,
+    run_id: str | None,
+    *,
+    quiet: bool = False,
+    reuse: bool = True,
+    new_run: tuple[dict[str, str], Callable[[RunHandle], None]] | None = None,
+    managed: bool = False,
+) -> int:
+    """Advance a run (or begin one and advance it, under one hold of the lock), showing
+    progress. SIGTERM and SIGHUP stop it like Ctrl-C: the run is recorded as cancelled."""
+    flow = load(flow_ref)
+    ids = [p.id for p in flow.phases]
+    started = time.monotonic()
+    with Progress(len(ids), ids, quiet=quiet) as progress, cancel_on_signals():
+        approver = _approver()
+        try:
+            if new_run is not None:
+                params, begun = new_run
+                state = acting.run(
+                    flow,
+                    params=params,
+                    on_begun=begun,
+                    managed=managed,
+                    approver=approver,
+                    on_event=progress,
+                    on_message=progress.message,
+                    reuse=reuse,
+                )
+            else:
+                state = acting.advance(
+                    flow,
+                    run_id,
+                    approver=approver,
+                    on_event=progress,
+                    on_message=progress.message,
+                    reuse=reuse,
+                )
+        except BadParam as exc:
+            raise Usage(str(exc)) from None
+    return _report(flow_ref, state, time.monotonic() - started)
+
+
+def _approver() -> Approver | None:
+    return terminal_approver()
+
+
+def _flagged_rows(run: RunHandle) -> dict[str, tuple[int, ...]]:
+    """Output name -> the data rows (1-based) the Gate's failing declared checks name."""
+    found: dict[str, tuple[int, ...]] = {}
+    try:
+        failures = checks.gate_failures(run, reconcile.phase_version(run, str(run.state.gate)),
+                                        scripts=False)  # fmt: skip
+    except (OSError, ValueError):  # a preview must never stop the CLI
+        return found
+    for f in failures:
+        found[f.output] = tuple(sorted({*found.get(f.output, ()), *f.rows}))
+    return found
+
+
+def _report(flow_ref: str, state: RunState, seconds: float) -> int:
+    run = open_run(flow_ref, state.run)
+    st = status_of(run)
+    done = sum(1 for p in state.phases if p.status == "done")
+    print(
+        f"run {state.run}: {escape(st.message)} "
+        f"({done}/{len(state.phases)} phases done, {seconds:.1f} s)"
+    )
+    if state.waiting == "gate":
+        print("review (you may edit these files):")
+        flagged = _flagged_rows(run)
+        for path in st.review:
+            print(f"  {escape(path)}")
+            if path.endswith((".csv", ".tsv")) and Path(path).is_file():
+                print(table_preview(Path(path), flagged=flagged.get(Path(path).name, ())))
+        print("then approve:")
+        print(f"  {command(st.next[0])}")
+        print("or reopen a phase with a note for it:")
+        print(f"  {command(st.next[1])}")
+        return EXIT["ok"]
+    if state.status == "failed":
+        print(f"PhaseFailed: {commands_in(escape(state.error or ''))}", file=sys.stderr)
+        print(f"  record: {_rel(run.paths.record(state.phases[state.cursor].id))}", file=sys.stderr)
+        if state.isolated and missing_package(state.error or ""):
+            build = f"praxis sandbox build {flow_arg(run.flow)}"
+            print(f"  next: {command(build)}   (once the package is in flow.yaml)", file=sys.stderr)
+            print(f"  then: {command(st.next[0])}", file=sys.stderr)
+        else:
+            print(f"  next: {command(st.next[0])}", file=sys.stderr)
+        return EXIT["failed"]
+    if state.status == "done":
+        print(f"outputs in {_rel(run.paths.output)}/")
+    for cmd in st.next[:1]:
+        print(f"next: {command(cmd)}")
+    return EXIT["cancelled"] if state.status == "cancelled" else EXIT["ok"]
+
+
+def _rel(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def cmd_approve(args: argparse.Namespace) -> int:
+    state = acting.approve(
+        args.flow,
+        args.run,
+        expect_revision=args.expect_revision,
+        gate=args.gate,
+        actor=args.actor,
+        acks=args.ack,
+    )
+    print(f"approved the Gate (revision {state.revision}); continuing", file=sys.stderr)
+    return _advance(args.flow, state.run)
+
+
+def cmd_manage(args: argparse.Namespace) -> int:
+    state = acting.manage(
+        args.flow,
+        args.run,
+        grant=not args.off,
+        actor=args.actor,
+        expect_revision=args.expect_revision,
+    )
+    if state.managed:
+        print(f"run {state.run} is managed: an agent may decide its delegatable Gates")
+    else:
+        print(f"run {state.run} is not managed: a person decides every Gate")
+    return EXIT["ok"]
+
+
+def cmd_accept(args: argparse.Namespace) -> int:
+    state = acting.accept(
+        args.flow, args.output, args.run, actor=args.actor, expect_revision=args.expect_revision
+    )
+    print(f"run {state.run}: {args.output} accepted as it is (revision {state.revision})")
+    return EXIT["ok"]
+
+
+def cmd_reject(args: argparse.Namespace) -> int:
+    state = acting.reject(
+        args.flow,
+        args.reopen,
+        args.note,
+        args.run,
+        expect_revision=args.expect_revision,
+        gate=args.gate,
+        actor=args.actor,
+        acks=args.ack,
+        edits=args.edits,
+    )
+    print(f"reopened {args.reopen} (revision {state.revision}); continuing", file=sys.stderr)
+    return _advance(args.flow, state.run)
+
+
+def cmd_gc(args: argparse.Namespace) -> int:
+    swept = acting.gc(args.flow)
+    print(
+        f"removed {swept.objects} object(s), {swept.bytes / (1 << 20):.1f} MiB, that no run "
+        f"holds; {swept.kept} kept"
+    )
+    return EXIT["ok"]
+
+
+def cmd_rerun(args: argparse.Namespace) -> int:
+    try:
+        state = acting.rerun(
+            args.flow,
+            args.from_phase,
+            args.run,
+            expect_revision=args.expect_revision,
+            params=_params(args),
+            reuse=not args.no_reuse,
+            edits=args.edits,
+        )
+    except BadParam as exc:
+        raise Usage(str(exc)) from None
+    stale = [p.id for p in state.phases if p.status == "stale"]
+    print(
+        f"run {state.run} will re-run from {args.from_phase}"
+        + (f"; stale: {', '.join(stale)}" if stale else "")
+    )
+    print("next: " + command(f"praxis advance {flow_arg(load(args.flow))} --run {state.run}"))
+    return EXIT["ok"]
+
+
+def cmd_cancel(args: argparse.Namespace) -> int:
+    state, now = acting.cancel(args.flow, args.run, expect_revision=args.expect_revision)
+    if now:
+        print(f"run {state.run} cancelled")
+    else:
+        print(f"run {state.run}: cancel requested; the advancing process stops the phase")
+    return EXIT["ok"]
