@@ -165,7 +165,6 @@ def _acted_on(exc: Exception) -> TypeGuard[PraxisError | SandboxUnavailable]:
 
 def _overview(here: NoFlowHere) -> int:
     """``status`` / ``runs`` in a folder above flows: each flow and its newest run."""
-
     from .overview import describe, latest
 
     if not here.below:

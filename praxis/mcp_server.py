@@ -217,7 +217,6 @@ class Tools:
 
     def log(self, flow: str, run: str | None = None, last: int = 100) -> list[str]:
         """The run's last `last` events (at most 500), one line each, escaped."""
-
         handle = self._open(flow, run, "log")
         events = handle.log.read()[-max(1, min(last, MAX_LOG)) :]
         return [format_event(e) for e in events]
@@ -342,7 +341,6 @@ def _traced(handle: RunHandle, tool: str, args: dict[str, Any], code: int) -> No
 def _read_bounded(handle: RunHandle, path: str) -> dict[str, Any]:
     """The first MAX_READ characters of the run file ``path`` (relative to the root), never
     through a link, and the sha256 of the whole file as read."""
-
     run_root = Path(os.path.abspath(handle.root))
     rel = os.path.relpath(os.path.abspath(Path.cwd() / path), run_root)
     digest, head, size = hashlib.sha256(), b"", 0

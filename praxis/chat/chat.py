@@ -17,9 +17,10 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
+from praxis.agent.model import ENV, ModelUnavailable, resolve_model
 from praxis.agent.spec import DEFAULT_LIMITS
 from praxis.errors import PraxisError
-from praxis.flows.definition import contract, kinds
+from praxis.flows.definition import contract, kinds, safe_yaml
 from praxis.flows.model.check_spec import CHECK_KEYS
 from praxis.flows.model.flow import REVIEW_MODES
 from praxis.llm import loop
@@ -397,9 +398,6 @@ def answered(messages: list[BaseMessage]) -> list[BaseMessage]:
 
 def resolve_chat_model(root: Path, env: Mapping[str, str] | None = None) -> Any:
     """The chat model, chosen as an agent phase's is: PRAXIS_MODEL, else flow.yaml ``model``."""
-    from praxis.agent.model import ENV, ModelUnavailable, resolve_model
-    from praxis.flows.definition import safe_yaml
-
     spec = None
     definition = root / "flow.yaml"
     if definition.is_file() and not definition.is_symlink():

@@ -140,7 +140,6 @@ def preview(path: Path) -> str:
 
 def failing_line(run: RunHandle, phase: str) -> str | None:
     """The last traceback frame line of the phase's record (``----> 7 x = 1/0``), if any."""
-
     path = run.paths.record(phase)
     try:
         nb = json.loads(path.read_text(encoding="utf-8"))

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from praxis import parquet
-from praxis.flows.model.events import Event, EventLog, EventLogCorrupt
+from praxis.flows.engine import carry
+from praxis.flows.model.events import EditsCarried, Event, EventLog, EventLogCorrupt
 from praxis.flows.model.state import RunState
 from praxis.flows.store.handle import RunHandle
 from praxis.flows.store.layout import RunPaths, writable_names
@@ -249,8 +250,6 @@ def going(state: RunState, job: Any) -> str | None:
 def edits_question(run: RunHandle) -> dict[str, Any]:
     """What going back to each phase would replace of the outputs edited at a Gate, for the
     page to ask keep or discard: {"at_risk": {phase: [names]}, "keyless": [names]}."""
-    from praxis.flows.engine import carry
-
     state = run.state
     risk = {p.id: [n for n, _ in carry.at_risk(state, p.id)] for p in state.phases}
     found = carry.at_risk(state, state.phases[0].id) if state.phases else []
@@ -268,8 +267,6 @@ def _carried(run: RunHandle) -> list[dict[str, Any]]:
         return []
     if b'"edits_carried"' not in run.paths.events.read_bytes():
         return []
-    from praxis.flows.model.events import EditsCarried
-
     attempt = state.phase(state.gate).attempt
     return [
         {"name": e.name, "applied": list(e.applied), "skipped": list(e.skipped)}
