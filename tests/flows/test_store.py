@@ -79,6 +79,28 @@ def _sweep_loop(root: str, rounds: int) -> None:
         store.sweep(Path(root))
 
 
+@pytest.mark.parametrize("how", ["add_file", "add_flow_file", "add_bytes"])
+def test_every_way_a_run_keeps_a_host_file_holds_it_before_it_is_used(
+    tmp_path: Path, how: str
+) -> None:
+    """A flow file uploaded as a working input goes through the store too: the run names it
+    in its refs under the store's lock, so a gc sweeping right after keeps it."""
+    root = three_phase_flow(tmp_path)
+    paths = run_paths(root, runner.begin(root).id)
+    data = os.urandom(1 << 12)
+    (root / "in.bin").write_bytes(data)
+    kept = store.RunStore(paths)
+    if how == "add_file":
+        sha, _ = kept.add_file(root / "in.bin")
+    elif how == "add_flow_file":
+        sha, _ = kept.add_flow_file(root, "in.bin")
+    else:
+        sha = kept.add_bytes(data)
+    assert sha in store.read_refs(paths.root)
+    assert store.sweep(root).objects == 0
+    assert kept.path(sha).read_bytes() == data
+
+
 def test_an_object_added_while_gc_sweeps_is_always_there(tmp_path: Path) -> None:
     """A run adds the same content again and again while another process sweeps: every add
     leaves the object in the store, and held (gc's exclusive lock against the add's shared

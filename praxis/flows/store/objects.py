@@ -56,9 +56,10 @@ class RunStore(Store):
         self.flow_root = paths.root.parent.parent
         self._held: set[str] = set(read_refs(paths.root))
 
-    def add_file(self, src: Path) -> tuple[str, int]:
+    def add_fd(self, fd: int, src: str) -> tuple[str, int]:
+        """Every host file the run keeps comes here (``add_file``, ``add_flow_file``)."""
         with store_lock(self.flow_root):
-            sha, size = super().add_file(src)
+            sha, size = super().add_fd(fd, src)
             self._hold([sha])
         return sha, size
 
