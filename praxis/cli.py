@@ -28,6 +28,7 @@ from .terminal import (
     commands_in,
     escape,
     find_flow,
+    quiet_after_interrupt,
     quiet_pipes,
     received_signal,
 )
@@ -92,6 +93,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         how = received_signal()
         print(f"\ncancelled ({how}): the run is recorded as cancelled", file=sys.stderr)
+        quiet_after_interrupt()
         return 130 if how == "Ctrl-C" else EXIT["cancelled"]
 
 

@@ -5,12 +5,14 @@ phase made safe to print (``escape``).
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import shlex
 import signal
 import sys
 import threading
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -180,6 +182,26 @@ def cancel_on_signals() -> Iterator[None]:
     finally:
         for sig, handler in saved.items():
             signal.signal(sig, handler)
+
+
+def quiet_after_interrupt() -> None:
+    """Once an interrupted command has said so, what the interrupt cut off half-made in the
+    libraries it was in (an event loop stopped inside its constructor, a coroutine never
+    awaited) is torn down quietly: logged at debug level, never a traceback on the terminal
+    (a traceback there means a bug of praxis)."""
+    sys.unraisablehook = _log_unraisable
+    warnings.filterwarnings(
+        "ignore", message=r"coroutine .* was never awaited", category=RuntimeWarning
+    )
+
+
+def _log_unraisable(unraisable: Any) -> None:
+    logging.getLogger("praxis").debug(
+        "after the interrupt, ignored: %s in %r",
+        getattr(unraisable.exc_type, "__name__", unraisable.exc_type),
+        unraisable.object,
+        exc_info=(unraisable.exc_type, unraisable.exc_value, unraisable.exc_traceback),
+    )
 
 
 def received_signal() -> str:

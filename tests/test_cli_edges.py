@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -233,3 +235,39 @@ def test_the_gate_preview_shows_the_rows_a_check_flags_first(
     assert lines[at - 1].split() == ["#", "id", "action"]
     assert lines[at + 1].split() == ["26", "25", "maybe"]  # data row 26 holds id 25
     assert lines[at + 2].split() == ["1", "0", "keep"]
+
+
+HALF_MADE = """
+import argparse, gc, sys
+from praxis import cli
+
+class HalfMade:  # what an interrupt leaves when it lands inside a library's constructor
+    def __del__(self):
+        raise AttributeError("'_UnixSelectorEventLoop' object has no attribute '_ssock'")
+
+async def never_awaited():
+    pass
+
+def interrupted(args):
+    global left, pending
+    left, pending = HalfMade(), never_awaited()
+    raise KeyboardInterrupt
+
+cli._run = interrupted
+code = cli._dispatch(argparse.Namespace(command="advance", flow=None))
+del left, pending
+gc.collect()
+sys.exit(code)
+"""
+
+
+def test_an_interrupt_that_cut_a_library_short_prints_no_traceback() -> None:
+    """SIGTERM or Ctrl-C may land inside a library (jupyter_client making an event loop): the
+    half-made object's ``__del__`` and the coroutine left unawaited say nothing on the
+    terminal; the command says it was cancelled and exits 130."""
+    done = subprocess.run(
+        [sys.executable, "-c", HALF_MADE], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 130, done.stderr
+    assert "cancelled (Ctrl-C): the run is recorded as cancelled" in done.stderr
+    assert "Traceback" not in done.stderr and "never awaited" not in done.stderr, done.stderr
