@@ -60,17 +60,17 @@ def _main(argv: list[str] | None) -> int:
 
 
 # The module of praxis.commands each command is in; the others are in ``acting``.
-HOME = dict.fromkeys(("check", "status", "runs"), "") | {
+HOME = {
+    **{name: name for name in ("check", "status", "runs", "sandbox")},
     **dict.fromkeys(("log", "replay", "params"), "history"),
     **dict.fromkeys(("serve", "mcp", "chat"), "serving"),
-    "sandbox": "",
 }
 
 
 def _run(args: argparse.Namespace) -> int:
     """Run ``args.command`` from its module, imported now (``praxis.commands``)."""
     name = args.command
-    module = importlib.import_module(f"praxis.commands.{HOME.get(name, 'acting') or name}")
+    module = importlib.import_module(f"praxis.commands.{HOME.get(name, 'acting')}")
     return int(getattr(module, f"cmd_{name}")(args))
 
 

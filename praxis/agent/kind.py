@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from praxis.phases.kinds import KEYS, Executed, entry_file
+from praxis.phases.kinds import Executed, entry_file
 
 from .spec import DEFAULT_LIMITS, AgentSpec
 
@@ -34,7 +34,7 @@ class AgentKind(Executed):
                 "agent phases take no 'script' (list prepared scripts under scripts:)",
             )
             del raw["script"]
-        self.screen(raw, loc, reader, "agent")
+        self.screen(raw, loc, reader)
         if "prompt" not in raw:
             reader.error(loc, "missing required key 'prompt' (the prompt file of an agent)")
         prompt = entry_file(reader, raw["prompt"], f"{loc}.prompt") if "prompt" in raw else None
@@ -67,4 +67,4 @@ def _limits(reader: Reader, value: Any, loc: str) -> dict[str, int]:
     return limits
 
 
-agent = AgentKind("praxis.agent.turn", keys=KEYS["agent"])
+agent = AgentKind("praxis.agent.turn", "agent")

@@ -57,10 +57,15 @@ class NotebookSpec:
 @dataclass(frozen=True)
 class Executed:
     """What every built-in kind does the same way: its executor is the module ``module``
-    (``run(ctx)``), imported when an attempt runs; its code's files are its spec's, and the
-    reference inputs that are flow files."""
+    (``run(ctx)``), imported when an attempt runs; it takes the keys ``KEYS[name]``; its
+    code's files are its spec's, and the reference inputs that are flow files."""
 
     module: str
+    name: str
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        return KEYS[self.name]
 
     def files(self, flow: Flow, phase: Phase) -> list[str]:
         names = list(phase.spec.files()) if phase.spec is not None else []
@@ -72,50 +77,65 @@ class Executed:
     def run(self, ctx: PhaseContext) -> None:
         importlib.import_module(self.module).run(ctx)
 
-    def screen(self, raw: dict[str, Any], loc: str, reader: Reader, kind: str) -> None:
+    def screen(self, raw: dict[str, Any], loc: str, reader: Reader) -> None:
         """Report (and drop) the keys of ``raw`` this kind does not take."""
         for key in [k for k in raw if k not in self.keys]:
             del raw[key]
             if key in OWNER:
                 reader.error(
                     f"{loc}.{key}",
-                    f"only {OWNER[key]} phases take {key!r} (this is a {kind} phase)",
+                    f"only {OWNER[key]} phases take {key!r} (this is a {self.name} phase)",
                 )
             else:
                 reader.unknown_key(loc, key, self.keys)
 
-    keys: tuple[str, ...] = ()
-
 
 @dataclass(frozen=True)
 class FileKind(Executed):
-    """A phase that runs one file of the flow: a script (.py) or a notebook (.ipynb)."""
+    """A phase that runs one file of the flow (``script:``), ending in ``suffix``."""
 
-    name: str = ""
-    suffix: str = ""
+    suffix: str = ".py"
     reusable: bool = True
     reads_reference: bool = False
 
-    def fit(
-        self, raw: dict[str, Any], loc: str, reader: Reader
-    ) -> ScriptSpec | NotebookSpec | None:
-        self.screen(raw, loc, reader, self.name)
+    def script_of(self, raw: dict[str, Any], loc: str, reader: Reader) -> str | None:
+        """The file the phase runs, once the keys it does not take are reported."""
+        self.screen(raw, loc, reader)
         if "script" not in raw:
             reader.error(
                 loc,
                 f"missing required key 'script' (the {self.suffix} file a {self.name} phase runs)",
             )
             return None
-        script = entry_file(reader, raw["script"], f"{loc}.script", self.suffix, self.name)
-        if script is not None and self.suffix == ".ipynb":
+        return entry_file(reader, raw["script"], f"{loc}.script", self.suffix, self.name)
+
+
+@dataclass(frozen=True)
+class ScriptKind(FileKind):
+    """A phase that runs a .py file of the flow as one cell."""
+
+    def fit(self, raw: dict[str, Any], loc: str, reader: Reader) -> ScriptSpec | None:
+        script = self.script_of(raw, loc, reader)
+        return ScriptSpec(script) if script is not None else None
+
+
+@dataclass(frozen=True)
+class NotebookKind(FileKind):
+    """A phase that runs an .ipynb of the flow cell by cell; ``notebook: {allow_errors}``."""
+
+    suffix: str = ".ipynb"
+
+    def fit(self, raw: dict[str, Any], loc: str, reader: Reader) -> NotebookSpec | None:
+        script = self.script_of(raw, loc, reader)
+        if "script" not in raw:
+            return None  # reported
+        if script is not None:
             from praxis.flows.definition import (
                 notebook_check,  # reads the .ipynb: only a notebook needs it
             )
 
             if found := notebook_check.flow_problem(reader.root, script):
                 reader.error(f"{loc}.script", found)
-        if self.suffix != ".ipynb":
-            return ScriptSpec(script) if script is not None else None
         allow_errors = _notebook_options(reader, raw.get("notebook", {}), f"{loc}.notebook")
         return NotebookSpec(script, allow_errors) if script is not None else None
 
@@ -144,7 +164,5 @@ def _notebook_options(reader: Reader, value: Any, loc: str) -> bool:
     return flag
 
 
-script = FileKind("praxis.phases.script", keys=KEYS["script"], name="script", suffix=".py")
-notebook = FileKind(
-    "praxis.phases.notebook", keys=KEYS["notebook"], name="notebook", suffix=".ipynb"
-)
+script = ScriptKind("praxis.phases.script", "script")
+notebook = NotebookKind("praxis.phases.notebook", "notebook")
