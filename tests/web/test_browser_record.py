@@ -100,8 +100,8 @@ def test_a_record_reads_like_jupyterlab(showcase: GatedRun, browser: Any) -> Non
         expect(frame.locator("table.dataframe")).to_be_visible()
         even = frame.locator("table.dataframe tbody tr").nth(1)
         expect(even).to_have_css("background-color", "rgb(245, 245, 245)")
-        page.wait_for_function(
-            "[...document.querySelectorAll('img.out')].some(i => i.naturalWidth > 100)"
+        page.wait_for_function(  # a function: the page's CSP forbids eval at each poll
+            "() => [...document.querySelectorAll('img.out')].some(i => i.naturalWidth > 100)"
         )
         # the display shows its last value, where it was first shown
         updated = nb.locator(".cell.code", has_text="progress = display")

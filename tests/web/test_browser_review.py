@@ -360,14 +360,18 @@ def test_live_output_appears_while_the_phase_runs_then_the_report_is_rendered(
         expect(preview).to_contain_text("<script>window.pwned = 1</script>")
         img = preview.locator("img")
         expect(img).to_have_attribute("alt", "the chart")
-        page.wait_for_function("document.querySelector('.markdown.preview img').naturalWidth > 0")
+        # a function, not an expression: the page's CSP forbids eval, and Playwright
+        # evals an expression again at every poll after the first
+        page.wait_for_function(
+            "() => document.querySelector('.markdown.preview img').naturalWidth > 0"
+        )
         assert page.evaluate("window.pwned") is None
         page.screenshot(path=str(SHOTS / "gate-report-md.png"), full_page=True)
 
         page.get_by_role("link", name="report.md").first.click()
         expect(page.locator(".markdown h1")).to_have_text("Ticker report")
         expect(page.locator(".markdown table")).to_be_visible()
-        page.wait_for_function("document.querySelector('.markdown img').naturalWidth > 0")
+        page.wait_for_function("() => document.querySelector('.markdown img').naturalWidth > 0")
         page.screenshot(path=str(SHOTS / "view-report-md.png"), full_page=True)
         page.go_back()
         page.get_by_role("link", name="records/tick.ipynb").click()
