@@ -117,8 +117,8 @@ def test_leaving_with_a_draft_warns_and_a_broken_text_edit_is_refused_with_the_d
         dialog.dismiss()
 
     page.on("dialog", on_dialog)
-    page.locator("a.brand").click()
-    page.wait_for_timeout(500)
+    with page.expect_event("dialog"):
+        page.locator("a.brand").click()
     assert dialogs == ["beforeunload"]
     assert "/run?" in page.url  # the reviewer stayed: the draft is still there
     expect(cell).to_have_value("keep")
@@ -139,8 +139,8 @@ def test_leaving_with_a_draft_warns_and_a_broken_text_edit_is_refused_with_the_d
         )
     ).to_have_value("keep")
     revision = RunHandle.open(load_flow(gated.flow), gated.run_id).state.revision
-    page.get_by_role("button", name="Cancel the run").click()  # asks first; we say no
-    page.wait_for_timeout(300)
+    with page.expect_event("dialog"):  # it asks first; we say no
+        page.get_by_role("button", name="Cancel the run").click()
     assert dialogs == ["beforeunload", "confirm"]
     state = RunHandle.open(load_flow(gated.flow), gated.run_id).state
     assert state.waiting == "gate" and state.revision == revision
