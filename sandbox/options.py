@@ -43,15 +43,7 @@ from typing import Any, TypeVar
 
 from .base import GRACE
 from .output import DISPLAY_LIMIT, LIMITS, STREAM_LIMIT
-from .values import (
-    describe,
-    disk_bytes,  # a size on disk may say t
-    host_cpus,
-    host_memory,
-    parse_size,
-    show,
-    size,
-)
+from .values import describe, host_cpus, host_memory, parse_size, show, size
 
 # What is wrong with a value given for an option: None when it will do, a message, or
 # messages by sub-key for a mapping (``{"bigmem": "expected a positive number, ..."}``).
@@ -101,10 +93,7 @@ def disk_size(floor: int) -> Check:
     """A size on disk (``10g``, ``1t``): from ``floor`` to 16t."""
 
     def check(value: Any) -> str | None:
-        try:
-            n = disk_bytes(value) if isinstance(value, str) else None
-        except ValueError:
-            n = None
+        n = parse_size(value, disk=True) if isinstance(value, str) else None
         if n is None:
             return f"expected a size such as 10g, got {describe(value)}"
         if not floor <= n <= MAX_DISK:

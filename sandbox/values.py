@@ -9,8 +9,9 @@ import os
 import re
 from typing import Any
 
-_SIZE = re.compile(r"(\d+(?:\.\d+)?)([bkmg]?)", re.IGNORECASE)
-_UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+_SIZE = re.compile(r"(\d+(?:\.\d+)?)([bkmg]?)", re.IGNORECASE)  # of memory: 512m, 1.5g
+_DISK_SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([bkmgt]?)i?b?", re.IGNORECASE)  # 1t, 3 mb, 2GiB
 
 
 # -- words for a value ----------------------------------------------------------------------
@@ -70,29 +71,25 @@ def size(n: int) -> str:
     return f"{n // (1 << 20)}m"
 
 
-def parse_size(value: Any, *, whole: bool = False) -> int | None:
-    """Bytes for ``512m``, ``1.5g`` or a plain integer; None when it is not a size."""
+def parse_size(value: Any, *, whole: bool = False, disk: bool = False) -> int | None:
+    """Bytes for ``512m``, ``1.5g`` or a plain integer (``disk``: also ``1t``, ``3 mb``,
+    ``2GiB``); None when it is not a size."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
         return value
     if not isinstance(value, str):
         return None
-    m = _SIZE.fullmatch(value.strip())
+    m = (_DISK_SIZE if disk else _SIZE).fullmatch(value.strip())
     if m is None or (whole and "." in m.group(1)):
         return None
     return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
 
 
-DISK_UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
-
-
 def disk_bytes(value: str | int) -> int:
     """Bytes on disk from 512, '64m', '10g', '1t' (powers of 1024); ValueError for anything
     else."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([bkmgt]?)i?b?\s*", str(value).lower())
-    if match is None:
+    n = parse_size(value, disk=True)
+    if n is None:
         raise ValueError(f"{value!r} is not a size like 512m or 10g")
-    return int(float(match.group(1)) * DISK_UNITS[match.group(2)])
+    return n
