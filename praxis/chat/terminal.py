@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from praxis.agent.approvals import terminal_approver
+from praxis.argv import shown
 from praxis.errors import PraxisError
 from praxis.flows.definition import contract
 from praxis.terminal import command as printed
@@ -95,7 +96,9 @@ def main(
                 out.write("\npraxis: stopped; the transcript keeps what happened\n")
                 return 130
             resume_it = printed(f"praxis chat {shlex.quote(flow)} --resume")
-            out.write(f"praxis: transcript {_rel(chat.transcript.path)}; go on with: {resume_it}\n")
+            out.write(
+                f"praxis: transcript {shown(chat.transcript.path)}; go on with: {resume_it}\n"
+            )
             return 0
         return repl(chat, flow, stdin or sys.stdin, out)
     except PraxisError as exc:  # the model cannot be called; the transcript keeps the turn
@@ -153,7 +156,7 @@ def command(chat: Chat, text: str, out: TextIO) -> None:
             try_phases(chat.root, None, sandbox=chat.tools.sandbox, approver=chat.tools.approver)
             + "\n"
         )
-        out.write(f"praxis: for a real run: praxis run {_rel(chat.root)}\n")
+        out.write(f"praxis: for a real run: praxis run {shown(chat.root)}\n")
     else:
         out.write(f"praxis: unknown command {name}; {HELP}\n")
     out.flush()
@@ -195,13 +198,6 @@ def _readline(chat: Chat, inp: TextIO) -> Callable[[], None]:
             pass
 
     return save
-
-
-def _rel(path: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(path)
 
 
 def _error(exc: PraxisError, flow: str) -> int:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..agent.approvals import terminal_approver
-from ..argv import flow_arg
+from ..argv import flow_arg, shown
 from ..console import Progress, table_preview
 from ..errors import EXIT
 from ..flows.engine import checks, reconcile
@@ -143,7 +143,9 @@ def _report(flow_ref: str, state: RunState, seconds: float) -> int:
         return EXIT["ok"]
     if state.status == "failed":
         print(f"PhaseFailed: {commands_in(escape(state.error or ''))}", file=sys.stderr)
-        print(f"  record: {_rel(run.paths.record(state.phases[state.cursor].id))}", file=sys.stderr)
+        print(
+            f"  record: {shown(run.paths.record(state.phases[state.cursor].id))}", file=sys.stderr
+        )
         if state.isolated and missing_package(state.error or ""):
             build = f"praxis sandbox build {flow_arg(run.flow)}"
             print(f"  next: {command(build)}   (once the package is in flow.yaml)", file=sys.stderr)
@@ -152,17 +154,10 @@ def _report(flow_ref: str, state: RunState, seconds: float) -> int:
             print(f"  next: {command(st.next[0])}", file=sys.stderr)
         return EXIT["failed"]
     if state.status == "done":
-        print(f"outputs in {_rel(run.paths.output)}/")
+        print(f"outputs in {shown(run.paths.output)}/")
     for cmd in st.next[:1]:
         print(f"next: {command(cmd)}")
     return EXIT["cancelled"] if state.status == "cancelled" else EXIT["ok"]
-
-
-def _rel(path: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(path)
 
 
 def cmd_approve(args: argparse.Namespace) -> int:
