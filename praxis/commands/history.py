@@ -26,8 +26,9 @@ def cmd_log(args: argparse.Namespace) -> int:
     run_id = args.run or (ids[-1] if ids else None)
     if run_id is None:
         raise NoRun(flow, None)
-    log = EventLog(run_paths(flow.root, run_id).events)
-    tail = LiveTail(run_paths(flow.root, run_id).root)  # what running phases print
+    paths = run_paths(flow.root, run_id)
+    log = EventLog(paths.events)
+    tail = LiveTail(paths.root)  # what running phases print
     seen, following = 0, False
     while True:
         events = log.read()
