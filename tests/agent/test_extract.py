@@ -110,9 +110,10 @@ def test_bad_sql_and_statements_without_rows_are_refused(root: Path, tmp_path: P
     ("database", "says"),
     [
         (None, "declares no 'database'"),
-        ("data/missing.sqlite", "database 'data/missing.sqlite': "),
-        ("../outside.sqlite", "database '../outside.sqlite': "),
-        ("mysql://u@h/x", "praxis reads sqlite, duckdb, postgresql databases"),
+        ("data/missing.sqlite", "database: 'data/missing.sqlite' does not exist"),
+        ("../outside.sqlite", r"names a file outside the flow folder \(../outside.sqlite\)"),
+        ("mysql://u@h/x", r"names a host \(h\): a flow names a connection of your profile"),
+        ("nowhere", "'nowhere' is not in your profile .*: add `connections: {nowhere: {url: "),
     ],
 )
 def test_a_missing_or_outside_database_is_unavailable(
