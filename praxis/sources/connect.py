@@ -24,13 +24,14 @@ import math
 import sqlite3
 import threading
 from collections.abc import Iterator, Mapping
-from itertools import islice
+from itertools import chain, islice
 from pathlib import Path
 from typing import Any
 
 from .source import Target, redact
 
 BATCH_ROWS = 1_000
+BATCH_BYTES = 8 << 20  # a batch of wide rows holds fewer of them
 DUCKDB_MEMORY = "256MB"
 DUCKDB_SPILL = "1GB"
 CONNECT_SECONDS = 30
@@ -57,6 +58,7 @@ class Session:
         self.errors: tuple[type[BaseException], ...] = _errors(target.engine)
         self._timer: threading.Timer | None = None
         self._open_stream = False
+        self._row_bytes = 1  # the widest row of the last fetch, bytes (about)
 
     def start_timer(self) -> None:
         self._timer = threading.Timer(self.seconds, self.expire)
@@ -84,23 +86,40 @@ class Session:
                 self.raw.rollback()
             cur.execute("SET TRANSACTION READ ONLY")
             cur.execute(f"SET LOCAL statement_timeout = {_ms(self.seconds)}")
-            stream = iter(cur.stream(query, size=BATCH_ROWS))
-            first = list(islice(stream, BATCH_ROWS))
+            stream = iter(cur.stream(query, size=BATCH_ROWS))  # row by row from libpq
+            first = list(islice(stream, 1))
             return _names(cur.description), first, stream
         cur.execute(query)
         names = _names(cur.description)
-        return names, list(cur.fetchmany(BATCH_ROWS)) if names else [], _fetch(cur)
+        first = list(cur.fetchmany(1)) if names else []
+        self._row_bytes = _size(first[0]) if first else 1
+        return names, first, self._fetch(cur)
+
+    def _fetch(self, cur: Any) -> Iterator[Any]:
+        """The rest of the rows, fetched a few at a time: as many as make ``BATCH_BYTES`` at
+        the width of the widest row seen last (the driver builds a whole fetch at once)."""
+        while True:
+            count = max(1, min(BATCH_ROWS, BATCH_BYTES // max(1, self._row_bytes)))
+            batch = cur.fetchmany(count)
+            if not batch:
+                return
+            self._row_bytes = max(_size(r) for r in batch)
+            yield from batch
 
     def _batches(
         self, first: list[tuple[Any, ...]], rest: Iterator[Any]
     ) -> Iterator[list[tuple[Any, ...]]]:
+        """Rows in batches of at most ``BATCH_ROWS`` rows and about ``BATCH_BYTES`` bytes."""
         try:
-            if first:
-                yield [tuple(r) for r in first]
-            while True:
-                batch = [tuple(r) for r in islice(rest, BATCH_ROWS)]
-                if not batch:
-                    break
+            batch: list[tuple[Any, ...]] = []
+            size = 0
+            for row in chain(first, rest):
+                batch.append(tuple(row))
+                size += _size(row)
+                if len(batch) >= BATCH_ROWS or size >= BATCH_BYTES:
+                    yield batch
+                    batch, size = [], 0
+            if batch:
                 yield batch
             self._open_stream = False
         except self.errors as exc:
@@ -284,12 +303,9 @@ def _names(description: Any) -> list[str]:
     return [str(d[0]) for d in description or ()]
 
 
-def _fetch(cur: Any) -> Iterator[Any]:
-    while True:
-        batch = cur.fetchmany(BATCH_ROWS)
-        if not batch:
-            return
-        yield from batch
+def _size(row: Any) -> int:
+    """About how many bytes ``row``'s values hold (text and bytes by length)."""
+    return sum(len(v) if isinstance(v, str | bytes | bytearray) else 16 for v in row)
 
 
 def _ms(seconds: float) -> int:
