@@ -239,3 +239,31 @@ def test_an_extract_is_uploaded_under_its_name_and_the_temp_file_goes(root: Path
     assert (got.name, got.rows, got.sample) == ("count.csv", 1, [(8,)])
     assert [(name, text) for _, name, text in seen] == [("count.csv", "n\n8\n")]
     assert not seen[0][0].exists()
+
+
+def test_a_root_only_file_outside_the_flow_never_reaches_an_output(
+    root: Path, tmp_path: Path
+) -> None:
+    secret = tmp_path / "secret.sqlite"  # RELIABILITY 47
+    conn = sqlite3.connect(secret)
+    conn.execute("create table sales (region text, amount integer)")
+    conn.execute("insert into sales values ('root-only-secret', 1)")
+    conn.commit()
+    conn.close()
+    secret.chmod(0o600)
+    (root / "linked").symlink_to(tmp_path)
+    (root / "data" / "link.sqlite").symlink_to(secret)
+    for database in (
+        f"sqlite:///{secret}",
+        str(secret),
+        f"duckdb:///{secret}",
+        "../secret.sqlite",
+        "linked/secret.sqlite",
+        "data/link.sqlite",
+    ):
+        with pytest.raises(SourceUnavailable, match="flow.yaml: database: ") as refused:
+            run_query(sqlite(root, database), "select * from sales", tmp_path / "o.csv")
+        assert "outside the flow folder" in str(refused.value) or "symbolic link" in str(
+            refused.value
+        )
+        assert not (tmp_path / "o.csv").exists(), database

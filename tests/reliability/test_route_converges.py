@@ -135,7 +135,7 @@ def test_every_example_flow_is_driven_to_done(
     if shop.is_file():  # the example's PostgreSQL database, on a server the test starts
         server = request.getfixturevalue("postgres")
         server.create("shop", shop.read_text())
-        extra.update(PGPASSWORD=server.password, PGHOST=str(server.folder))
+        extra.update(server.profile(tmp_path, "shop"))  # the connection `shop` of the profile
     env = agent_env(**extra)
     begun = person(tmp_path, "begin", name)
     assert begun.returncode == 0, begun.stderr
