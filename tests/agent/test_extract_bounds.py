@@ -49,7 +49,8 @@ FIVE = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i <
         ("data/shop.sqlite", "SELECT " + ", ".join(f"zeroblob(100000000) AS c{i}"
                                                     for i in range(12)), "memory cap"),
         ("data/shop.duckdb", "SELECT repeat('x', 1000000000) AS s", "memory cap"),
-        ("data/shop.duckdb", "SELECT repeat('x', 100000000) AS s FROM range(5)", "(memory|byte) cap"),
+        ("data/shop.duckdb", "SELECT repeat('x', 100000000) AS s FROM range(5)",
+         "(memory|byte) cap"),
     ],
 )  # fmt: skip
 def test_a_huge_row_fails_naming_the_cap_within_the_bound(

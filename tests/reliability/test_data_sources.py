@@ -1,10 +1,10 @@
 """RELIABILITY item 36: an agent phase extracts from a real PostgreSQL server.
 
 flows/agent-example-postgres runs with `praxis run` (a scripted model turn, PRAXIS_TRACE=1),
-through the connection `shop` of the person's profile, its password in the environment only. A prepared query that writes is refused by the server
-and the model is told; nothing changed in the database; and the password is in no file of the
-flow folder (run folder, content store, trace), in no command's output and in no page of
-`praxis serve`.
+through the connection `shop` of the person's profile, its password in the environment only.
+A prepared query that writes is refused by the server and the model is told; nothing changed
+in the database; and the password is in no file of the flow folder (run folder, content store,
+trace), in no command's output and in no page of `praxis serve`.
 """
 
 from __future__ import annotations

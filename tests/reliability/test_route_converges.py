@@ -106,8 +106,8 @@ def agent_decided(cwd: Path, flow: str, run: str, d: Drive, before: int) -> None
     assert [actor for _, actor in taken[: len(d.decisions)]] == ["agent"] * len(d.decisions)
 
 
-def replayed(cwd: Path, flow: str, run: str) -> str:
-    done = person(cwd, "replay", flow, "--run", run)
+def replayed(cwd: Path, flow: str, run: str, **env: str) -> str:
+    done = person(cwd, "replay", flow, "--run", run, **env)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "every route recomputed from its facts is the one recorded" in done.stdout
     return done.stdout
@@ -137,7 +137,7 @@ def test_every_example_flow_is_driven_to_done(
         server.create("shop", shop.read_text())
         extra.update(server.profile(tmp_path, "shop"))  # the connection `shop` of the profile
     env = agent_env(**extra)
-    begun = person(tmp_path, "begin", name)
+    begun = person(tmp_path, "begin", name, **extra)
     assert begun.returncode == 0, begun.stderr
     run = begun.stdout.strip()
     for _ in range(4):  # the agent drives; at each Gate that is not its own, a person approves
@@ -151,7 +151,7 @@ def test_every_example_flow_is_driven_to_done(
         assert done.returncode == 0, done.stderr
     assert d.finished
     assert state_file.load(tmp_path / name / "runs" / run / "run.json").status == "done"
-    replayed(tmp_path, name, run)
+    replayed(tmp_path, name, run, **extra)
 
 
 def test_gates_an_output_changed_by_hand_a_cancel_and_flow_yaml_changes(
