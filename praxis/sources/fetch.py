@@ -119,8 +119,11 @@ def run(job: Job, home: Path) -> Outcome:
 def _environment(home: Path) -> dict[str, str]:
     """The worker's whole environment: nothing a driver would read as a setting or secret."""
     env = {"PATH": os.defpath, "HOME": str(home), "LANG": "C.UTF-8", "TMPDIR": str(home)}
-    if os.environ.get("PYTHONPATH"):  # where praxis itself is, when not installed
-        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    # the worker imports the very praxis the runner runs, installed or not
+    paths = [str(Path(__file__).resolve().parents[2])]
+    if os.environ.get("PYTHONPATH"):
+        paths.append(os.environ["PYTHONPATH"])
+    env["PYTHONPATH"] = os.pathsep.join(paths)
     return env
 
 

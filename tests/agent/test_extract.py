@@ -267,3 +267,15 @@ def test_a_root_only_file_outside_the_flow_never_reaches_an_output(
             refused.value
         )
         assert not (tmp_path / "o.csv").exists(), database
+
+
+def test_a_profile_connection_may_name_a_host_file(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    person = tmp_path / "person.duckdb"  # the person named it: outside any flow, absolute
+    shutil.copyfile(root / "data" / "shop.duckdb", person)
+    (tmp_path / "profile.yaml").write_text(f"connections:\n  mine: {{url: 'duckdb:///{person}'}}\n")
+    monkeypatch.setenv("PRAXIS_PROFILE", str(tmp_path / "profile.yaml"))
+    got = run_query(sqlite(root, "mine"), "select count(*) as n from sales", tmp_path / "n.csv")
+    assert (tmp_path / "n.csv").read_text() == "n\n8\n" and got.rows == 1
+    assert "connection 'mine'" in describe(sqlite(root, "mine"))
