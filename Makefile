@@ -48,7 +48,7 @@ FAST = tests/flows/test_state.py tests/flows/test_state_events.py tests/flows/te
 	tests/flows/test_edits.py tests/flows/test_safe_yaml.py tests/flows/test_sandbox_config.py \
 	tests/flows/test_reconcile.py tests/flows/test_notebook_check.py tests/flows/test_definition.py \
 	tests/flows/test_yaml_values.py tests/flows/test_receipt.py tests/flows/test_status.py \
-	tests/flows/test_carry.py tests/flows/test_notify.py tests/flows/test_checks.py \
+	tests/flows/test_carry.py tests/flows/test_notify.py tests/flows/test_profile.py tests/flows/test_checks.py \
 	tests/flows/test_handle.py tests/flows/test_handout.py tests/flows/test_opening.py \
 	tests/test_console.py tests/sources/test_source.py \
 	tests/reliability/test_bad_input.py
