@@ -7,7 +7,7 @@ FLOW   ?= flows/sales-report
 # is waiting on a container, so the other worker's test runs meanwhile.
 PYTEST_ARGS ?= -n 2 --dist worksteal --durations=25
 
-.PHONY: run test test-fast image lint bench clean
+.PHONY: run test test-fast image lint bench bench-smoke clean
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -64,6 +64,11 @@ lint: $(VENV)/.installed
 
 bench: image
 	$(PY) -m benchmarks.compare
+
+# The benchmarks in their quickest form, so they cannot rot unnoticed: one round of the quick
+# commands and the 5-phase flow (fresh and reused); the figures are printed, never asserted.
+bench-smoke: image
+	$(PY) -m benchmarks.compare --repeats 1 --only quick --only pipeline --results "$${TMPDIR:-/tmp}/praxis-bench"
 
 clean:
 	rm -rf flows/*/runs flows/*/run.lock .pytest_cache
