@@ -19,7 +19,8 @@ PraxisError               1  something failed                                   
 │   ├── NoOutput             a run has no such output (yet)                     api
 │   ├── NotFound             a URL names what is not below the served root      web.catalog
 │   ├── Unreadable           drafts a page sent that it does not write          web.drafts
-│   └── TranscriptError      a chat transcript that cannot be read              chat.transcript
+│   ├── TranscriptError      a chat transcript that cannot be read              chat.transcript
+│   └── TargetMissing        a notify target the profile lacks  flows.definition.notify_spec
 ├── Busy                  3  another process holds the run's lock (or flow's)   flows.store.lock
 ├── Refused               4  not allowed now; nothing was changed               (here)
 │   ├── Unbound           2  approve/reject bound to no revision and no Gate    flows.engine.runner

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from ..errors import EXIT
-from ..flows.definition import contract
+from ..flows.definition import contract, notify_spec
 from ..flows.definition.isolation import backend_of, on_host
 from ..terminal import escape
 
@@ -18,6 +18,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     if not report.ok:
         return EXIT["usage"]
     assert flow is not None
+    notify_spec.require(flow.notify)  # a target the profile lacks: the entry to write, exit 2
 
     backend = backend_of(flow.sandbox)
     if on_host(backend):  # valid, but not isolated: never a plain "ok"
