@@ -453,3 +453,33 @@ def test_praxis_run_tells_the_profiles_target_like_advance(tmp_path, hook: Hook)
     }
     assert SECRET.encode() not in hook.raw[0]
     assert [e.kind for e in kinds(flow, run_id)] == ["notified"]
+
+
+def test_a_profile_webhook_that_is_not_http_is_recorded_never_opened(tmp_path, monkeypatch) -> None:
+    person(tmp_path, monkeypatch, "notify: {team: {webhook: 'file:///etc/passwd'}}\n")
+    flow = gated(tmp_path, "{to: team}")
+    run = runner.begin(flow)
+    assert runner.advance(flow, run.id, make_sandbox=Fakes()).waiting == "gate"
+    (failed,) = kinds(flow, run.id)
+    assert failed.kind == "notify_failed" and failed.target == "team"
+    assert "the profile's notify.team.webhook is not an http:// or https:// URL" in failed.error
+
+
+def test_a_webhook_s_failure_is_recorded_without_its_url(tmp_path, hook: Hook, monkeypatch) -> None:
+    person(
+        tmp_path, monkeypatch, f"notify: {{team: {{webhook: '{hook.url}?key=${{HOOK_KEY}}'}}}}\n"
+    )
+    monkeypatch.setenv("HOOK_KEY", "s3cr3t-key")
+    hook.answer = (403, {})
+    flow = gated(tmp_path, "{to: team}")
+    run = runner.begin(flow)
+    runner.advance(flow, run.id, make_sandbox=Fakes())
+    assert [p for _, p, _ in hook.seen] == ["/hook?key=s3cr3t-key"]
+    monkeypatch.setenv("HOOK_KEY", "s3cr3t key")  # a URL http.client refuses, quoting it
+    runner.approve(flow, run.id, gate="pick")
+    runner.advance(flow, run.id, make_sandbox=Fakes())
+    assert len(hook.seen) == 1
+    told = kinds(flow, run.id)
+    assert [e.kind for e in told] == ["notify_failed"] * 2
+    assert "answered 403" in told[0].error and "URL is not valid" in told[1].error
+    assert "s3cr3t" not in (run.paths.root / "events.jsonl").read_text()

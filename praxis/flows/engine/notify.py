@@ -218,6 +218,10 @@ def _record(run: Any, ev: Event) -> None:
 
 
 def _post(url: str, data: bytes) -> None:
+    """POST ``data`` to ``url``; OSError naming what went wrong but never the URL, whose
+    path or query may hold a secret the profile expanded (the error is recorded in the run)."""
+    import http.client
+    import urllib.error
     import urllib.request  # heavy: http.client, ssl and email, for a webhook only
 
     class NoRedirect(urllib.request.HTTPRedirectHandler):
@@ -228,9 +232,17 @@ def _post(url: str, data: bytes) -> None:
     request = urllib.request.Request(
         url, data=data, method="POST", headers={"Content-Type": "application/json"}
     )
-    with opener.open(request, timeout=TIMEOUT) as answer:
-        if not 200 <= answer.status < 300:
-            raise OSError(f"the webhook answered {answer.status}")
+    try:
+        with opener.open(request, timeout=TIMEOUT) as answer:
+            status = answer.status
+    except urllib.error.HTTPError as exc:
+        status = exc.code
+    except urllib.error.URLError as exc:
+        raise OSError(f"the webhook cannot be reached: {exc.reason}") from None
+    except http.client.InvalidURL:
+        raise OSError("the webhook's URL is not valid: see the profile's entry") from None
+    if not 200 <= status < 300:
+        raise OSError(f"the webhook answered {status}")
 
 
 def _run(command: tuple[str, ...], data: bytes) -> None:
