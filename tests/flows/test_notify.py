@@ -483,3 +483,13 @@ def test_a_webhook_s_failure_is_recorded_without_its_url(tmp_path, hook: Hook, m
     assert [e.kind for e in told] == ["notify_failed"] * 2
     assert "answered 403" in told[0].error and "URL is not valid" in told[1].error
     assert "s3cr3t" not in (run.paths.root / "events.jsonl").read_text()
+
+
+def test_an_unreadable_profile_stops_only_a_flow_that_names_a_target(
+    tmp_path, monkeypatch, capsys
+) -> None:
+    person(tmp_path, monkeypatch, "notify: [not, a, mapping\n")
+    quiet = write_flow(tmp_path / "quiet", TWO_GATES % {"backend": "fake"}, FILES)
+    assert main(["check", str(quiet)]) == 0
+    assert main(["check", str(gated(tmp_path, "{to: team}"))]) == 2
+    assert "ProfileInvalid: " + str(tmp_path / "profile.yaml") in capsys.readouterr().err
