@@ -18,10 +18,11 @@ def cmd_check(args: argparse.Namespace) -> int:
     if not report.ok:
         return EXIT["usage"]
     assert flow is not None
-    mine = profile.load()
-    for line in host_resources.lines(flow, mine):
+    mine = profile.load() if host_resources.asked(flow) else None  # none asked: none read
+    for line in host_resources.lines(flow, mine) if mine else ():
         print(escape(line))
-    lacking = [contract.Problem(where, fix) for where, fix in host_resources.missing(flow, mine)]
+    missing = host_resources.missing(flow, mine)
+    lacking = [contract.Problem(where, fix) for where, fix in missing]
     for problem in lacking:
         print(escape(str(problem)))
     if lacking:

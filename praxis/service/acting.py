@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from sandbox import Sandbox
 
-from ..flows.definition import host_resources, profile, sandbox_config
+from ..flows.definition import sandbox_config
 from ..flows.engine import runner
 from ..flows.engine.context import OnMessage
 from ..flows.engine.opening import Opening
@@ -64,18 +64,10 @@ SandboxChoice = SandboxFactory | Mapping[str, Any] | None
 FIXED = ("timeout", "collect")  # sandbox options the phases read from flow.yaml itself
 
 
-def ready(flow: FlowRef) -> Flow:
-    """The flow, refused (ProfileLacks, nothing begun or run) when it names a connection,
-    cluster or notify target the person's profile does not have."""
-    found = load(flow)
-    host_resources.require(found, profile.load())
-    return found
-
-
 def begin(flow: FlowRef, *, params: dict[str, str] | None = None) -> RunHandle:
     """A new run, paused at its first phase (``.id``, ``.state``, ``.paths``); ``params``
     override flow.yaml's (``-p key=value``), typed by their defaults."""
-    return runner.begin(ready(flow), params=params)
+    return runner.begin(load(flow), params=params)
 
 
 def run(
@@ -91,13 +83,14 @@ def run(
     on_message: OnMessage = lambda message: None,
     model: BaseChatModel | None = None,
     reuse: bool = True,
+    notifier: Notifier | None = None,
 ) -> RunState:
     """Begin a run and advance it, under one hold of the run's lock (no other process
     advances it first); ``on_begun`` is told the new run before its first phase.
     ``managed``: a person lets an agent decide its delegatable Gates. The rest as
-    ``advance``."""
+    ``advance`` (the run is told to ``notifier`` as an advance's is)."""
     return runner.run(
-        ready(flow),
+        load(flow),
         params=params,
         on_begun=on_begun,
         managed=managed,
@@ -107,6 +100,7 @@ def run(
         on_message=on_message,
         given=given_to("agent", model, approver),
         reuse=reuse,
+        notifier=notifier,
     )
 
 
@@ -139,7 +133,7 @@ def advance(
     environment).
     """
     return runner.advance(
-        ready(flow),
+        load(flow),
         run,
         make_sandbox=sandbox_factory(sandbox),
         on_event=on_event,

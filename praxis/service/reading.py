@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..flows.definition import contract, host_resources, profile
+from ..flows.definition import contract, host_resources
 from ..flows.definition.contract import Problem, Report
 from ..flows.model.events import Event
 from ..flows.model.flow import Flow
@@ -27,7 +27,7 @@ def check(flow: FlowRef) -> Report:
     profile that cannot be read (ProfileInvalid)."""
     found, report = contract.load(flow.root if isinstance(flow, Flow) else Path(flow))
     if found is not None:
-        for where, fix in host_resources.missing(found, profile.load()):
+        for where, fix in host_resources.missing(found):
             report.problems.append(Problem(where, fix))
     return report
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...errors import UsageError
+from . import profile
 from .profile import ENTRY, Profile, missing_entry
 
 EXAMPLES = {  # what a person writes in the profile for an entry of each section
@@ -66,19 +67,26 @@ class ProfileLacks(UsageError):
         return f"praxis check {flow}"
 
 
-def require(flow: Any, profile: Profile) -> None:
-    """Raise ProfileLacks when ``flow`` names an entry ``profile`` does not have."""
-    problems = missing(flow, profile)
+def require(flow: Any, person: Profile | None = None) -> None:
+    """Raise ProfileLacks when ``flow`` names an entry the person's profile (``person``, or
+    the one ``profile.load`` reads) does not have. A flow that names none reads no profile,
+    so a broken profile never stops it."""
+    problems = missing(flow, person)
     if problems:
         raise ProfileLacks(problems)
 
 
-def missing(flow: Any, profile: Profile) -> list[tuple[str, str]]:
-    """(flow.yaml location, the fix) for each entry ``flow`` names that ``profile`` lacks."""
+def missing(flow: Any, person: Profile | None = None) -> list[tuple[str, str]]:
+    """(flow.yaml location, the fix) for each entry ``flow`` names that the person's profile
+    (``person``, or the one ``profile.load`` reads, only when the flow names any) lacks."""
+    wanted = asked(flow)
+    if not wanted:
+        return []
+    person = profile.load() if person is None else person
     return [
-        (a.where, missing_entry(a.section, a.name, profile, EXAMPLES[a.section]))
-        for a in asked(flow)
-        if a.name not in getattr(profile, a.section)
+        (a.where, missing_entry(a.section, a.name, person, EXAMPLES[a.section]))
+        for a in wanted
+        if a.name not in getattr(person, a.section)
     ]
 
 
