@@ -137,7 +137,8 @@ def _leaf_count(kind: Any) -> int:
         return sum(_leaf_count(kind.field(i).type) for i in range(kind.num_fields))
     if pa.types.is_map(kind):
         return _leaf_count(kind.key_type) + _leaf_count(kind.item_type)
-    if isinstance(kind, pa.ListType | pa.LargeListType | pa.FixedSizeListType):
+    if isinstance(kind, pa.ListType | pa.LargeListType | pa.FixedSizeListType | pa.ListViewType
+                  | pa.LargeListViewType):  # fmt: skip
         return _leaf_count(kind.value_type)
     return 1
 
