@@ -445,6 +445,13 @@ def _choose_edits(
             f"{command} --discard-edits",
             names,
         )
+    twice = carry.repeated_columns(run, found) if edits == "keep" else []
+    if twice:
+        raise EditsAtRisk(
+            f"run {run.id}: --keep-edits cannot re-apply the edit of {carry.refusal(*twice[0])}",
+            f"{command} --discard-edits",
+            names,
+        )
     return str(edits), names
 
 
