@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from praxis.agent.spec import DEFAULT_LIMITS, AgentSpec
-from praxis.flows.definition import contract
+from praxis.flows.definition import contract, host_resources
 from praxis.flows.model.flow import Flow, Phase, SandboxSettings
 from praxis.phases.kinds import ScriptSpec
 from sandbox import DockerOptions
@@ -405,16 +405,11 @@ def test_database_is_a_file_of_the_flow_or_a_connection_of_the_profile(
         "(a database file is read inside the flow folder only)"
     )
     (folder / "flow.yaml").write_text(SCRIPT_PHASE + "database: warehouse\n")
-    assert only(folder) == (
-        f"flow.yaml: database: 'warehouse' is not in your profile {tmp_path}/profile.yaml: add "
-        '`connections: {warehouse: {url: "postgresql+psycopg://USER@HOST/DB"}}` there'
-    )
-    (tmp_path / "profile.yaml").write_text(
-        "connections:\n  warehouse: {url: 'postgresql+psycopg://analyst@db.internal/shop'}\n"
-    )
-    assert contract.require(folder).database == "warehouse"
-    (tmp_path / "profile.yaml").write_text("connections: [nope]\n")
-    assert "profile.yaml: connections: expected a mapping" in only(folder)
+    flow = contract.require(folder)  # reading a flow needs no profile
+    assert flow.database == "warehouse"
+    assert [(a.section, a.name) for a in host_resources.asked(flow)] == [
+        ("connections", "warehouse")
+    ]  # checked against the profile at check and run (tests/flows/test_profile.py)
 
 
 def test_a_database_file_is_read_below_the_flow_folder_with_no_link_followed(

@@ -246,12 +246,11 @@ class _Builder(ValueReader):
         except source.BadSource as exc:
             self.error("database", str(exc))
             return None
-        if named.connection is not None:
-            problem = _connection_problem(named.connection)
-        elif named.path not in (None, source.MEMORY):
+        # a connection's name is checked against the profile by host_resources, at check
+        # and run alike: reading the flow needs no profile
+        problem = None
+        if named.connection is None and named.path not in (None, source.MEMORY):
             problem = _file_problem(self.root, named.path or "")
-        else:
-            problem = None
         if problem:
             self.error("database", problem)  # a database may be larger than other flow files
         return s
@@ -426,18 +425,6 @@ class _Builder(ValueReader):
 
 
 # -- wording --------------------------------------------------------------------------------
-
-
-def _connection_problem(name: str) -> str | None:
-    """Why the person's profile cannot give connection ``name``, with the fix, or None."""
-    try:
-        person = profile.load()
-    except profile.ProfileInvalid as exc:
-        return str(exc)
-    if name in person.connections:
-        return None
-    example = '{url: "postgresql+psycopg://USER@HOST/DB"}'
-    return profile.missing_entry("connections", name, person, example)
 
 
 def _file_problem(root: Path, name: str) -> str | None:

@@ -79,7 +79,9 @@ class Flow:
     description: str = ""
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)
     model: str | None = None
-    database: str | None = None  # a connection of the person's profile, or a database file of the flow
+    database: str | None = (
+        None  # a connection of the person's profile, or a database file of the flow
+    )
     params: dict[str, Any] = field(default_factory=dict)  # run parameters and their defaults
     notify: dict[str, Any] = field(default_factory=dict)  # {to, when}: profile targets (notify.py)
 
