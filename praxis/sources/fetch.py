@@ -6,7 +6,8 @@ environment (no ``PG*`` variable, ``HOME`` a private empty folder: libpq reads n
 ``.pgpass``, service file or certificate of the person's), hands it the job on stdin (the
 password travels there, never in argv or the environment), and waits at most the phase's
 budget plus a grace before killing it. The worker caps its own address space (``worker``);
-the runner reads its answer (bounded) and its peak memory from ``wait4``.
+the runner reads its answer (bounded) and its peak memory (its own ``VmHWM``, else
+``wait4``'s, which also counts the pages it shared with the runner before ``exec``).
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ class Job:
 @dataclass(frozen=True)
 class Outcome:
     answer: dict[str, Any]  # the worker's: columns, rows, sample; or error, message
-    peak_rss: int  # the worker's peak resident memory, bytes
+    peak_rss: int  # the worker's peak resident memory, bytes (wait4's when it told none)
 
 
 def run(job: Job, home: Path) -> Outcome:
@@ -107,6 +108,8 @@ def run(job: Job, home: Path) -> Outcome:
             answer = json.loads(fh.read(MAX_ANSWER))
         if not isinstance(answer, dict):
             raise ValueError(answer)
+        if isinstance(answer.get("peak_rss"), int):  # its own, since exec
+            peak = answer.pop("peak_rss")
     except ValueError:
         with err.open("rb") as fh:
             said = fh.read(MAX_STDERR).decode("utf-8", "replace").strip().splitlines()

@@ -28,6 +28,7 @@ def main() -> int:
         answer = run(job)
     except MemoryError:
         answer = {"error": "cap", "message": memory_cap(job["memory"])}
+    answer["peak_rss"] = status("VmHWM")  # since exec: wait4's counts the runner's fork too
     sys.stdout.write(json.dumps(answer))
     sys.stdout.flush()
     return 0
@@ -73,9 +74,14 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
 
 def limit(budget: int) -> None:
     """Cap this process's address space at what it maps now plus ``budget`` bytes."""
-    with open("/proc/self/status", encoding="ascii") as fh:
-        size = next(int(ln.split()[1]) * 1024 for ln in fh if ln.startswith("VmSize:"))
+    size = status("VmSize")
     resource.setrlimit(resource.RLIMIT_AS, (size + budget, size + budget))
+
+
+def status(key: str) -> int:
+    """A size from /proc/self/status, in bytes."""
+    with open("/proc/self/status", encoding="ascii") as fh:
+        return next(int(ln.split()[1]) * 1024 for ln in fh if ln.startswith(key + ":"))
 
 
 def out_of_memory(text: str) -> bool:
