@@ -114,8 +114,9 @@ def parse(text: str, profile: str = "~/.config/praxis/profile.yaml") -> Source:
     if NAME.fullmatch(written):
         return Source(written, None, connection=written)
     if "$" in written:
-        refs = ", ".join(dict.fromkeys(re.findall(r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?", written)))
-        raise BadSource(f"reads {refs or '$'} from praxis's environment: {profile_fix(profile)}")
+        refs = ", ".join(dict.fromkeys(f"${{{n}}}" for n in REFERENCE.findall(written)))
+        what = f"reads {refs} from praxis's environment" if refs else "holds a $"
+        raise BadSource(f"{what}: {profile_fix(profile)}")
     scheme, sep, rest = written.partition("://")
     if not sep:
         return _flow_file(written, written, _engine_of(written), profile)
@@ -125,7 +126,8 @@ def parse(text: str, profile: str = "~/.config/praxis/profile.yaml") -> Source:
         what = f"names a host ({_host(rest)})" if host else f"names a {scheme} server"
         raise BadSource(f"{what}: {profile_fix(profile)}")
     if "?" in path or "#" in path:
-        raise BadSource(f"holds connection parameters ({path.partition('?')[2][:60]!r}): "
+        keys = [p.partition("=")[0][:40] for p in re.split(r"[?&#]", path)[1:5]]
+        raise BadSource(f"holds connection parameters ({', '.join(keys)}): "
                         f"{profile_fix(profile)}")  # fmt: skip
     if engine == "duckdb" and path == MEMORY:
         return Source(written, "duckdb", path=MEMORY)
@@ -154,9 +156,11 @@ def _flow_file(text: str, path: str, engine: str, profile: str) -> Source:
 
 
 def _host(rest: str) -> str:
-    netloc = rest.partition("/")[0]
-    host = netloc.rpartition("@")[2]  # never the user or password
-    return host or "?"
+    """The host of a URL's ``rest`` (after ``://``), never its user or password (which may
+    hold a ``/``)."""
+    head = re.split(r"[?#]", rest)[0]
+    after = head.rpartition("@")[2] if "@" in head else head
+    return after.partition("/")[0][:200] or "?"
 
 
 def target(conn: Connection, expand: Callable[[str, str], str], profile: str) -> Target:

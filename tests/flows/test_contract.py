@@ -455,7 +455,10 @@ PROFILE_FIX = "a flow names a connection of your profile instead: add `connectio
         ("/var/tmp/secret.sqlite", "names a file outside the flow folder (/var/tmp/secret.sq"),
         ("sqlite:///../up.sqlite", "names a file outside the flow folder (../up.sqlite)"),
         ("data/../../up.duckdb", "names a file outside the flow folder (data/../../up.duckdb)"),
-        ("sqlite:///data/x.sqlite?mode=rw", "holds connection parameters ('mode=rw'): a flow"),
+        ("sqlite:///data/x.sqlite?mode=rw", "holds connection parameters (mode): a flow"),
+        ("sqlite:///x.sqlite?password=hunter2", "holds connection parameters (password): a flow"),
+        ("postgresql://u:a/hunter2@c@h/db", f"names a host (h): {PROFILE_FIX}"),
+        ("postgresql://u:hunter2$$x@h/db", f"holds a $: {PROFILE_FIX}"),
         ("sqlite://", "'sqlite://' names no file"),
     ],
 )  # fmt: skip
