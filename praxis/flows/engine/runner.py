@@ -48,6 +48,7 @@ from ..store.objects import RunStore, Swept, migrate, sweep
 from . import acks as acks_of
 from . import carry, checks, collect, reconcile
 from .context import OnMessage
+from .discard import put_back
 from .notify import Notifier, tell
 from .opening import Opening
 from .phase import run_phase
@@ -425,7 +426,7 @@ def _choose_edits(
         raise EditsAtRisk(
             f"run {run.id}: going back to {phase} would replace {listed}, edited by a "
             "reviewer: choose --keep-edits (re-applied to the new output by row key) or "
-            "--discard-edits (the edited files stay under attempts/)",
+            "--discard-edits (each put back as its phase wrote it; the edits stay in edits/)",
             f"{command} --keep-edits",
             names,
         )
@@ -716,8 +717,9 @@ def reject(
             "--expect-revision", str(run.state.revision),
         )  # fmt: skip
         choice, edited = _choose_edits(run, reopen, edits, command)
+        back = put_back(run, reopen) if choice == "discard" else []
         _change(
-            run, "reject", phase=reopen, note=note, edits=choice or None,
+            run, "reject", phase=reopen, note=note, edits=choice or None, put_back=back,
             actor=who, acked=acked, kept=_kept(run, reopen), edited=edited,
         )  # fmt: skip
         _archive(run, reopen)
@@ -749,8 +751,9 @@ def rerun(
         if params:
             base = {**run.flow.params, **run.state.params}
             _change(run, "params", params=resolve_params(base, params))
+        back = put_back(run, from_phase) if choice == "discard" else []
         _change(
-            run, "rerun", phase=from_phase, reuse=reuse, edits=choice or None,
+            run, "rerun", phase=from_phase, reuse=reuse, edits=choice or None, put_back=back,
             kept=_kept(run, from_phase), edited=edited,
         )  # fmt: skip
         _archive(run, from_phase)
