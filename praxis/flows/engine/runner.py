@@ -28,12 +28,13 @@ from ..definition import contract, isolation, packages, sandbox_config
 from ..definition import digests as definition
 from ..definition.digest import sha256_of
 from ..model import decisions
-from ..model.events import DecisionRefused, EditsCarried, Event, SandboxOpened
+from ..model.events import DecisionRefused, EditsCarried, Event, SandboxEnded, SandboxOpened
 from ..model.flow import Flow
 from ..model.params import resolve as resolve_params
 from ..model.state import IllegalTransition, RunState
 from ..store import snapshot
 from ..store.handle import Clock, RunHandle, held
+from ..store.killed import report_of
 from ..store.layout import (
     RunPaths,
     leftovers,
@@ -184,7 +185,9 @@ def default_sandbox(flow: Flow, run: RunHandle, *, chosen: bool = False) -> Sand
     backend = isolation.backend_of(settings) if chosen else isolation.confine(settings)
     options = sandbox_config.opening(settings, backend, flow.root)
     options = packages.image_options(flow, backend, options)  # the image of the flow's packages
-    return open_backend(backend, options, workspace=run.paths.workspace, name=run.id)
+    box = open_backend(backend, options, workspace=run.paths.workspace, name=run.id)
+    box.watch_report = run.paths.watchdog  # if this process dies first (recover reads it)
+    return box
 
 
 def advance(
@@ -449,7 +452,13 @@ def _command(run: RunHandle, *words: str) -> str:
 
 def recover(run: RunHandle) -> None:
     """A phase left running by a process that died becomes failed; a run it left running
-    between two phases is paused before the next (we hold the lock)."""
+    between two phases is paused before the next (we hold the lock). What that process's
+    sandbox watchdog ended is recorded (``sandbox_ended``)."""
+    ended = report_of(run.paths.watchdog)
+    if ended is not None:
+        run.catch_up()
+        run.emit(SandboxEnded(**ended))
+        run.paths.watchdog.unlink(missing_ok=True)
     for p in run.state.phases:
         if p.status == "running":
             run.change("recover", phase=p.id)
