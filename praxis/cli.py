@@ -53,8 +53,11 @@ def _main(argv: list[str] | None) -> int:
     words = sys.argv[1:] if argv is None else argv
     known = words[0] if words and words[0] in COMMANDS else None  # else: every command's help
     args = parser(known).parse_args(words)
+    tracing = args.command in TRACED and _tracing(args)
+    if tracing and args.command not in MAKES_RUN:
+        _trace(args, words, None)  # as it starts: a command killed before its end is there
     code = _dispatch(args)
-    if args.command in TRACED and _tracing(args):
+    if tracing:
         _trace(args, words, code)
     return code
 
@@ -114,9 +117,14 @@ def _tracing(args: argparse.Namespace) -> bool:
     return enabled()
 
 
-def _trace(args: argparse.Namespace, words: list[str], code: int) -> None:
-    """Record the command and the route after it in the run's trace.jsonl. A command whose
-    run cannot be opened (none yet, a flow.yaml with errors) has nothing to record into."""
+# Commands that make their run: traced at their end only (no run to trace into before).
+MAKES_RUN = ("run", "begin")
+
+
+def _trace(args: argparse.Namespace, words: list[str], code: int | None) -> None:
+    """Record the command in the run's trace.jsonl: as it starts (``code`` None), or with
+    its exit code and the route after it. A command whose run cannot be opened (none yet, a
+    flow.yaml with errors) has nothing to record into."""
     from .flows.definition.contract import FlowInvalid
     from .flows.model.decisions import BadActor, actor_of
     from .flows.report import trace
@@ -125,16 +133,23 @@ def _trace(args: argparse.Namespace, words: list[str], code: int) -> None:
     try:
         from .service.reading import open_run
 
-        run = open_run(args.flow, getattr(args, "run", None))
+        flow = find_flow(args.flow) if code is None else args.flow  # _dispatch resolves it
+        run = open_run(flow, getattr(args, "run", None))
         try:
             actor = actor_of(getattr(args, "actor", None))
         except BadActor:
             actor = "?"
-        trace.record(run, [*program_argv(), *words], actor, code)
-    except (NoRun, FlowInvalid):
+        if code is None:
+            trace.start(run, [*program_argv(), *words], actor)
+        else:
+            trace.record(run, [*program_argv(), *words], actor, code)
+    except (NoRun, FlowInvalid, NoFlowHere):
         return
     except Exception as exc:  # a trace that cannot be written never changes the outcome
-        print(f"trace: not recorded ({type(exc).__name__}: {escape(str(exc))})", file=sys.stderr)
+        if code is not None:  # (at the start, the command itself says what is wrong)
+            print(
+                f"trace: not recorded ({type(exc).__name__}: {escape(str(exc))})", file=sys.stderr
+            )
 
 
 def _allowing_local(args: argparse.Namespace) -> int:

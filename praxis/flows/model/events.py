@@ -433,9 +433,9 @@ class TraceStarted(Event):
     """A command on the run, as it starts (a command killed before it ends has only this)."""
 
     kind: ClassVar[str] = "trace_started"
-    id: str  # the ``Traced`` line of its end names it
     argv: list[str]  # as given, from the program's name on
     actor: str
+    pid: int  # the process that ran it: its ``Traced`` line, if it ended, names the same
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -448,8 +448,7 @@ class Traced(Event):
     exit: int
     facts: dict[str, Any]
     route: dict[str, Any]
-    id: str = ""  # its ``TraceStarted`` line's (none: a command whose run it made)
-    started: float = 0.0  # when it started (0: not recorded)
+    pid: int = 0  # the process that ran it (0: traced before commands had a start line)
 
 
 @dataclass(frozen=True, kw_only=True)
