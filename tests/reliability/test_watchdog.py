@@ -52,7 +52,7 @@ def test_a_sigkilled_runner_leaves_no_container_and_the_next_command_says_so(
         proc.communicate(timeout=60)
         killed = time.monotonic()
         left = left_after(run.name, timeout=BOUND)  # polls until none is left, or the bound
-        print(f"container gone {time.monotonic() - killed:.2f} s after the SIGKILL")
+        print(f"containers left {left} {time.monotonic() - killed:.2f} s after the SIGKILL")
         assert left == [], f"still there {BOUND} s after its runner's SIGKILL: {left}"
         deadline = killed + BOUND
         while not (run / "watchdog.json").exists() and time.monotonic() < deadline:
