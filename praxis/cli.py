@@ -298,7 +298,7 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
     option(("rerun",), "--no-reuse", action="store_true", help="run every later phase again")
     for flag, choice, words in (
         ("--keep-edits", "keep", "re-apply them to the new output by row key"),
-        ("--discard-edits", "discard", "drop them (they stay under attempts/)"),
+        ("--discard-edits", "discard", "drop them (outputs back as their phases wrote them)"),
     ):
         option(
             ("rerun", "reject"),

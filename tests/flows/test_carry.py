@@ -173,7 +173,7 @@ def test_discard_edits_replaces_the_fix_and_the_receipt_says_so(tmp_path) -> Non
     assert [(e.edits, e.edited) for e in requested] == [("discard", ["clean.csv"])]  # type: ignore[attr-defined]
     ledger = {p["phase"]: p for p in status_of(RunHandle.open(run.flow, run.id)).receipt["ledger"]}
     (edit,) = ledger["clean"]["edits"]
-    assert edit["superseded"] and edit["carried_to"] is None
+    assert edit["superseded"] and edit["carried_to"] is None and edit["discarded"]
     # nothing edited now: a re-run needs no choice
     runner.rerun(flow, "clean", run.id)
 
