@@ -63,6 +63,7 @@ def test_a_sigkilled_runner_leaves_no_container_and_the_next_command_says_so(
         assert "no process is running it" in res.stdout
         res = praxis("advance", str(flow))  # records the lost phase as failed, and the end
         assert "Traceback" not in res.stderr, res.stderr
+        assert "was killed; its sandbox's watchdog ended container praxis-" in res.stderr
         assert state_of(run).phase("work").status == "failed"
         assert "sandbox_ended" in event_kinds(run)
         assert not (run / "watchdog.json").exists()
