@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from praxis.flows.engine import runner
 from praxis.flows.model.events import Event, Traced, TraceFull, TraceStarted
 from praxis.flows.report import trace
 from praxis.flows.report.replay import in_start_order, replay
+from praxis.flows.report.route import Facts, route
 from praxis.flows.store.handle import RunHandle
 from praxis.web.app import create_app
 from praxis.web.background import Advancer
@@ -276,3 +278,37 @@ def test_commands_are_told_in_the_order_they_started() -> None:
     assert told == ["advance", "cancel"]  # the cancel ended first, the advance started first
     out = "\n".join(replay(entries, "f run r").lines)
     assert out.index("#1 praxis advance") < out.index("#2 praxis cancel")
+
+
+def test_each_fact_change_is_named_and_a_state_seen_again_after_one_is_no_loop() -> None:
+    base = Facts(
+        flow="f", run="r", status="paused", revision=4, cursor_phase="total", gate="pick",
+        read=(("picks.csv", "a" * 64),), phases=("pick", "total"),
+    )  # fmt: skip
+    edited = {"read": (("picks.csv", "c" * 64),), "edited": (("picks.csv", "pick"),)}
+    steps = [
+        ("status", base),
+        ("status", replace(base, revision=5, changed_outputs=(("picks.csv", "pick"),))),
+        ("accept", replace(base, revision=6, read=(("picks.csv", "b" * 64),))),
+        ("status", replace(base, revision=7, **edited)),
+        ("status", replace(base, revision=8, changed_phases=("pick",), **edited)),
+        ("status", replace(base, revision=9)),  # as #1 left it: edited back, definition too
+        ("status", replace(base, revision=9)),
+    ]
+    entries: list[Event] = []
+    for n, (verb, facts) in enumerate(steps):
+        argv = ["praxis", verb, "f"]
+        entries.append(TraceStarted(argv=argv, actor="person", pid=100 + n))
+        entries.append(Traced(argv=argv, actor="person", exit=0, facts=facts.to_dict(),
+                              route=route(facts).to_dict(), pid=100 + n))  # fmt: skip
+    out = replay(entries, "f run r")
+    said = [line.strip() for line in out.lines if line.strip().startswith("changed:")]
+    assert said == [
+        "changed: changed outside praxis: picks.csv",
+        "changed: hand edit: picks.csv",
+        "changed: definition changed: pick",
+        "changed: hand edit: picks.csv",
+    ]
+    text = "\n".join(out.lines)
+    assert out.loops == 0 and "loop:" not in text  # #6 is #1's state, with changes between
+    assert "#7 praxis status f -> exit 0   (facts unchanged)" in text

@@ -7,9 +7,8 @@ proposed; when the facts changed, the facts in words, each change named for what
 re-run, a hand edit at a Gate, an output changed outside praxis, a definition or parameters
 changed), the route they gave, where a Gate paused the run, and where a loop went round: the
 same facts as an earlier command left, with no edit, change from outside or killed command
-between. Every
-route is recomputed from its recorded facts and compared with the recorded one: a route
-that differs is named (a determinism check). Pure: entries in, lines out.
+between. Every route is recomputed from its recorded facts and compared with the recorded
+one: a route that differs is named (a determinism check). Pure: entries in, lines out.
 """
 
 from __future__ import annotations
@@ -71,19 +70,25 @@ def in_start_order(entries: list[Event]) -> list[Command]:
 
 
 def _verb(argv: list[str]) -> str:
-    """The command's verb: the word after ``mcp`` or ``web``, else the first not an option
-    after the program (which may be several words: ``python -m praxis``)."""
-    for i, word in enumerate(argv):
-        if word in ("mcp", "web"):
-            return f"{word} {argv[i + 1] if i + 1 < len(argv) else ''}"
-        if word in VERBS:
-            return word
-    return ""
+    """The command's verb: ``mcp TOOL`` or ``web VERB``, else its verb (after the program,
+    which may be several words: ``python -m praxis``)."""
+    at = _verb_at(argv)
+    words = argv[at : at + 2]
+    return " ".join(words) if words[:1] in (["mcp"], ["web"]) else "".join(words[:1])
+
+
+def _verb_at(argv: list[str]) -> int:
+    """Where the words after the program start (1 when no verb is found)."""
+    for i, word in enumerate(argv[1:], start=1):
+        if word in VERBS or word in ("mcp", "web"):
+            return i
+    return 1
 
 
 VERBS = frozenset(
-    ("run", "begin", "advance", "status", "approve", "reject", "manage", "accept", "rerun")
-) | {"cancel", "log"}
+    {"run", "begin", "advance", "status", "approve", "reject", "manage", "accept", "rerun"}
+    | {"cancel", "log"}
+)
 LOOKING = ("status", "log", "read_file", "flows", "runs")
 INPUTS = ("hand edit", "changed outside praxis", "definition changed", "parameters changed")
 
@@ -105,11 +110,10 @@ def replay(entries: list[Event], title: str) -> Replay:
             )
             continue
         out.commands += 1
-        program = before.program if before is not None else ("praxis",)
         if c.end is None:
             out.unfinished += 1
             inputs += 1  # a command killed midway: what follows is recovery, not a loop
-            words = _words(c.argv, program)
+            words = c.argv[_verb_at(c.argv) :]
             out.lines.append(f"#{number} {_shown(words)} -> never finished (killed, or running)")
             continue
         e = c.end
@@ -181,7 +185,7 @@ def changes(before: Facts | None, now: Facts, words: list[str]) -> list[str]:
     shas = dict(before.read)
     rewritten = (
         [path for path, sha in now.read if path in shas and shas[path] != sha]
-        if now.gate == before.gate and verb not in ("rerun", "reject", "advance", "run")
+        if now.gate == before.gate and verb not in ("rerun", "reject", "advance", "run", "accept")
         else []
     )
     if edited or rewritten:
