@@ -254,13 +254,17 @@ REORDER = """
 """
 
 
-def test_discard_edits_puts_back_a_later_phase_restored_by_reuse(tmp_path) -> None:
+@pytest.mark.parametrize("back", ["rerun", "reject"])
+def test_discard_edits_puts_back_a_later_phase_restored_by_reuse(tmp_path, back) -> None:
     flow = write_flow(tmp_path / "trips", LATER, {"velocity.py": VELOCITY, "reorder.py": REORDER})
     run = runner.begin(flow)
     assert runner.advance(flow, run.id, make_sandbox=Fakes()).gate == "reorder"
     wrote = run.paths.out("reorder.csv").read_bytes()
     runner.edit(flow, "reorder.csv", wrote.replace(b"Olso", b"Oslo"), run.id)
-    runner.rerun(flow, "velocity", run.id, edits="discard")
+    if back == "rerun":
+        runner.rerun(flow, "velocity", run.id, edits="discard")
+    else:
+        runner.reject(flow, "velocity", "again", run.id, gate="reorder", edits="discard")
     assert run.paths.out("reorder.csv").read_bytes() == wrote  # put back at once
     state = runner.advance(flow, run.id, make_sandbox=Fakes())
     assert state.gate == "reorder" and state.phase("reorder").reused  # nothing it reads changed

@@ -726,7 +726,7 @@ def reject(
             "--expect-revision", str(run.state.revision),
         )  # fmt: skip
         choice, edited = _choose_edits(run, reopen, edits, command)
-        back = put_back(run, reopen) if choice == "discard" else []
+        back = put_back(run, reopen, "reject") if choice == "discard" else []
         _change(
             run, "reject", phase=reopen, note=note, edits=choice or None, put_back=back,
             actor=who, acked=acked, kept=_kept(run, reopen), edited=edited,
@@ -760,7 +760,7 @@ def rerun(
         if params:
             base = {**run.flow.params, **run.state.params}
             _change(run, "params", params=resolve_params(base, params))
-        back = put_back(run, from_phase) if choice == "discard" else []
+        back = put_back(run, from_phase, "rerun") if choice == "discard" else []
         _change(
             run, "rerun", phase=from_phase, reuse=reuse, edits=choice or None, put_back=back,
             kept=_kept(run, from_phase), edited=edited,
