@@ -56,6 +56,8 @@ def _main(argv: list[str] | None) -> int:
     tracing = args.command in TRACED and _tracing(args)
     if tracing and args.command not in MAKES_RUN:
         _trace(args, words, None)  # as it starts: a command killed before its end is there
+    elif tracing and args.command == "run":  # as its run is made, before a phase runs
+        args.on_begun = lambda run: _trace(args, words, None, made=run)
     code = _dispatch(args)
     if tracing:
         _trace(args, words, code)
@@ -117,14 +119,15 @@ def _tracing(args: argparse.Namespace) -> bool:
     return enabled()
 
 
-# Commands that make their run: traced at their end only (no run to trace into before).
+# Commands that make their run: no run to trace into as they start (``run`` is traced as
+# its run is made, ``begin`` at its end only).
 MAKES_RUN = ("run", "begin")
 
 
-def _trace(args: argparse.Namespace, words: list[str], code: int | None) -> None:
-    """Record the command in the run's trace.jsonl: as it starts (``code`` None), or with
-    its exit code and the route after it. A command whose run cannot be opened (none yet, a
-    flow.yaml with errors) has nothing to record into."""
+def _trace(args: argparse.Namespace, words: list[str], code: int | None, made: Any = None) -> None:
+    """Record the command in the run's trace.jsonl (``made``, else the run it names): as it
+    starts (``code`` None), or with its exit code and the route after it. A command whose run
+    cannot be opened (none yet, a flow.yaml with errors) has nothing to record into."""
     from .flows.definition.contract import FlowInvalid
     from .flows.model.decisions import BadActor, actor_of
     from .flows.report import trace
@@ -133,8 +136,11 @@ def _trace(args: argparse.Namespace, words: list[str], code: int | None) -> None
     try:
         from .service.reading import open_run
 
-        flow = find_flow(args.flow) if code is None else args.flow  # _dispatch resolves it
-        run = open_run(flow, getattr(args, "run", None))
+        if made is not None:
+            run = made
+        else:
+            flow = find_flow(args.flow) if code is None else args.flow  # _dispatch resolves it
+            run = open_run(flow, getattr(args, "run", None))
         try:
             actor = actor_of(getattr(args, "actor", None))
         except BadActor:

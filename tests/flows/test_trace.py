@@ -68,6 +68,9 @@ def test_each_command_on_a_run_is_traced_with_the_route_after_it(
     lines = trace.read(RunHandle.open(run.flow, run.id))
     assert [e.argv[1] for e in lines if isinstance(e, Traced)] == ["run", "status", "approve"]
     first, _, approve = (e for e in lines if isinstance(e, Traced))
+    started = [e.argv[1] for e in lines if isinstance(e, TraceStarted)]
+    assert started == ["run", "status", "approve"]  # each traced as it started too
+    assert isinstance(lines[0], TraceStarted) and lines[0].pid == first.pid  # run: once made
     assert (first.exit, first.actor, approve.actor) == (0, "person", "agent")
     assert first.route["reason"] == "gate_delegated" and first.facts["gate"] == "pick"
     assert approve.facts["gate"] == "total" and approve.route["who"] == "person"
@@ -133,9 +136,11 @@ def test_replay_names_a_route_that_its_facts_do_not_give(
     assert main(capsys, "run", "gates", "--quiet")[0] == 0
     run = newest(here)
     raw = run.paths.trace.read_text().splitlines()
-    entry = json.loads(raw[0])
+    at = next(i for i, line in enumerate(raw) if '"kind": "traced"' in line)  # run's end
+    entry = json.loads(raw[at])
     entry["route"]["reason"] = "ready"  # as if another route had been chosen from these facts
-    run.paths.trace.write_text("\n".join([json.dumps(entry), *raw[1:]]) + "\n")
+    raw[at] = json.dumps(entry)
+    run.paths.trace.write_text("\n".join(raw) + "\n")
     code, out, _ = main(capsys, "replay", "gates")
     assert code == 1
     assert "(DIFFERS)" in out and "routes recomputed differently from their facts: #1" in out
