@@ -207,7 +207,10 @@ def _approve_in_the_page(root: Path, ref: str, run_id: str) -> None:
             page = client.get(f"/run?flow={ref}&run={run_id}").text
             csrf = page.split('name="csrf" value="', 1)[1].split('"', 1)[0]
             revision = RunHandle.open(runner.load_flow(root / ref), run_id).state.revision
-            form = {"flow": ref, "run": run_id, "revision": str(revision), "csrf": csrf}
+            form = {"flow": ref, "run": run_id, "revision": str(revision - 1), "csrf": csrf}
+            r = client.post("/approve", data=form, follow_redirects=False)  # a stale page
+            assert r.status_code != 303 and "changed since" in r.text, r.text[-2000:]
+            form["revision"] = str(revision)
             r = client.post("/approve", data=form, follow_redirects=False)
             assert r.status_code == 303 and "notice=approved" in r.headers["location"], r.text
             advancer.wait(120)
@@ -252,10 +255,12 @@ def test_replay_tells_a_killed_command_a_hand_edit_and_a_page_approval_in_start_
     heads = [line.split(" -> ")[0] for line in out.splitlines() if line.startswith("#")]
     verbs = [h.split()[1] if h.split()[1] != "praxis" else h.split()[2] for h in heads]
     assert verbs == [
-        "begin", "advance", "advance", "rerun", "advance", "status", "page", "status"
+        "begin", "advance", "advance", "rerun", "advance", "status", "page", "page", "status"
     ], out  # fmt: skip
     assert "#2 praxis advance story --allow-local --quiet -> never finished" in out
-    assert "#7 page approve" in out
+    page = [line for line in out.splitlines() if line.startswith(("#7 ", "#8 "))]
+    assert page[0].startswith("#7 page approve") and " -> exit 4 " in page[0]  # a stale page
+    assert page[1].startswith("#8 page approve") and " -> exit 0 " in page[1]
     assert "changed: re-run from work" in out
     assert "changed: hand edit: picks.csv" in out
     assert "Gate after pick: the run paused (person decides)" in out
