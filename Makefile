@@ -7,7 +7,7 @@ FLOW   ?= flows/sales-report
 # is waiting on a container, so the other worker's test runs meanwhile.
 PYTEST_ARGS ?= -n 2 --dist worksteal --durations=25
 
-.PHONY: run test test-fast image lint bench clean
+.PHONY: run test test-fast image lint bench bench-smoke clean
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -48,7 +48,7 @@ FAST = tests/flows/test_state.py tests/flows/test_state_events.py tests/flows/te
 	tests/flows/test_edits.py tests/flows/test_safe_yaml.py tests/flows/test_sandbox_config.py \
 	tests/flows/test_reconcile.py tests/flows/test_notebook_check.py tests/flows/test_definition.py \
 	tests/flows/test_yaml_values.py tests/flows/test_receipt.py tests/flows/test_status.py \
-	tests/flows/test_carry.py tests/flows/test_notify.py tests/flows/test_checks.py \
+	tests/flows/test_carry.py tests/flows/test_notify.py tests/flows/test_profile.py tests/flows/test_checks.py \
 	tests/flows/test_handle.py tests/flows/test_handout.py tests/flows/test_opening.py \
 	tests/test_console.py tests/sources/test_source.py \
 	tests/reliability/test_bad_input.py
@@ -64,6 +64,11 @@ lint: $(VENV)/.installed
 
 bench: image
 	$(PY) -m benchmarks.compare
+
+# The benchmarks in their quickest form, so they cannot rot unnoticed: one round of the quick
+# commands and the 5-phase flow (fresh and reused); the figures are printed, never asserted.
+bench-smoke: image
+	$(PY) -m benchmarks.compare --repeats 1 --only quick --only pipeline --results "$${TMPDIR:-/tmp}/praxis-bench"
 
 clean:
 	rm -rf flows/*/runs flows/*/run.lock .pytest_cache

@@ -23,17 +23,21 @@ def praxis(*args: str) -> list[str]:
     return [PRAXIS, *args]
 
 
-def run_flow(flow: Path, backend: str) -> tuple[Timed, Path]:
-    """``praxis run FLOW --quiet`` on ``backend`` to its end; (timing, the run's folder)."""
-    timed = run_timed(
-        praxis("run", str(flow), "--quiet"), cwd=flow, env={"PRAXIS_SANDBOX": backend}
-    )
+def run_flow(flow: Path, backend: str, *, reuse: bool = False) -> tuple[Timed, Path]:
+    """``praxis run FLOW --quiet`` on ``backend`` to its end; (timing, the run's folder).
+
+    A fresh run by default (``--no-reuse``): every round of a benchmark runs the same flow,
+    and a round restored from the one before would measure no phase at all. ``reuse=True``
+    measures that restore: every phase reused, no sandbox opened (``backend`` is None)."""
+    argv = praxis("run", str(flow), "--quiet", *(() if reuse else ("--no-reuse",)))
+    timed = run_timed(argv, cwd=flow, env={"PRAXIS_SANDBOX": backend})
     found = re.search(r"^run (\S+):", timed.stdout, re.MULTILINE)
     if found is None:
         raise BenchmarkFailed(f"praxis run printed no run id: {timed.stdout[-300:]!r}")
     run_dir = flow / "runs" / found.group(1)
     state = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
-    if state["status"] != "done" or state.get("backend") != backend:
+    expected = None if reuse else backend  # a run whose every phase is reused opens none
+    if state["status"] != "done" or state.get("backend") != expected:
         raise BenchmarkFailed(
             f"praxis run on {backend}: {state['status']} on {state.get('backend')}: "
             f"{state.get('error')}"

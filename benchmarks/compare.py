@@ -17,7 +17,7 @@ from pathlib import Path
 
 from . import pipeline, runner_costs, scale, serve_start
 from .measure import BenchmarkFailed
-from .report import Results, markdown, write
+from .report import RESULTS, Results, markdown, write
 
 WORK = Path(__file__).resolve().parent / "work"
 SECTIONS = ("quick", "pipeline", "overhead", "cold", "serve", "transfer", "scale")
@@ -51,6 +51,12 @@ def main(argv: list[str] | None = None) -> int:
         type=Path,
         help="measure the praxis of this checkout (its praxis/ and sandbox/ first on "
         "PYTHONPATH), e.g. a worktree of an earlier commit, for a before/after table",
+    )
+    p.add_argument(
+        "--results",
+        type=Path,
+        default=RESULTS,
+        help="the folder the dated table is written to (default benchmarks/results)",
     )
     args = p.parse_args(argv)
     if args.code is not None:
@@ -96,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
         else ""
     )
     table = markdown(results, command)
-    md, js = write(results, command)
+    md, js = write(results, command, args.results)
     print(table)
     print(
         f"written: {md.relative_to(Path.cwd()) if md.is_relative_to(Path.cwd()) else md}, "

@@ -115,13 +115,13 @@ def markdown(results: Results, command: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write(results: Results, command: str) -> tuple[Path, Path]:
-    """benchmarks/results/<date>.md and .json; returns their paths."""
-    RESULTS.mkdir(parents=True, exist_ok=True)
+def write(results: Results, command: str, folder: Path = RESULTS) -> tuple[Path, Path]:
+    """<folder>/<date>.md and .json (benchmarks/results/ by default); returns their paths."""
+    folder.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y-%m-%d-%H%M", time.gmtime(results.started))
-    if (RESULTS / f"{stamp}.md").exists():  # two runs in one minute: keep both
+    if (folder / f"{stamp}.md").exists():  # two runs in one minute: keep both
         stamp = time.strftime("%Y-%m-%d-%H%M%S", time.gmtime(results.started))
-    md = RESULTS / f"{stamp}.md"
+    md = folder / f"{stamp}.md"
     md.write_text("# praxis benchmarks\n\n" + markdown(results, command), encoding="utf-8")
     data = {
         "date": stamp,
@@ -132,7 +132,7 @@ def write(results: Results, command: str) -> tuple[Path, Path]:
         "skipped": results.skipped,
         "details": results.details,
     }
-    js = RESULTS / f"{stamp}.json"
+    js = folder / f"{stamp}.json"
     text = json.dumps(_clean(data), indent=1, default=str, allow_nan=False)
     js.write_text(text + "\n", encoding="utf-8")
     return md, js

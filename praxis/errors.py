@@ -19,6 +19,9 @@ PraxisError               1  something failed                                   
 │   ├── NoOutput             a run has no such output (yet)                     api
 │   ├── NotFound             a URL names what is not below the served root      web.catalog
 │   ├── Unreadable           drafts a page sent that it does not write          web.drafts
+│   ├── ProfileInvalid       the person's profile cannot be read          flows.definition.profile
+│   ├── ProfileUnset         a profile value reads an unset ${VAR}        flows.definition.profile
+│   ├── ProfileLacks         a flow names an entry the profile lacks flows.definition.host_resources
 │   └── TranscriptError      a chat transcript that cannot be read              chat.transcript
 ├── Busy                  3  another process holds the run's lock (or flow's)   flows.store.lock
 ├── Refused               4  not allowed now; nothing was changed               (here)

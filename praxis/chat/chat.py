@@ -51,9 +51,9 @@ KEY_HELP: dict[str, str] = {
     "URL (passwords as ${NAME} from the environment), for agent extracts",
     "phases": "the ordered list of phases (at least one)",
     "notify": (
-        "who is told when a run waits at a Gate, fails or is done: {webhook: https://..., "
-        "when: [gate, failed, done]}; a JSON POST naming the flow, run, Gate, files and page. "
-        "A command is the person's (PRAXIS_NOTIFY_COMMAND), never flow.yaml's"
+        "who is told when a run waits at a Gate, fails or is done: {to: team, when: [gate, "
+        "failed, done]}, naming targets of the person's profile; a webhook URL or a command "
+        "is the person's (their profile), never flow.yaml's"
     ),
     "params": (
         "run parameters with their defaults, {name: value}; `praxis run FLOW -p name=value` "

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from ..errors import EXIT
-from ..flows.definition import contract
+from ..flows.definition import contract, host_resources, profile
 from ..flows.definition.isolation import backend_of, on_host
 from ..terminal import escape
 
@@ -18,6 +18,15 @@ def cmd_check(args: argparse.Namespace) -> int:
     if not report.ok:
         return EXIT["usage"]
     assert flow is not None
+    mine = profile.load() if host_resources.asked(flow) else None  # none asked: none read
+    for line in host_resources.lines(flow, mine) if mine else ():
+        print(escape(line))
+    missing = host_resources.missing(flow, mine)
+    lacking = [contract.Problem(where, fix) for where, fix in missing]
+    for problem in lacking:
+        print(escape(str(problem)))
+    if lacking:
+        return EXIT["usage"]
 
     backend = backend_of(flow.sandbox)
     if on_host(backend):  # valid, but not isolated: never a plain "ok"

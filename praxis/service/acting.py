@@ -83,11 +83,12 @@ def run(
     on_message: OnMessage = lambda message: None,
     model: BaseChatModel | None = None,
     reuse: bool = True,
+    notifier: Notifier | None = None,
 ) -> RunState:
     """Begin a run and advance it, under one hold of the run's lock (no other process
     advances it first); ``on_begun`` is told the new run before its first phase.
     ``managed``: a person lets an agent decide its delegatable Gates. The rest as
-    ``advance``."""
+    ``advance`` (the run is told to ``notifier`` as an advance's is)."""
     return runner.run(
         load(flow),
         params=params,
@@ -99,6 +100,7 @@ def run(
         on_message=on_message,
         given=given_to("agent", model, approver),
         reuse=reuse,
+        notifier=notifier,
     )
 
 

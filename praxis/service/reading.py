@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..flows.definition import contract
-from ..flows.definition.contract import Report
+from ..flows.definition import contract, host_resources
+from ..flows.definition.contract import Problem, Report
 from ..flows.model.events import Event
 from ..flows.model.flow import Flow
 from ..flows.report.status import Status, status_of
@@ -22,8 +22,14 @@ def load(flow: FlowRef) -> Flow:
 
 
 def check(flow: FlowRef) -> Report:
-    """The contract report of a flow.yaml (``.ok``, ``.errors``, ``.lines()``); never raises."""
-    return contract.check(flow.root if isinstance(flow, Flow) else Path(flow))
+    """The contract report of a flow.yaml (``.ok``, ``.errors``, ``.lines()``), with an error
+    for each profile entry it names that the person's profile lacks. Raises only for a
+    profile that cannot be read (ProfileInvalid)."""
+    found, report = contract.load(flow.root if isinstance(flow, Flow) else Path(flow))
+    if found is not None:
+        for where, fix in host_resources.missing(found):
+            report.problems.append(Problem(where, fix))
+    return report
 
 
 def open_run(flow: FlowRef, run: str | None = None) -> RunHandle:

@@ -213,6 +213,7 @@ class UI:
                 pages[key[5:]] = int(value)
         self.advancer.prepare(run)  # at a Gate: its sandbox opens before the click
         job = self.advancer.job(run.flow.root, run.id)
+        budget = render.Budget.start()  # the page's markdown outputs share its time
         return self.render(
             request,
             "run.html",
@@ -231,7 +232,7 @@ class UI:
             max_runs=self.advancer.max_runs,
             phase_status={p.id: p.status for p in run.state.phases},
             render_md=lambda text, folder: render.markdown(
-                text, flow=ref, run=run.id, folder=folder
+                text, flow=ref, run=run.id, folder=folder, budget=budget
             ),
         )
 

@@ -294,3 +294,45 @@ def test_discard_edits_runs_a_phase_again_whose_written_version_is_gone(tmp_path
     assert state.gate == "reorder" and state.phase("reorder").attempt == 2
     assert not state.phase("reorder").reused and state.phase("reorder").edited == {}
     assert b"Olso" in run.paths.out("reorder.csv").read_bytes()
+
+
+def test_a_table_that_repeats_a_column_name_gets_no_edit() -> None:
+    # the reviewer fixed the second `amount`; matched by name, it would land in the first
+    wrote = b"id,amount,amount\n1,7,7\n2,3,3\n"
+    edited = b"id,amount,amount\n1,7,8\n2,3,3\n"
+    out = carry.reapply("pay.csv", ["id"], wrote, edited, wrote)
+    assert out.data == wrote and out.applied == []
+    assert out.skipped == [
+        "pay.csv: its header repeats the column 'amount' and --keep-edits matches edits to "
+        "columns by name: choose --discard-edits, or give the columns distinct names in the "
+        "phase (in the table as the phase wrote it): no edit applied"
+    ]
+    new = b"id,amount,amount\n2,3,3\n1,7,7\n"  # the new output alone repeats it
+    out = carry.reapply("pay.csv", ["id"], b"id,amount\n1,7\n", b"id,amount\n1,8\n", new)
+    assert out.data == new and out.applied == [] and "(in the new table)" in out.skipped[0]
+
+
+REPEATED = """
+    with open("clean.csv", "w") as fh:
+        fh.write("day,city,city\\n1,Oslo,Oslo\\n3,Olso,Olso\\n")
+    open("notes.md", "w").write("notes\\n")
+"""
+
+
+def test_keep_edits_is_refused_for_a_table_that_repeats_a_column_name(tmp_path) -> None:
+    files = {"clean.py": REPEATED, "report.py": REPORT}
+    flow = write_flow(tmp_path / "weather", FLOW % {"key": "key: [day]"}, files)
+    run = runner.begin(flow)
+    assert runner.advance(flow, run.id, make_sandbox=Fakes()).waiting == "gate"
+    runner.edit(flow, "clean.csv", b"day,city,city\n1,Oslo,Oslo\n3,Olso,Oslo\n", run.id)
+    revision = RunHandle.open(run.flow, run.id).state.revision
+    with pytest.raises(runner.EditsAtRisk) as caught:
+        runner.rerun(flow, "clean", run.id, edits="keep")
+    assert str(caught.value) == (
+        f"run {run.id}: --keep-edits cannot re-apply the edit of clean.csv: its header repeats "
+        "the column 'city' and --keep-edits matches edits to columns by name: choose "
+        "--discard-edits, or give the columns distinct names in the phase"
+    )
+    assert caught.value.next(str(flow)).endswith("--discard-edits")
+    assert RunHandle.open(run.flow, run.id).state.revision == revision  # nothing changed
+    runner.rerun(flow, "clean", run.id, edits="discard")

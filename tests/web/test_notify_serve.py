@@ -1,5 +1,6 @@
 """The server's notifier: an approve from the page advances the run in the background, and
-the run's end is told to flow.yaml's webhook with the run page's URL (no token in it)."""
+the run's end is told to the profile's target flow.yaml names, with the run page's URL (no
+token in it)."""
 
 from __future__ import annotations
 
@@ -20,12 +21,15 @@ from .test_pages import form
 
 
 @pytest.fixture
-def told(gated: GatedRun, monkeypatch) -> Iterator[tuple[Served, Hook]]:  # type: ignore[no-untyped-def]
+def told(gated: GatedRun, monkeypatch, tmp_path) -> Iterator[tuple[Served, Hook]]:  # type: ignore[no-untyped-def]
     monkeypatch.delenv("PRAXIS_NOTIFY_COMMAND", raising=False)
     hook = Hook()
     hook.thread.start()
+    profile = tmp_path / "profile.yaml"
+    profile.write_text(f"notify: {{team: {{webhook: '{hook.url}'}}}}\n")
+    monkeypatch.setenv("PRAXIS_PROFILE", str(profile))
     yaml = gated.flow / "flow.yaml"
-    yaml.write_text(yaml.read_text() + f"notify: {{webhook: '{hook.url}'}}\n")
+    yaml.write_text(yaml.read_text() + "notify: {to: team}\n")
     guard = Guard()
     me = Notifier(base_url="http://127.0.0.1:8765", root=gated.root)
     advancer = Advancer(make_sandbox=local_sandbox, notifier=me)
@@ -47,6 +51,7 @@ def test_the_end_of_a_run_approved_on_the_page_is_told_with_its_page(told) -> No
     served.advancer.wait(180)
     ((_, _, body),) = hook.seen
     assert body["event"] == "done" and body["run"] == served.gated.run_id
+    assert set(body) == {"flow", "run", "event", "status", "phase", "url"}
     url = urlsplit(body["url"])
     assert (url.netloc, url.path) == ("127.0.0.1:8765", "/run")
     assert parse_qs(url.query) == {"flow": [served.gated.ref], "run": [served.gated.run_id]}

@@ -24,7 +24,7 @@ from sandbox.files import fsync_folder, replace_file
 
 from ...argv import flow_arg
 from ...errors import EXIT, Refused
-from ..definition import contract, isolation, packages, sandbox_config
+from ..definition import contract, host_resources, isolation, packages, sandbox_config
 from ..definition import digests as definition
 from ..definition.digest import sha256_of
 from ..model import decisions
@@ -88,8 +88,10 @@ def begin(
     clock: Clock = time.time,
 ) -> RunHandle:
     """A new run, paused at its first phase. Created under the Flow's lock (held a moment;
-    a flow whose lock stays busy gets Busy and no run)."""
+    a flow whose lock stays busy gets Busy and no run). A flow that asks to notify a
+    connection, cluster or target the person's profile lacks gets ProfileLacks and no run."""
     flow = load_flow(flow_ref)
+    host_resources.require(flow)
     with flow_lock(flow, "creating"):
         return _begin(flow, params, clock)
 
@@ -127,17 +129,20 @@ def run(
     on_event: Callable[[Event], None] | None = None,
     given: Mapping[str, object] | None = None,
     reuse: bool = True,
+    notifier: Notifier | None = None,
 ) -> RunState:
     """Begin a run and advance it: the run appears with its lock already held by this
     process, so no other advances it first. ``managed``: a person lets an agent decide the
     run's delegatable Gates (recorded before the first phase). The other options are
-    ``advance``'s."""
+    ``advance``'s; as there, the run left at a Gate, failed or done is told (``notifier``)
+    once the lock is let go."""
     flow = load_flow(flow_ref)
     if managed:
         _person_only(actor, "put a run in managed mode")
     make = default_sandbox if make_sandbox is None else make_sandbox
     if make is default_sandbox:
         isolation.confine(flow.sandbox)  # refused before a run is made
+    host_resources.require(flow)  # an entry the profile lacks: refused, no run made
     locks: list[Lock] = []
 
     def take(staging: RunPaths) -> None:
@@ -160,7 +165,7 @@ def run(
             if opening is not None:
                 opening.abandon()
             raise
-        return _advance(
+        state = _advance(
             flow,
             handle.id,
             clock=clock,
@@ -175,6 +180,8 @@ def run(
     finally:
         for lock in locks:
             lock.release()
+    tell(RunHandle.open(flow, state.run, clock), notifier or Notifier.from_env())
+    return state
 
 
 def default_sandbox(flow: Flow, run: RunHandle, *, chosen: bool = False) -> Sandbox:
@@ -212,8 +219,8 @@ def advance(
     ``reuse`` (False: run stale phases even when nothing they depend on changed),
     ``opening`` (a sandbox opened ahead: ``praxis serve``), ``notifier`` (default from the
     environment). Once the lock is let go, a run left at a Gate, failed or done is told to
-    flow.yaml's ``notify:`` and the person's command; a notifier's failure is recorded,
-    never raised.
+    the profile's targets flow.yaml's ``notify:`` names and to the person's command; a
+    notifier's failure (a target the profile lacks included) is recorded, never raised.
     """
     flow = load_flow(flow_ref)
     ahead = opening  # this call owns it: _advance uses it or closes it, else it is abandoned
@@ -439,6 +446,13 @@ def _choose_edits(
             f"run {run.id}: --keep-edits cannot re-apply the edit of {', '.join(cannot)}: it "
             "is not a table with a row key (declare key: [columns] under its checks: in "
             "flow.yaml), or choose --discard-edits",
+            f"{command} --discard-edits",
+            names,
+        )
+    twice = carry.repeated_columns(run, found) if edits == "keep" else []
+    if twice:
+        raise EditsAtRisk(
+            f"run {run.id}: --keep-edits cannot re-apply the edit of {carry.refusal(*twice[0])}",
             f"{command} --discard-edits",
             names,
         )

@@ -67,6 +67,7 @@ class SandboxSettings:
     timeout: float = DEFAULT_TIMEOUT  # seconds per phase
     packages: tuple[str, ...] = ()  # requirements beyond the image (requirements.txt adds)
     collect: int | None = None  # bytes of new files one phase may leave (None: 1 GiB)
+    cluster: str | None = None  # backend ray: a cluster of the person's profile, by name
     written: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -78,9 +79,11 @@ class Flow:
     description: str = ""
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)
     model: str | None = None
-    database: str | None = None  # agent extracts: a SQLite file of the flow, or a SQLAlchemy URL
+    database: str | None = (
+        None  # a connection of the person's profile, or a database file of the flow
+    )
     params: dict[str, Any] = field(default_factory=dict)  # run parameters and their defaults
-    notify: dict[str, Any] = field(default_factory=dict)  # {webhook, when}: who is told (notify.py)
+    notify: dict[str, Any] = field(default_factory=dict)  # {to, when}: profile targets (notify.py)
 
     def phase(self, phase_id: str) -> Phase:
         for p in self.phases:
