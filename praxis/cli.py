@@ -53,8 +53,13 @@ def _main(argv: list[str] | None) -> int:
     words = sys.argv[1:] if argv is None else argv
     known = words[0] if words and words[0] in COMMANDS else None  # else: every command's help
     args = parser(known).parse_args(words)
+    tracing = args.command in TRACED and _tracing(args)
+    if tracing and args.command not in MAKES_RUN:
+        _trace(args, words, None)  # as it starts: a command killed before its end is there
+    elif tracing and args.command == "run":  # as its run is made, before a phase runs
+        args.on_begun = lambda run: _trace(args, words, None, made=run)
     code = _dispatch(args)
-    if args.command in TRACED and _tracing(args):
+    if tracing:
         _trace(args, words, code)
     return code
 
@@ -114,9 +119,15 @@ def _tracing(args: argparse.Namespace) -> bool:
     return enabled()
 
 
-def _trace(args: argparse.Namespace, words: list[str], code: int) -> None:
-    """Record the command and the route after it in the run's trace.jsonl. A command whose
-    run cannot be opened (none yet, a flow.yaml with errors) has nothing to record into."""
+# Commands that make their run: no run to trace into as they start (``run`` is traced as
+# its run is made, ``begin`` at its end only).
+MAKES_RUN = ("run", "begin")
+
+
+def _trace(args: argparse.Namespace, words: list[str], code: int | None, made: Any = None) -> None:
+    """Record the command in the run's trace.jsonl (``made``, else the run it names): as it
+    starts (``code`` None), or with its exit code and the route after it. A command whose run
+    cannot be opened (none yet, a flow.yaml with errors) has nothing to record into."""
     from .flows.definition.contract import FlowInvalid
     from .flows.model.decisions import BadActor, actor_of
     from .flows.report import trace
@@ -125,16 +136,26 @@ def _trace(args: argparse.Namespace, words: list[str], code: int) -> None:
     try:
         from .service.reading import open_run
 
-        run = open_run(args.flow, getattr(args, "run", None))
+        if made is not None:
+            run = made
+        else:
+            flow = find_flow(args.flow) if code is None else args.flow  # _dispatch resolves it
+            run = open_run(flow, getattr(args, "run", None))
         try:
             actor = actor_of(getattr(args, "actor", None))
         except BadActor:
             actor = "?"
-        trace.record(run, [*program_argv(), *words], actor, code)
-    except (NoRun, FlowInvalid):
+        if code is None:
+            trace.start(run, [*program_argv(), *words], actor)
+        else:
+            trace.record(run, [*program_argv(), *words], actor, code)
+    except (NoRun, FlowInvalid, NoFlowHere):
         return
     except Exception as exc:  # a trace that cannot be written never changes the outcome
-        print(f"trace: not recorded ({type(exc).__name__}: {escape(str(exc))})", file=sys.stderr)
+        if code is not None:  # (at the start, the command itself says what is wrong)
+            print(
+                f"trace: not recorded ({type(exc).__name__}: {escape(str(exc))})", file=sys.stderr
+            )
 
 
 def _allowing_local(args: argparse.Namespace) -> int:
@@ -283,7 +304,7 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
     option(("rerun",), "--no-reuse", action="store_true", help="run every later phase again")
     for flag, choice, words in (
         ("--keep-edits", "keep", "re-apply them to the new output by row key"),
-        ("--discard-edits", "discard", "drop them (they stay under attempts/)"),
+        ("--discard-edits", "discard", "drop them (outputs back as their phases wrote them)"),
     ):
         option(
             ("rerun", "reject"),

@@ -134,6 +134,7 @@ class Tools:
         """Run the run's phases until a Gate, a failure or the end (progress per phase);
         returns its status."""
         handle = self._open(flow, run, "advance")
+        _traced(handle, "advance", {"flow": flow, "run": run}, None)
         await self._advance(handle, ctx, {"flow": flow, "run": run})
         return self._result("advance", handle, {"flow": flow, "run": run})
 
@@ -240,6 +241,7 @@ class Tools:
     def _do(
         self, tool: str, handle: RunHandle, args: dict[str, Any], act: Callable[[], Any]
     ) -> None:
+        _traced(handle, tool, args, None)  # as it starts
         try:
             act()
         except PraxisError as exc:
@@ -326,14 +328,19 @@ def _error(exc: PraxisError) -> ToolError:
     return ToolError(f"{code}: {type(exc).__name__}: {escape(str(exc))}")
 
 
-def _traced(handle: RunHandle, tool: str, args: dict[str, Any], code: int) -> None:
+def _traced(handle: RunHandle, tool: str, args: dict[str, Any], code: int | None) -> None:
+    """Trace the tool call as the command line's are: as it starts (``code`` None) and as it
+    ends, with its exit code."""
     if not trace.enabled():
         return
     shown = {k: v for k, v in args.items() if v is not None}
     try:
         fresh = RunHandle.open(handle.flow, handle.id)
         argv = [*program_argv(), "mcp", tool, json.dumps(shown, sort_keys=True)]
-        trace.record(fresh, argv, ACTOR, code)
+        if code is None:
+            trace.start(fresh, argv, ACTOR)
+        else:
+            trace.record(fresh, argv, ACTOR, code)
     except Exception:  # a trace that cannot be written never changes the outcome
         return
 

@@ -149,3 +149,7 @@ def test_an_mcp_client_follows_the_route_as_an_agent_and_is_refused_as_one(
     )  # fmt: skip
     assert replay.returncode == 0, replay.stdout
     assert "praxis mcp approve" in replay.stdout and "[route command 1]" in replay.stdout
+    # each tool call is traced as it starts too, as the command line's commands are
+    lines = EventLog(root / "conv/runs" / run / "trace.jsonl").read()
+    started = [e.argv[-3:-1] for e in lines if e.kind == "trace_started"]  # type: ignore[attr-defined]
+    assert ["mcp", "approve"] in started and ["mcp", "status"] in started

@@ -38,6 +38,9 @@ def cmd_begin(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     def begun(run: RunHandle) -> None:
         print(f"run {run.id} of {run.flow.name}", file=sys.stderr)
+        traced = getattr(args, "on_begun", None)  # the trace's start line, when tracing
+        if traced is not None:
+            traced(run)
 
     params = _params(args)
     return _advance(

@@ -42,6 +42,7 @@ from .files import file_response
 from .reading import Reader, rendered
 from .refusals import RequestRefused, TokenRefused
 from .security import Guard, GuardMiddleware
+from .tracing import code_of, traced
 
 HERE = Path(__file__).parent
 NOTICES = {
@@ -303,7 +304,14 @@ class UI:
                 if "text" in draft:
                     texts[name] = str(draft["text"])
             await run_in_threadpool(catalog.open_run, self.root, ref, run_id)
-            notice = await run_in_threadpool(action, form, ref, run_id, expect)
+            verb = request.url.path.strip("/")
+            await run_in_threadpool(traced, self.root, ref, run_id, verb, form, None)
+            try:
+                notice = await run_in_threadpool(action, form, ref, run_id, expect)
+            except (PraxisError, PathRefused) as exc:
+                await run_in_threadpool(traced, self.root, ref, run_id, verb, form, code_of(exc))
+                raise
+            await run_in_threadpool(traced, self.root, ref, run_id, verb, form, 0)
         except catalog.NotFound as exc:
             return self.render(request, "error.html", 404, message=str(exc))
         except (PraxisError, PathRefused) as exc:

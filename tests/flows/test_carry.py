@@ -8,9 +8,10 @@ import json
 
 import pytest
 
-from praxis.flows.engine import carry, runner
+from praxis.flows.engine import carry, reconcile, runner
 from praxis.flows.report.status import status_of
 from praxis.flows.store.handle import RunHandle
+from praxis.flows.store.objects import RunStore
 
 from .helpers import Fakes, write_flow
 
@@ -172,7 +173,7 @@ def test_discard_edits_replaces_the_fix_and_the_receipt_says_so(tmp_path) -> Non
     assert [(e.edits, e.edited) for e in requested] == [("discard", ["clean.csv"])]  # type: ignore[attr-defined]
     ledger = {p["phase"]: p for p in status_of(RunHandle.open(run.flow, run.id)).receipt["ledger"]}
     (edit,) = ledger["clean"]["edits"]
-    assert edit["superseded"] and edit["carried_to"] is None
+    assert edit["superseded"] and edit["carried_to"] is None and edit["discarded"]
     # nothing edited now: a re-run needs no choice
     runner.rerun(flow, "clean", run.id)
 
@@ -227,6 +228,72 @@ def test_rows_the_edit_does_not_name_stay_byte_for_byte() -> None:
     out = carry.reapply("n.csv", ["id"], wrote, edited, new)
     assert out.data == b'id,note\r\n3,"line\r\nbreak"\r\n2,y\r\n1,"a, b"\r\n'
     assert out.applied == ["n.csv row id='2': note 'x' -> 'y'"]
+
+
+LATER = """
+    flow: trips
+    sandbox: {backend: fake, timeout: 60}
+    phases:
+      - id: velocity
+        kind: script
+        script: velocity.py
+        outputs: [velocity.csv]
+      - id: reorder
+        kind: script
+        script: reorder.py
+        inputs: {working: [velocity.csv]}
+        outputs: [reorder.csv]
+        review: required
+        checks:
+          reorder.csv: {key: [day]}
+"""
+VELOCITY = 'open("velocity.csv", "w").write("day,city,temp\\n1,Oslo,5\\n3,Olso,6\\n")\n'
+REORDER = """
+    lines = open("velocity.csv").readlines()
+    open("reorder.csv", "w").writelines([lines[0], *lines[:0:-1]])  # rows the other way
+"""
+
+
+@pytest.mark.parametrize("back", ["rerun", "reject"])
+def test_discard_edits_puts_back_a_later_phase_restored_by_reuse(tmp_path, back) -> None:
+    flow = write_flow(tmp_path / "trips", LATER, {"velocity.py": VELOCITY, "reorder.py": REORDER})
+    run = runner.begin(flow)
+    assert runner.advance(flow, run.id, make_sandbox=Fakes()).gate == "reorder"
+    wrote = run.paths.out("reorder.csv").read_bytes()
+    runner.edit(flow, "reorder.csv", wrote.replace(b"Olso", b"Oslo"), run.id)
+    if back == "rerun":
+        runner.rerun(flow, "velocity", run.id, edits="discard")
+    else:
+        runner.reject(flow, "velocity", "again", run.id, gate="reorder", edits="discard")
+    assert run.paths.out("reorder.csv").read_bytes() == wrote  # put back at once
+    state = runner.advance(flow, run.id, make_sandbox=Fakes())
+    assert state.gate == "reorder" and state.phase("reorder").reused  # nothing it reads changed
+    assert state.phase("reorder").attempt == 1 and state.phase("reorder").edited == {}
+    assert run.paths.out("reorder.csv").read_bytes() == wrote  # restored without the edit
+    handle = RunHandle.open(run.flow, run.id)
+    assert not reconcile.changed_outputs(handle)  # nothing changed outside praxis
+    ledger = {p["phase"]: p for p in status_of(handle).receipt["ledger"]}
+    (edit,) = ledger["reorder"]["edits"]
+    assert edit["discarded"] and edit["name"] == "reorder.csv"
+    # no edit is at risk now: reopening velocity needs no choice
+    runner.reject(flow, "velocity", "again", run.id, gate="reorder")
+    assert runner.advance(flow, run.id, make_sandbox=Fakes()).gate == "reorder"
+
+
+def test_discard_edits_runs_a_phase_again_whose_written_version_is_gone(tmp_path) -> None:
+    flow = write_flow(tmp_path / "trips", LATER, {"velocity.py": VELOCITY, "reorder.py": REORDER})
+    run = runner.begin(flow)
+    runner.advance(flow, run.id, make_sandbox=Fakes())
+    wrote = run.paths.out("reorder.csv").read_bytes()
+    runner.edit(flow, "reorder.csv", wrote.replace(b"Olso", b"Oslo"), run.id)
+    (sha,) = RunHandle.open(run.flow, run.id).state.phase("reorder").edited.values()
+    RunStore(run.paths).path(sha).unlink()  # the version the phase wrote is gone
+    runner.rerun(flow, "velocity", run.id, edits="discard")
+    assert RunHandle.open(run.flow, run.id).state.phase("reorder").status == "pending"
+    state = runner.advance(flow, run.id, make_sandbox=Fakes())
+    assert state.gate == "reorder" and state.phase("reorder").attempt == 2
+    assert not state.phase("reorder").reused and state.phase("reorder").edited == {}
+    assert b"Olso" in run.paths.out("reorder.csv").read_bytes()
 
 
 def test_a_table_that_repeats_a_column_name_gets_no_edit() -> None:

@@ -299,3 +299,4 @@ def test_a_runner_killed_mid_phase_is_recovered_and_driven_to_done(
     assert d.codes[0] == 1  # advance recorded the phase as stopped (a failure, not a refusal)
     out = replayed(tmp_path, "slow", run)
     assert "left running at nap by a process that is gone" in out
+    assert "praxis advance slow --run" in out and "--quiet -> never finished" in out  # killed

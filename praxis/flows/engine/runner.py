@@ -28,12 +28,13 @@ from ..definition import contract, host_resources, isolation, packages, sandbox_
 from ..definition import digests as definition
 from ..definition.digest import sha256_of
 from ..model import decisions
-from ..model.events import DecisionRefused, EditsCarried, Event, SandboxOpened
+from ..model.events import DecisionRefused, EditsCarried, Event, SandboxEnded, SandboxOpened
 from ..model.flow import Flow
 from ..model.params import resolve as resolve_params
 from ..model.state import IllegalTransition, RunState
 from ..store import snapshot
 from ..store.handle import Clock, RunHandle, held
+from ..store.killed import report_of
 from ..store.layout import (
     RunPaths,
     leftovers,
@@ -48,6 +49,7 @@ from ..store.objects import RunStore, Swept, migrate, sweep
 from . import acks as acks_of
 from . import carry, checks, collect, reconcile
 from .context import OnMessage
+from .discard import put_back
 from .notify import Notifier, tell
 from .opening import Opening
 from .phase import run_phase
@@ -190,7 +192,9 @@ def default_sandbox(flow: Flow, run: RunHandle, *, chosen: bool = False) -> Sand
     backend = isolation.backend_of(settings) if chosen else isolation.confine(settings)
     options = sandbox_config.opening(settings, backend, flow.root)
     options = packages.image_options(flow, backend, options)  # the image of the flow's packages
-    return open_backend(backend, options, workspace=run.paths.workspace, name=run.id)
+    box = open_backend(backend, options, workspace=run.paths.workspace, name=run.id)
+    box.watch_report = run.paths.watchdog  # if this process dies first (recover reads it)
+    return box
 
 
 def advance(
@@ -432,7 +436,7 @@ def _choose_edits(
         raise EditsAtRisk(
             f"run {run.id}: going back to {phase} would replace {listed}, edited by a "
             "reviewer: choose --keep-edits (re-applied to the new output by row key) or "
-            "--discard-edits (the edited files stay under attempts/)",
+            "--discard-edits (each put back as its phase wrote it; the edits stay in edits/)",
             f"{command} --keep-edits",
             names,
         )
@@ -462,7 +466,13 @@ def _command(run: RunHandle, *words: str) -> str:
 
 def recover(run: RunHandle) -> None:
     """A phase left running by a process that died becomes failed; a run it left running
-    between two phases is paused before the next (we hold the lock)."""
+    between two phases is paused before the next (we hold the lock). What that process's
+    sandbox watchdog ended is recorded (``sandbox_ended``)."""
+    ended = report_of(run.paths.watchdog)
+    if ended is not None:
+        run.catch_up()
+        run.emit(SandboxEnded(**ended))
+        run.paths.watchdog.unlink(missing_ok=True)
     for p in run.state.phases:
         if p.status == "running":
             run.change("recover", phase=p.id)
@@ -730,8 +740,9 @@ def reject(
             "--expect-revision", str(run.state.revision),
         )  # fmt: skip
         choice, edited = _choose_edits(run, reopen, edits, command)
+        back = put_back(run, reopen, "reject") if choice == "discard" else []
         _change(
-            run, "reject", phase=reopen, note=note, edits=choice or None,
+            run, "reject", phase=reopen, note=note, edits=choice or None, put_back=back,
             actor=who, acked=acked, kept=_kept(run, reopen), edited=edited,
         )  # fmt: skip
         _archive(run, reopen)
@@ -763,8 +774,9 @@ def rerun(
         if params:
             base = {**run.flow.params, **run.state.params}
             _change(run, "params", params=resolve_params(base, params))
+        back = put_back(run, from_phase, "rerun") if choice == "discard" else []
         _change(
-            run, "rerun", phase=from_phase, reuse=reuse, edits=choice or None,
+            run, "rerun", phase=from_phase, reuse=reuse, edits=choice or None, put_back=back,
             kept=_kept(run, from_phase), edited=edited,
         )  # fmt: skip
         _archive(run, from_phase)

@@ -156,6 +156,18 @@ class SandboxOpened(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
+class SandboxEnded(Event):
+    """The process that advanced the run died without closing its sandbox (SIGKILL, a
+    crash); the sandbox's watchdog ended what it ran. Recorded by the next command that
+    recovers the run."""
+
+    kind: ClassVar[str] = "sandbox_ended"
+    owner: int  # the pid of the process that died
+    ended: list[str]  # what the watchdog ended: "container NAME", "process group PID"
+    when: float = 0.0  # when the watchdog ended them
+
+
+@dataclass(frozen=True, kw_only=True)
 class ManagedMode(Event):
     """A person let an agent decide the run's delegatable Gates (or took that back)."""
 
@@ -417,6 +429,16 @@ class NotifyFailed(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
+class TraceStarted(Event):
+    """A command on the run, as it starts (a command killed before it ends has only this)."""
+
+    kind: ClassVar[str] = "trace_started"
+    argv: list[str]  # as given, from the program's name on
+    actor: str
+    pid: int  # the process that ran it: its ``Traced`` line, if it ended, names the same
+
+
+@dataclass(frozen=True, kw_only=True)
 class Traced(Event):
     """A command on the run, and the route evaluated after it."""
 
@@ -426,6 +448,7 @@ class Traced(Event):
     exit: int
     facts: dict[str, Any]
     route: dict[str, Any]
+    pid: int = 0  # the process that ran it (0: traced before commands had a start line)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -447,6 +470,7 @@ CATALOGUE: tuple[type[Event], ...] = (
     RunStateChanged,
     RunCancelled,
     SandboxOpened,
+    SandboxEnded,
     ManagedMode,
     # a phase
     PhaseStarted,
@@ -476,6 +500,7 @@ CATALOGUE: tuple[type[Event], ...] = (
     Notified,
     NotifyFailed,
     # trace.jsonl
+    TraceStarted,
     Traced,
     TraceFull,
     # a line of a kind nobody knows

@@ -12,6 +12,7 @@ from ..engine import reconcile
 from ..model.flow import Flow
 from ..model.state import APPROVAL_LOST, STOPPED, RunState
 from ..store.handle import RunHandle
+from ..store.killed import in_words, report_of
 from ..store.layout import writable_names
 from ..store.lock import is_held
 from .facts import changes, facts, gate_checks
@@ -41,6 +42,7 @@ class Status:
     changed_outputs: list[dict[str, str]] = field(default_factory=list)  # outside praxis
     route: dict[str, Any] = field(default_factory=dict)
     receipt: dict[str, Any] = field(default_factory=dict)
+    killed: dict[str, Any] | None = None  # what a killed runner's sandbox watchdog ended
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -98,6 +100,9 @@ def status_of(run: RunHandle) -> Status:
     if changed:
         st.message += "; changed outside praxis: " + ", ".join(c.name for c in changed)
     st.message += _edited_note(flow, state)
+    st.killed = report_of(run.paths.watchdog)
+    if st.killed is not None:
+        st.message += "; " + in_words(st.killed)
     return st
 
 

@@ -190,6 +190,12 @@ class RunPaths:
         return self.root / "trace.jsonl"
 
     @property
+    def watchdog(self) -> Path:
+        """What the sandbox's watchdog ended when the process that advanced the run died
+        without closing it (``sandbox/watchdog.py``); gone once a command recorded it."""
+        return self.root / "watchdog.json"
+
+    @property
     def output(self) -> Path:
         return self.root / "output"
 
