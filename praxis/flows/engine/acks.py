@@ -6,10 +6,10 @@ bytes read and the reader (``person`` or ``agent``). The route's ``read`` lists 
 review at a Gate (its writable outputs) by name, never by digest. An agent's approve or reject
 passes a receipt of each (``--receipt ID``): the decision is refused, naming the file, when a
 file to read has no receipt of the agent for its current content (it changed since, or was
-never read through praxis) or a receipt given is unknown, another reader's, or of no file to
-read. A person may pass none (a person at a terminal reads files as they like); one who passes
-receipts is held to them as well. The decision's event records the receipts it passed.
-"""
+never read through praxis at this Gate) or a receipt given is unknown (or of an earlier
+Gate), another reader's, or of no file to read. A person may pass none (a person at a
+terminal reads files as they like); one who passes receipts is held to them as well. The
+decision's event records the receipts it passed."""
 
 from __future__ import annotations
 
@@ -92,12 +92,16 @@ def read(run: RunHandle, rel: str, reader: str, *, limit: int = READ_BYTES) -> R
 
 
 def receipts(run: RunHandle, reader: str | None = None) -> dict[str, Any]:
-    """The run's receipts by id (of ``reader`` only, when given)."""
-    from ..model.events import FileRead  # the run's log is read: the catalogue is loaded
+    """The receipts of the run's current Gate by id (of ``reader`` only, when given): those
+    recorded since the run last reached a Gate. A receipt of an earlier attempt never counts
+    for a later one, even of the same bytes: each attempt is reviewed anew."""
+    from ..model.events import FileRead, GateWaiting  # the log is read: the catalogue loads
 
     found = {}
     for ev in run.log.iter():
-        if isinstance(ev, FileRead) and (reader is None or ev.reader == reader):
+        if isinstance(ev, GateWaiting):
+            found = {}
+        elif isinstance(ev, FileRead) and (reader is None or ev.reader == reader):
             found[ev.receipt] = ev
     return found
 
