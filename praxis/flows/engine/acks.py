@@ -97,7 +97,7 @@ def receipts(run: RunHandle, reader: str | None = None) -> dict[str, Any]:
     for a later one, even of the same bytes: each attempt is reviewed anew."""
     from ..model.events import FileRead, GateWaiting  # the log is read: the catalogue loads
 
-    found = {}
+    found: dict[str, Any] = {}
     for ev in run.log.iter():
         if isinstance(ev, GateWaiting):
             found = {}
