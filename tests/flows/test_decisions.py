@@ -299,9 +299,19 @@ def test_a_late_approve_after_a_reopen_never_lands_on_the_new_attempt(tmp_path, 
     assert code == 0, err
 
 
-def test_the_first_gate_is_decided_by_gate_alone(tmp_path, capsys) -> None:
+def test_a_gate_never_reopened_is_decided_by_gate_alone_even_after_a_rerun(
+    tmp_path, capsys
+) -> None:
     flow, run, state = at_first_gate(tmp_path)
     code, _, err = main(capsys, "approve", str(flow), "--gate", "pick")  # the README's
+    assert code == 0, err
+    assert main(capsys, "approve", str(flow), "--gate", "total")[0] == 0
+    assert RunHandle.open(run.flow, run.id).state.status == "done"
+    # the README's first flow again: rerun --from, advance, approve --gate (no reopen)
+    assert main(capsys, "rerun", str(flow), "--from", "pick")[0] == 0
+    again = runner.advance(flow, run.id, make_sandbox=Fakes())
+    assert (again.gate, again.phase("pick").attempt) == ("pick", 2)
+    code, _, err = main(capsys, "approve", str(flow), "--gate", "pick")
     assert code == 0, err
 
 

@@ -4,8 +4,10 @@ A decision (approve, reject) names what its decider saw: ``--gate PHASE`` (the p
 follows), ``--attempt N`` (that phase's attempt at the Gate) and ``--expect-revision N``. One
 made for another Gate or another attempt is refused, naming both, and changes nothing, so an
 approval meant for attempt 1 never lands on attempt 2 after a reopen. ``--gate`` alone is
-enough while the Gate's phase has had one attempt; once it has run again it is ambiguous and
-refused, asking for the attempt or the revision. Bound to nothing at all is ``Unbound``.
+enough until the Gate is reopened (a reject at it, ``gate_rejected``): from then on it is
+ambiguous and refused, asking for the attempt or the revision. (A re-run of a finished run
+reaches the Gate again without a reopen: ``approve FLOW --gate P`` decides it, as the README's
+first flow does.) Bound to nothing at all is ``Unbound``.
 Definitions changed since the gated phase (or one before it) ran are refused too: their
 output is not what flow.yaml now makes (re-run first).
 """
@@ -91,14 +93,21 @@ def at_gate(
             f"{bound_command(run, decision)}",
             revision=state.revision,
         )
-    if attempt is None and expect_revision is None and now > 1:
+    if attempt is None and expect_revision is None and now > 1 and reopened(run, at):
         raise Refused(
-            f"run {run.id}: --gate {at} alone is ambiguous: {at} has run {now} times since "
-            f"the Gate first opened; nothing was {verb}. Name the attempt you reviewed: "
+            f"run {run.id}: --gate {at} alone is ambiguous: the Gate after {at} was reopened "
+            f"and is now at attempt {now}; nothing was {verb}. Name the attempt you reviewed: "
             f"{bound_command(run, decision)}",
             revision=state.revision,
         )
     return at
+
+
+def reopened(run: RunHandle, gate: str) -> bool:
+    """Whether a reject at the Gate after ``gate`` reopened a phase (its log says so)."""
+    from ..model.events import GateRejected  # the log is read only for a Gate run again
+
+    return any(isinstance(ev, GateRejected) and ev.phase == gate for ev in run.log.iter())
 
 
 def changed_before(run: RunHandle, gate: str) -> list[str]:
