@@ -193,8 +193,8 @@ def _fail(exc: Exception, code: int, hint: str) -> int:
 
 COMMANDS = (
     *("check", "run", "begin", "advance", "status", "runs", "gc", "approve", "reject"),
-    *("manage", "read"),
-    *("accept", "rerun", "cancel", "log", "replay", "params", "chat", "sandbox", "serve"),
+    "manage",
+    *("accept", "read", "rerun", "cancel", "log", "replay", "params", "chat", "sandbox", "serve"),
     "mcp",
 )
 

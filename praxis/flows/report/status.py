@@ -175,10 +175,19 @@ def human_lines(f: Facts, flow: str) -> list[str]:
         if argv[1:2] == ["status"]:
             continue  # the person is looking at it
         words = [argv[0], argv[1], flow, *argv[3:]]  # the flow as a person names it
-        lines.append(" ".join(w if w == flow else shlex.quote(w) for w in words))
+        lines.append(" ".join(_typed(w, flow, words[i - 1]) for i, w in enumerate(words)))
     if f.held and r.step == "wait":
         lines = lines[:1]
     return lines or [f"praxis log {flow} --run {f.run}"]
+
+
+def _typed(word: str, flow: str, before: str) -> str:
+    """``word`` as a person types it: the flow as named, a note in quotes (``'...'``)."""
+    if word == flow:
+        return word
+    if before == "--note":
+        return "'" + word.replace("'", "'\\''") + "'"
+    return shlex.quote(word)
 
 
 def edits_words(flow: Flow, state: RunState, phase: str) -> str:
