@@ -50,7 +50,8 @@ def test_at_a_gate_it_names_the_files_to_review_and_the_bound_commands(here: Pat
     bound = f"--run {run.id} --gate review --attempt 1"
     assert st.next == [  # the route's own commands, a person's (no receipts asked)
         f"praxis approve demo {bound} --expect-revision {state.revision}",
-        f"praxis reject demo {bound} --reopen review --note '...' --expect-revision {state.revision}",
+        f"praxis reject demo {bound} --reopen review --note '...' "
+        f"--expect-revision {state.revision}",
     ]
     verbs = [c[c.index("approve" if "approve" in c else "reject") :] for c in st.route["commands"]]
     assert verbs == [c.replace("'", "").split()[1:] for c in st.next]
