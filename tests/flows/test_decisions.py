@@ -230,6 +230,11 @@ def test_an_agent_decides_on_receipts_of_what_it_read_never_on_digests(tmp_path,
     assert [(e.actor, e.acked) for e in approved] == [
         ("agent", [{"name": "picks.csv", "sha256": sha, "receipt": receipt}])
     ]
+    code, out, _ = main(capsys, "read", str(flow), "picks.csv", "--run", run.id, "--json")
+    got = json.loads(out)  # an output named alone; as JSON, with its receipt
+    assert code == 0 and got["text"] == picks.read_text() and got["receipt"] != receipt
+    code, _, err = main(capsys, "read", str(flow), "nothing.csv", "--run", run.id)
+    assert code == 4 and "output/nothing.csv cannot be read" in err and "Traceback" not in err
 
 
 def test_a_receipt_of_content_since_changed_or_of_another_reader_does_not_count(

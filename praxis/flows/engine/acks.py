@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sandbox.errors import PathRefused
 from sandbox.files import open_below
 
 from ...argv import flow_arg, shown
@@ -74,12 +75,19 @@ def read(run: RunHandle, rel: str, reader: str, *, limit: int = READ_BYTES) -> R
     """Read the run's file ``rel`` (relative to its folder; no link on the way is followed)
     and record a receipt of it for ``reader`` (the caller holds the run's lock)."""
     digest, head, size = hashlib.sha256(), b"", 0
-    with open_below(run.root, rel) as fd:
-        while chunk := os.read(fd, 1 << 20):
-            digest.update(chunk)
-            if len(head) < limit:
-                head += chunk[: limit - len(head)]
-            size += len(chunk)
+    try:
+        with open_below(run.root, rel) as fd:
+            while chunk := os.read(fd, 1 << 20):
+                digest.update(chunk)
+                if len(head) < limit:
+                    head += chunk[: limit - len(head)]
+                size += len(chunk)
+    except (PathRefused, OSError) as exc:
+        raise Refused(
+            f"run {run.id}: {rel} cannot be read ({exc}): name a file of the run as route.read "
+            "does, relative to the current folder (praxis status --json)",
+            revision=run.state.revision,
+        ) from None
     sha = digest.hexdigest()
     from ..model.events import FileRead  # the event catalogue loads only when a file is read
 
