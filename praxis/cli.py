@@ -2,7 +2,8 @@
 
 Exit codes: 0 done or waiting at a Gate; 1 a phase failed; 2 bad usage or bad flow
 definition (also an approve or reject bound to neither --expect-revision nor --gate); 3 busy
-(lock held); 4 refused (a stale revision, a decision the actor may not take, a failing check);
+(lock held); 4 refused (a stale revision, a decision for another attempt of the Gate or the
+actor may not take, no receipt of a file to read, a failing check);
 5 sandbox unavailable (or a package of the flow that pip cannot fetch); 6 `praxis serve`'s
 port is in use; 7 the run was cancelled (`praxis cancel`, SIGTERM or SIGHUP); 130 Ctrl-C (the
 run is recorded as cancelled). Errors print one line (`TypeName: message`) and the next
@@ -105,7 +106,7 @@ def _dispatch(args: argparse.Namespace) -> int:
 # The commands a trace records (those on one run); `--trace` or PRAXIS_TRACE=1 turns it on.
 TRACED = (
     *("run", "begin", "advance", "status", "approve", "reject", "manage", "accept"),
-    *("rerun", "cancel", "log"),
+    *("rerun", "cancel", "log", "read"),
 )
 
 
@@ -214,7 +215,7 @@ def _fail(exc: Exception, code: int, hint: str) -> int:
 COMMANDS = (
     *("check", "run", "begin", "advance", "status", "runs", "gc", "approve", "reject"),
     "manage",
-    *("accept", "rerun", "cancel", "log", "replay", "params", "chat", "sandbox", "serve"),
+    *("accept", "read", "rerun", "cancel", "log", "replay", "params", "chat", "sandbox", "serve"),
     "mcp",
 )
 
@@ -271,7 +272,7 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
     add("check", "check a flow definition; exit 2 on errors", run=False)
     add("run", "begin a run and advance it", run=False)
     add("begin", "a new run paused at phase 1; prints its id", run=False)
-    add("advance", "run until a Gate, a failure, the end")
+    add("advance", "run until a Gate, a failure, the end", revision=True)
     add("status", "state and the exact next command")
     option(("status",), "--json", action="store_true")
     add("runs", "list runs, newest first (or delete some)", run=False)
@@ -288,12 +289,22 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
         metavar="PHASE",
         help="the Gate you decide (the phase it follows)",
     )
+    option(
+        ("approve", "reject"),
+        "--attempt",
+        type=int,
+        metavar="N",
+        help="the attempt of the Gate's phase you reviewed (needed once it ran again)",
+    )
     add("manage", "let an agent decide the run's delegatable Gates", revision=True)
     option(("manage",), "--off", action="store_true", help="take managed mode back")
     add("accept", "accept an output changed outside praxis", revision=True)
     option(("accept",), "--output", required=True, metavar="NAME")
+    add("read", "print a run's file and record a receipt of reading it")
+    option(("read",), "path", metavar="FILE", help="a file of the run (as route.read names it)")
+    option(("read",), "--json", action="store_true", help="the text, sha256 and receipt as JSON")
     option(
-        ("approve", "reject", "manage", "accept"),
+        ("approve", "reject", "manage", "accept", "read"),
         "--as",
         dest="actor",
         choices=["person", "agent"],
@@ -316,10 +327,11 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
         )
     option(
         ("approve", "reject"),
-        "--ack",
+        "--receipt",
+        dest="receipts",
         action="append",
-        metavar="SHA256",
-        help="acknowledge a file of route.read by its sha256 (an agent must, for each)",
+        metavar="ID",
+        help="the receipt `praxis read` gave for a file of route.read (an agent must, for each)",
     )
     add("cancel", "cancel a run", revision=True)
     add("log", "the run's events")

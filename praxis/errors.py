@@ -25,7 +25,7 @@ PraxisError               1  something failed                                   
 │   └── TranscriptError      a chat transcript that cannot be read              chat.transcript
 ├── Busy                  3  another process holds the run's lock (or flow's)   flows.store.lock
 ├── Refused               4  not allowed now; nothing was changed               (here)
-│   ├── Unbound           2  approve/reject bound to no revision and no Gate    flows.engine.runner
+│   ├── Unbound           2  approve/reject bound to no revision and no Gate    flows.engine.binding
 │   ├── NotWritable          a file the Gate does not open for writing          flows.store.layout
 │   ├── IllegalTransition    an event the current state does not allow          flows.model.state
 │   ├── ApprovalRefused      an approval request unknown, answered or closed    agent.approvals

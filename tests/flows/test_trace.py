@@ -62,14 +62,18 @@ def test_each_command_on_a_run_is_traced_with_the_route_after_it(
 ) -> None:
     assert main(capsys, "run", "gates", "--managed", "--quiet")[0] == 0
     run = newest(here)
+    read = follow(capsys, "gates", run.id)
+    assert read[:1] == ["read"] and "--as" in read  # the file to review first: a receipt
+    assert main(capsys, *read)[0] == 0
     argv = follow(capsys, "gates", run.id)
-    assert argv[:1] == ["approve"] and "--as" in argv
+    assert argv[:1] == ["approve"] and "--as" in argv and "--receipt" in argv
     assert main(capsys, *argv)[0] == 0
     lines = trace.read(RunHandle.open(run.flow, run.id))
-    assert [e.argv[1] for e in lines if isinstance(e, Traced)] == ["run", "status", "approve"]
-    first, _, approve = (e for e in lines if isinstance(e, Traced))
+    verbs = [e.argv[1] for e in lines if isinstance(e, Traced)]
+    assert verbs == ["run", "status", "read", "status", "approve"]
+    first, _, _, _, approve = (e for e in lines if isinstance(e, Traced))
     started = [e.argv[1] for e in lines if isinstance(e, TraceStarted)]
-    assert started == ["run", "status", "approve"]  # each traced as it started too
+    assert started == verbs  # each traced as it started too
     assert isinstance(lines[0], TraceStarted) and lines[0].pid == first.pid  # run: once made
     assert (first.exit, first.actor, approve.actor) == (0, "person", "agent")
     assert first.route["reason"] == "gate_delegated" and first.facts["gate"] == "pick"
@@ -110,7 +114,7 @@ def test_replay_shows_a_gate_a_failure_a_rerun_and_a_loop_and_recomputes_each_ro
     assert main(capsys, "run", "gates", "--managed", "--quiet")[0] == 0
     run = newest(here)
     taken = []
-    for _ in range(8):
+    for _ in range(10):
         code, out, _ = main(capsys, "status", "gates", "--run", run.id, "--json")
         route = json.loads(out)["route"]
         if route["who"] == "person":
@@ -118,7 +122,7 @@ def test_replay_shows_a_gate_a_failure_a_rerun_and_a_loop_and_recomputes_each_ro
         argv = route["commands"][0][1:]
         taken.append(argv[0])
         assert main(capsys, *argv)[0] in (0, 1)
-    assert taken == ["approve", "rerun", "advance"]
+    assert taken == ["read", "approve", "rerun", "advance"]
     assert route["reason"] == "failed_repeatedly"
     code, out, _ = main(capsys, "replay", "gates", "--run", run.id)
     assert code == 0

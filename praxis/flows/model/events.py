@@ -305,7 +305,7 @@ class GateApproved(Event):
     phase: str
     revision: int
     actor: str = "person"
-    acked: list[dict[str, str]] = field(default_factory=list)  # {name, sha256} acknowledged
+    acked: list[dict[str, str]] = field(default_factory=list)  # {name, sha256, receipt} read
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -328,6 +328,19 @@ class DecisionRefused(Event):
     decision: str
     actor: str
     reason: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class FileRead(Event):
+    """A file of a run read through praxis (``praxis read``, MCP ``read_file``, the page):
+    the receipt a Gate decision passes to show it was read, as it was then (``sha256``)."""
+
+    kind: ClassVar[str] = "file_read"
+    receipt: str  # the receipt's id
+    path: str  # relative to the run's folder
+    sha256: str  # of the bytes read
+    reader: str  # person | agent
+    name: str = ""  # the output's name, when the file is one
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -489,6 +502,7 @@ CATALOGUE: tuple[type[Event], ...] = (
     GateApproved,
     GateRejected,
     DecisionRefused,
+    FileRead,
     RerunRequested,
     EditsCarried,
     # an agent phase's turn
