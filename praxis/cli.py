@@ -16,12 +16,12 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
-import shlex
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeGuard
 
 from .argv import program_argv
+from .command_line import typed
 from .errors import EXIT, PraxisError, exit_code_of, next_of
 from .terminal import (
     NoFlowHere,
@@ -174,7 +174,7 @@ def _next(exc: PraxisError | SandboxUnavailable, args: argparse.Namespace) -> st
     """The command to try after ``exc``: for a local backend refused before ``run`` made a
     run, ``run`` again with the flag (else the error's own: ``advance`` with it)."""
     if type(exc).__name__ == "LocalRefused" and args.command == "run":
-        return f"praxis run {args.flow} --allow-local"
+        return typed("run", args.flow, allow_local=True)
     return next_of(exc, args.flow)
 
 
@@ -199,7 +199,7 @@ def _overview(here: NoFlowHere) -> int:
     for f in found:
         print(f"  {escape(f.path).ljust(width)}  {escape(f.newest)}")
     chosen = latest(found) or found[0]
-    print(f"next: {command(f'praxis status {shlex.quote(chosen.path)}')}")
+    print(f"next: {command(typed('status', chosen.path))}")
     return EXIT["ok"]
 
 

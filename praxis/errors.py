@@ -49,7 +49,10 @@ KeyboardInterrupt           7  SIGTERM or SIGHUP (130: Ctrl-C); the run is recor
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
+
+from .command_line import typed
 
 if TYPE_CHECKING:
     from sandbox.errors import SandboxUnavailable
@@ -73,7 +76,7 @@ class PraxisError(Exception):
 
     def next(self, flow: str) -> str:
         """The command to try next; ``flow`` is the FLOW argument as the person gave it."""
-        return f"praxis status {flow}"
+        return typed("status", flow)
 
 
 class UsageError(PraxisError):
@@ -102,11 +105,18 @@ class RecordCorrupt(PraxisError):
     exit_code = EXIT["refused"]
 
 
-SANDBOX_NEXT = {
-    "PackagesUnavailable": "fix sandbox.packages, then: praxis sandbox build {flow}",
-    "RayUnavailable": "fix what it names (README: Ray cluster), then: praxis advance {flow}",
-    "SandboxUnavailable": "start Docker (dockerd), or, for a flow you trust: praxis advance "
-    "{flow} --allow-local (no isolation)",
+SANDBOX_NEXT: dict[str, Callable[[str], str]] = {
+    "PackagesUnavailable": lambda flow: (
+        "fix sandbox.packages, then: " + typed("sandbox build", flow)
+    ),
+    "RayUnavailable": lambda flow: (
+        "fix what it names (README: Ray cluster), then: " + typed("advance", flow)
+    ),
+    "SandboxUnavailable": lambda flow: (
+        "start Docker (dockerd), or, for a flow you trust: "
+        + typed("advance", flow, allow_local=True)
+        + " (no isolation)"
+    ),
 }
 
 
@@ -121,5 +131,5 @@ def next_of(exc: PraxisError | SandboxUnavailable, flow: str) -> str:
         return exc.next(flow)
     for cls in type(exc).__mro__:
         if cls.__name__ in SANDBOX_NEXT:
-            return SANDBOX_NEXT[cls.__name__].format(flow=flow)
-    return SANDBOX_NEXT["SandboxUnavailable"].format(flow=flow)
+            return SANDBOX_NEXT[cls.__name__](flow)
+    return SANDBOX_NEXT["SandboxUnavailable"](flow)

@@ -8,8 +8,9 @@ folder relative to ``--root`` (``flows/sales-report``); nothing outside it is re
 run file is read only when the run's route names it, bounded and escaped. A refusal is a tool
 error whose text starts with its code (``refused``, ``busy``, ``usage``, ...: the CLI's exit
 codes by name). Each tool is a thin call of the function the CLI calls (``praxis.service``);
-``status`` adds ``calls``, the route's commands as the tool calls that take them. Long calls
-(advance, and approve and reject, which advance) report progress per phase.
+``status`` adds ``calls``, the route's commands as the tool calls that take them (built by
+``praxis.command_line`` from the same typed commands as the route's argv: never parsed back).
+Long calls (advance, and approve and reject, which advance) report progress per phase.
 """
 
 from __future__ import annotations
@@ -44,20 +45,6 @@ MAX_READ = 64 << 10  # characters of a run file a tool returns
 MAX_LOG = 500  # events the log tool returns
 ACTOR = "agent"
 CODES = {code: name for name, code in EXIT.items()}
-# The CLI's verbs that are tools, and the CLI options they take as arguments.
-VERBS = ("status", "advance", "approve", "reject", "rerun", "cancel", "log", "read")
-TOOL = {"read": "read_file"}  # a verb whose tool is named otherwise
-OPTIONS = {
-    "--run": "run",
-    "--gate": "gate",
-    "--expect-revision": "expect_revision",
-    "--reopen": "reopen",
-    "--note": "note",
-    "--from": "from_phase",
-    "--receipt": "receipts",
-    "--attempt": "attempt",
-}
-FLAGS = {"--keep-edits": ("edits", "keep"), "--discard-edits": ("edits", "discard")}
 
 
 def serve(root: Path) -> int:
@@ -264,7 +251,7 @@ class Tools:
         code = EXIT["failed"] if st.status == "failed" and tool != "status" else EXIT["ok"]
         _traced(now, tool, args, code)
         data = st.to_dict()
-        data["calls"] = calls(st.route)
+        data["calls"] = [c.tool_call() for c in st.steps]  # None: a person's (no tool)
         return data
 
     async def _advance(
@@ -298,38 +285,6 @@ class Tools:
             if type(exc).__name__ not in ("SandboxUnavailable", "PackagesUnavailable"):
                 raise
             raise ToolError(f"unavailable: {type(exc).__name__}: {escape(str(exc))}") from None
-
-
-def calls(route: dict[str, Any]) -> list[dict[str, Any] | None]:
-    """Each of the route's commands as the tool call that takes it (None: not a tool, such
-    as ``accept`` or starting a new run, which only a person does)."""
-    return [call_of(argv) for argv in route.get("commands", [])]
-
-
-def call_of(argv: list[str]) -> dict[str, Any] | None:
-    """``praxis VERB FLOW --option value ...`` as ``{"tool": VERB, "arguments": {...}}``."""
-    verbs = [i for i, word in enumerate(argv) if word in VERBS]
-    if not verbs:
-        return None
-    at = verbs[0]
-    arguments: dict[str, Any] = {"flow": argv[at + 1]} if len(argv) > at + 1 else {}
-    words = argv[at + 2 :]
-    for word in words:
-        if word in FLAGS:
-            key, value = FLAGS[word]
-            arguments[key] = value
-    for i, word in enumerate(words[:-1]):
-        name = OPTIONS.get(word)
-        if name == "receipts":
-            arguments.setdefault("receipts", []).append(words[i + 1])
-        elif name in ("expect_revision", "attempt"):
-            arguments[name] = int(words[i + 1])
-        elif name is not None:
-            arguments[name] = words[i + 1]
-    if argv[at] == "read" and words:
-        arguments["path"] = words[0]
-    arguments.pop("actor", None)
-    return {"tool": TOOL.get(argv[at], argv[at]), "arguments": arguments}
 
 
 def _run_row(row: catalog.RunRow) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .argv import as_typed, program_argv
+from .command_line import typed
 from .errors import UsageError
 
 DEFINITION = "flow.yaml"
@@ -28,7 +29,7 @@ class NotAFlow(UsageError):
     """Raised for a FLOW argument that is neither a flow folder nor its flow.yaml."""
 
     def next(self, flow: str) -> str:
-        return "praxis check FLOW"
+        return typed("check", "FLOW")
 
 
 class NoFlowHere(NotAFlow):
@@ -47,8 +48,8 @@ class NoFlowHere(NotAFlow):
 
     def next(self, flow: str) -> str:
         if self.below:
-            return f"praxis status {shlex.quote(self.below[0])}"
-        return "praxis check FLOW"
+            return typed("status", self.below[0])
+        return typed("check", "FLOW")
 
 
 # -- a closed pipe ---------------------------------------------------------------------------

@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from praxis.command_line import typed
 from praxis.errors import EXIT
 from praxis.flows.engine.context import PhaseContext, PhaseError
 from praxis.llm.given import ModelGiven
@@ -61,7 +62,7 @@ class ModelUnavailable(PhaseError):
     exit_code = EXIT["usage"]
 
     def next(self, flow: str) -> str:
-        return f"PRAXIS_MODEL=openai:gpt-4.1-mini praxis chat {flow}"
+        return "PRAXIS_MODEL=openai:gpt-4.1-mini " + typed("chat", flow)
 
 
 def model_for(ctx: PhaseContext, env: Mapping[str, str] | None = None) -> Any:

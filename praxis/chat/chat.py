@@ -19,6 +19,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 from praxis.agent.model import ENV, ModelUnavailable, resolve_model
 from praxis.agent.spec import DEFAULT_LIMITS
+from praxis.command_line import typed
 from praxis.errors import PraxisError
 from praxis.flows.definition import contract, kinds, safe_yaml
 from praxis.flows.model.check_spec import CHECK_KEYS
@@ -233,7 +234,7 @@ class ChatError(PraxisError):
     """Raised when the model cannot be called (the transcript keeps what happened)."""
 
     def next(self, flow: str) -> str:
-        return f"praxis chat {flow} --resume"
+        return typed("chat", flow, resume=True)
 
 
 @dataclass

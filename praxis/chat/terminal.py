@@ -7,7 +7,6 @@ the last write changed), ``/diff`` (this session's changes), ``/check`` (the con
 
 from __future__ import annotations
 
-import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Any, TextIO
 
 from praxis.agent.approvals import terminal_approver
 from praxis.argv import shown
+from praxis.command_line import typed
 from praxis.errors import PraxisError
 from praxis.flows.definition import contract
 from praxis.terminal import command as printed
@@ -95,7 +95,7 @@ def main(
                 chat.interrupted()
                 out.write("\npraxis: stopped; the transcript keeps what happened\n")
                 return 130
-            resume_it = printed(f"praxis chat {shlex.quote(flow)} --resume")
+            resume_it = printed(typed("chat", flow, resume=True))
             out.write(
                 f"praxis: transcript {shown(chat.transcript.path)}; go on with: {resume_it}\n"
             )
@@ -115,7 +115,7 @@ def repl(chat: Chat, flow: str, inp: TextIO, out: TextIO) -> int:
         while True:
             line = _read(inp, out)
             if line is None or line.strip() in ("/quit", "/exit"):
-                check_it = printed(f"praxis check {shlex.quote(flow)}")
+                check_it = printed(typed("check", flow))
                 out.write(f"praxis: bye. Check the flow with: {check_it}\n")
                 return 0
             text = line.strip()
@@ -156,7 +156,7 @@ def command(chat: Chat, text: str, out: TextIO) -> None:
             try_phases(chat.root, None, sandbox=chat.tools.sandbox, approver=chat.tools.approver)
             + "\n"
         )
-        out.write(f"praxis: for a real run: praxis run {shown(chat.root)}\n")
+        out.write(f"praxis: for a real run: {typed('run', shown(chat.root))}\n")
     else:
         out.write(f"praxis: unknown command {name}; {HELP}\n")
     out.flush()

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict
 
+from praxis.command_line import typed
 from praxis.errors import UsageError
 
 SESSION = re.compile(r"^[0-9]{8}-[0-9]{6}(-[0-9]+)?$")
@@ -21,7 +22,7 @@ class TranscriptError(UsageError):
     """Raised when a transcript cannot be read (corrupt, too large) or a session is unknown."""
 
     def next(self, flow: str) -> str:
-        return f"praxis chat {flow}"
+        return typed("chat", flow)
 
 
 def new_session(chat_dir: Path, now: float | None = None) -> str:

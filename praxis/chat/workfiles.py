@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from praxis.command_line import typed
 from praxis.errors import Refused
 from sandbox.errors import PathRefused
 from sandbox.files import folder_below, open_regular, replace_at
@@ -42,7 +43,7 @@ class FileRefused(Refused):
     the message is for the model, or for the person when it names the chat's own folder."""
 
     def next(self, flow: str) -> str:
-        return f"praxis chat {flow}"
+        return typed("chat", flow)
 
 
 @dataclass(frozen=True)

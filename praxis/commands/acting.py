@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..agent.approvals import terminal_approver
-from ..argv import flow_arg, shown
+from ..argv import flow_text, shown
+from ..command_line import Command
 from ..console import Progress, table_preview
 from ..errors import EXIT
 from ..flows.engine import checks, reconcile
@@ -164,7 +165,7 @@ def _report(flow_ref: str, state: RunState, seconds: float) -> int:
             f"  record: {shown(run.paths.record(state.phases[state.cursor].id))}", file=sys.stderr
         )
         if state.isolated and missing_package(state.error or ""):
-            build = f"praxis sandbox build {flow_arg(run.flow)}"
+            build = Command("sandbox build", flow_text(run.flow)).line()
             print(f"  next: {command(build)}   (once the package is in flow.yaml)", file=sys.stderr)
             print(f"  then: {command(st.next[0])}", file=sys.stderr)
         else:
@@ -258,7 +259,8 @@ def cmd_rerun(args: argparse.Namespace) -> int:
         f"run {state.run} will re-run from {args.from_phase}"
         + (f"; stale: {', '.join(stale)}" if stale else "")
     )
-    print("next: " + command(f"praxis advance {flow_arg(load(args.flow))} --run {state.run}"))
+    advance = Command("advance", flow_text(load(args.flow)), run=state.run)
+    print("next: " + command(advance.line()))
     return EXIT["ok"]
 
 
@@ -306,5 +308,5 @@ def _in_run(run: RunHandle, path: str) -> str:
             return Path(rel).as_posix()
     raise Usage(
         f"{path} is not a file of run {run.id}: name one below {shown(run.root)}/ or an "
-        f"output (praxis status {flow_arg(run.flow)} --run {run.id} lists route.read)"
+        f"output ({Command('status', flow_text(run.flow), run=run.id).line()} lists route.read)"
     )

@@ -7,6 +7,7 @@ import errno
 import socket
 from pathlib import Path
 
+from ..command_line import typed
 from ..errors import EXIT, PraxisError
 from . import Usage
 
@@ -21,7 +22,7 @@ class PortBusy(PraxisError):
         self.port = port
 
     def next(self, flow: str) -> str:
-        return f"praxis serve --port {self.port + 1}"
+        return typed("serve", port=self.port + 1)
 
 
 def _check_port(host: str, port: int) -> None:

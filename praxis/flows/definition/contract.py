@@ -21,6 +21,7 @@ from typing import Any
 from sandbox.errors import SandboxError
 from sandbox.files import open_below
 
+from ...command_line import typed
 from ...errors import UsageError
 from ...sources import source
 from ..model import check_spec
@@ -95,7 +96,7 @@ class FlowInvalid(UsageError):
         self.report = report
 
     def next(self, flow: str) -> str:
-        return f"praxis check {flow}"
+        return typed("check", flow)
 
 
 def load(path: str | os.PathLike[str]) -> tuple[Flow | None, Report]:

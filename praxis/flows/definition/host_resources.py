@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ...command_line import typed
 from ...errors import UsageError
 from . import profile
 from .profile import ENTRY, Profile, missing_entry
@@ -64,7 +65,7 @@ class ProfileLacks(UsageError):
         super().__init__(f"flow.yaml: {where}: {fix}{more}")
 
     def next(self, flow: str) -> str:
-        return f"praxis check {flow}"
+        return typed("check", flow)
 
 
 def require(flow: Any, person: Profile | None = None) -> None:

@@ -19,11 +19,12 @@ import os
 from sandbox import backends
 from sandbox.backends import AUTO, DOCKER
 
+from ...command_line import FLAGS, typed
 from ...errors import Refused
 from ..model.flow import SandboxSettings
 
 ENV = "PRAXIS_SANDBOX"
-FLAG = "--allow-local"
+FLAG = FLAGS["allow_local"]
 
 _granted = False
 
@@ -40,7 +41,7 @@ class LocalRefused(Refused):
         self.where = where
 
     def next(self, flow: str) -> str:
-        return f"praxis advance {flow} {FLAG}"
+        return typed("advance", flow, allow_local=True)
 
 
 def allow_local(granted: bool = True) -> bool:

@@ -19,6 +19,7 @@ from sandbox.daemon import available as docker_available
 from sandbox.image.layer import ensure_layer, layer_exists
 from sandbox.options import DockerOptions, Options
 
+from ...command_line import typed
 from ...errors import UsageError
 from . import flow_files
 from .flow_files import exists
@@ -36,7 +37,7 @@ class PackagesRefused(UsageError):
     """Raised when the flow's requirements.txt cannot be used (a link, unreadable, invalid)."""
 
     def next(self, flow: str) -> str:
-        return f"praxis check {flow}"
+        return typed("check", flow)
 
 
 def requirement_problem(text: str) -> str | None:

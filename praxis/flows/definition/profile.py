@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ...command_line import typed
 from ...errors import UsageError
 from . import safe_yaml
 from .yaml_values import ValueReader, describe
@@ -57,7 +58,7 @@ class ProfileInvalid(UsageError):
         super().__init__(f"{path}: {first}{more}")
 
     def next(self, flow: str) -> str:
-        return f"fix {self.path} (see the README's 'Your profile'), then: praxis check {flow}"
+        return f"fix {self.path} (see the README's 'Your profile'), then: {typed('check', flow)}"
 
 
 class ProfileUnset(UsageError):

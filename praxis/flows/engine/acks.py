@@ -24,7 +24,8 @@ from typing import Any
 from sandbox.errors import PathRefused
 from sandbox.files import open_below
 
-from ...argv import flow_arg, shown
+from ...argv import flow_text, shown
+from ...command_line import typed
 from ...errors import Refused
 from ..definition.digest import sha256_of
 from ..store.handle import RunHandle
@@ -155,11 +156,11 @@ def verify(run: RunHandle, actor: str, given: Sequence[str] | None) -> list[dict
         rel = in_run(run, path)
         mine = [ev for ev in passed if ev.path == rel]
         if not any(ev.sha256 == sha for ev in mine):
+            read = typed("read", flow_text(run.flow), path=shown(path), run=run.id, actor=actor)
             why = (
                 f"{rel} changed since receipt {mine[-1].receipt} was given: read it again"
                 if mine
-                else f"{actor} passed no receipt of {rel}: read it through praxis "
-                f"(praxis read {flow_arg(run.flow)} {shown(path)} --run {run.id} --as {actor}), "
+                else f"{actor} passed no receipt of {rel}: read it through praxis ({read}), "
                 "then pass --receipt ID"
             )
             raise NotAcknowledged(f"{where}: {why}", name=name, revision=run.state.revision)

@@ -14,7 +14,8 @@ output is not what flow.yaml now makes (re-run first).
 
 from __future__ import annotations
 
-from ...argv import flow_arg
+from ...argv import flow_text
+from ...command_line import NOTE, typed
 from ...errors import EXIT, Refused
 from ..definition import digests as definition
 from ..store.handle import RunHandle
@@ -38,22 +39,21 @@ def bound_command(run: RunHandle, decision: str) -> str:
     """The ``decision`` (approve | reject) bound to the run's Gate, attempt and revision."""
     state = run.state
     gate = str(state.gate)
-    rest = f"--reopen {gate} --note '...' " if decision == "reject" else ""
-    return (
-        f"praxis {decision} {flow_arg(run.flow)} --run {run.id} --gate {gate} "
-        f"--attempt {state.phase(gate).attempt} {rest}--expect-revision {state.revision}"
-    )
+    reopen = {"reopen": gate, "note": NOTE} if decision == "reject" else {}
+    return typed(
+        decision, flow_text(run.flow), run=run.id, gate=gate,
+        attempt=state.phase(gate).attempt, **reopen, expect_revision=state.revision,
+    )  # fmt: skip
 
 
 def unbound(run: RunHandle, decision: str) -> None:
     """Unbound: ``decision`` named neither the revision, the Gate nor its attempt."""
     state = run.state
-    f, where = flow_arg(run.flow), f"--run {run.id}"
     if state.waiting != "gate" or state.gate is None:
         raise Unbound(
             f"{decision} needs --expect-revision N or --gate PHASE; run {run.id} is "
             f"{state.status} and not waiting at a Gate",
-            f"praxis status {f} {where}",
+            typed("status", flow_text(run.flow), run=run.id),
         )
     raise Unbound(
         f"{decision} needs --expect-revision N or --gate PHASE, so that a repeated command "
@@ -137,7 +137,13 @@ def refuse_changed(run: RunHandle, decision: str, gate: str) -> None:
     raise Refused(
         f"run {run.id}: {', '.join(changed)} changed in flow.yaml or its files since it ran: "
         f"the outputs at the Gate after {gate} are not what the flow makes now; nothing was "
-        f"approved. Re-run: praxis rerun {flow_arg(run.flow)} --run {run.id} --from "
-        f"{changed[0]} --expect-revision {run.state.revision}",
+        "approved. Re-run: "
+        + typed(
+            "rerun",
+            flow_text(run.flow),
+            run=run.id,
+            from_phase=changed[0],
+            expect_revision=run.state.revision,
+        ),  # fmt: skip
         revision=run.state.revision,
     )

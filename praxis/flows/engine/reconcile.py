@@ -17,6 +17,7 @@ import stat
 from dataclasses import dataclass
 from typing import Any
 
+from ...command_line import typed
 from ..definition.digest import sha256_of
 from ..model.flow import Flow
 from ..store.handle import RunHandle, held
@@ -194,6 +195,6 @@ def refuse_changed(run: RunHandle) -> str | None:
     return (
         f"output {c.name} of {c.phase} was {how} outside praxis (recorded "
         f"{c.recorded[:12]}, now {c.now[:12] or 'missing'}) and {reader} reads it: "
-        f"re-run {c.phase} (praxis rerun --from {c.phase}), or accept it as it is "
-        f"(praxis accept --output {c.name})"
+        f"re-run {c.phase} ({typed('rerun', from_phase=c.phase)}), or accept it as it is "
+        f"({typed('accept', output=c.name)})"
     )

@@ -15,6 +15,7 @@ import shutil
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,7 +23,8 @@ from typing import TYPE_CHECKING, Any
 from sandbox import Sandbox, open_backend
 from sandbox.files import fsync_folder, replace_file
 
-from ...argv import flow_arg
+from ...argv import flow_text
+from ...command_line import NOTE, Command
 from ...errors import Refused
 from ..definition import contract, host_resources, isolation, packages, sandbox_config
 from ..definition import digests as definition
@@ -415,7 +417,7 @@ EDIT_CHOICES = ("keep", "discard")
 
 
 def _choose_edits(
-    run: RunHandle, phase: str, edits: str | None, command: str
+    run: RunHandle, phase: str, edits: str | None, command: Command
 ) -> tuple[str, list[str]]:
     """The choice for the Gate edits going back to ``phase`` may replace, and those outputs;
     EditsAtRisk when there are some and no choice (or one that cannot be kept)."""
@@ -429,7 +431,7 @@ def _choose_edits(
             f"run {run.id}: going back to {phase} would replace {listed}, edited by a "
             "reviewer: choose --keep-edits (re-applied to the new output by row key) or "
             "--discard-edits (each put back as its phase wrote it; the edits stay in edits/)",
-            f"{command} --keep-edits",
+            replace(command, edits="keep").line(),
             names,
         )
     cannot = carry.keyless(run.flow, found) if edits == "keep" else []
@@ -438,22 +440,23 @@ def _choose_edits(
             f"run {run.id}: --keep-edits cannot re-apply the edit of {', '.join(cannot)}: it "
             "is not a table with a row key (declare key: [columns] under its checks: in "
             "flow.yaml), or choose --discard-edits",
-            f"{command} --discard-edits",
+            replace(command, edits="discard").line(),
             names,
         )
     twice = carry.repeated_columns(run, found) if edits == "keep" else []
     if twice:
         raise EditsAtRisk(
             f"run {run.id}: --keep-edits cannot re-apply the edit of {carry.refusal(*twice[0])}",
-            f"{command} --discard-edits",
+            replace(command, edits="discard").line(),
             names,
         )
     return str(edits), names
 
 
-def _command(run: RunHandle, *words: str) -> str:
-
-    return " ".join(["praxis", words[0], flow_arg(run.flow), "--run", run.id, *words[1:]])
+def _command(run: RunHandle, verb: str, **params: Any) -> Command:
+    """``verb`` on this run, bound to its revision, as a person types it."""
+    rev = run.state.revision
+    return Command(verb, flow_text(run.flow), run=run.id, expect_revision=rev, **params)
 
 
 def recover(run: RunHandle) -> None:
@@ -537,7 +540,7 @@ def _authorize(
         managed=run.state.managed,
         failing=len(failing),
         run=run.id,
-        flow=flow_arg(run.flow),
+        flow=flow_text(run.flow),
     )
     if why is None:
         try:
@@ -718,9 +721,8 @@ def reject(
         )
         acked = _authorize(run, who, "reject", at, receipts)
         command = _command(
-            run, "reject", "--gate", at, "--attempt", str(run.state.phase(at).attempt),
-            "--reopen", reopen, "--note", "'...'", "--expect-revision", str(run.state.revision),
-        )  # fmt: skip
+            run, "reject", gate=at, attempt=run.state.phase(at).attempt, reopen=reopen, note=NOTE
+        )
         choice, edited = _choose_edits(run, reopen, edits, command)
         back = put_back(run, reopen, "reject") if choice == "discard" else []
         _change(
@@ -749,9 +751,7 @@ def rerun(
         recover(run)
         check_definition(run)
         _known_phase(run.flow, from_phase)
-        command = _command(
-            run, "rerun", "--from", from_phase, "--expect-revision", str(run.state.revision)
-        )
+        command = _command(run, "rerun", from_phase=from_phase)
         choice, edited = _choose_edits(run, from_phase, edits, command)
         if params:
             base = {**run.flow.params, **run.state.params}

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 
+from ...command_line import typed
 from ...errors import UsageError
 from .flow import Phase
 
@@ -42,7 +43,7 @@ def refusal(
     if failing and (decision == "approve" or actor == "agent"):
         return (
             f"{failing} check(s) fail on the outputs of {gate.id}: fix the files, or reject "
-            "and reopen a phase (see: praxis status)"
+            f"and reopen a phase (see: {typed('status')})"
         )
     if actor != "agent":
         return None
@@ -54,6 +55,6 @@ def refusal(
     if not managed:
         return (
             f"run {run} is not in managed mode: a person grants it with "
-            f"praxis manage {flow} --run {run}"
+            f"{typed('manage', flow, run=run)}"
         )
     return None

@@ -18,6 +18,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...command_line import OPTIONS
 from ..model.events import Event, Traced, TraceFull, TraceStarted
 from .route import Facts, route
 
@@ -177,7 +178,8 @@ def changes(before: Facts | None, now: Facts, words: list[str]) -> list[str]:
     found = []
     verb = ((words[1:2] if words[:1] in (["web"], ["mcp"]) else words[:1]) or [""])[0]
     if verb in ("rerun", "reject"):
-        back = _option(words, "--from") or _option(words, "--reopen") or _field(words)
+        back = _option(words, OPTIONS["from_phase"]) or _option(words, OPTIONS["reopen"])
+        back = back or _field(words)
         found.append(f"re-run from {back}" if back else "re-run")
     if before is None:
         return found
@@ -290,7 +292,7 @@ def _route_line(r: dict[str, Any], f: Facts) -> str:
     verb, *rest = list(commands[0])[len(f.program) :]
     if rest[:1] == [f.flow]:
         rest = rest[1:]
-    if rest[:2] == ["--run", f.run]:
+    if rest[:2] == [OPTIONS["run"], f.run]:
         rest = rest[2:]
     shown = shlex.join([verb, *_short_acks(rest)])
     more = f" (+{len(commands) - 1} more)" if len(commands) > 1 else ""

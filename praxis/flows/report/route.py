@@ -56,6 +56,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from ...command_line import NOTE, Command
+
 REASONS: dict[str, str] = {
     "flow_invalid": "flow.yaml does not load: fix the problems listed, then check it again",
     "no_run": "the flow has no run yet",
@@ -136,60 +138,81 @@ class Route:
     why: str
     gate: dict[str, Any] | None = None  # {phase, delegatable, managed}
     read: list[dict[str, str]] = field(default_factory=list)  # {path}: never a digest
-    commands: list[list[str]] = field(default_factory=list)  # argv lists, the first usual
+    steps: list[Command] = field(default_factory=list)  # the commands, the first the usual
     problems: list[str] = field(default_factory=list)
 
+    @property
+    def commands(self) -> list[list[str]]:
+        """The steps as argv lists (``status --json``'s ``route.commands``)."""
+        return [c.argv() for c in self.steps]
+
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {
+            "step": self.step, "reason": self.reason, "who": self.who, "why": self.why,
+            "gate": self.gate, "read": self.read, "commands": self.commands,
+            "problems": self.problems,
+        }  # fmt: skip
 
 
 def without_run(flow: str, program: tuple[str, ...]) -> Route:
     """The route of a flow with no run yet: run it."""
-    return Route("run", "no_run", "anyone", REASONS["no_run"], commands=[[*program, "run", flow]])
+    run = Command("run", flow, program=program)
+    return Route("run", "no_run", "anyone", REASONS["no_run"], steps=[run])
 
 
 def invalid(flow: str, problems: list[str], program: tuple[str, ...]) -> Route:
     """The route of a flow whose flow.yaml does not load: a person fixes it, then checks."""
     return Route(
         "fix", "flow_invalid", "person", REASONS["flow_invalid"],
-        commands=[[*program, "check", flow]], problems=problems,
+        steps=[Command("check", flow, program=program)], problems=problems,
     )  # fmt: skip
 
 
 def route(f: Facts) -> Route:
-    run = ["--run", f.run]
-    rev = ["--expect-revision", str(f.revision)]
+    rev = f.revision
 
-    def cmd(verb: str, *rest: str) -> list[str]:
-        return [*f.program, verb, f.flow, *run, *rest]
+    def cmd(verb: str, **params: Any) -> Command:
+        return Command(verb, f.flow, run=f.run, program=f.program, **params)
 
-    def rerun(phase: str | None) -> list[list[str]]:
+    def rerun(phase: str | None) -> list[Command]:
         """The re-run from ``phase``, if the run's state allows one from there (and any Gate
         edit it would replace can be kept)."""
         if phase is None or (f.rerunnable is not None and phase not in f.rerunnable):
             return []
         keep = edits_option(f, phase)
-        return [] if keep is None else [cmd("rerun", "--from", phase, *keep, *rev)]
+        return (
+            []
+            if keep is None
+            else [cmd("rerun", from_phase=phase, edits=keep or None, expect_revision=rev)]
+        )
 
-    def make(step: str, reason: str, who: str, *commands: list[str], **kw: Any) -> Route:
-        return Route(step, reason, who, REASONS[reason], commands=list(commands), **kw)
+    def make(step: str, reason: str, who: str, *steps: Command, **kw: Any) -> Route:
+        return Route(step, reason, who, REASONS[reason], steps=list(steps), **kw)
 
     if f.held and (f.left_running or f.status == "running"):
-        return make("wait", "running", "anyone", cmd("log", "--follow"), cmd("status", "--json"))
+        return make("wait", "running", "anyone", cmd("log", follow=True), cmd("status", json=True))
     if f.flow_changed:
-        cancel = [cmd("cancel", *rev)] if f.status in ("paused", "failed", "running") else []
-        return make("fix", "flow_changed", "person", *cancel, [*f.program, "run", f.flow])
+        cancel = (
+            [cmd("cancel", expect_revision=rev)]
+            if f.status in ("paused", "failed", "running")
+            else []
+        )
+        return make(
+            "fix", "flow_changed", "person", *cancel, Command("run", f.flow, program=f.program)
+        )
     if f.left_running or f.status == "running":
-        return make("advance", "stopped", "anyone", cmd("advance", *rev))
+        return make("advance", "stopped", "anyone", cmd("advance", expect_revision=rev))
     if f.changed_outputs:
         name, producer = f.changed_outputs[0]
-        accept = [] if name in f.missing_outputs else [cmd("accept", "--output", name, *rev)]
+        accept = (
+            [] if name in f.missing_outputs else [cmd("accept", output=name, expect_revision=rev)]
+        )
         return make(
             "accept", "output_changed", "person", *rerun(producer), *accept,
             problems=[f"{n} (of {p}) changed outside praxis" for n, p in f.changed_outputs],
         )  # fmt: skip
     if f.gate is not None:
-        return _gate_route(f, cmd, rev, make, rerun)
+        return _gate_route(f, cmd, make, rerun)
     if f.status == "cancelled":
         return make("rerun", "cancelled", "person", *rerun(f.cursor_phase))
     if f.changed_phases and f.status in ("paused", "failed", "done"):
@@ -215,22 +238,21 @@ def route(f: Facts) -> Route:
     notes = [f"{p} ran with other parameters than the run's now" for p in f.params_changed]
     if f.status == "paused" and notes:
         return make(
-            "advance", "params_changed", "anyone", cmd("advance", *rev),
+            "advance", "params_changed", "anyone", cmd("advance", expect_revision=rev),
             *rerun(f.params_changed[0]),
             problems=notes,
         )  # fmt: skip
     if f.status == "paused":
-        return make("advance", "ready", "anyone", cmd("advance", *rev))
+        return make("advance", "ready", "anyone", cmd("advance", expect_revision=rev))
     return make("none", "done", "anyone", problems=notes)
 
 
-def _gate_route(f: Facts, cmd: Any, rev: list[str], make: Any, again: Any) -> Route:
+def _gate_route(f: Facts, cmd: Any, make: Any, again: Any) -> Route:
     """The route at a Gate: re-run (a phase up to it changed), fix (a check fails), read
     (an agent without receipts), or decide (by an agent or by a person)."""
     assert f.gate is not None
     gate = {"phase": f.gate, "delegatable": f.delegatable, "managed": f.managed}
     read = [{"path": p} for p, _ in f.read]
-    run = ["--run", f.run]
     if f.changed_phases:
         rerun = again(f.changed_phases[0])
         return make(  # type: ignore[no-any-return]
@@ -238,15 +260,14 @@ def _gate_route(f: Facts, cmd: Any, rev: list[str], make: Any, again: Any) -> Ro
             gate=gate, read=read,
             problems=[f"{p} changed since it ran" for p in f.changed_phases],
         )  # fmt: skip
-    bound = ["--gate", f.gate, "--attempt", str(f.attempt)]
-    approve = [*bound, *rev]
+    bound = {"gate": f.gate, "attempt": f.attempt, "expect_revision": f.revision}
     keep = edits_option(f, f.gate)
-    reject = [*bound, "--reopen", f.gate, "--note", "...", *(keep or []), *rev]
+    reject = {**bound, "reopen": f.gate, "note": NOTE, "edits": keep or None}
     rejects = [reject] if keep is not None else []  # else a person chooses what to keep
     problems = [] if keep is not None else [_keyless(f)]
     if f.checks_failing:
         return make(  # type: ignore[no-any-return]
-            "fix", "gate_checks_fail", "person", *(cmd("reject", *r) for r in rejects),
+            "fix", "gate_checks_fail", "person", *(cmd("reject", **r) for r in rejects),
             cmd("status"), gate=gate, read=read, problems=[*f.checks_failing, *problems],
         )  # fmt: skip
     if f.delegatable and f.managed:
@@ -255,30 +276,31 @@ def _gate_route(f: Facts, cmd: Any, rev: list[str], make: Any, again: Any) -> Ro
         if unread:
             return make(  # type: ignore[no-any-return]
                 "read", "gate_delegated", "agent",
-                *([*f.program, "read", f.flow, p, *run, "--as", "agent"] for p in unread),
+                *(cmd("read", path=p, actor="agent") for p in unread),
                 gate=gate, read=read, problems=problems,
             )  # fmt: skip
-        agent = ["--as", "agent", *(a for p, _ in f.read for a in ("--receipt", have[p]))]
+        agent = {"actor": "agent", "receipts": tuple(have[p] for p, _ in f.read)}
         return make(  # type: ignore[no-any-return]
             "decide", "gate_delegated", "agent",
-            cmd("approve", *approve, *agent), *(cmd("reject", *r, *agent) for r in rejects),
+            cmd("approve", **bound, **agent), *(cmd("reject", **r, **agent) for r in rejects),
             gate=gate, read=read, problems=problems,
         )  # fmt: skip
     reason = "gate_not_managed" if f.delegatable else "gate_needs_person"
     return make(  # type: ignore[no-any-return]
-        "decide", reason, "person", cmd("approve", *approve),
-        *(cmd("reject", *r) for r in rejects), gate=gate, read=read, problems=problems,
+        "decide", reason, "person", cmd("approve", **bound),
+        *(cmd("reject", **r) for r in rejects), gate=gate, read=read, problems=problems,
     )  # fmt: skip
 
 
-def edits_option(f: Facts, phase: str) -> list[str] | None:
+def edits_option(f: Facts, phase: str) -> str | None:
     """What a re-run or reopen of ``phase`` says of the Gate edits it would replace: nothing
-    (none), ``--keep-edits``, or None when one cannot be kept (a person chooses)."""
+    (none: ``""``), ``keep`` (``--keep-edits``), or None when one cannot be kept (a person
+    chooses)."""
     at = f.phases.index(phase) if phase in f.phases else 0
     risk = [n for n, p in f.edited if p not in f.phases or f.phases.index(p) >= at]
     if not risk:
-        return []
-    return None if any(n in f.keyless for n in risk) else ["--keep-edits"]
+        return ""
+    return None if any(n in f.keyless for n in risk) else "keep"
 
 
 def _keyless(f: Facts) -> str:

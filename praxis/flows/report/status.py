@@ -4,12 +4,11 @@ whether the run's lock is held; it never takes it)."""
 from __future__ import annotations
 
 import dataclasses
-import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...argv import flow_arg
 from ...argv import shown as _rel
+from ...command_line import Command
 from ..engine import reconcile
 from ..model.flow import Flow
 from ..model.state import APPROVAL_LOST, STOPPED, RunState
@@ -45,9 +44,11 @@ class Status:
     route: dict[str, Any] = field(default_factory=dict)
     receipt: dict[str, Any] = field(default_factory=dict)
     killed: dict[str, Any] | None = None  # what a killed runner's sandbox watchdog ended
+    steps: list[Command] = field(default_factory=list)  # the route's commands, typed
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        """The status as ``status --json`` prints it (the route's commands as argv lists)."""
+        return {k: v for k, v in self.__dict__.items() if k != "steps"}
 
 
 def status_of(run: RunHandle) -> Status:
@@ -90,8 +91,10 @@ def status_of(run: RunHandle) -> Status:
     changed = reconcile.changed_outputs(run)
     st.changed_outputs = [c.to_dict() for c in changed]
     f = facts(run, held, failing, st.changed, st.params_changed)
-    st.route = route(f).to_dict()
-    st.next = human_lines(f, flow_arg(flow))
+    r = route(f)
+    st.route = r.to_dict()
+    st.next = human_lines(f)
+    st.steps = r.steps
     st.receipt = receipt_of(state, _events(run), [c.name for c in changed])
     if failing:
         from ..engine.checks import summary
@@ -170,29 +173,15 @@ def _message(state: RunState, held: int | None) -> str:
     return f"{state.status}: {state.error}" if state.error else state.status
 
 
-def human_lines(f: Facts, flow: str) -> list[str]:
+def human_lines(f: Facts) -> list[str]:
     """The ``next:`` lines for a person: the route's own commands (the route a person takes
     at a delegatable Gate: no receipts asked of them), as typed, the first the usual one. A
     route with nothing to run (done, or a person's fix) offers the run's log."""
     r = route(dataclasses.replace(f, managed=False, program=("praxis",)))
-    lines = []
-    for argv in r.commands:
-        if argv[1:2] == ["status"]:
-            continue  # the person is looking at it
-        words = [argv[0], argv[1], flow, *argv[3:]]  # the flow as a person names it
-        lines.append(" ".join(_typed(w, flow, words[i - 1]) for i, w in enumerate(words)))
+    lines = [c.line() for c in r.steps if c.verb != "status"]  # the person is looking at it
     if f.held and r.step == "wait":
         lines = lines[:1]
-    return lines or [f"praxis log {flow} --run {f.run}"]
-
-
-def _typed(word: str, flow: str, before: str) -> str:
-    """``word`` as a person types it: the flow as named, a note in quotes (``'...'``)."""
-    if word == flow:
-        return word
-    if before == "--note":
-        return "'" + word.replace("'", "'\\''") + "'"
-    return shlex.quote(word)
+    return lines or [Command("log", f.flow, run=f.run).line()]
 
 
 def edits_words(flow: Flow, state: RunState, phase: str) -> str:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from sandbox.files import fsync_folder
 
+from ...command_line import typed
 from ...errors import UsageError
 from ..model import state as st
 from ..model.flow import Flow
@@ -58,7 +59,7 @@ class NoRun(UsageError):
         self.run_id = run_id
 
     def next(self, flow: str) -> str:
-        return f"praxis runs {flow}" if self.run_id else f"praxis run {flow}"
+        return typed("runs" if self.run_id else "run", flow)
 
 
 def resolve(flow: Flow, run_id: str | None) -> RunPaths:

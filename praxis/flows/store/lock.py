@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 from types import TracebackType
 
+from ...command_line import typed
 from ...errors import EXIT, PraxisError
 
 ADVANCING = "advancing"  # the one long hold: phases run under it
@@ -54,7 +55,7 @@ class Busy(PraxisError):
         self.run = run
 
     def next(self, flow: str) -> str:
-        return f"praxis status {flow}" + (f" --run {self.run}" if self.run else "")
+        return typed("status", flow, run=self.run or None)
 
 
 class Vanished(Exception):
