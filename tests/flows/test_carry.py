@@ -182,7 +182,11 @@ def test_keep_edits_is_refused_for_an_output_without_a_row_key(tmp_path) -> None
     flow, run = weather(tmp_path, key="columns: [day]")
     with pytest.raises(runner.EditsAtRisk, match="not a table with a row key") as caught:
         runner.rerun(flow, "clean", run.id, edits="keep")
-    assert caught.value.next(str(flow)).endswith("--discard-edits")
+    revision = RunHandle.open(run.flow, run.id).state.revision
+    assert caught.value.next(str(flow)) == (  # the same re-run, with the choice that can hold
+        f"praxis rerun {flow} --run {run.id} --from clean --discard-edits "
+        f"--expect-revision {revision}"
+    )
     runner.rerun(flow, "clean", run.id, edits="discard")
 
 
@@ -333,6 +337,9 @@ def test_keep_edits_is_refused_for_a_table_that_repeats_a_column_name(tmp_path) 
         "the column 'city' and --keep-edits matches edits to columns by name: choose "
         "--discard-edits, or give the columns distinct names in the phase"
     )
-    assert caught.value.next(str(flow)).endswith("--discard-edits")
+    assert caught.value.next(str(flow)) == (  # the same re-run, with the choice that can hold
+        f"praxis rerun {flow} --run {run.id} --from clean --discard-edits "
+        f"--expect-revision {revision}"
+    )
     assert RunHandle.open(run.flow, run.id).state.revision == revision  # nothing changed
     runner.rerun(flow, "clean", run.id, edits="discard")
