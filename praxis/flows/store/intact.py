@@ -113,7 +113,9 @@ def read(path: Path, sha: str, name: str) -> bytes:
 def copy(path: Path, sha: str, dest: Path, name: str, *, mode: int) -> None:
     """A new file ``dest`` (not there before; never a link to the object) holding object
     ``path``'s content, once that hashed to ``sha``: a reflink where the filesystem has them,
-    else a copy hashed as it is written. On a mismatch ``dest`` is removed, ObjectTampered."""
+    else a copy made in the kernel and kept only if the object's identity did not change
+    while it was hashed and copied (else a copy hashed as it is written). On a mismatch
+    ``dest`` is removed, ObjectTampered."""
     src = os.open(path, READ_FLAGS)
     try:
         out = os.open(dest, CREATE_FLAGS & ~os.O_WRONLY | os.O_RDWR, 0o600)
@@ -133,27 +135,41 @@ def _fill(src: int, out: int, sha: str, path: Path, name: str) -> None:
     st = os.fstat(src)
     if not stat.S_ISREG(st.st_mode):
         raise ObjectTampered(sha, path, name)
-    trusted = known(st, sha)
     try:
         fcntl.ioctl(out, FICLONE, src)
     except OSError as exc:
         if exc.errno not in (errno.EOPNOTSUPP, errno.EXDEV, errno.EINVAL, errno.ENOTTY):
             raise
     else:  # the blocks are shared, never the inode: what is checked is what was kept
-        if not trusted:
+        if not known(st, sha):
             os.lseek(out, 0, os.SEEK_SET)
             if hash_fd(out) != sha:
                 raise ObjectTampered(sha, path, name)
             remember(st, sha)
         return
-    digest = hashlib.sha256()
+    check_fd(src, sha, path, name)  # hashed unless this process knows it as it is
+    os.lseek(src, 0, os.SEEK_SET)
+    if _in_kernel(src, out, st.st_size) and known(os.fstat(src), sha):
+        return  # nothing changed the object while it was checked and copied
+    os.lseek(src, 0, os.SEEK_SET)
+    os.ftruncate(out, 0)
+    os.lseek(out, 0, os.SEEK_SET)
+    digest = hashlib.sha256()  # what is hashed is what is written
     while chunk := os.read(src, CHUNK):
-        if not trusted:
-            digest.update(chunk)
+        digest.update(chunk)
         view = memoryview(chunk)
         while view:
             view = view[os.write(out, view) :]
-    if not trusted:
-        if digest.hexdigest() != sha:
-            raise ObjectTampered(sha, path, name)
-        remember(st, sha)
+    if digest.hexdigest() != sha:
+        raise ObjectTampered(sha, path, name)
+
+
+def _in_kernel(src: int, out: int, size: int) -> bool:
+    """Copy an object just checked without reading it into this process; False when the
+    system cannot (the caller copies, hashing)."""
+    try:
+        while os.copy_file_range(src, out, CHUNK << 4):
+            pass
+    except OSError:
+        return False
+    return os.fstat(out).st_size == size
