@@ -28,7 +28,8 @@ the workspace it left are restored; the phase's new attempt says where it came f
 Only runs made here are reused: an entry carries its run's ``origin`` (``origin``), which a
 run folder and index that came with a flow folder from elsewhere cannot match. Every object
 a restore uses is hashed first (``intact``): one that does not hold what its name says fails
-the phase, naming it, before anything of the run changed.
+the phase, naming it, before the phase's code could see it (outputs, scratch and record are
+checked before any of them is filed).
 """
 
 from __future__ import annotations
