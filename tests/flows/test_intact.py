@@ -87,3 +87,22 @@ def test_content_given_again_replaces_a_planted_object(tmp_path: Path) -> None:
     name, _ = store.add_file(src)
     assert name == planted.name and planted.read_bytes() == real
     assert planted.stat().st_mode & 0o777 == 0o444
+
+
+def test_a_link_costs_no_second_hash_and_an_edit_through_it_is_caught(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = Store(tmp_path / "objects")
+    src = tmp_path / "p1.csv"
+    src.write_bytes(b"fruit,count\napple,1\n")
+    name, _ = store.add_file(src)
+    out = tmp_path / "output.csv"
+    intact.link(store.path(name), name, out, "p1.csv")  # a recorded output: the object's inode
+    with monkeypatch.context() as patched:
+        hashed: list[int] = []
+        patched.setattr(intact, "hash_fd", lambda fd: hashed.append(fd) or name)
+        intact.check(store.path(name), name, "p1.csv")
+        assert hashed == []  # the link changed only the ctime: still known
+    tamper(out, b"fruit,count\napple,7\n")  # through the output
+    with pytest.raises(ObjectTampered, match="it stood for p1.csv"):
+        intact.check(store.path(name), name, "p1.csv")

@@ -1,9 +1,9 @@
 """The content store is praxis's own (RELIABILITY 51), on docker and on the fake.
 
 A flow folder that came from elsewhere may carry a ``.praxis/objects/`` of its choosing, run
-folders and reuse entries: none of it reaches a phase unverified. A recorded output is a file
-of its own, so editing it in place never changes the object the next run restores; an object
-changed behind praxis's back fails the run that needs it, naming it.
+folders and reuse entries: none of it reaches a phase unverified. A recorded output is a hard
+link to its object: one made writable and edited in place changes the object, and the run
+that would restore it fails, naming the object, before any phase sees the edit.
 """
 
 from __future__ import annotations
@@ -90,49 +90,21 @@ def test_a_store_shipped_with_the_flow_never_hands_a_phase_its_planted_bytes(
     assert sha(planted.read_bytes()) == planted.name  # the store holds what its name says
 
 
-def test_an_output_edited_in_place_never_changes_what_the_next_run_restores(
+def test_an_output_edited_in_place_never_reaches_a_phase(
     sandbox_line: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     root = pair(tmp_path / "edited", sandbox_line)
     assert praxis_here(capsys, "run", str(root)).returncode == 0
     (first,) = runs_of(root)
-    out = first / "output" / "p1.csv"
     recorded = state_of(first).phase("p1").hashes["p1.csv"]
+    obj = objects(root) / recorded
+    out = first / "output" / "p1.csv"  # a hard link to the object
     os.chmod(out, 0o644)  # the person makes the recorded output writable and edits it in place
     with open(out, "r+b") as fh:
         fh.write(b"fruit,count\napple,7\n")
 
-    assert sha((objects(root) / recorded).read_bytes()) == recorded  # the object is untouched
-
-    res = praxis_here(capsys, "run", str(root))
-    assert res.returncode == 0, res.stderr
-    second = runs_of(root)[-1]
-    assert event_kinds(second).count("phase_reused") == 2  # settled work, restored
-    assert (second / "output" / "p1.csv").read_bytes() == P1
-    assert (second / "output" / "p2.csv").read_bytes() == P2
-    # a phase that runs again from the restored workspace reads the recorded p1.csv too
-    res = praxis_here(capsys, "rerun", str(root), "--from", "p2", "--no-reuse")
-    assert res.returncode == 0, res.stderr
-    res = praxis_here(capsys, "advance", str(root))
-    assert res.returncode == 0, res.stderr
-    assert (second / "output" / "p2.csv").read_bytes() == P2
-    assert b"apple,7" not in everything_recorded(second)
-
-
-def test_a_tampered_object_fails_the_run_that_needs_it_naming_it(
-    sandbox_line: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    root = pair(tmp_path / "tampered", sandbox_line)
-    assert praxis_here(capsys, "run", str(root)).returncode == 0
-    (first,) = runs_of(root)
-    recorded = state_of(first).phase("p1").hashes["p1.csv"]
-    obj = objects(root) / recorded
-    os.chmod(obj, 0o644)  # changed behind praxis's back: same size, other bytes
-    with open(obj, "r+b") as fh:
-        fh.write(b"fruit,count\napple,7\n")
-
     # a new run would restore p1 from the first run: it fails naming the object and the file
-    # it stood for, and p2 never runs on the tampered bytes
+    # it stood for, before p2 could run on the edited bytes
     res = praxis_here(capsys, "run", str(root))
     assert res.returncode != 0
     second = runs_of(root)[-1]
@@ -142,12 +114,14 @@ def test_a_tampered_object_fails_the_run_that_needs_it_naming_it(
     assert state_of(second).phase("p2").attempt == 0  # p2 never ran
     assert b"apple,7" not in everything_recorded(second)
 
-    obj.unlink()  # as the error says: then the phase runs again and records it anew
+    obj.unlink()  # as the error says: then p1 runs again and the store holds what it wrote
     res = praxis_here(capsys, "run", str(root))
     assert res.returncode == 0, res.stderr
     third = runs_of(root)[-1]
+    assert (third / "output" / "p1.csv").read_bytes() == P1
     assert (third / "output" / "p2.csv").read_bytes() == P2
     assert sha(obj.read_bytes()) == recorded
+    assert b"apple,7" not in everything_recorded(third)
 
 
 def _forge(root: Path, run: Path, output: bytes) -> None:

@@ -38,10 +38,11 @@ def route(
 
     Staged files (an executor's ``write_output``) are placed first, then the workspace's new
     or changed files (``post`` against ``pre``, both already in the store), so a file from the
-    sandbox wins over a staged one of the same name. A recorded file is a copy of its
-    object (a reflink where the filesystem has them), never a link to it, so no edit of a
-    run's files can reach the store: read-only, except an output a reviewer may edit at a
-    Gate (the phase is gated). The object is hashed as it is copied (``intact``).
+    sandbox wins over a staged one of the same name. A recorded file is a hard link to its
+    read-only object, except an output a reviewer may edit at a Gate (the phase is gated):
+    that one is a copy of its own. Whoever makes a linked output writable and edits it in
+    place changes the object too: every use of an object checks it first (``intact``), so
+    the edit fails the run that would use it, naming it, and never reaches a phase.
     """
     declared = set(phase.outputs)
     outputs: dict[str, str] = {}
@@ -67,17 +68,21 @@ def _file(
     paths: RunPaths, phase: Phase, name: str, store: Store, sha: str, declared: set[str]
 ) -> None:
     """Object ``sha`` at ``name`` in output/ or scratch/ (ObjectTampered when the object
-    does not hold ``sha``). The store remembers a read-only output, so a later phase that
-    takes it as an input does not hash it again."""
+    does not hold ``sha``). The store remembers a read-only output (a link to the object),
+    so a later phase that takes it as an input does not hash it again."""
     dest = _dest(paths, phase, name, declared)
     dest.parent.mkdir(parents=True, exist_ok=True)
     # staged outside output/ and scratch/: no name a phase writes can be the temp file's
     staging = paths.root / ".collecting"
     staging.mkdir(exist_ok=True)
     tmp = staging / uuid.uuid4().hex
+    obj = store.path(sha)
     editable = name in declared and phase.gated
-    try:  # a file of its own, never the store's inode: no edit of it reaches the object
-        intact.copy(store.path(sha), sha, tmp, name, mode=0o644 if editable else 0o444)
+    try:
+        if editable:  # writable at the Gate: a copy, never the store's inode
+            intact.copy(obj, sha, tmp, name, mode=0o644)
+        else:
+            intact.link(obj, sha, tmp, name)
         os.replace(tmp, dest)
     finally:
         tmp.unlink(missing_ok=True)

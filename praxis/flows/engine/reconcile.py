@@ -150,7 +150,7 @@ def changed_outputs(run: RunHandle) -> list[Changed]:
         if p.status not in ("done", "stale"):
             continue
         for name, recorded in sorted(p.hashes.items()):
-            if name in open_now or _untouched(run, name, p.ended):
+            if name in open_now or _linked(run, name, recorded, p.ended):
                 continue
             now = _digest(run, name)
             if now != recorded:
@@ -158,16 +158,16 @@ def changed_outputs(run: RunHandle) -> list[Changed]:
     return found
 
 
-def _untouched(run: RunHandle, name: str, ended: float | None) -> bool:
-    """True when output ``name`` is a regular file nothing wrote, replaced or changed the mode
-    of since its phase ended: unchanged, without reading it. A recorded output is a file of
-    its own (``collect``), made before the phase's end; any of those sets its ctime to the
-    time it happened, which no one can set back."""
+def _linked(run: RunHandle, name: str, recorded: str, ended: float | None) -> bool:
+    """True when output ``name`` is still the hard link to its recorded, read-only object and
+    that file was not written since the phase ended: unchanged, without reading it."""
     try:
         out = os.stat(run.paths.out(name), follow_symlinks=False)
+        obj = os.stat(run.paths.object(recorded), follow_symlinks=False)
     except (OSError, ValueError):
         return False
-    return stat.S_ISREG(out.st_mode) and ended is not None and out.st_ctime <= ended
+    same = (out.st_dev, out.st_ino) == (obj.st_dev, obj.st_ino) and stat.S_ISREG(out.st_mode)
+    return same and ended is not None and out.st_mtime <= ended and out.st_ctime <= ended + 1
 
 
 def blocking(run: RunHandle) -> list[tuple[Changed, str]]:

@@ -63,25 +63,54 @@ def known(st: os.stat_result, sha: str) -> bool:
     return _known.get(_identity(st)) == sha
 
 
-def check_fd(fd: int, sha: str, path: Path, name: str) -> None:
-    """Object ``sha`` open at ``fd`` holds what its name says; else ObjectTampered."""
+def check_fd(fd: int, sha: str, path: Path, name: str) -> os.stat_result:
+    """Object ``sha`` open at ``fd`` holds what its name says (its status, as checked);
+    else ObjectTampered."""
     st = os.fstat(fd)
     if known(st, sha):
-        return
+        return st
     os.lseek(fd, 0, os.SEEK_SET)
     if not stat.S_ISREG(st.st_mode) or hash_fd(fd) != sha:
         raise ObjectTampered(sha, path, name)
     remember(st, sha)
+    return st
 
 
-def check(path: Path, sha: str, name: str) -> None:
+def check(path: Path, sha: str, name: str) -> os.stat_result:
     """Object ``path`` (named ``sha``, standing for file ``name``) holds what its name says,
-    read without following a link; ObjectTampered if not, OSError if it cannot be read."""
+    read without following a link (its status, as checked); ObjectTampered if not, OSError
+    if it cannot be read."""
     fd = os.open(path, READ_FLAGS)
     try:
-        check_fd(fd, sha, path, name)
+        return check_fd(fd, sha, path, name)
     finally:
         os.close(fd)
+
+
+def linked(path: Path, sha: str, before: os.stat_result) -> None:
+    """Object ``path`` was checked (``before``) and then linked elsewhere, which changes its
+    ctime: when nothing else about it changed, remember it as it is now, so the link costs
+    no second hash."""
+    try:
+        after = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return
+    if (after.st_dev, after.st_ino, after.st_size, after.st_mtime_ns) == (
+        before.st_dev,
+        before.st_ino,
+        before.st_size,
+        before.st_mtime_ns,
+    ):
+        remember(after, sha)
+
+
+def link(path: Path, sha: str, dest: Path, name: str) -> None:
+    """Hard-link object ``path`` at ``dest`` once it holds ``sha``. A new link changes the
+    object's ctime: when nothing else about it changed, it is remembered as it is now, so
+    the link costs no second hash."""
+    before = check(path, sha, name)
+    os.link(path, dest, follow_symlinks=False)
+    linked(path, sha, before)
 
 
 def holds(path: Path, sha: str) -> bool:

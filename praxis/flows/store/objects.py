@@ -11,14 +11,13 @@ A run holds an object once its ``refs`` names it. It names it before it relies o
 sure the object is there, and ``sweep`` (gc) lists the objects and reads every run's
 references under the exclusive lock. So an object is removed only when no run, not even
 one advancing now, holds it. A run folder from before the flow had a store keeps its own
-``objects/``: it is read as it is (``RunPaths.object``) and copied into the store the first
+``objects/``: it is read as it is (``RunPaths.object``) and moved into the store the first
 time the run is changed (``migrate``).
 """
 
 from __future__ import annotations
 
 import fcntl
-import logging
 import os
 import shutil
 from collections.abc import Iterable, Iterator
@@ -28,12 +27,10 @@ from pathlib import Path
 
 from sandbox import Sandbox
 
-from . import intact
 from .layout import RunPaths, runs_dir, store_dir
 from .snapshot import Store
 
 REFS = "refs"
-log = logging.getLogger("praxis")
 
 
 @contextmanager
@@ -122,23 +119,10 @@ def migrate(paths: RunPaths) -> int:
         store.root.mkdir(parents=True, exist_ok=True)
         store._hold(names)
         for name in names:
-            if not intact.holds(store.path(name), name):
-                _move_in(store, legacy / name, name)
+            if not store.has(name):
+                os.link(legacy / name, store.path(name))  # the same read-only inode
     shutil.rmtree(legacy)
     return len(names)
-
-
-def _move_in(store: Store, path: Path, name: str) -> None:
-    """A copy of the run's own object ``path`` into the store: the run's recorded files may
-    be hard links to it, and no edit of them may reach the store. One that does not hold
-    what its name says is left out (the run then lacks it, and says so when it needs it)."""
-    tmp = store._incoming()
-    try:
-        intact.copy(path, name, tmp, name, mode=0o444)
-    except (OSError, intact.ObjectTampered) as exc:
-        log.warning("object %s of run %s not moved into the store: %s", name, path.parent, exc)
-        return
-    store._keep(tmp, name)
 
 
 @dataclass(frozen=True)

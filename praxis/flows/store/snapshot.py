@@ -11,8 +11,8 @@ store only through the sandbox's own operations (upload, listing, fetch, remove)
 on every backend. Nothing in the store shares an inode with a file a kernel can write: the
 store copies what it takes in, and files go out as copies (the sandbox decides: a link only
 where no kernel can write it). Nothing trusts an object's name: each is hashed before it is
-used (``intact``), and adding content the store has under a file that does not hold it
-replaces that file.
+used (``intact``), and content added again replaces a file under its name that does not
+hold it.
 """
 
 from __future__ import annotations
@@ -214,8 +214,11 @@ class Store:
 
     def _keep(self, tmp: Path, sha: str) -> str:
         """Make ``tmp`` (just written, its content hashed on the way: ``sha``) the object
-        ``sha``, in place of whatever file has that name: a file put there outside praxis
-        never outlives a copy of the true content."""
+        ``sha``, unless the store holds it already (runs share its inode); a file under that
+        name that does not hold it (changed or put there outside praxis) is replaced."""
+        if intact.holds(self.path(sha), sha):
+            tmp.unlink(missing_ok=True)
+            return sha
         os.chmod(tmp, 0o444)
         made = os.stat(tmp).st_ino
         os.replace(tmp, self.path(sha))
@@ -326,8 +329,9 @@ class Workspace:
     def place(self, name: str, sha: str, size: int) -> None:
         """Put the stored content ``sha`` at workspace path ``name`` (read-only there)."""
         self.look = None
-        intact.check(self.store.path(sha), sha, name)  # the phase gets what the name says
+        checked = intact.check(self.store.path(sha), sha, name)  # what the name says
         self.sandbox.upload(self.store.path(sha), name)
+        intact.linked(self.store.path(sha), sha, checked)  # the upload may be a link
         self.placed[name] = Item(sha, size)
 
     def restore(self, target: Manifest) -> list[str]:
