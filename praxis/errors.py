@@ -38,6 +38,7 @@ PraxisError               1  something failed                                   
 │   └── BadRow               a row or column the file does not have             web.csvedit
 ├── RecordCorrupt         4  a run's record cannot be read; never reset         (here)
 │   ├── StateCorrupt         run.json                                     flows.store.state_file
+│   ├── ObjectTampered       a store object that does not hash to its name    flows.store.intact
 │   └── EventLogCorrupt      events.jsonl, a line other than the last           flows.model.events
 └── PortBusy              6  `praxis serve`'s port is in use                    commands.serving
 
