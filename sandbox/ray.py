@@ -32,7 +32,7 @@ import socket
 import subprocess
 import threading
 import time
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, fields
 from functools import partial
@@ -82,6 +82,12 @@ def text(value: Any) -> str:
     return "".join(c if c.isprintable() else "?" for c in raw[:MAX_TEXT])
 
 
+# bubblewrap's --die-with-parent ends the bridge when the *thread* that started it ends
+# (PR_SET_PDEATHSIG), and sandboxes open on short-lived threads (``Opening``): every bridge is
+# started by this one thread, which lives as long as the process.
+_SPAWNER = ThreadPoolExecutor(1, thread_name_prefix="ray-bridge-spawner")
+
+
 class Malformed(Exception):
     """A reply that is not of the shape its request returns."""
 
@@ -92,9 +98,14 @@ class Bridge:
     def __init__(self, address: str) -> None:
         self.address = address
         argv, env = ray_confine.command(address)
-        self.process = subprocess.Popen(
-            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
-        )
+        self.process = _SPAWNER.submit(
+            subprocess.Popen,
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+        ).result()
         self.pending: dict[int, Future[tuple[dict[str, Any], bytes]]] = {}
         self.lock = threading.Lock()
         self.count = 0
