@@ -107,7 +107,8 @@ class Bridge:
             env=env,
         ).result()
         self.pending: dict[int, Future[tuple[dict[str, Any], bytes]]] = {}
-        self.lock = threading.Lock()
+        self.lock = threading.Lock()  # pending, count, broken
+        self.writing = threading.Lock()  # stdin
         self.count = 0
         self.broken: str | None = None
         self.stderr = ""
@@ -122,24 +123,34 @@ class Bridge:
             if self.broken is not None:
                 raise RayUnavailable(self.broken)
             self.count += 1
-            self.pending[self.count] = future
-            stdin = self.process.stdin
-            assert stdin is not None
-            try:
-                ray_wire.write(stdin, {**message, "id": self.count}, blob)
-            except OSError:
-                self.pending.pop(self.count, None)
-                raise RayUnavailable(self._ended("ended")) from None
+            rid = self.count
+            self.pending[rid] = future
+        if not self._write({**message, "id": rid}, blob):
+            with self.lock:
+                self.pending.pop(rid, None)
+            raise RayUnavailable(self.broken or self._ended("ended"))
         return future
 
     def cast(self, message: dict[str, Any]) -> None:
         """A request whose reply nobody waits for."""
-        with self.lock:
-            if self.broken is None and self.process.stdin is not None:
-                try:
-                    ray_wire.write(self.process.stdin, {**message, "id": None})
-                except OSError:
-                    log.debug("the Ray bridge is gone", exc_info=True)
+        if self.broken is None:
+            self._write({**message, "id": None})
+
+    def _write(self, message: dict[str, Any], blob: bytes = b"") -> bool:
+        """One frame to the bridge; False when it is gone. A bridge that stops reading is
+        ended after ``CALL_TIMEOUT`` seconds, so no write waits longer."""
+        stdin = self.process.stdin
+        assert stdin is not None
+        with self.writing:
+            stop = threading.Timer(CALL_TIMEOUT, self.process.kill)
+            stop.start()
+            try:
+                ray_wire.write(stdin, message, blob)
+                return True
+            except (OSError, ValueError):
+                return False
+            finally:
+                stop.cancel()
 
     def _read(self) -> None:
         stdout = self.process.stdout
@@ -162,7 +173,11 @@ class Bridge:
         self._fail(why)
 
     def _fail(self, why: str) -> None:
-        self.process.wait(timeout=5) if why == "ended" else None
+        if why == "ended":  # its last words are on stderr: give them a moment
+            try:
+                self.process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
         with self.lock:
             self.broken = self.broken or self._ended(why)
             pending, self.pending = self.pending, {}
@@ -187,11 +202,15 @@ class Bridge:
         with self.lock:
             self.broken = self.broken or f"the Ray bridge for {self.address} was closed"
             stdin: IO[bytes] | None = self.process.stdin
-        if stdin is not None:
+        if stdin is not None and self.writing.acquire(timeout=5):
             try:
-                stdin.close()
+                stdin.close()  # the bridge closes the sandbox it holds, and ends
             except OSError:
                 pass
+            finally:
+                self.writing.release()
+        else:  # a write is stuck: a bridge that stopped reading
+            self.process.kill()
         try:
             self.process.wait(timeout=30)
         except subprocess.TimeoutExpired:

@@ -319,6 +319,101 @@ def test_sales_report_flow_runs_on_the_cluster_with_its_gate(
     assert state_file.load(run_dir / "run.json").status == "done"
 
 
+TRAP = """
+import os, sys, ray
+
+class Payload:  # unpickled, it runs its code: what a hostile head may send any driver
+    def __init__(self, code, relayed):
+        self.code = code
+        self.relayed = relayed
+
+    def __reduce__(self):
+        if not self.relayed:
+            return (exec, (self.code,))
+        # through a Ray client server, which unpickles a value and pickles it again for its
+        # client: unpickled there, this makes the object whose pickle runs the code
+        again = "type('P', (), {'__reduce__': lambda self: (exec, (%r,))})()" % self.code
+        return (eval, (again,))
+
+@ray.remote(num_cpus=0)
+class Trap:
+    def __init__(self, code, relayed):
+        self.code = code
+        self.relayed = relayed
+
+    def close(self):
+        return Payload(self.code, self.relayed)
+
+ray.init(address=sys.argv[1], namespace="praxis")
+if sys.argv[2] == "set":
+    relayed = sys.argv[1].startswith("ray://")
+    trap = Trap.options(name=sys.argv[3], lifetime="detached").remote(sys.argv[4], relayed)
+    ray.get(trap.__ray_ready__.remote())
+    os.environ["PRAXIS_TEST_MARK"] = sys.argv[5]
+    ray.get(trap.close.remote())  # the control: an ordinary driver (or client) runs it
+else:
+    try:
+        ray.kill(ray.get_actor(sys.argv[3], namespace="praxis"))
+    except ValueError:
+        pass
+"""
+
+PAYLOAD = """
+import os
+mark = os.environ.get("PRAXIS_TEST_MARK", {marker!r})
+os.makedirs(os.path.dirname(mark), exist_ok=True)
+with open(mark, "w") as fh:
+    fh.write("ran as uid %d" % os.getuid())
+if {garbage!r}:
+    os.write(1, b"\\xff" * 8)  # and answer the runner with what no frame may be
+"""
+
+
+@pytest.mark.parametrize("garbage", [False, True], ids=["contained", "garbage-reply"])
+@pytest.mark.parametrize("client", [False, True], ids=["driver", "ray-client"])
+def test_a_pickle_from_a_hostile_cluster_runs_nothing_on_the_host(
+    nodes: TwoNodes, docker_image: str, tmp_path: Path, garbage: bool, client: bool
+) -> None:
+    """RELIABILITY.md 50: an actor of the cluster answers the runner with a pickle whose
+    ``__reduce__`` runs code. An ordinary driver runs it (the control marker appears); the
+    runner's bridge unpickles it confined: the marker never reaches this machine's files, and
+    a bridge it took over fails the open naming the address instead of hanging."""
+    from sandbox import ray as ray_backend
+
+    workspace = tmp_path / "run" / "workspace"
+    name = f"sandbox-{ray_backend._node_key(workspace)}"  # the leftover the runner closes
+    marker, control = tmp_path / "host" / "pwned", tmp_path / "control"
+    payload = PAYLOAD.format(marker=str(marker), garbage=garbage)
+    address = nodes.client if client else nodes.address  # ray:// or a driver's
+    trap = [sys.executable, "-c", TRAP, address]
+    set_up = subprocess.run(
+        [*trap, "set", name, payload, str(control)], capture_output=True, timeout=120
+    )
+    assert control.read_text() == "ran as uid 0", set_up.stderr[-2000:]
+    try:
+        sb = open_sandbox(
+            {"backend": "ray", "address": address, "image": docker_image,
+             "labels": dict(TEST_LABELS), "memory": "1g", "cpus": 0.5},
+            workspace=workspace,
+            name="ray-hostile",
+        )  # fmt: skip
+        if garbage:
+            with pytest.raises(SandboxUnavailable) as err:
+                sb.open()
+            assert str(err.value).startswith(
+                f"the Ray bridge for the cluster at {address} broke the reply format"
+            )
+        else:
+            sb.open()
+            try:
+                assert contract.run(sb, "print('still mine')") == "still mine\n"
+            finally:
+                sb.close()
+    finally:
+        subprocess.run([*trap, "kill", name], capture_output=True, timeout=120, check=False)
+    assert not marker.exists() and not marker.parent.exists()
+
+
 def test_losing_the_node_mid_execute_names_it_and_a_new_sandbox_works(
     make: Callable[..., Sandbox], nodes: TwoNodes
 ) -> None:
@@ -358,91 +453,6 @@ def _containers(run: str) -> list[str]:
         check=False,
     )
     return found.stdout.split()
-
-
-TRAP = """
-import os, sys, ray
-
-class Payload:  # unpickled, it runs its code: what a hostile head may send any driver
-    def __init__(self, code):
-        self.code = code
-
-    def __reduce__(self):
-        return (exec, (self.code,))
-
-@ray.remote(num_cpus=0)
-class Trap:
-    def __init__(self, code):
-        self.code = code
-
-    def close(self):
-        return Payload(self.code)
-
-ray.init(address=sys.argv[1], namespace="praxis")
-if sys.argv[2] == "set":
-    trap = Trap.options(name=sys.argv[3], lifetime="detached").remote(sys.argv[4])
-    ray.get(trap.__ray_ready__.remote())
-    os.environ["PRAXIS_TEST_MARK"] = sys.argv[5]
-    ray.get(trap.close.remote())  # the control: an ordinary driver runs the payload
-else:
-    try:
-        ray.kill(ray.get_actor(sys.argv[3], namespace="praxis"))
-    except ValueError:
-        pass
-"""
-
-PAYLOAD = """
-import os
-mark = os.environ.get("PRAXIS_TEST_MARK", {marker!r})
-os.makedirs(os.path.dirname(mark), exist_ok=True)
-with open(mark, "w") as fh:
-    fh.write("ran as uid %d" % os.getuid())
-if {garbage!r}:
-    os.write(1, b"\\xff" * 8)  # and answer the runner with what no frame may be
-"""
-
-
-@pytest.mark.parametrize("garbage", [False, True], ids=["contained", "garbage-reply"])
-def test_a_pickle_from_a_hostile_cluster_runs_nothing_on_the_host(
-    nodes: TwoNodes, docker_image: str, tmp_path: Path, garbage: bool
-) -> None:
-    """RELIABILITY.md 50: an actor of the cluster answers the runner with a pickle whose
-    ``__reduce__`` runs code. An ordinary driver runs it (the control marker appears); the
-    runner's bridge unpickles it confined: the marker never reaches this machine's files, and
-    a bridge it took over fails the open naming the address instead of hanging."""
-    from sandbox import ray as ray_backend
-
-    workspace = tmp_path / "run" / "workspace"
-    name = f"sandbox-{ray_backend._node_key(workspace)}"  # the leftover the runner closes
-    marker, control = tmp_path / "host" / "pwned", tmp_path / "control"
-    payload = PAYLOAD.format(marker=str(marker), garbage=garbage)
-    trap = [sys.executable, "-c", TRAP, nodes.address]
-    set_up = subprocess.run(
-        [*trap, "set", name, payload, str(control)], capture_output=True, timeout=120
-    )
-    assert control.read_text() == "ran as uid 0", set_up.stderr[-2000:]
-    try:
-        sb = open_sandbox(
-            {"backend": "ray", "address": nodes.address, "image": docker_image,
-             "labels": dict(TEST_LABELS), "memory": "1g"},
-            workspace=workspace,
-            name="ray-hostile",
-        )  # fmt: skip
-        if garbage:
-            with pytest.raises(SandboxUnavailable) as err:
-                sb.open()
-            assert str(err.value).startswith(
-                f"the Ray bridge for the cluster at {nodes.address} broke the reply format"
-            )
-        else:
-            sb.open()
-            try:
-                assert contract.run(sb, "print('still mine')") == "still mine\n"
-            finally:
-                sb.close()
-    finally:
-        subprocess.run([*trap, "kill", name], capture_output=True, timeout=120, check=False)
-    assert not marker.exists() and not marker.parent.exists()
 
 
 def test_flow_yaml_takes_the_ray_keys(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
