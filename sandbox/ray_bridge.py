@@ -97,11 +97,10 @@ class Bridge:
             return
         blobs: list[bytes] = []
         try:
-            reply = {"id": rid, "ok": plain(value, blobs)}
-        except TypeError as exc:
-            self.send({"id": rid, "err": ["unavailable", f"the Ray bridge: {exc}"]})
-            return
-        self.send(reply, blobs[0] if blobs else b"")
+            self.send({"id": rid, "ok": plain(value, blobs)}, blobs[0] if blobs else b"")
+        except (TypeError, ValueError, ray_wire.FrameError) as exc:  # no frame was written
+            said = f"the Ray bridge cannot send the reply to {message.get('method')}: {exc}"
+            self.send({"id": rid, "err": ["unavailable", said]})
 
     def handle(self, message: dict[str, Any], blob: bytes) -> Any:
         op = message.get("op")

@@ -24,7 +24,7 @@ class FrameError(Exception):
 
 def write(out: IO[bytes], message: dict[str, Any], blob: bytes = b"") -> None:
     """One frame; the caller holds the stream's lock."""
-    text = json.dumps(message, separators=(",", ":"), allow_nan=False).encode()
+    text = json.dumps(message, separators=(",", ":")).encode()  # NaN as a kernel gave it
     if len(text) > MAX_JSON or len(blob) > MAX_BLOB:
         raise FrameError(f"a frame of {len(text)} + {len(blob)} bytes is over the bound")
     out.write(HEADER.pack(len(text), len(blob)) + text)

@@ -220,6 +220,9 @@ def _cluster(reader: ValueReader, value: Any, backend: str | None) -> str | None
 class ClusterUnknown(UsageError):
     """The flow names a cluster the person's profile does not hold (any more)."""
 
+    def next(self, flow: str) -> str:
+        return f"praxis check {flow}"
+
 
 def cluster_address(name: str | None) -> str | None:
     """The address of the profile's cluster ``name`` (``${VAR}`` expanded); None when the
