@@ -91,7 +91,8 @@ class Bridge:
             return
         except Exception as exc:  # a bug here must still answer, or the runner waits
             log.exception("ray bridge: %s failed", message.get("op"))
-            self.send({"id": rid, "err": ["unavailable", f"the Ray bridge failed: {exc}"]})
+            said = f"Ray at {self.address} failed ({type(exc).__name__}: {exc})"
+            self.send({"id": rid, "err": ["unavailable", said]})
             return
         if rid is None:
             return
@@ -164,7 +165,9 @@ class Bridge:
             raise
         except ray.exceptions.RayError as exc:
             ray.kill(actor)
-            raise RayUnavailable(f"the sandbox actor did not start: {exc}") from exc
+            raise RayUnavailable(
+                f"the sandbox actor did not start on the Ray cluster at {self.address}: {exc}"
+            ) from exc
         self.actor = actor
         self.node = info["node"]
         return info
