@@ -3,9 +3,9 @@
 ``RaySandbox`` runs on the controller (where the runner is), but this process never joins
 the cluster: Ray deserializes what a cluster sends with pickle, and a hostile head could
 answer with code. ``open`` starts the Ray bridge (``sandbox/ray_bridge.py``) confined by
-bubblewrap (``sandbox/ray_confine.py``) and speaks to it in bounded frames of JSON and raw
-bytes (``sandbox/ray_wire.py``); every reply is checked here as data of the shape its method
-returns. The bridge joins the cluster, checks that some node could ever hold the sandbox,
+bubblewrap (``sandbox/ray_confine.py``) and speaks to it (``sandbox/ray_channel.py``) in
+bounded frames of JSON and raw bytes (``sandbox/ray_wire.py``); every reply is checked as
+data of the shape its method returns (``sandbox/ray_replies.py``). The bridge joins the cluster, checks that some node could ever hold the sandbox,
 then asks Ray for one actor (``sandbox/ray_node.py``) with the flow's cpus and memory and
 the ``praxis-docker`` resource (plus any ``resources`` the caller names). The actor holds
 an ordinary ``DockerSandbox`` on its node: container, hardening and ipc transport do not
@@ -29,24 +29,23 @@ import logging
 import os
 import pickle
 import socket
-import subprocess
-import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
-from . import ray_confine, ray_wire
+from . import ray_wire
 from .base import ExecResult, FileStat, Kernel, OutputCallback, Sandbox
 from .errors import ExecTimeout, KernelDied, SandboxError, SandboxUnavailable
 from .files import replace_file
 from .options import RayOptions
 from .paths import check_name
+from .ray_channel import Bridge, Reply
 from .ray_cluster import RESOURCE, RayUnavailable, resolve_address
 from .ray_node import ERRORS
+from .ray_replies import Malformed, shaped, text, with_blob
 from .values import disk_bytes
 
 log = logging.getLogger("sandbox")
@@ -58,8 +57,6 @@ IN_FLIGHT = 4  # chunk calls outstanding at once
 POLL = 0.2  # seconds between output polls while code runs
 CALL_TIMEOUT = 300.0  # seconds for one file or bookkeeping call
 MARGIN = 60.0  # seconds past an execute's own timeout before the controller gives up
-MAX_TEXT = 2000  # characters kept of a message the bridge sends
-STDERR_TAIL = 4000  # characters kept of what the bridge printed, for its last words
 
 
 @dataclass(frozen=True)
@@ -74,148 +71,6 @@ def _node_key(workspace: Path) -> str:
     """The same run on the same controller gets the same node folder and actor name."""
     where = f"{socket.gethostname()}:{Path(workspace).resolve()}"
     return hashlib.sha256(where.encode("utf-8", "surrogateescape")).hexdigest()[:12]
-
-
-def text(value: Any) -> str:
-    """A message from the bridge as one bounded line of printable characters."""
-    raw = value if isinstance(value, str) else repr(value)
-    return "".join(c if c.isprintable() else "?" for c in raw[:MAX_TEXT])
-
-
-# bubblewrap's --die-with-parent ends the bridge when the *thread* that started it ends
-# (PR_SET_PDEATHSIG), and sandboxes open on short-lived threads (``Opening``): every bridge is
-# started by this one thread, which lives as long as the process.
-_SPAWNER = ThreadPoolExecutor(1, thread_name_prefix="ray-bridge-spawner")
-
-
-class Malformed(Exception):
-    """A reply that is not of the shape its request returns."""
-
-
-class Bridge:
-    """The confined Ray bridge process and the replies it owes, by request id."""
-
-    def __init__(self, address: str) -> None:
-        self.address = address
-        argv, env = ray_confine.command(address)
-        self.process = _SPAWNER.submit(
-            subprocess.Popen,
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=env,
-        ).result()
-        self.pending: dict[int, Future[tuple[dict[str, Any], bytes]]] = {}
-        self.lock = threading.Lock()  # pending, count, broken
-        self.writing = threading.Lock()  # stdin
-        self.count = 0
-        self.broken: str | None = None
-        self.stderr = ""
-        threading.Thread(target=self._read, name="ray-bridge", daemon=True).start()
-        threading.Thread(target=self._drain, name="ray-bridge-err", daemon=True).start()
-
-    def request(
-        self, message: dict[str, Any], blob: bytes = b""
-    ) -> Future[tuple[dict[str, Any], bytes]]:
-        future: Future[tuple[dict[str, Any], bytes]] = Future()
-        with self.lock:
-            if self.broken is not None:
-                raise RayUnavailable(self.broken)
-            self.count += 1
-            rid = self.count
-            self.pending[rid] = future
-        if not self._write({**message, "id": rid}, blob):
-            with self.lock:
-                self.pending.pop(rid, None)
-            raise RayUnavailable(self.broken or self._ended("ended"))
-        return future
-
-    def cast(self, message: dict[str, Any]) -> None:
-        """A request whose reply nobody waits for."""
-        if self.broken is None:
-            self._write({**message, "id": None})
-
-    def _write(self, message: dict[str, Any], blob: bytes = b"") -> bool:
-        """One frame to the bridge; False when it is gone. A bridge that stops reading is
-        ended after ``CALL_TIMEOUT`` seconds, so no write waits longer."""
-        stdin = self.process.stdin
-        assert stdin is not None
-        with self.writing:
-            stop = threading.Timer(CALL_TIMEOUT, self.process.kill)
-            stop.start()
-            try:
-                ray_wire.write(stdin, message, blob)
-                return True
-            except (OSError, ValueError):
-                return False
-            finally:
-                stop.cancel()
-
-    def _read(self) -> None:
-        stdout = self.process.stdout
-        assert stdout is not None
-        why = "ended"
-        try:
-            while (frame := ray_wire.read(stdout)) is not None:
-                message, blob = frame
-                rid = message.get("id")
-                with self.lock:
-                    future = self.pending.pop(rid, None) if type(rid) is int else None
-                if future is None:
-                    why = "answered a request it was not asked"
-                    break
-                future.set_result((message, blob))
-        except ray_wire.FrameError as exc:
-            why = f"broke the reply format ({exc})"
-        except (OSError, ValueError):
-            pass
-        self._fail(why)
-
-    def _fail(self, why: str) -> None:
-        if why == "ended":  # its last words are on stderr: give them a moment
-            try:
-                self.process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                pass
-        with self.lock:
-            self.broken = self.broken or self._ended(why)
-            pending, self.pending = self.pending, {}
-        for future in pending.values():
-            future.set_exception(RayUnavailable(self.broken))
-        if self.process.poll() is None:
-            self.process.kill()
-
-    def _ended(self, why: str) -> str:
-        last = [text(line) for line in self.stderr.strip().splitlines() if line.strip()]
-        said = f": {last[-1]}" if last else ""
-        return f"the Ray bridge for the cluster at {self.address} {why}{said}"
-
-    def _drain(self) -> None:
-        stderr = self.process.stderr
-        assert stderr is not None
-        while piece := stderr.read1(65536):  # type: ignore[attr-defined]
-            tail = self.stderr + piece.decode("utf-8", "replace")
-            self.stderr = tail[-STDERR_TAIL:]
-
-    def close(self) -> None:
-        with self.lock:
-            self.broken = self.broken or f"the Ray bridge for {self.address} was closed"
-            stdin: IO[bytes] | None = self.process.stdin
-        if stdin is not None and self.writing.acquire(timeout=5):
-            try:
-                stdin.close()  # the bridge closes the sandbox it holds, and ends
-            except OSError:
-                pass
-            finally:
-                self.writing.release()
-        else:  # a write is stuck: a bridge that stopped reading
-            self.process.kill()
-        try:
-            self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
 
 
 class RaySandbox(Sandbox):
@@ -304,9 +159,7 @@ class RaySandbox(Sandbox):
     ) -> Any:
         return self.result(self.send(method, *args, timeout=timeout), method, timeout, died=died)
 
-    def send(
-        self, method: str, *args: Any, timeout: float | None = CALL_TIMEOUT
-    ) -> Future[tuple[dict[str, Any], bytes]]:
+    def send(self, method: str, *args: Any, timeout: float | None = CALL_TIMEOUT) -> Reply:
         """Ask the actor to run ``method``; a bytes argument travels as the frame's raw part."""
         blob = b""
         listed: list[Any] = []
@@ -319,7 +172,7 @@ class RaySandbox(Sandbox):
 
     def result(
         self,
-        future: Future[tuple[dict[str, Any], bytes]],
+        future: Reply,
         method: str,
         timeout: float | None = CALL_TIMEOUT,
         *,
@@ -338,7 +191,7 @@ class RaySandbox(Sandbox):
 
     def answer(
         self,
-        future: Future[tuple[dict[str, Any], bytes]],
+        future: Reply,
         timeout: float | None,
         *,
         died: type = RayUnavailable,
@@ -351,7 +204,7 @@ class RaySandbox(Sandbox):
                 f"the sandbox on Ray node {self.node} did not answer within {timeout:g} s"
             ) from None
         if "ok" in message:
-            return _blobs(message["ok"], blob)
+            return with_blob(message["ok"], blob)
         err = message.get("err")
         if not (isinstance(err, list) and len(err) == 2 and isinstance(err[0], str)):
             raise self.malformed("a request")
@@ -386,7 +239,7 @@ class RaySandbox(Sandbox):
     def shape(self, value: Any, method: str) -> Any:
         """``value`` as ``method`` returns it; RayUnavailable when it is not of that shape."""
         try:
-            return SHAPES.get(method, _nothing)(value)
+            return shaped(value, method)
         except (Malformed, TypeError, ValueError, KeyError):
             raise self.malformed(method) from None
 
@@ -439,7 +292,7 @@ class RaySandbox(Sandbox):
                 raise
 
     def _send(self, fh: Any, token: str) -> None:
-        pending: list[Future[tuple[dict[str, Any], bytes]]] = []
+        pending: list[Reply] = []
         offset = 0
         while chunk := fh.read(CHUNK):
             pending.append(self.send("write_at", token, offset, chunk))
@@ -481,140 +334,6 @@ class RaySandbox(Sandbox):
             self.call("drop", token)
         except SandboxError:
             log.debug("dropping a staged file", exc_info=True)
-
-
-def _blobs(value: Any, blob: bytes) -> Any:
-    """``value`` with the frame's raw part where the bridge put ``{"$blob": 0}``."""
-    if value == {"$blob": 0}:
-        return blob
-    if isinstance(value, list):
-        return [_blobs(v, blob) for v in value]
-    return value
-
-
-def _nothing(value: Any) -> None:
-    return None
-
-
-def _str(value: Any) -> str:
-    if not isinstance(value, str):
-        raise Malformed
-    return value
-
-
-def _int(value: Any) -> int:
-    if type(value) is not int:
-        raise Malformed
-    return value
-
-
-def _file_stat(value: Any) -> FileStat:
-    if not isinstance(value, dict) or set(value) != {f.name for f in fields(FileStat)}:
-        raise Malformed
-    return FileStat(**{k: _int(v) for k, v in value.items()})
-
-
-def _listing(value: Any) -> dict[str, FileStat]:
-    if not isinstance(value, dict):
-        raise Malformed
-    return {_str(k): _file_stat(v) for k, v in value.items()}
-
-
-def _folders(value: Any) -> set[str]:
-    if not isinstance(value, list):
-        raise Malformed
-    return {_str(v) for v in value}
-
-
-def _output(value: Any) -> list[tuple[str, str]]:
-    if not isinstance(value, list):
-        raise Malformed
-    pieces = []
-    for piece in value:
-        if not isinstance(piece, list) or len(piece) != 2:
-            raise Malformed
-        pieces.append((_str(piece[0]), _str(piece[1])))
-    return pieces
-
-
-def _staged(value: Any) -> tuple[str, int, bytes | None]:
-    if not isinstance(value, list) or len(value) != 3:
-        raise Malformed
-    data = value[2]
-    if data is not None and not isinstance(data, bytes):
-        raise Malformed
-    size = _int(value[1])
-    if size < 0 or (data is not None and len(data) != size):
-        raise Malformed
-    return _str(value[0]), size, data
-
-
-def _piece(value: Any) -> bytes:
-    if not isinstance(value, bytes):
-        raise Malformed
-    return value
-
-
-def _info(value: Any) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise Malformed
-    info = {k: v for k, v in value.items() if v is None or isinstance(v, (str, int, float))}
-    _str(info.get("node"))
-    _str(info.get("workspace"))
-    return {k: text(v) if isinstance(v, str) else v for k, v in info.items()}
-
-
-RESULT_TYPES: dict[str, tuple[type, ...]] = {
-    "status": (str,),
-    "stdout": (str,),
-    "stderr": (str,),
-    "result": (dict, type(None)),
-    "display": (list,),
-    "outputs": (list,),
-    "ename": (str, type(None)),
-    "evalue": (str, type(None)),
-    "traceback": (list,),
-    "wall": (int, float),
-    "truncated": (bool,),
-    "execution_count": (int, type(None)),
-    "execution": (dict,),
-    "display_ids": (dict,),
-    "display_updates": (dict,),
-}
-
-
-def _exec_result(value: Any) -> ExecResult:
-    if not isinstance(value, dict) or set(value) != set(RESULT_TYPES):
-        raise Malformed
-    for key, types in RESULT_TYPES.items():
-        if not isinstance(value[key], types):
-            raise Malformed
-    if value["status"] not in ("ok", "error"):
-        raise Malformed
-    if not all(isinstance(d, dict) for d in (*value["display"], *value["outputs"])):
-        raise Malformed
-    return ExecResult(
-        **{
-            **value,
-            "traceback": [_str(line) for line in value["traceback"]],
-            "wall": float(value["wall"]),
-            "execution": {_str(k): _str(v) for k, v in value["execution"].items()},
-            "display_ids": {int(k): _str(v) for k, v in value["display_ids"].items()},
-        }
-    )
-
-
-SHAPES: dict[str, Any] = {
-    "open": _info,
-    "listing": _listing,
-    "folders": _folders,
-    "kernel": _str,
-    "begin_upload": _str,
-    "execute": _exec_result,
-    "take_output": _output,
-    "stage_fetch": _staged,
-    "read_at": _piece,
-}
 
 
 class RayKernel(Kernel):
@@ -661,8 +380,8 @@ class RayKernel(Kernel):
         return result
 
     def _relay(self, on_output: OutputCallback) -> None:
-        for name, text in self.sandbox.call("take_output", self.key, died=KernelDied):
-            on_output(name, text)
+        for name, piece in self.sandbox.call("take_output", self.key, died=KernelDied):
+            on_output(name, piece)
 
     def interrupt(self) -> None:
         bridge = self.sandbox.bridge
