@@ -5,11 +5,12 @@ the cluster: Ray deserializes what a cluster sends with pickle, and a hostile he
 answer with code. ``open`` starts the Ray bridge (``sandbox/ray_bridge.py``) confined by
 bubblewrap (``sandbox/ray_confine.py``) and speaks to it (``sandbox/ray_channel.py``) in
 bounded frames of JSON and raw bytes (``sandbox/ray_wire.py``); every reply is checked as
-data of the shape its method returns (``sandbox/ray_replies.py``). The bridge joins the cluster, checks that some node could ever hold the sandbox,
-then asks Ray for one actor (``sandbox/ray_node.py``) with the flow's cpus and memory and
-the ``praxis-docker`` resource (plus any ``resources`` the caller names). The actor holds
-an ordinary ``DockerSandbox`` on its node: container, hardening and ipc transport do not
-change, the container has no network. praxis does not schedule: Ray does.
+data of the shape its method returns (``sandbox/ray_replies.py``). The bridge joins the
+cluster, checks that some node could ever hold the sandbox, then asks Ray for one actor
+(``sandbox/ray_node.py``) with the flow's cpus and memory and the ``praxis-docker``
+resource (plus any ``resources`` the caller names). The actor holds an ordinary
+``DockerSandbox`` on its node: container, hardening and ipc transport do not change, the
+container has no network. praxis does not schedule: Ray does.
 
 Files move in ``CHUNK`` pieces by offset, a few calls in flight, staged in a node-local
 file: nothing beyond the Ray connection (no shared filesystem or bucket and its credentials
