@@ -3,6 +3,9 @@ switched off nor exceed this machine."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -216,3 +219,23 @@ def test_a_cluster_the_profile_lacks_is_refused_at_check_and_at_run(
         "flow.yaml: sandbox.cluster: expected the name of a cluster of your profile, got "
         f"'ray://head:10001': {FIX}"
     )
+
+
+def test_praxis_check_and_run_refuse_an_address_and_an_unknown_cluster(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    profile = with_profile(tmp_path, monkeypatch, "clusters:\n  dev: {address: 'head:6379'}\n")
+    env = {**os.environ, "PRAXIS_PROFILE": str(profile)}
+    folder = make(tmp_path, SCRIPT_PHASE + "sandbox: {backend: ray, address: 'ray://x:1'}\n")
+    for verb in ("check", "run"):
+        done = subprocess.run([sys.executable, "-m", "praxis", verb, str(folder)], env=env,
+                              capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert done.returncode == 2, (verb, done.stdout, done.stderr)
+        assert f"sandbox.address: {FIX}" in done.stdout + done.stderr, verb
+    (folder / "flow.yaml").write_text(SCRIPT_PHASE + "sandbox: {backend: ray, cluster: prod}\n")
+    for verb in ("check", "run"):
+        done = subprocess.run([sys.executable, "-m", "praxis", verb, str(folder)], env=env,
+                              capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert done.returncode == 2, (verb, done.stdout, done.stderr)
+        assert "sandbox.cluster: 'prod' is not in your profile" in done.stdout + done.stderr
+    assert not (folder / "runs").exists() or not any((folder / "runs").iterdir())
