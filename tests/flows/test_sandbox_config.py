@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from praxis.flows.definition import contract, sandbox_config
+from praxis.flows.definition import contract, host_resources, sandbox_config
 from praxis.flows.definition.sandbox_config import SandboxInvalid
 from praxis.flows.model.flow import SandboxSettings
 from sandbox import DockerOptions, LocalOptions, RayOptions, UnknownBackend
@@ -202,13 +202,19 @@ def test_a_cluster_the_profile_lacks_is_refused_at_check_and_at_run(
 ) -> None:
     path = with_profile(tmp_path, monkeypatch, "clusters:\n  dev: {address: 'head:6379'}\n")
     folder = make(tmp_path, SCRIPT_PHASE + "sandbox: {backend: ray, cluster: prod}\n")
-    assert only(folder) == (
-        f"flow.yaml: sandbox.cluster: 'prod' is not in your profile {path} (it has: dev): add "
-        '`clusters: {prod: {address: "ray://head:10001"}}` there'
-    )
-    path.write_text("clusters:\n  prod: {address: 'head:6379'}\n")
-    flow, report = contract.load(folder)
+    flow, report = contract.load(folder)  # reading a flow reads no profile (status needs none)
     assert flow is not None, report.lines()
+    assert host_resources.missing(flow) == [
+        (
+            "sandbox.cluster",
+            f"'prod' is not in your profile {path} (it has: dev): add "
+            '`clusters: {prod: {address: "ray://HEAD:10001"}}` there',
+        )
+    ]
+    with pytest.raises(host_resources.ProfileLacks):  # praxis begin and run
+        host_resources.require(flow)
+    path.write_text("clusters:\n  prod: {address: 'head:6379'}\n")
+    assert host_resources.missing(flow) == []
     path.write_text("clusters:\n  dev: {address: 'head:6379'}\n")  # gone before the run
     with pytest.raises(sandbox_config.ClusterUnknown, match=r"^sandbox.cluster: 'prod' is not in"):
         sandbox_config.opening(flow.sandbox, "ray", folder)

@@ -194,7 +194,9 @@ def _not_taken(reader: ValueReader, backend: str, key: str, strict: Collection[s
 
 
 def _cluster(reader: ValueReader, value: Any, backend: str | None) -> str | None:
-    """The name of a cluster of the person's profile; an error when the profile lacks it."""
+    """The name of a cluster of the person's profile. Whether the profile has it is asked at
+    ``check``, ``begin`` and ``run`` (host_resources), never while reading the flow, so a
+    flow's status reads no profile."""
     name = reader.string(value, "sandbox.cluster")
     if name is None:
         return None
@@ -205,15 +207,6 @@ def _cluster(reader: ValueReader, value: Any, backend: str | None) -> str | None
     if backend not in (None, RAY):
         reader.warn("sandbox.cluster", f"only the ray backend runs on a cluster; the {backend} "
                     "backend ignores it")  # fmt: skip
-    try:
-        person = profile.load()
-    except profile.ProfileInvalid as exc:
-        reader.error("sandbox.cluster", str(exc))
-        return None
-    if name not in person.clusters:
-        reader.error("sandbox.cluster", profile.missing_entry("clusters", name, person,
-                                                              CLUSTER_EXAMPLE))  # fmt: skip
-        return None
     return name
 
 
