@@ -61,6 +61,7 @@ lint: $(VENV)/.installed
 	$(VENV)/bin/ruff format --check praxis sandbox tests benchmarks
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports --no-cache
+	$(PY) -m tests.lint_command_lines  # one builder of command lines (praxis/command_line.py)
 
 bench: image
 	$(PY) -m benchmarks.compare

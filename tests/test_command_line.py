@@ -76,10 +76,28 @@ def test_the_typed_line_quotes_each_word_for_the_shell_and_a_note_always() -> No
     "command",
     [
         Command("advance", "f", run="R", expect_revision=3, allow_local=True),
-        Command("approve", "f", run="R", gate="b", attempt=2, expect_revision=7, actor="agent",
-                receipts=("r1", "r2")),  # fmt: skip
-        Command("reject", "f", run="R", gate="b", attempt=1, reopen="a", note="why",
-                edits="discard", expect_revision=4, actor="person"),  # fmt: skip
+        Command(
+            "approve",
+            "f",
+            run="R",
+            gate="b",
+            attempt=2,
+            expect_revision=7,
+            actor="agent",
+            receipts=("r1", "r2"),
+        ),  # fmt: skip
+        Command(
+            "reject",
+            "f",
+            run="R",
+            gate="b",
+            attempt=1,
+            reopen="a",
+            note="why",
+            edits="discard",
+            expect_revision=4,
+            actor="person",
+        ),  # fmt: skip
         Command("rerun", "f", run="R", from_phase="c", edits="keep", expect_revision=3),
         Command("accept", "f", run="R", output="x.csv", expect_revision=9),
         Command("read", "f", path="runs/R/output/b.csv", run="R", actor="agent"),

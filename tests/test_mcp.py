@@ -13,40 +13,12 @@ import anyio
 import pytest
 
 from praxis.flows.model.events import EventLog
-from praxis.mcp_server import call_of, calls
 
 from .reliability._flows import docker_sandbox, write_flow
 from .reliability.test_route_converges import CONV, CONV_FILES
 from .route_agent import agent_env, venv_program
 
 mcp = pytest.importorskip("mcp")
-
-
-def test_a_routes_commands_become_the_tool_calls_that_take_them() -> None:
-    argv = ["/v/bin/praxis", "approve", "f", "--run", "R", "--gate", "b", "--attempt", "2",
-            "--expect-revision", "7", "--as", "agent", "--receipt", "r1",
-            "--receipt", "r2"]  # fmt: skip
-    assert call_of(argv) == {
-        "tool": "approve",
-        "arguments": {"flow": "f", "run": "R", "gate": "b", "attempt": 2, "expect_revision": 7,
-                      "receipts": ["r1", "r2"]},
-    }  # fmt: skip
-    read = ["/v/bin/praxis", "read", "f", "runs/R/output/b.csv", "--run", "R", "--as", "agent"]
-    assert call_of(read) == {
-        "tool": "read_file", "arguments": {"flow": "f", "path": "runs/R/output/b.csv", "run": "R"}
-    }  # fmt: skip
-    advance = ["praxis", "advance", "f", "--run", "R", "--expect-revision", "4"]
-    assert call_of(advance) == {
-        "tool": "advance", "arguments": {"flow": "f", "run": "R", "expect_revision": 4}
-    }  # fmt: skip
-    rerun = ["python", "-m", "praxis", "rerun", "f", "--run", "R", "--from", "c"]
-    assert call_of(rerun) == {"tool": "rerun", "arguments": {"flow": "f", "run": "R",
-                                                             "from_phase": "c"}}  # fmt: skip
-    assert calls({"commands": [["praxis", "accept", "f", "--output", "x"]]}) == [None]
-    keep = ["praxis", "rerun", "f", "--run", "R", "--from", "c", "--keep-edits",
-            "--expect-revision", "3"]  # fmt: skip
-    wanted = {"flow": "f", "run": "R", "from_phase": "c", "edits": "keep", "expect_revision": 3}
-    assert call_of(keep) == {"tool": "rerun", "arguments": wanted}
 
 
 class Client:

@@ -71,7 +71,7 @@ class ProfileUnset(UsageError):
         super().__init__(f"{at}needs {listed}, which praxis's environment does not set")
 
     def next(self, flow: str) -> str:
-        return f"export {self.names[0]}=..., then: praxis check {flow}"
+        return f"export {self.names[0]}=..., then: {typed('check', flow)}"
 
 
 @dataclass(frozen=True)

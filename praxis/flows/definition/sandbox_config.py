@@ -42,6 +42,7 @@ from sandbox.values import host_cpus as host_cpus
 from sandbox.values import host_memory as host_memory
 from sandbox.values import size as size
 
+from ...command_line import typed
 from ...errors import UsageError
 from ..model.flow import DEFAULT_TIMEOUT, SandboxSettings
 from . import packages, profile
@@ -214,7 +215,7 @@ class ClusterUnknown(UsageError):
     """The flow names a cluster the person's profile does not hold (any more)."""
 
     def next(self, flow: str) -> str:
-        return f"praxis check {flow}"
+        return typed("check", flow)
 
 
 def cluster_address(name: str | None) -> str | None:
