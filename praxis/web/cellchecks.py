@@ -3,11 +3,11 @@
 A cell save changes cells only: the header, the row count and every other row stay. So the
 table about to be written is the columnar copy of the file as it is (``columnar``) with the
 edited cells replaced, and the declared checks (``unique``, ``not_null``, ``values``,
-``dtype``, ``columns``, ``min_rows``, ``max_rows``) run over it column by column, with the
-messages ``checks`` gives. ``None`` when this cannot stand in for ``checks.evaluate``: a
-``script:`` or ``key`` check (read from the staged file), a table too wide for a copy, or a
-checked column holding a cell longer than the copy keeps; the caller then checks the whole
-staged file.
+``dtype``, ``columns``, ``min_rows``, ``max_rows``) run over it column by column: the rules
+and messages of ``check_rules``, which the engine's ``checks`` evaluates too. ``None`` when
+this cannot stand in for ``checks.evaluate``: a ``script:`` or ``key`` check (read from the
+staged file), a table too wide for a copy, or a checked column holding a cell longer than
+the copy keeps; the caller then checks the whole staged file.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from praxis.flows.engine import checks
+from praxis.flows.model import check_rules as rules
 
 from . import columnar, csvedit, find
 
@@ -27,7 +27,7 @@ ROW_CHECKS = ("unique", "not_null", "values", "dtype")
 
 def check_cells(
     idx: csvedit.Index, name: str, spec: dict[str, Any], edits: dict[int, dict[int, str]]
-) -> list[checks.Failure] | None:
+) -> list[rules.Failure] | None:
     """The failures of ``spec`` on ``idx``'s file with ``edits`` ({row: {column: value}})."""
     if "script" in spec or "key" in spec or len(csvedit.header(idx)) > columnar.MAX_COLUMNS:
         return None
@@ -39,16 +39,15 @@ def check_cells(
         if longest >= columnar.FIELD_CAP:
             return None
     edited = _with_edits(copy, edits, checked)
-    columns_only = {k: v for k, v in spec.items() if k == "columns"}
-    _, failures = checks._declared(name, columns_only, iter([(1, list(header))]))
+    failures = rules.missing_columns(name, spec, list(header))
     for key in ROW_CHECKS:
         for column in _columns(spec, key):
             if column not in header:
-                failures.append(checks.Failure(name, key, "no such column", column=column))
+                failures.append(rules.no_such_column(name, key, column))
     for flag in find.flagged(edited, spec):
-        shown = flag.rows.slice(0, checks.MAX_SHOWN_ROWS).to_pylist()
+        shown = flag.rows.slice(0, rules.MAX_SHOWN_ROWS).to_pylist()
         failures.append(
-            checks.Failure(
+            rules.Failure(
                 name,
                 flag.check,
                 flag.message,
@@ -58,12 +57,7 @@ def check_cells(
                 lines_of(idx, copy, shown, edits),
             )  # fmt: skip
         )
-    n = copy.rows
-    if "min_rows" in spec and n < spec["min_rows"]:
-        failures.append(checks.Failure(name, "min_rows", f"{n} rows, at least {spec['min_rows']}"))
-    if "max_rows" in spec and n > spec["max_rows"]:
-        failures.append(checks.Failure(name, "max_rows", f"{n} rows, at most {spec['max_rows']}"))
-    return failures
+    return failures + rules.row_count(name, spec, copy.rows)
 
 
 def lines_of(

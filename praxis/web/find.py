@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from praxis.flows.engine import checks
+from praxis.flows.model import check_rules as rules
 
 from . import columnar, csvedit
 
@@ -222,36 +222,24 @@ def _union(parts: list[pa.Array]) -> pa.Array:
 
 
 def flagged(copy: columnar.Copy, spec: dict[str, Any]) -> list[Flag]:
-    """Each declared check failing on the copy, with every row it names (as ``checks``
-    reads them: ``unique`` names each repeat after the first)."""
+    """Each declared check failing on the copy, with every row it names: the rules and words
+    of ``check_rules``, as the engine's checks evaluate them (``unique`` names each repeat
+    after the first)."""
     index = {name: i for i, name in enumerate(copy.header)}
     flags: list[Flag] = []
-
-    def add(check: str, column: str, what: str, bad: Any) -> None:
-        rows = pc.indices_nonzero(pc.fill_null(bad, False)).cast(pa.int64())
-        if len(rows):
-            message = f"{len(rows)} row(s) with {what}"
-            flags.append(Flag(check, column, message, rows))
 
     for column in spec.get("unique", []):
         if column in index:
             flags += _repeats(copy, index[column], column)
-    for column in spec.get("not_null", []):
-        if column in index:
-            add("not_null", column, "empty cells",
-                pc.equal(pc.utf8_trim_whitespace(copy.column(index[column])), ""))  # fmt: skip
-    for column, allowed in spec.get("values", {}).items():
-        if column in index:
-            ok = pa.array([str(v) for v in allowed], pa.string())
-            bad = pc.invert(pc.is_in(copy.column(index[column]), value_set=ok))
-            add("values", column, f"values not in {allowed}", bad)
-    for column, kind in spec.get("dtype", {}).items():
-        if column in index:
-            col = copy.column(index[column])
-            distinct = pc.unique(col).to_pylist()
-            wrong = [v for v in distinct if v.strip() and not checks._is(kind, v.strip())]
-            add("dtype", column, f"values that are not {kind}",
-                pc.is_in(col, value_set=pa.array(wrong, pa.string())))  # fmt: skip
+    for rule in rules.cell_rules(spec):  # the engine's own test of a cell, on each value once
+        if rule.column in index:
+            col = copy.column(index[rule.column])
+            wrong = [v for v in pc.unique(col).to_pylist() if v is not None and rule.failing(v)]
+            bad = pc.is_in(col, value_set=pa.array(wrong, pa.string()))
+            rows = pc.indices_nonzero(pc.fill_null(bad, False)).cast(pa.int64())
+            if len(rows):
+                message = rules.rows_message(len(rows), rule.what)
+                flags.append(Flag(rule.check, rule.column, message, rows))
     return flags
 
 
@@ -275,4 +263,4 @@ def _repeats(copy: columnar.Copy, i: int, column: str) -> list[Flag]:
     rows = pa.array(np.flatnonzero(repeat).astype(np.int64))
     if not len(rows):
         return []
-    return [Flag("unique", column, f"{len(rows)} row(s) with repeated values", rows)]
+    return [Flag("unique", column, rules.rows_message(len(rows), rules.REPEATED), rows)]

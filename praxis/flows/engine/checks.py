@@ -34,61 +34,33 @@ import os
 from array import array
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import date
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 from ..definition.digest import sha256_of
+from ..model import check_rules as rules
+from ..model.check_rules import MAX_SHOWN_ROWS, Failure
 from ..model.check_spec import CHECK_KEYS, DTYPES, TABULAR, validate
 from ..model.flow import Flow, Phase
 from ..store import csvread
 from ..store.csvread import Unreadable
 
-# flow.yaml's part is in check_spec, a file's sha256 in digest
-__all__ = ["CHECK_KEYS", "DTYPES", "TABULAR", "Unreadable", "sha256_of", "validate"]
+# flow.yaml's part is in check_spec, what fails a check and what it says in check_rules, a
+# file's sha256 in digest
+__all__ = [
+    "CHECK_KEYS",
+    "DTYPES",
+    "MAX_SHOWN_ROWS",
+    "TABULAR",
+    "Failure",
+    "Unreadable",
+    "sha256_of",
+    "validate",
+]
 
 MAX_BYTES = 256 * 1024 * 1024
-MAX_SHOWN_ROWS = 5
 MAX_UNIQUE_ROWS = 4_000_000  # rows a unique check hashes (8 bytes each, 3x while sorted)
 SCRIPT_TIMEOUT = 120.0
-BOOLS = {"true", "false", "0", "1", "yes", "no", "t", "f", "y", "n"}
-
-
-@dataclass(frozen=True)
-class Failure:
-    """One failed check: on which table, which check, which column, which data rows."""
-
-    output: str
-    check: str
-    message: str
-    column: str | None = None
-    rows: tuple[int, ...] = ()  # 1-based data rows (the header is row 0), at most 5
-    count: int = 0  # offending rows in all
-    lines: tuple[int, ...] = ()  # the line where each of ``rows`` starts, as an editor counts
-
-    def _row(self, i: int, row: int) -> str:
-        return f"{row} (line {self.lines[i]})" if i < len(self.lines) else str(row)
-
-    def __str__(self) -> str:
-        where = f" on column {self.column!r}" if self.column else ""
-        rows = ""
-        if self.rows:
-            more = f" (of {self.count})" if self.count > len(self.rows) else ""
-            shown = ", ".join(self._row(i, r) for i, r in enumerate(self.rows))
-            rows = f"; data row{'s' if len(self.rows) > 1 else ''} {shown}{more}"
-        return f"{self.output}: check {self.check} failed{where}: {self.message}{rows}"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "output": self.output,
-            "check": self.check,
-            "column": self.column,
-            "rows": list(self.rows),
-            "lines": list(self.lines),
-            "count": self.count,
-            "message": self.message,
-        }
 
 
 # --- reading a table (streamed: csvread) -----------------------------------------------------
@@ -182,7 +154,6 @@ class _Bad:
             self.lines.append(line)
 
 
-ORDER = ("unique", "not_null", "values", "dtype", "key")
 Test = tuple[int, _Bad, Callable[[str], bool]]
 
 
@@ -193,16 +164,12 @@ def _declared(
     record) pairs; memory: a counter a check, and for ``unique`` an 8-byte hash and the
     line of each row, at most MAX_UNIQUE_ROWS)."""
     header = next(rows, (0, []))[1]
-    out: list[Failure] = []
-    if "columns" in spec:
-        missing = [c for c in spec["columns"] if c not in header]
-        if missing:
-            out.append(Failure(name, "columns", f"missing column(s) {missing}; has {header}"))
+    out: list[Failure] = rules.missing_columns(name, spec, header)
     index = {c: i for i, c in enumerate(header)}
 
     def col(check: str, column: str) -> int | None:
         if column not in index:
-            out.append(Failure(name, check, "no such column", column=column))
+            out.append(rules.no_such_column(name, check, column))
             return None
         return index[column]
 
@@ -242,48 +209,32 @@ def _declared(
             out.append(Failure(name, check, over, column=column))
             continue
         if i < 0:  # a repeated key, or one with an empty part
-            bad = _Bad("key", column, "a repeated or empty key")
+            bad = _Bad("key", column, rules.BAD_KEY)
             for n in sorted({*empties, *_repeated(hashes)}):
                 bad.add(n, starts[n - 1])
             tests.append((0, bad, bool))
             continue
-        bad = _Bad("unique", column, "repeated values")
+        bad = _Bad("unique", column, rules.REPEATED)
         for n in _repeated(hashes):
             bad.add(n, starts[n - 1])
         tests.append((i, bad, bool))
-    for _i, bad, _failing in sorted(tests, key=lambda t: ORDER.index(t[1].check)):
-        _add(out, name, bad)
-    if "min_rows" in spec and count < spec["min_rows"]:
-        out.append(Failure(name, "min_rows", f"{count} rows, at least {spec['min_rows']}"))
-    if "max_rows" in spec and count > spec["max_rows"]:
-        out.append(Failure(name, "max_rows", f"{count} rows, at most {spec['max_rows']}"))
-    return header, out
+    for _i, bad, _failing in sorted(tests, key=lambda t: rules.ORDER.index(t[1].check)):
+        if bad.count:
+            out.append(
+                rules.rows_failure(
+                    name, bad.check, bad.column, bad.what, bad.rows, bad.count, bad.lines
+                )
+            )
+    return header, out + rules.row_count(name, spec, count)
 
 
 def _tests(spec: dict[str, Any], col: Callable[[str, str], int | None]) -> list[Test]:
-    """The per-cell checks of ``spec``: (column index, its failures, the failing test)."""
+    """The cell rules of ``spec`` (``check_rules``): (column index, its failures, the test)."""
     tests: list[Test] = []
-    for column in spec.get("not_null", []):
-        if (i := col("not_null", column)) is not None:
-            tests.append((i, _Bad("not_null", column, "empty cells"), lambda v: not v.strip()))
-    for column, allowed in spec.get("values", {}).items():
-        if (i := col("values", column)) is not None:
-            ok = set(allowed)
-            bad = _Bad("values", column, f"values not in {allowed}")
-            tests.append((i, bad, partial(_not_in, ok)))
-    for column, kind in spec.get("dtype", {}).items():
-        if (i := col("dtype", column)) is not None:
-            bad = _Bad("dtype", column, f"values that are not {kind}")
-            tests.append((i, bad, partial(_not_of, kind)))
+    for rule in rules.cell_rules(spec):
+        if (i := col(rule.check, rule.column)) is not None:
+            tests.append((i, _Bad(rule.check, rule.column, rule.what), rule.failing))
     return tests
-
-
-def _not_in(allowed: set[str], value: str) -> bool:
-    return value not in allowed
-
-
-def _not_of(kind: str, value: str) -> bool:
-    return bool(value.strip()) and not _is(kind, value.strip())
 
 
 def _repeated(hashes: array[int]) -> Iterator[int]:
@@ -297,36 +248,6 @@ def _repeated(hashes: array[int]) -> Iterator[int]:
     later.sort()
     for n in later:
         yield int(n) + 1
-
-
-def _add(out: list[Failure], name: str, bad: _Bad) -> None:
-    if bad.count:
-        out.append(
-            Failure(
-                name,
-                bad.check,
-                f"{bad.count} row(s) with {bad.what}",
-                column=bad.column,
-                rows=tuple(bad.rows),
-                count=bad.count,
-                lines=tuple(bad.lines),
-            )
-        )
-
-
-def _is(kind: str, value: str) -> bool:
-    try:
-        if kind == "integer":
-            int(value)
-        elif kind == "number":
-            float(value)
-        elif kind == "bool":
-            return value.lower() in BOOLS
-        elif kind == "date":
-            date.fromisoformat(value[:10])
-    except ValueError:
-        return False
-    return True
 
 
 # --- scripts ---------------------------------------------------------------------------------
