@@ -7,7 +7,8 @@ Outside the builder, no module of praxis may
   ``"--gate"``, ...): an argv being built by hand. The CLI's parser is the one exception: it
   reads the options the builder writes (a test parses every rendering of the builder with it);
 - assemble a command line in an f-string (``f"praxis rerun {flow} --from {phase}"``): a
-  literal part ending in ``praxis VERB ...`` right before a value.
+  literal part ending in ``praxis VERB ...`` right before a value; nor may a page's template
+  (``praxis run {{ f.ref }}``: the pages call ``typed``).
 
 Prose naming a command (a docstring, ``see: praxis status``) is not a command line.
 """
@@ -66,13 +67,20 @@ def problems_in(source: str, name: str) -> list[str]:
     return found
 
 
+TEMPLATE_COMMAND = re.compile(r"\bpraxis [a-z]+[^()`:;,.<]*\{\{")
+
+
 def problems(root: Path) -> list[str]:
-    """The hand-built command lines of every module below ``root`` (praxis/)."""
+    """The hand-built command lines of every module and template below ``root`` (praxis/)."""
     found = []
     for path in sorted(root.rglob("*.py")):
         if path.name == BUILDER and path.parent == root:
             continue
         found += problems_in(path.read_text(encoding="utf-8"), str(path))
+    for path in sorted(root.rglob("*.html")):
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if TEMPLATE_COMMAND.search(line):
+                found.append(f"{path}:{number}: builds a command line: use typed(...)")
     return found
 
 

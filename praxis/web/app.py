@@ -28,6 +28,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
+from praxis.command_line import typed
 from praxis.errors import PraxisError, RecordCorrupt, Refused
 from praxis.flows.engine.notify import Notifier
 from praxis.flows.engine.reconcile import reconcile_if_free
@@ -78,6 +79,7 @@ def create_app(
     templates.env.globals["page_rows"] = tables.PAGE_ROWS
     templates.env.globals["row_links"] = refusals.row_links
     templates.env.globals["max_find_columns"] = columnar.MAX_COLUMNS
+    templates.env.globals["typed"] = typed  # a command, as praxis.command_line spells it
     ui = UI(root, guard, advancer or Advancer(), templates)
     chat = ChatPanel(ui)
     reader = Reader(ui)
