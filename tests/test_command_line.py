@@ -157,3 +157,37 @@ def test_the_check_finds_a_command_line_built_by_hand() -> None:
     prose = '"""praxis rerun --from PHASE re-runs."""\nwhy = f"see: praxis status, {n} fail"\n'
     assert problems_in(prose, "praxis/x.py") == []
     assert problems_in('p.add_argument("--expect-revision")\n', "praxis/cli.py") == []
+
+
+def test_every_tool_call_the_builder_makes_names_the_tools_own_arguments() -> None:
+    import inspect
+
+    from praxis.mcp_server import Tools
+
+    made = [
+        Command("advance", "f", run="R", expect_revision=3),
+        APPROVE,
+        Command(
+            "reject",
+            "f",
+            run="R",
+            gate="b",
+            attempt=1,
+            reopen="a",
+            note="why",
+            edits="keep",
+            expect_revision=4,
+            receipts=("r",),
+        ),  # fmt: skip
+        Command("rerun", "f", run="R", from_phase="c", edits="discard", expect_revision=3),
+        Command("read", "f", path="x.csv", run="R", actor="agent"),
+        Command("cancel", "f", run="R", expect_revision=2),
+        Command("log", "f", run="R", follow=True),
+        Command("status", "f", run="R", json=True),
+    ]
+    assert {c.verb for c in made} == set(command_line.TOOLS)
+    for command in made:
+        call = command.tool_call()
+        assert call is not None
+        accepted = inspect.signature(getattr(Tools, call["tool"])).parameters
+        assert set(call["arguments"]) <= set(accepted), call
