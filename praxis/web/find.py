@@ -231,16 +231,25 @@ def flagged(copy: columnar.Copy, spec: dict[str, Any]) -> list[Flag]:
     for column in spec.get("unique", []):
         if column in index:
             flags += _repeats(copy, index[column], column)
-    for rule in rules.cell_rules(spec):  # the engine's own test of a cell, on each value once
+    for rule in rules.cell_rules(spec):
         if rule.column in index:
-            col = copy.column(index[rule.column])
-            wrong = [v for v in pc.unique(col).to_pylist() if v is not None and rule.failing(v)]
-            bad = pc.is_in(col, value_set=pa.array(wrong, pa.string()))
+            bad = _failing_cells(copy.column(index[rule.column]), rule)
             rows = pc.indices_nonzero(pc.fill_null(bad, False)).cast(pa.int64())
             if len(rows):
                 message = rules.rows_message(len(rows), rule.what)
                 flags.append(Flag(rule.check, rule.column, message, rows))
     return flags
+
+
+def _failing_cells(col: pa.ChunkedArray, rule: rules.CellRule) -> Any:
+    """The cells of ``col`` that fail ``rule``: its own test on each distinct value, or the
+    Arrow kernel computing that test on the whole column (``check_rules`` says which)."""
+    if rule.check == "not_null":
+        return pc.equal(pc.utf8_trim_whitespace(col), "")
+    if rule.check == "values":
+        return pc.invert(pc.is_in(col, value_set=pa.array(sorted(rule.allowed), pa.string())))
+    wrong = [v for v in pc.unique(col).to_pylist() if v is not None and rule.failing(v)]
+    return pc.is_in(col, value_set=pa.array(wrong, pa.string()))
 
 
 def _repeats(copy: columnar.Copy, i: int, column: str) -> list[Flag]:

@@ -100,3 +100,16 @@ def test_no_module_of_the_engine_or_the_page_says_what_a_check_finds_but_check_r
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
                 found += [f"{path.name}:{node.lineno}: {w}" for w in words if w in node.value]
     assert found == []
+
+
+def test_the_pages_column_kernels_are_the_cell_rules_own_tests() -> None:
+    import pyarrow as pa
+
+    # every code point, alone and around a letter, and the values a values check allows
+    cells = [chr(i) for i in range(0x110000) if not 0xD800 <= i < 0xE000]
+    cells += [f"{c}a{c}" for c in cells[:0x3100]] + ["ok", "Ok", "ok ", "fine", ""]
+    column = pa.chunked_array([pa.array(cells)])
+    spec = {"not_null": ["c"], "values": {"c": ["ok", "fine"]}}
+    for rule in cell_rules(spec):
+        marked = find._failing_cells(column, rule).to_pylist()
+        assert marked == [rule.failing(v) for v in cells], rule.check

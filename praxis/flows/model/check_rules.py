@@ -5,7 +5,11 @@ its failure says. Pure (no file is read here): the engine's streamed pass over a
 same words wherever it runs.
 
 - a cell rule (``not_null``, ``values``, ``dtype``) is a test of one cell's text
-  (``CellRule.failing``): the engine calls it on each row, the page on each distinct value;
+  (``CellRule.failing``): the engine calls it on each row, the page on each distinct value
+  of a ``dtype`` column, and with the Arrow kernels that compute the same test on a whole
+  column for ``not_null`` (a blank cell: what ``str.strip`` removes, Arrow's
+  ``utf8_trim_whitespace`` too, for every code point) and ``values`` (``allowed``): the tests
+  of ``tests/web/test_check_rules.py`` hold them equal;
 - ``unique`` and ``key`` name each row whose value (or key) an earlier row holds;
 - ``columns``, a named column the table lacks, ``min_rows`` and ``max_rows`` are said by
   ``missing_columns``, ``no_such_column`` and ``row_count``.
@@ -86,6 +90,7 @@ class CellRule:
     column: str
     what: str  # what the failing cells are: "empty cells"
     failing: Callable[[str], bool]
+    allowed: frozenset[str] = frozenset()  # of ``values``: the cells that pass
 
 
 def cell_rules(spec: dict[str, Any]) -> list[CellRule]:
@@ -95,7 +100,7 @@ def cell_rules(spec: dict[str, Any]) -> list[CellRule]:
     for column, allowed in spec.get("values", {}).items():
         ok = frozenset(str(v) for v in allowed)
         what = f"values not in {allowed}"
-        rules.append(CellRule("values", column, what, partial(_not_in, ok)))
+        rules.append(CellRule("values", column, what, partial(_not_in, ok), ok))
     for column, kind in spec.get("dtype", {}).items():
         what = f"values that are not {kind}"
         rules.append(CellRule("dtype", column, what, partial(_not_of, kind)))
