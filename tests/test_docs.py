@@ -3,8 +3,10 @@ README stays short, and the commands the pages show in ```sh blocks run, verbati
 
 How a page shows a command (docs/index.md, "How these pages show commands"): a ```sh block
 holds commands a test runs as the page gives them (every page's ```sh blocks, in order, as
-one script: ``page_script``); ```console is a session shown with its output; ```text is
-output or a form to fill in.
+one script: ``page_script``, run by ``run_page`` in a folder holding a copy of the
+repository's flows/, with praxis on PATH and a home folder of its own); ```console is a
+session shown with its output, each praxis command of it parsed by the CLI's parser;
+```text is output or a form to fill in.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import importlib.util
 import json
 import os
 import re
+import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -30,13 +34,39 @@ from sandbox.options import RayOptions
 REPO = Path(__file__).resolve().parent.parent
 DOCS = REPO / "docs"
 SH_BLOCK = re.compile(r"^```sh\n(.*?)^```$", flags=re.S | re.M)
+CONSOLE_BLOCK = re.compile(r"^```console\n(.*?)^```$", flags=re.S | re.M)
 # The pages whose ```sh blocks a test below runs.
-RUN_BY_A_TEST = ("tutorial.md",)
+RUN_BY_A_TEST = ("tutorial.md", "how-to/agents.md")
 
 
 def page_script(page: str) -> str:
     """The ```sh blocks of a docs page, in order, as one script."""
     return "".join(SH_BLOCK.findall((DOCS / page).read_text(encoding="utf-8")))
+
+
+def run_page(page: str, tmp_path: Path) -> tuple[subprocess.CompletedProcess[str], Path, Path]:
+    """Run a page's script in a folder holding a copy of flows/, with a home of its own:
+    its result, the folder and the home."""
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    skip = shutil.ignore_patterns("runs", "run.lock", ".praxis")
+    shutil.copytree(REPO / "flows", work / "flows", ignore=skip)
+    env = {
+        **os.environ,
+        "HOME": str(home),
+        # the tutorial's `export PATH="$PWD/.venv/bin:$PATH"`, wherever this venv is
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+    }
+    res = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", page_script(page)],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert res.returncode == 0, (res.stdout[-3000:], res.stderr[-3000:])
+    return res, work, home
 
 
 def pages() -> list[Path]:
@@ -62,23 +92,7 @@ def test_the_tutorial_stays_short_and_complete() -> None:
 
 @pytest.mark.docker
 def test_the_tutorial_runs_as_the_page_says(tmp_path: Path, docker_image: str) -> None:
-    home = tmp_path / "home"
-    home.mkdir()
-    env = {
-        **os.environ,
-        "HOME": str(home),
-        # the page's `export PATH="$PWD/.venv/bin:$PATH"`, wherever this venv is
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-    }
-    res = subprocess.run(
-        ["bash", "-euo", "pipefail", "-c", page_script("tutorial.md")],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert res.returncode == 0, (res.stdout[-3000:], res.stderr[-3000:])
+    res, _, home = run_page("tutorial.md", tmp_path)
     first = home / "first"
     (run,) = (first / "runs").iterdir()
     state = json.loads((run / "run.json").read_text())
@@ -88,6 +102,56 @@ def test_the_tutorial_runs_as_the_page_says(tmp_path: Path, docker_image: str) -
         rows = list(csv.DictReader(fh))
     assert rows == [{"region": "East", "amount": "200"}, {"region": "North", "amount": "120"}]
     assert "waiting at the Gate after clean" in res.stdout
+
+
+@pytest.mark.docker
+def test_the_agent_guide_runs_its_example_without_a_model(
+    tmp_path: Path, docker_image: str
+) -> None:
+    res, work, _ = run_page("how-to/agents.md", tmp_path)
+    (run,) = (work / "flows" / "agent-example" / "runs").iterdir()
+    state = json.loads((run / "run.json").read_text())
+    assert state["status"] == "paused"  # at the Gate after the agent's turn
+    events = (run / "events.jsonl").read_text()
+    assert '"kind": "model_called"' in events and '"kind": "tool_called"' in events
+    assert "waiting at the Gate after summarise" in res.stdout
+
+
+def _praxis_commands(line: str) -> list[list[str]]:
+    """The praxis commands of a console line, each as its words after `praxis` (a command
+    is the first word of a simple command, after its VAR=value assignments)."""
+    found = []
+    lexer = shlex.shlex(line.split("<<", 1)[0], posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True  # only blanks and ();<>|& part words
+    words = list(lexer)
+    starts = [0] + [i + 1 for i, w in enumerate(words) if w in ("&&", "||", ";", "|")]
+    for start in starts:
+        at = start
+        while at < len(words) and re.fullmatch(r"[A-Z_][A-Z0-9_]*=.*", words[at]):
+            at += 1
+        if at < len(words) and (words[at] == "praxis" or words[at].endswith("/bin/praxis")):
+            end = next(
+                (i for i in range(at, len(words)) if words[i] in ("&&", "||", ";", "|")), len(words)
+            )
+            found.append(words[at + 1 : end])
+    return found
+
+
+def test_every_praxis_command_a_console_block_shows_parses(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    shown = []
+    for page in pages():
+        for block in CONSOLE_BLOCK.findall(page.read_text(encoding="utf-8")):
+            for line in block.replace("\\\n", " ").splitlines():
+                if line.startswith("$ "):
+                    shown += [(page.name, words) for words in _praxis_commands(line[2:])]
+    assert len(shown) >= 3
+    for page, words in shown:
+        try:
+            parser(words[0]).parse_args(words)
+        except SystemExit:
+            pytest.fail(f"{page}: praxis {shlex.join(words)}: {capsys.readouterr().err}")
 
 
 def test_the_readme_is_the_two_commands_what_praxis_is_one_example_and_links() -> None:
@@ -140,8 +204,9 @@ def test_the_flow_yaml_page_holds_every_key_and_every_option_a_flow_may_set() ->
     page = _hook().flow_yaml_page()
     for key in (*TOP_KEYS, *PHASE_KEYS, "prompt", "allow_errors", "backend"):
         assert f"`{key}`" in page, key
+    rows = {line.split("|")[1].strip(): line for line in page.splitlines() if line[:3] == "| `"}
     for option in RayOptions.names(flow=True):
-        assert f"| `ray` | `{option}` |" in page, option
+        assert "ray" in rows[f"`{option}`"].split("|")[2], option
     assert "node_root" not in page  # the operator's, not flow.yaml's
 
 

@@ -96,24 +96,40 @@ def flow_yaml_page() -> str:
         "",
         f"A notebook phase's `notebook:` takes {_alternatives(builtin.NOTEBOOK_KEYS)}.",
         "",
-        "## sandbox:",
+        "## The sandbox mapping",
         "",
-        f"The flow's own: {_alternatives(sandbox_config.FLOW_KEYS)}; `backend:` is one of "
-        f"{_alternatives(backends.names())}. Each backend takes these options besides (and "
-        "refuses the others; `auto` takes docker's):",
+        f"`sandbox:` takes the flow's own {_alternatives(sandbox_config.FLOW_KEYS)}; `backend:` "
+        f"is one of {_alternatives(backends.names())} (`auto`: docker when a daemon answers, "
+        "else local). Each backend takes these options besides, and refuses the others:",
         "",
-        "| backend | option | default |",
-        "|---|---|---|",
+        "| option | backends | default | allowed |",
+        "|---|---|---|---|",
     ]
-    for backend in [b for b in backends.names() if b != backends.AUTO]:  # auto: docker's
+    allowed = _allowed(inspect.getdoc(_module("sandbox.options")) or "")
+    taken: dict[str, list[str]] = {}
+    defaults: dict[str, str] = {}
+    for backend in [b for b in backends.names() if b != backends.AUTO]:
         options = backends.options_for(backend)
-        defaults = {f.name: f for f in dataclasses.fields(options)}
+        fields = {f.name: f for f in dataclasses.fields(options)}
         for option in options.names(flow=True):
-            out.append(f"| `{backend}` | `{option}` | {_default(defaults[option])} |")
-    table = _table_in(inspect.getdoc(_module("sandbox.options")) or "")
-    if table:
-        out += ["", "What each option allows:", "", *table]
+            taken.setdefault(option, []).append(backend)
+            defaults.setdefault(option, _default(fields[option]))
+    for option, names in taken.items():
+        said = allowed.get(option, "")
+        out.append(f"| `{option}` | {', '.join(names)} | {defaults[option]} | {said} |")
     return "\n".join(out) + "\n"
+
+
+def _allowed(doc: str) -> dict[str, str]:
+    """What each option allows, by name, from the table of sandbox.options' docstring
+    (``| option | backends | allowed |``, a row may name several options)."""
+    found = {}
+    for line in doc.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if line.startswith("|") and len(cells) == 3 and not cells[0].startswith("-"):
+            for name in cells[0].split(","):
+                found[name.strip()] = cells[2].replace("``", "`")
+    return found
 
 
 def _keys(keys: Iterable[str]) -> str:
@@ -130,20 +146,6 @@ def _default(f: dataclasses.Field[Any]) -> str:
     if f.default_factory is not dataclasses.MISSING:
         return "(empty)"
     return "(required)"
-
-
-def _table_in(doc: str) -> list[str]:
-    """The lines of the first Markdown table of a module's docstring."""
-    lines = doc.splitlines()
-    start = next((i for i, line in enumerate(lines) if line.startswith("|")), None)
-    if start is None:
-        return []
-    table = []
-    for line in lines[start:]:
-        if not line.startswith("|"):
-            break
-        table.append(line.replace("``", "`"))
-    return table
 
 
 def _module(name: str) -> Any:
