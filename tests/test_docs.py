@@ -189,7 +189,9 @@ def _hook() -> ModuleType:
 
 
 def test_the_cli_page_holds_every_command_and_option() -> None:
+    before = os.environ.get("COLUMNS")
     page = _hook().cli_page()
+    assert os.environ.get("COLUMNS") == before  # the width is the page's alone
     top = parser()
     (commands,) = [a for a in top._actions if a.dest == "command"]
     assert commands.choices
@@ -214,6 +216,7 @@ def test_the_exit_codes_page_holds_every_code_and_the_tree() -> None:
     page = _hook().exit_codes_page()
     for name, code in EXIT.items():
         assert f"| {code} | `{name}` |" in page
+    assert "| 1 | `failed` | a phase failed |" in page  # with what it means (praxis/cli.py)
     assert "├── Refused               4" in page
 
 

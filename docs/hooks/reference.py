@@ -15,10 +15,12 @@ never say what the code no longer does:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import inspect
 import os
-from collections.abc import Callable, Iterable
+import re
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from mkdocs.config.defaults import MkDocsConfig
@@ -36,8 +38,24 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
 def cli_page() -> str:
     from praxis.cli import parser
 
-    os.environ["COLUMNS"] = WIDTH  # read by argparse's HelpFormatter as it wraps
-    top = parser()
+    with _columns(WIDTH):  # read by argparse's HelpFormatter as it wraps
+        return _cli_page(parser())
+
+
+@contextlib.contextmanager
+def _columns(width: str) -> Iterator[None]:
+    before = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = width
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["COLUMNS"]
+        else:
+            os.environ["COLUMNS"] = before
+
+
+def _cli_page(top: argparse.ArgumentParser) -> str:
     out = [
         "# The command line",
         "",
@@ -157,6 +175,7 @@ def _module(name: str) -> Any:
 def exit_codes_page() -> str:
     from praxis import errors
 
+    said = _exit_meanings(inspect.getdoc(_module("praxis.cli")) or "")
     doc = inspect.getdoc(errors) or ""
     tree = doc.split("\n\n", 1)[1] if "\n\n" in doc else doc
     out = [
@@ -166,10 +185,10 @@ def exit_codes_page() -> str:
         "prints one line (`TypeName: message`) and the next command to try; its exit code says",
         "which kind of error it was.",
         "",
-        "| code | name |",
-        "|---|---|",
-        *(f"| {code} | `{name}` |" for name, code in errors.EXIT.items()),
-        "| 130 | Ctrl-C (the run is recorded as cancelled) |",
+        "| code | name | when |",
+        "|---|---|---|",
+        *(f"| {code} | `{name}` | {said.get(code, '')} |" for name, code in errors.EXIT.items()),
+        f"| 130 | | {said.get(130, 'Ctrl-C')} |",
         "",
         "## The exception tree",
         "",
@@ -180,6 +199,20 @@ def exit_codes_page() -> str:
         "```",
     ]
     return "\n".join(out) + "\n"
+
+
+def _exit_meanings(doc: str) -> dict[int, str]:
+    """What each exit code means, by code, from the CLI's docstring ("Exit codes: 0 done or
+    waiting at a Gate; 1 a phase failed; ...", up to "Errors print")."""
+    if "Exit codes:" not in doc:
+        return {}
+    words = " ".join(doc.split("Exit codes:", 1)[1].split("Errors print", 1)[0].split())
+    found = {}
+    for part in words.split(";"):
+        m = re.match(r"\s*(\d+) (.*)", part)
+        if m:
+            found[int(m.group(1))] = m.group(2).rstrip(".").replace("|", "\\|")
+    return found
 
 
 def events_page() -> str:
