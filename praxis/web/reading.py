@@ -68,7 +68,7 @@ class Reader:
         text, offset = views.read_live(live.path(run.root, phase), offset)
         data = views.summary(run.state)
         p = run.state.phase(phase)
-        data.update(text=text, offset=offset, phase=phase, phase_status=p.status)
+        data.update(text=text, offset=offset, phase=phase, phase_status=p.status, started=p.started)
         return JSONResponse(data)
 
     def rows(self, request: Request) -> Response:

@@ -505,7 +505,7 @@
 
   const live = {
     url: run.dataset.liveUrl, phase: run.dataset.running || "", offset: 0,
-    elapsed: null, at: 0, timer: null,
+    elapsed: null, at: 0, timer: null, started: null, statuses: {},
   };
   const logEl = document.getElementById("live-log");
   function tickElapsed() {
@@ -513,6 +513,41 @@
     if (live.elapsed === null || !el) { return; }
     const secs = live.elapsed + (Date.now() - live.at) / 1000;
     el.textContent = "running for " + secs.toFixed(0) + " s";
+    growTimeline(live.phase, secs);
+  }
+  // The running phase's bar reaches now: every bar is placed again on the run's clock.
+  function growTimeline(phase, secs) {
+    const svg = document.getElementById("timeline");
+    const bar = svg && phase ? svg.querySelector('rect.bar[data-phase="' + CSS.escape(phase) + '"]') : null;
+    if (!bar || live.started === null) { return; }
+    if (bar.dataset.start !== String(live.started)) {  // the attempt began after the page was shown
+      bar.dataset.start = String(live.started);
+      delete bar.dataset.end;
+    }
+    const width = parseFloat(svg.dataset.width);
+    const now = parseFloat(bar.dataset.start) + secs;
+    const bars = Array.prototype.slice.call(svg.querySelectorAll("rect.bar[data-start]"));
+    bars.forEach(function (b) {  // a phase that ran while this page was shown ended as this one began
+      if (b === bar || b.dataset.end || !b.classList.contains("running")) { return; }
+      b.dataset.end = String(Math.max(live.started, parseFloat(b.dataset.start)));
+      const status = live.statuses[b.dataset.phase] || "done";
+      b.setAttribute("class", "bar " + status);
+      const text = svg.querySelector('text.label[data-phase="' + CSS.escape(b.dataset.phase) + '"]');
+      if (text) { text.textContent = status; }
+    });
+    const t0 = Math.min.apply(null, bars.map(function (b) { return parseFloat(b.dataset.start); }));
+    const ends = bars.map(function (b) {
+      return b === bar ? now : (b.dataset.end ? parseFloat(b.dataset.end) : parseFloat(b.dataset.start));
+    });
+    const span = Math.max(Math.max.apply(null, ends) - t0, 1e-6);
+    bars.forEach(function (b, i) {
+      const start = parseFloat(b.dataset.start);
+      b.setAttribute("x", (120 + (start - t0) / span * width).toFixed(1));
+      b.setAttribute("width", Math.max((ends[i] - start) / span * width, 2).toFixed(1));
+    });
+    bar.setAttribute("class", "bar running");
+    const label = svg.querySelector('text.label[data-phase="' + CSS.escape(phase) + '"]');
+    if (label) { label.textContent = "running · " + secs.toFixed(0) + " s"; }
   }
   function pollLive() {
     if (!live.phase) { return; }
@@ -530,6 +565,7 @@
         live.offset = data.offset;
         if (data.phase_status === "running") {
           if (data.elapsed !== null) { live.elapsed = data.elapsed; live.at = Date.now(); }
+          live.started = typeof data.started === "number" ? data.started : null;
           live.timer = setTimeout(pollLive, 700);
         } else {
           live.elapsed = null;
@@ -544,7 +580,7 @@
     const section = document.getElementById("live");
     if (!section) { return; }
     if (phase !== live.phase || !live.timer) {
-      if (phase !== live.phase) { logEl.textContent = ""; live.offset = 0; }
+      if (phase !== live.phase) { logEl.textContent = ""; live.offset = 0; live.started = null; }
       live.phase = phase;
       document.getElementById("live-phase").textContent = phase;
       document.getElementById("live-title").textContent = "Running";
@@ -603,6 +639,7 @@
       .then(function (r) { return r.ok ? r.json() : null; })
       .then(function (st) {
         if (!st) { return; }
+        live.statuses = st.phases || {};
         if (st.running) { startLive(st.running, st.elapsed); }
         if (following && !hasDrafts()) {
           follow(st);
