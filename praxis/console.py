@@ -11,11 +11,11 @@ from contextlib import closing
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from . import units
 from .flows.model import events as ev
 from .flows.model.state import STOPPED
 from .flows.store import csvread
 from .flows.store.live import Output, path
-from . import units
 from .terminal import escape
 
 if TYPE_CHECKING:  # the event types load with the first event: `praxis status` needs none
