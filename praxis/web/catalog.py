@@ -18,6 +18,7 @@ from praxis.errors import UsageError
 from praxis.flows.definition import contract
 from praxis.flows.model.flow import Flow
 from praxis.flows.model.state import RunState
+from praxis.flows.report import history
 from praxis.flows.store.handle import RunHandle
 from praxis.flows.store.layout import list_run_ids, run_paths
 from praxis.flows.store.state_file import StateCorrupt
@@ -42,6 +43,12 @@ class RunRow:
     id: str
     state: RunState | None
     error: str | None = None  # run.json could not be read
+    decisions: list[history.Decision] = field(default_factory=list)  # its Gates', in order
+
+    @property
+    def took(self) -> float | None:
+        """Seconds from its first phase's start to its last phase's end (or now)."""
+        return history.span(self.state) if self.state is not None else None
 
 
 @dataclass
@@ -127,7 +134,8 @@ def run_rows(folder: Path) -> list[RunRow]:
     for run_id in reversed(list_run_ids(folder)):
         paths = run_paths(folder, run_id)
         try:
-            rows.append(RunRow(run_id, load_state(paths.state)))
+            state = load_state(paths.state)
+            rows.append(RunRow(run_id, state, decisions=history.decisions(paths.events)))
         except StateCorrupt as exc:
             if paths.root.is_dir():
                 rows.append(RunRow(run_id, None, exc.reason))
