@@ -386,6 +386,10 @@ import os, time
 for i in range(300):
     print(f"line {i}", flush=True)
     time.sleep(0.005)
+for i in range(5):
+    print(f"\\rprogress {i}", end="", flush=True)
+    time.sleep(0.3)
+print("\\r\\r\\nabcdef\\rXY", flush=True)
 print("the newest line", flush=True)
 for _ in range(1200):  # until the test lets it end (at most 2 minutes)
     if os.path.exists("stop"):
@@ -439,6 +443,9 @@ def test_the_live_panel_scrolls_follows_the_newest_line_and_the_timeline_grows(
         page.get_by_role("button", name="Continue the run").click()
         log = page.locator("#live-log")
         expect(log).to_contain_text("the newest line", timeout=60_000)
+        shown = log.inner_text()  # \r as JupyterLab shows it: the line rewritten in place
+        assert "progress 4\nXYcdef\nthe newest line" in shown, shown[-200:]
+        assert "progress 3" not in shown
         geometry = page.evaluate(
             """() => {
               const log = document.getElementById("live-log");

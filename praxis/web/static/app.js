@@ -508,6 +508,28 @@
     elapsed: null, at: 0, timer: null, started: null, statuses: {},
   };
   const logEl = document.getElementById("live-log");
+  // The log as JupyterLab shows a stream: \r\n is a newline, another \r takes the cursor back
+  // to the start of its line and what follows overwrites it. Whole lines are appended once;
+  // the line still being written is one text node, drawn again as it grows.
+  const logTail = { raw: "", node: null };
+  function clearLog() { logEl.textContent = ""; logTail.raw = ""; logTail.node = null; }
+  function overwritten(line) {
+    let shown = "";
+    line.split("\r").forEach(function (part) { shown = part + shown.slice(part.length); });
+    return shown;
+  }
+  function appendLog(text) {
+    const lines = (logTail.raw + text).replace(/\r+\n/g, "\n").split("\n");
+    logTail.raw = lines.pop();
+    if (logTail.node) { logTail.node.remove(); logTail.node = null; }
+    if (lines.length) {
+      logEl.append(document.createTextNode(lines.map(overwritten).join("\n") + "\n"));
+    }
+    if (logTail.raw) {
+      logTail.node = document.createTextNode(overwritten(logTail.raw));
+      logEl.append(logTail.node);
+    }
+  }
   function tickElapsed() {
     const el = document.getElementById("live-elapsed");
     if (live.elapsed === null || !el) { return; }
@@ -556,10 +578,10 @@
       .then(function (r) { return r.ok ? r.json() : null; })
       .then(function (data) {
         if (!data || phase !== live.phase) { return; }
-        if (data.offset < live.offset) { logEl.textContent = ""; }
+        if (data.offset < live.offset) { clearLog(); }
         if (data.text) {
           const atBottom = logEl.scrollTop + logEl.clientHeight >= logEl.scrollHeight - 4;
-          logEl.append(document.createTextNode(data.text));
+          appendLog(data.text);
           if (atBottom) { logEl.scrollTop = logEl.scrollHeight; }
         }
         live.offset = data.offset;
@@ -580,7 +602,7 @@
     const section = document.getElementById("live");
     if (!section) { return; }
     if (phase !== live.phase || !live.timer) {
-      if (phase !== live.phase) { logEl.textContent = ""; live.offset = 0; live.started = null; }
+      if (phase !== live.phase) { clearLog(); live.offset = 0; live.started = null; }
       live.phase = phase;
       document.getElementById("live-phase").textContent = phase;
       document.getElementById("live-title").textContent = "Running";
