@@ -203,3 +203,22 @@ def test_praxis_diff_of_a_run_that_is_not_there_names_the_runs(tmp_path: Path) -
     assert res.returncode != 0
     assert "20200101-000000-dead" in res.stderr and "next: " in res.stderr
     assert "Traceback" not in res.stderr
+
+
+def test_decisions_are_read_from_whole_gate_lines_only(tmp_path: Path) -> None:
+    events = tmp_path / "events.jsonl"
+    events.write_bytes(
+        b'{"kind": "run_begun", "note": "{\\"kind\\": \\"gate_approved\\"}"}\n'
+        b'{"kind": "gate_approved", "rev": 3, "phase": "a", "actor": "person"}\n'
+        b'{"kind": "gate_rejected", not json\n'
+        b'{"kind": "gate_waiting", "phase": "b"}\n'
+        b'{"kind": "gate_rejected", "rev": 5, "phase": "b", "actor": "agent"}\n'
+        b'{"kind": "gate_approved", "rev": 6, "phase": "b", "act'  # torn: being written
+    )
+    assert history.decisions(events) == [
+        history.Decision("a", "approved", "person"),
+        history.Decision("b", "rejected", "agent"),
+    ]
+    assert history.decisions(tmp_path / "missing.jsonl") == []
+    (tmp_path / "link.jsonl").symlink_to(events)
+    assert history.decisions(tmp_path / "link.jsonl") == []  # never through a link

@@ -20,6 +20,7 @@ from ..store.state_file import StateCorrupt
 
 MAX_LOG = 16 << 20  # bytes of a run's events.jsonl read for its Gate decisions
 DECIDED = (b'{"kind": "gate_approved"', b'{"kind": "gate_rejected"')
+GATE = b'\n{"kind": "gate_'  # where a line of a Gate event starts
 
 
 @dataclass(frozen=True)
@@ -90,9 +91,7 @@ def span(state: RunState, now: float | None = None) -> float | None:
 def decisions(events: Path) -> list[Decision]:
     """The Gate decisions of a run, in order, from its first ``MAX_LOG`` bytes of events."""
     found = []
-    for line in _lines(events):
-        if not line.startswith(DECIDED):
-            continue
+    for line in _decided(events):
         try:
             data = json.loads(line)
         except ValueError:
@@ -103,14 +102,20 @@ def decisions(events: Path) -> list[Decision]:
     return found
 
 
-def _lines(path: Path) -> Iterator[bytes]:
+def _decided(path: Path) -> Iterator[bytes]:
+    """The lines of a Gate decision (found by their start; the rest is not split)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
         return
     with os.fdopen(fd, "rb") as fh:
-        data = fh.read(MAX_LOG)
-    lines = data.split(b"\n")
-    if len(data) == MAX_LOG:
-        lines.pop()  # a line cut at the bound
-    yield from lines
+        data = b"\n" + fh.read(MAX_LOG)
+    at = data.find(GATE)
+    while at >= 0:
+        end = data.find(b"\n", at + 1)
+        if end < 0:
+            return  # the last line, cut at the bound or not yet ended
+        line = data[at + 1 : end]
+        if line.startswith(DECIDED):
+            yield line
+        at = data.find(GATE, end)
