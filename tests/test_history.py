@@ -4,10 +4,11 @@ Gate), `praxis diff FLOW RUN_A RUN_B` and the report under them."""
 from __future__ import annotations
 
 import json
+import random
 import re
 from pathlib import Path
 
-from praxis.flows.engine import runner
+from praxis.flows.engine import carry, runner
 from praxis.flows.engine.runner import load_flow
 from praxis.flows.report import compare, history
 from praxis.flows.store.handle import RunHandle
@@ -222,3 +223,44 @@ def test_decisions_are_read_from_whole_gate_lines_only(tmp_path: Path) -> None:
     assert history.decisions(tmp_path / "missing.jsonl") == []
     (tmp_path / "link.jsonl").symlink_to(events)
     assert history.decisions(tmp_path / "link.jsonl") == []  # never through a link
+
+
+def test_rows_both_versions_share_are_left_out_of_the_keyed_diff_and_change_nothing() -> None:
+    rng = random.Random(5)
+    for _ in range(200):
+        ids = rng.sample(range(40), rng.randrange(1, 20))
+        old = {i: rng.randrange(10**9) for i in ids}
+        new = {i: v for i, v in old.items() if rng.random() > 0.2}
+        new |= {i: rng.randrange(10**9) for i in rng.sample(range(40), 5)}
+        order = list(new)
+        rng.shuffle(order)
+
+        def table(rows: dict[int, int], keys: list[int]) -> bytes:
+            return b"id,v\n" + b"".join(b"%d,%d\n" % (k, rows[k]) for k in keys)
+
+        a, b = table(old, list(old)), table(new, order)
+        whole = carry.changes_by_key("t.csv", ["id"], a, b)
+        cut = carry.changes_by_key("t.csv", ["id"], *compare.unshared(a, b))
+        assert sorted(map(repr, cut)) == sorted(map(repr, whole))
+    quoted = b'id,v\n1,"a\nb"\n'
+    assert compare.unshared(quoted, quoted) == (quoted, quoted)  # its rows are not its lines
+    assert compare.unshared(b"id,v\n1,2\n2,3\n", b"id,v\n2,3\n1,4\n") == (
+        b"id,v\n1,2\n",
+        b"id,v\n1,4\n",
+    )
+
+
+def test_a_large_table_without_a_key_says_how_to_compare_its_rows(tmp_path: Path) -> None:
+    flow, a, b = two_runs(tmp_path)
+    loaded = load_flow(flow)
+    after = RunHandle.open(loaded, b)
+    big = after.paths.out("plain.csv")
+    big.chmod(0o644)
+    big.write_bytes(b"day,city,temp\n" + b"9,Oslo,1\n" * ((compare.MAX_UNKEYED >> 3) + 1))
+    found = compare.compare(RunHandle.open(loaded, a), after)
+    plain = {o.name: o for o in found.outputs}["plain.csv"]
+    assert plain.state == "differs" and plain.cells == [] and plain.added == 0
+    assert plain.problem == (
+        "no key declared and over 16 MiB: declare key: under its checks in flow.yaml to "
+        "compare its rows by key"
+    )

@@ -79,8 +79,6 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
-    if not args.before or not args.after:
-        raise Usage("praxis diff takes two run ids: praxis diff FLOW RUN_A RUN_B")
     found = compare(args.flow, args.before, args.after)
     if args.json:
         print(json.dumps(found.to_dict(), indent=1, default=str))

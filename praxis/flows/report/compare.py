@@ -4,9 +4,10 @@ month's run?").
 Per parameter, its value in each run; per phase, whether it ran or was reused (and whether
 its definition changed); per output, whether it differs, and for a table the rows added,
 removed and changed: by row key when its checks declare one (``key:``, else its first
-``unique`` column: the diff that carries a reviewer's edits across a re-run), else the
-cell-level diff a Gate's edits are recorded with (rows aligned by content). Reads only; each
-table read is bounded as checks read one (``checks.MAX_BYTES``).
+``unique`` column: the diff that carries a reviewer's edits across a re-run, given only the
+rows the two versions do not share byte for byte), else the cell-level diff a Gate's edits
+are recorded with (rows aligned by content, up to ``MAX_UNKEYED``). Reads only; each table
+read is bounded as checks read one (``checks.MAX_BYTES``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from ..model.state import PhaseState
 from ..store.handle import RunHandle
 
 MAX_CELLS = edits.MAX_CELLS  # changed cells, and added or removed rows, listed per table
+# a table without a key is aligned row by row (difflib): past this size it is not compared
+MAX_UNKEYED = 16 << 20
 
 
 @dataclass
@@ -156,12 +159,34 @@ def _table(change: OutputChange, before: RunHandle, after: RunHandle) -> None:
             raise checks.Unreadable(f"over the {checks.MAX_BYTES:,} bytes a table diff reads")
         key = _key(after, change.phase, change.name)
         if key is None:
+            if max(len(old), len(new)) > MAX_UNKEYED:
+                raise checks.Unreadable(
+                    f"no key declared and over {MAX_UNKEYED >> 20} MiB: declare key: under its "
+                    "checks in flow.yaml to compare its rows by key"
+                )
             _by_row(change, edits.diff_tables(change.name, old, new))
         else:
             change.key = key
+            old, new = unshared(old, new)
             _by_key(change, carry.changes_by_key(change.name, key, old, new))
     except (OSError, checks.Unreadable) as exc:
         change.problem = str(exc) or type(exc).__name__
+
+
+def unshared(old: bytes, new: bytes) -> tuple[bytes, bytes]:
+    """Both tables without the data rows the other holds byte for byte: a row both runs
+    wrote alike is neither added, removed nor changed, so the keyed diff reads only the rest
+    (a million-row table with a thousand changed rows parses two thousand). A table with a
+    quote is left whole (a quoted field may hold a newline: its rows are not its lines)."""
+    if b'"' in old or b'"' in new:
+        return old, new
+    a, b = old.split(b"\n"), new.split(b"\n")
+    in_a, in_b = set(a[1:]), set(b[1:])
+    in_a.discard(b"")
+    in_b.discard(b"")
+    rows_a = [r for r in a[1:] if r and r not in in_b]
+    rows_b = [r for r in b[1:] if r and r not in in_a]
+    return b"\n".join([a[0], *rows_a, b""]), b"\n".join([b[0], *rows_b, b""])
 
 
 def _by_row(change: OutputChange, diff: dict[str, Any]) -> None:
