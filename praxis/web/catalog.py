@@ -11,6 +11,7 @@ import fnmatch
 import os
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +44,13 @@ class RunRow:
     id: str
     state: RunState | None
     error: str | None = None  # run.json could not be read
-    decisions: list[history.Decision] = field(default_factory=list)  # its Gates', in order
+    events: Path | None = None  # its events.jsonl, read for its Gate decisions when shown
+
+    @cached_property
+    def decisions(self) -> list[history.Decision]:
+        """Its Gates' decisions, in order (read from its log when first asked: the flows
+        page shows them; the page's polling never asks)."""
+        return history.decisions(self.events) if self.events is not None else []
 
     @property
     def took(self) -> float | None:
@@ -134,8 +141,7 @@ def run_rows(folder: Path) -> list[RunRow]:
     for run_id in reversed(list_run_ids(folder)):
         paths = run_paths(folder, run_id)
         try:
-            state = load_state(paths.state)
-            rows.append(RunRow(run_id, state, decisions=history.decisions(paths.events)))
+            rows.append(RunRow(run_id, load_state(paths.state), events=paths.events))
         except StateCorrupt as exc:
             if paths.root.is_dir():
                 rows.append(RunRow(run_id, None, exc.reason))
