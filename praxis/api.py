@@ -21,6 +21,7 @@ from .service.acting import (
     cancel,
     edit,
     manage,
+    read,
     reject,
     rerun,
 )
@@ -44,6 +45,7 @@ __all__ = [
     "load",
     "manage",
     "outputs",
+    "read",
     "read_table",
     "reject",
     "rerun",

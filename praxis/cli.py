@@ -2,7 +2,8 @@
 
 Exit codes: 0 done or waiting at a Gate; 1 a phase failed; 2 bad usage or bad flow
 definition (also an approve or reject bound to neither --expect-revision nor --gate); 3 busy
-(lock held); 4 refused (a stale revision, a decision the actor may not take, a failing check);
+(lock held); 4 refused (a stale revision, a decision for another attempt of the Gate or the
+actor may not take, no receipt of a file to read, a failing check);
 5 sandbox unavailable (or a package of the flow that pip cannot fetch); 6 `praxis serve`'s
 port is in use; 7 the run was cancelled (`praxis cancel`, SIGTERM or SIGHUP); 130 Ctrl-C (the
 run is recorded as cancelled). Errors print one line (`TypeName: message`) and the next
@@ -53,8 +54,13 @@ def _main(argv: list[str] | None) -> int:
     words = sys.argv[1:] if argv is None else argv
     known = words[0] if words and words[0] in COMMANDS else None  # else: every command's help
     args = parser(known).parse_args(words)
+    tracing = args.command in TRACED and _tracing(args)
+    if tracing and args.command not in MAKES_RUN:
+        _trace(args, words, None)  # as it starts: a command killed before its end is there
+    elif tracing and args.command == "run":  # as its run is made, before a phase runs
+        args.on_begun = lambda run: _trace(args, words, None, made=run)
     code = _dispatch(args)
-    if args.command in TRACED and _tracing(args):
+    if tracing:
         _trace(args, words, code)
     return code
 
@@ -100,7 +106,7 @@ def _dispatch(args: argparse.Namespace) -> int:
 # The commands a trace records (those on one run); `--trace` or PRAXIS_TRACE=1 turns it on.
 TRACED = (
     *("run", "begin", "advance", "status", "approve", "reject", "manage", "accept"),
-    *("rerun", "cancel", "log"),
+    *("rerun", "cancel", "log", "read"),
 )
 
 
@@ -114,9 +120,15 @@ def _tracing(args: argparse.Namespace) -> bool:
     return enabled()
 
 
-def _trace(args: argparse.Namespace, words: list[str], code: int) -> None:
-    """Record the command and the route after it in the run's trace.jsonl. A command whose
-    run cannot be opened (none yet, a flow.yaml with errors) has nothing to record into."""
+# Commands that make their run: no run to trace into as they start (``run`` is traced as
+# its run is made, ``begin`` at its end only).
+MAKES_RUN = ("run", "begin")
+
+
+def _trace(args: argparse.Namespace, words: list[str], code: int | None, made: Any = None) -> None:
+    """Record the command in the run's trace.jsonl (``made``, else the run it names): as it
+    starts (``code`` None), or with its exit code and the route after it. A command whose run
+    cannot be opened (none yet, a flow.yaml with errors) has nothing to record into."""
     from .flows.definition.contract import FlowInvalid
     from .flows.model.decisions import BadActor, actor_of
     from .flows.report import trace
@@ -125,16 +137,26 @@ def _trace(args: argparse.Namespace, words: list[str], code: int) -> None:
     try:
         from .service.reading import open_run
 
-        run = open_run(args.flow, getattr(args, "run", None))
+        if made is not None:
+            run = made
+        else:
+            flow = find_flow(args.flow) if code is None else args.flow  # _dispatch resolves it
+            run = open_run(flow, getattr(args, "run", None))
         try:
             actor = actor_of(getattr(args, "actor", None))
         except BadActor:
             actor = "?"
-        trace.record(run, [*program_argv(), *words], actor, code)
-    except (NoRun, FlowInvalid):
+        if code is None:
+            trace.start(run, [*program_argv(), *words], actor)
+        else:
+            trace.record(run, [*program_argv(), *words], actor, code)
+    except (NoRun, FlowInvalid, NoFlowHere):
         return
     except Exception as exc:  # a trace that cannot be written never changes the outcome
-        print(f"trace: not recorded ({type(exc).__name__}: {escape(str(exc))})", file=sys.stderr)
+        if code is not None:  # (at the start, the command itself says what is wrong)
+            print(
+                f"trace: not recorded ({type(exc).__name__}: {escape(str(exc))})", file=sys.stderr
+            )
 
 
 def _allowing_local(args: argparse.Namespace) -> int:
@@ -193,8 +215,8 @@ def _fail(exc: Exception, code: int, hint: str) -> int:
 COMMANDS = (
     *("check", "run", "begin", "advance", "status", "runs", "gc", "approve", "reject"),
     "manage",
-    *("accept", "rerun", "cancel", "log", "replay", "diff", "params", "chat", "sandbox"),
-    *("serve", "mcp"),
+    *("accept", "read", "rerun", "cancel", "log", "replay", "diff", "params", "chat"),
+    *("sandbox", "serve", "mcp"),
 )
 
 
@@ -250,7 +272,7 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
     add("check", "check a flow definition; exit 2 on errors", run=False)
     add("run", "begin a run and advance it", run=False)
     add("begin", "a new run paused at phase 1; prints its id", run=False)
-    add("advance", "run until a Gate, a failure, the end")
+    add("advance", "run until a Gate, a failure, the end", revision=True)
     add("status", "state and the exact next command")
     option(("status",), "--json", action="store_true")
     add("runs", "list runs, newest first (or delete some)", run=False)
@@ -267,12 +289,22 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
         metavar="PHASE",
         help="the Gate you decide (the phase it follows)",
     )
+    option(
+        ("approve", "reject"),
+        "--attempt",
+        type=int,
+        metavar="N",
+        help="the attempt of the Gate's phase you reviewed (needed once it ran again)",
+    )
     add("manage", "let an agent decide the run's delegatable Gates", revision=True)
     option(("manage",), "--off", action="store_true", help="take managed mode back")
     add("accept", "accept an output changed outside praxis", revision=True)
     option(("accept",), "--output", required=True, metavar="NAME")
+    add("read", "print a run's file and record a receipt of reading it")
+    option(("read",), "path", metavar="FILE", help="a file of the run (as route.read names it)")
+    option(("read",), "--json", action="store_true", help="the text, sha256 and receipt as JSON")
     option(
-        ("approve", "reject", "manage", "accept"),
+        ("approve", "reject", "manage", "accept", "read"),
         "--as",
         dest="actor",
         choices=["person", "agent"],
@@ -283,7 +315,7 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
     option(("rerun",), "--no-reuse", action="store_true", help="run every later phase again")
     for flag, choice, words in (
         ("--keep-edits", "keep", "re-apply them to the new output by row key"),
-        ("--discard-edits", "discard", "drop them (they stay under attempts/)"),
+        ("--discard-edits", "discard", "drop them (outputs back as their phases wrote them)"),
     ):
         option(
             ("rerun", "reject"),
@@ -295,10 +327,11 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
         )
     option(
         ("approve", "reject"),
-        "--ack",
+        "--receipt",
+        dest="receipts",
         action="append",
-        metavar="SHA256",
-        help="acknowledge a file of route.read by its sha256 (an agent must, for each)",
+        metavar="ID",
+        help="the receipt `praxis read` gave for a file of route.read (an agent must, for each)",
     )
     add("cancel", "cancel a run", revision=True)
     add("log", "the run's events")

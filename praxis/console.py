@@ -81,6 +81,12 @@ class Progress:
                 )
             elif isinstance(event, ev.RunCancelled):
                 self._line("■ run cancelled")
+            elif isinstance(event, ev.SandboxEnded):
+                ended = escape(", ".join(event.ended)) or "nothing left running"
+                self._line(
+                    f"! the process that advanced the run before (pid {event.owner}) was "
+                    f"killed; its sandbox's watchdog ended {ended}"
+                )
 
     def message(self, text: str) -> None:
         """The run's ``progress``: a phase's printed output (``live.Output``) is shown as it

@@ -3,18 +3,17 @@
 
 Its client is always an ``agent``: a Gate decision is taken as ``actor="agent"``, under the
 same delegation rules as ``--as agent`` (a delegatable Gate, a managed run, passing checks,
-each file of ``route.read`` acknowledged). Flows are named by their folder relative to
-``--root`` (``flows/sales-report``); nothing outside it is reachable, and a run file is read
-only when the run's route names it, bounded and escaped. A refusal is a tool error whose text
-starts with its code (``refused``, ``busy``, ``usage``, ...: the CLI's exit codes by name).
-Each tool is a thin call of the function the CLI calls (``praxis.service``); ``status`` adds
-``calls``, the route's commands as the tool calls that take them. Long calls (advance, and
-approve and reject, which advance) report progress per phase.
+a receipt of each file of ``route.read``: ``read_file`` returns it). Flows are named by their
+folder relative to ``--root`` (``flows/sales-report``); nothing outside it is reachable, and a
+run file is read only when the run's route names it, bounded and escaped. A refusal is a tool
+error whose text starts with its code (``refused``, ``busy``, ``usage``, ...: the CLI's exit
+codes by name). Each tool is a thin call of the function the CLI calls (``praxis.service``);
+``status`` adds ``calls``, the route's commands as the tool calls that take them. Long calls
+(advance, and approve and reject, which advance) report progress per phase.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections.abc import Callable
@@ -28,7 +27,6 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 from sandbox.errors import PathRefused
-from sandbox.files import open_below
 
 from .argv import program_argv
 from .console import format_event
@@ -47,7 +45,8 @@ MAX_LOG = 500  # events the log tool returns
 ACTOR = "agent"
 CODES = {code: name for name, code in EXIT.items()}
 # The CLI's verbs that are tools, and the CLI options they take as arguments.
-VERBS = ("status", "advance", "approve", "reject", "rerun", "cancel", "log")
+VERBS = ("status", "advance", "approve", "reject", "rerun", "cancel", "log", "read")
+TOOL = {"read": "read_file"}  # a verb whose tool is named otherwise
 OPTIONS = {
     "--run": "run",
     "--gate": "gate",
@@ -55,7 +54,8 @@ OPTIONS = {
     "--reopen": "reopen",
     "--note": "note",
     "--from": "from_phase",
-    "--ack": "acks",
+    "--receipt": "receipts",
+    "--attempt": "attempt",
 }
 FLAGS = {"--keep-edits": ("edits", "keep"), "--discard-edits": ("edits", "discard")}
 
@@ -77,7 +77,7 @@ def server(root: Path) -> MCPServer:
             "Operate praxis runs by their route: call status, take route.step with the tool "
             "in status.calls[0], call status again. Stop when route.who is 'person' or the "
             "step is 'none'. Read each file of route.read (read_file) before approve or "
-            "reject, and pass its sha256 in acks."
+            "reject, and pass the receipts read_file returned in receipts."
         ),
     )
     tools = Tools(root)
@@ -130,12 +130,16 @@ class Tools:
         receipt, and `calls`: the route's commands as the tool calls that take them."""
         return self._call("status", flow, run, {}, lambda handle: None)
 
-    async def advance(self, flow: str, ctx: Context, run: str | None = None) -> dict[str, Any]:
-        """Run the run's phases until a Gate, a failure or the end (progress per phase);
-        returns its status."""
+    async def advance(
+        self, flow: str, ctx: Context, run: str | None = None, expect_revision: int | None = None
+    ) -> dict[str, Any]:
+        """Run the run's phases until a Gate, a failure or the end (progress per phase),
+        refused when the run is no longer at `expect_revision`; returns its status."""
+        args = {"flow": flow, "run": run, "expect_revision": expect_revision}
         handle = self._open(flow, run, "advance")
-        await self._advance(handle, ctx, {"flow": flow, "run": run})
-        return self._result("advance", handle, {"flow": flow, "run": run})
+        _traced(handle, "advance", args, None)
+        await self._advance(handle, ctx, args, expect_revision)
+        return self._result("advance", handle, args)
 
     async def approve(
         self,
@@ -144,15 +148,18 @@ class Tools:
         expect_revision: int,
         ctx: Context,
         run: str | None = None,
-        acks: list[str] | None = None,
+        attempt: int | None = None,
+        receipts: list[str] | None = None,
     ) -> dict[str, Any]:
-        """Approve the Gate after phase `gate`, as an agent, bound to `expect_revision`;
-        `acks`: the sha256 of each file of route.read. Then advance; returns the status."""
-        args = {"flow": flow, "run": run, "gate": gate, "expect_revision": expect_revision}
+        """Approve attempt `attempt` of the Gate after phase `gate`, as an agent, bound to
+        `expect_revision`; `receipts`: the receipt read_file gave for each file of route.read.
+        Then advance; returns the status."""
+        args = {"flow": flow, "run": run, "gate": gate, "attempt": attempt,
+                "expect_revision": expect_revision}  # fmt: skip
         handle = self._open(flow, run, "approve")
-        self._do("approve", handle, args | {"acks": acks}, lambda: acting.approve(
-            handle.flow, handle.id, expect_revision=expect_revision, gate=gate, actor=ACTOR,
-            acks=list(acks or []),
+        self._do("approve", handle, args | {"receipts": receipts}, lambda: acting.approve(
+            handle.flow, handle.id, expect_revision=expect_revision, gate=gate,
+            attempt=attempt, actor=ACTOR, receipts=list(receipts or []),
         ))  # fmt: skip
         await self._advance(handle, ctx, args)
         return self._result("approve", handle, args)
@@ -166,17 +173,20 @@ class Tools:
         expect_revision: int,
         ctx: Context,
         run: str | None = None,
-        acks: list[str] | None = None,
+        attempt: int | None = None,
+        receipts: list[str] | None = None,
         edits: str | None = None,
     ) -> dict[str, Any]:
-        """Reject at the Gate after phase `gate`, as an agent: phase `reopen` runs again with
-        `note`. Bound and acknowledged like approve; `edits` ("keep" or "discard") when the
-        reopen replaces outputs edited at a Gate. Then advance; returns the status."""
-        args = {"flow": flow, "run": run, "gate": gate, "reopen": reopen, "note": note}
+        """Reject at attempt `attempt` of the Gate after phase `gate`, as an agent: phase
+        `reopen` runs again with `note`. Bound and with receipts like approve; `edits`
+        ("keep" or "discard") when the reopen replaces outputs edited at a Gate. Then
+        advance; returns the status."""
+        args = {"flow": flow, "run": run, "gate": gate, "attempt": attempt, "reopen": reopen,
+                "note": note}  # fmt: skip
         handle = self._open(flow, run, "reject")
-        self._do("reject", handle, args | {"acks": acks}, lambda: acting.reject(
+        self._do("reject", handle, args | {"receipts": receipts}, lambda: acting.reject(
             handle.flow, reopen, note, handle.id, expect_revision=expect_revision, gate=gate,
-            actor=ACTOR, acks=list(acks or []), edits=edits,
+            attempt=attempt, actor=ACTOR, receipts=list(receipts or []), edits=edits,
         ))  # fmt: skip
         await self._advance(handle, ctx, args)
         return self._result("reject", handle, args)
@@ -205,7 +215,8 @@ class Tools:
 
     def read_file(self, flow: str, path: str, run: str | None = None) -> dict[str, Any]:
         """A file the run's route names (route.read): its text (at most 64 KiB, control
-        characters escaped) and sha256, the digest to acknowledge. Any other path is refused."""
+        characters escaped), and `receipt`, recorded for you: approve and reject pass it in
+        `receipts`. Any other path is refused."""
         handle = self._open(flow, run, "read_file")
         named = [item["path"] for item in status_of(handle).route.get("read", [])]
         if path not in named:
@@ -240,6 +251,7 @@ class Tools:
     def _do(
         self, tool: str, handle: RunHandle, args: dict[str, Any], act: Callable[[], Any]
     ) -> None:
+        _traced(handle, tool, args, None)  # as it starts
         try:
             act()
         except PraxisError as exc:
@@ -255,7 +267,13 @@ class Tools:
         data["calls"] = calls(st.route)
         return data
 
-    async def _advance(self, handle: RunHandle, ctx: Context, args: dict[str, Any]) -> None:
+    async def _advance(
+        self,
+        handle: RunHandle,
+        ctx: Context,
+        args: dict[str, Any],
+        expect_revision: int | None = None,
+    ) -> None:
         total = len(handle.flow.phases)
         done = [sum(1 for p in handle.state.phases if p.status == "done")]
 
@@ -267,7 +285,9 @@ class Tools:
                 anyio.from_thread.run(ctx.report_progress, done[0], total, message)
 
         def go() -> None:
-            acting.advance(handle.flow, handle.id, on_event=on_event)
+            acting.advance(
+                handle.flow, handle.id, on_event=on_event, expect_revision=expect_revision
+            )
 
         try:
             await anyio.to_thread.run_sync(go)
@@ -300,13 +320,16 @@ def call_of(argv: list[str]) -> dict[str, Any] | None:
             arguments[key] = value
     for i, word in enumerate(words[:-1]):
         name = OPTIONS.get(word)
-        if name == "acks":
-            arguments.setdefault("acks", []).append(words[i + 1])
-        elif name == "expect_revision":
+        if name == "receipts":
+            arguments.setdefault("receipts", []).append(words[i + 1])
+        elif name in ("expect_revision", "attempt"):
             arguments[name] = int(words[i + 1])
         elif name is not None:
             arguments[name] = words[i + 1]
-    return {"tool": argv[at], "arguments": arguments}
+    if argv[at] == "read" and words:
+        arguments["path"] = words[0]
+    arguments.pop("actor", None)
+    return {"tool": TOOL.get(argv[at], argv[at]), "arguments": arguments}
 
 
 def _run_row(row: catalog.RunRow) -> dict[str, Any]:
@@ -326,42 +349,44 @@ def _error(exc: PraxisError) -> ToolError:
     return ToolError(f"{code}: {type(exc).__name__}: {escape(str(exc))}")
 
 
-def _traced(handle: RunHandle, tool: str, args: dict[str, Any], code: int) -> None:
+def _traced(handle: RunHandle, tool: str, args: dict[str, Any], code: int | None) -> None:
+    """Trace the tool call as the command line's are: as it starts (``code`` None) and as it
+    ends, with its exit code."""
     if not trace.enabled():
         return
     shown = {k: v for k, v in args.items() if v is not None}
     try:
         fresh = RunHandle.open(handle.flow, handle.id)
         argv = [*program_argv(), "mcp", tool, json.dumps(shown, sort_keys=True)]
-        trace.record(fresh, argv, ACTOR, code)
+        if code is None:
+            trace.start(fresh, argv, ACTOR)
+        else:
+            trace.record(fresh, argv, ACTOR, code)
     except Exception:  # a trace that cannot be written never changes the outcome
         return
 
 
 def _read_bounded(handle: RunHandle, path: str) -> dict[str, Any]:
     """The first MAX_READ characters of the run file ``path`` (relative to the root), never
-    through a link, and the sha256 of the whole file as read."""
+    through a link, with the receipt of reading it recorded for the agent."""
     run_root = Path(os.path.abspath(handle.root))
     rel = os.path.relpath(os.path.abspath(Path.cwd() / path), run_root)
-    digest, head, size = hashlib.sha256(), b"", 0
     try:
         if rel == "." or rel.startswith(".."):
             raise PathRefused(path, "is not a file of the run")
-        with open_below(run_root, Path(rel).as_posix()) as fd:  # no link on the way is followed
-            while chunk := os.read(fd, 1 << 20):
-                digest.update(chunk)
-                if len(head) <= MAX_READ * 4:
-                    head += chunk[: MAX_READ * 4 + 1 - len(head)]
-                size += len(chunk)
+        got = acting.read(handle.flow, Path(rel).as_posix(), handle.id, actor=ACTOR,
+                          limit=MAX_READ * 4 + 1)  # fmt: skip
     except (PathRefused, OSError) as exc:
         raise ToolError(f"refused: {path}: {escape(str(exc))}") from None
-    binary = b"\0" in head[:8192]
-    text = "" if binary else head.decode("utf-8", errors="replace")
-    truncated = binary or len(text) > MAX_READ or len(head) < size
+    except PraxisError as exc:
+        raise _error(exc) from None
+    binary = b"\0" in got.head[:8192]
+    text = "" if binary else got.head.decode("utf-8", errors="replace")
+    truncated = binary or len(text) > MAX_READ or len(got.head) < got.size
     return {
         "path": path,
-        "sha256": digest.hexdigest(),
-        "bytes": size,
+        "receipt": got.receipt,
+        "bytes": got.size,
         "binary": binary,
         "truncated": truncated,
         "text": escape(text[:MAX_READ]),

@@ -64,7 +64,7 @@ def route_lines(route: dict[str, Any]) -> list[str]:
         mode = "managed run" if gate["managed"] else "run not managed"
         lines.append(f"  Gate after {gate['phase']}: {kind}, {mode}")
     for item in route.get("read", []):
-        lines.append(f"  read: {escape(item['path'])} (sha256 {item['sha256'][:12]})")
+        lines.append(f"  read: {escape(item['path'])}")
     for problem in route.get("problems", []):
         lines.append(f"  problem: {escape(problem)}")
     for argv in route.get("commands", []):

@@ -115,6 +115,9 @@ class Sandbox(ABC):
     # kernel() may run on another thread while this one moves workspace files. The fake runs
     # code in this very process, in the workspace as its working folder: it says False.
     kernel_in_thread: bool = True
+    # Set by the caller before open(): where the sandbox's watchdog writes what it ended if
+    # the owning process dies without closing the sandbox (``watchdog.py``); None: nowhere.
+    watch_report: Path | None = None
 
     @abstractmethod
     def open(self) -> None:

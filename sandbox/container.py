@@ -54,6 +54,7 @@ from .image.build import image_tag
 from .options import DockerOptions
 from .standby import Standby
 from .values import disk_bytes
+from .watchdog import Watchdog
 from .workspace import FolderSandbox, Workspace, unmount
 from .zygote_kernels import ZygoteKernels
 
@@ -138,6 +139,7 @@ class DockerSandbox(ZygoteKernels, FolderSandbox):
         self._zygote: ZygoteSupervisor | None = None
         self._count = 0
         self._launches = 0
+        self._watchdog: Watchdog | None = None
         self._dirty = False  # a kernel was handed out since the last quiesce
         self._lock = threading.Lock()
 
@@ -163,6 +165,9 @@ class DockerSandbox(ZygoteKernels, FolderSandbox):
         self._client = client
         self._remove_leftovers()
         self.workspace.open()
+        name = _container_name(self.name)
+        self._watchdog = Watchdog(self.watch_report)  # ends the container if we die first
+        self._watchdog.watch("container", name)
         self._private = Path(tempfile.mkdtemp(prefix=f"{RUNTIME_PREFIX}{_safe(self.name)}-"))
         self._runtime = self._private / "rt"
         self._runtime.mkdir(mode=0o700)  # the kernel server's (root): phase code cannot enter
@@ -171,7 +176,7 @@ class DockerSandbox(ZygoteKernels, FolderSandbox):
             self.container = self._client.containers.run(
                 self.image,
                 [*COMMAND, "zygote", *self._zygote_args()],
-                name=_container_name(self.name),
+                name=name,
                 detach=True,
                 labels={**self.labels, RUN_LABEL: self.name},
                 environment=dict(ENVIRONMENT),
@@ -184,6 +189,7 @@ class DockerSandbox(ZygoteKernels, FolderSandbox):
             self._remove_runtime()
             self._client.close()
             self._client = None
+            self._end_watch()
             raise SandboxUnavailable(
                 f"cannot start the sandbox container from {self.image}: {exc}"
             ) from exc
@@ -215,6 +221,7 @@ class DockerSandbox(ZygoteKernels, FolderSandbox):
         self.workspace.close()  # the host's mount, while the kill is on its way
         if stopping is not None:
             stopping.join()
+        self._end_watch()
         self._remove_runtime()
         if self._client is not None:
             self._client.close()
@@ -327,6 +334,11 @@ class DockerSandbox(ZygoteKernels, FolderSandbox):
                         "removed; try again, or run `praxis sandbox prune`"
                     )
                 time.sleep(0.02)
+
+    def _end_watch(self) -> None:
+        watchdog, self._watchdog = self._watchdog, None
+        if watchdog is not None:
+            watchdog.close()
 
     def _remove_runtime(self) -> None:
         if self._private is not None:

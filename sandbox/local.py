@@ -34,6 +34,7 @@ from .forkserver import (
 )
 from .options import LocalOptions
 from .standby import Standby
+from .watchdog import Watchdog
 from .workspace import FolderSandbox, Workspace
 from .zygote_kernels import ZygoteKernels
 
@@ -75,6 +76,7 @@ class LocalSandbox(ZygoteKernels, FolderSandbox):
         self._process: subprocess.Popen[bytes] | None = None  # the zygote's
         self._zygote: ZygoteSupervisor | None = None
         self.server: ForkServer | None = None
+        self._watchdog: Watchdog | None = None
 
     @property
     def warning(self) -> str:
@@ -85,6 +87,7 @@ class LocalSandbox(ZygoteKernels, FolderSandbox):
             return
         self.workspace.open()
         self._runtime = Path(tempfile.mkdtemp(prefix="praxis-rt-"))
+        self._watchdog = Watchdog(self.watch_report)  # ends the kernel server if we die first
         log.warning(self.warning)
         self.server = ForkServer(self._runtime)
         self._zygote = ZygoteSupervisor(
@@ -101,6 +104,9 @@ class LocalSandbox(ZygoteKernels, FolderSandbox):
         process, self._process, self._zygote = self._process, None, None
         if process is not None:
             stop_local(process)
+        watchdog, self._watchdog = self._watchdog, None
+        if watchdog is not None:
+            watchdog.close()
         if self._runtime is not None:
             shutil.rmtree(self._runtime, ignore_errors=True)
             self._runtime = None
@@ -115,10 +121,16 @@ class LocalSandbox(ZygoteKernels, FolderSandbox):
         assert self._runtime is not None
         if self._process is not None:
             stop_local(self._process)
+            self._tell("ungroup", self._process.pid)
         # figures a cell leaves open are shown, as in Jupyter (whatever the host's MPLBACKEND)
         env = {**os.environ, "PYTHONUNBUFFERED": "1", "MPLBACKEND": INLINE_BACKEND}
         process = self._process = start_local(self._runtime, cwd=self.workspace.root, env=env)
+        self._tell("group", process.pid)  # its SIGTERM ends every kernel it forked
         return lambda: process.poll() is not None
+
+    def _tell(self, word: str, pid: int) -> None:
+        if self._watchdog is not None:
+            self._watchdog.watch(word, pid)
 
     def _start(self) -> JupyterKernel:
         """Fork one dormant kernel (it answers once ``_activate`` lets it)."""

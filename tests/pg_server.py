@@ -4,7 +4,9 @@ temporary folder, listening on a unix socket there only (no TCP), stopped after 
 initdb refuses to run as root, so as root the cluster belongs to ``nobody``. Passwords are
 checked (scram-sha-256) even on the socket, so a test proves that a password was needed and
 where it came from. ``analyst`` owns the test databases: a write it attempts is refused only
-because praxis holds the connection read-only, not for want of privileges.
+because praxis holds the connection read-only, not for want of privileges. ``admin`` is a
+superuser, the role praxis refuses unless the profile allows it. A flow reaches the server
+through a connection of the person's profile (``profile``).
 """
 
 from __future__ import annotations
@@ -59,12 +61,26 @@ class Server:
                 conn.execute(sql)
         return dbname
 
-    def url(self, dbname: str, reference: str = "PRAXIS_TEST_PGPASSWORD") -> str:
-        """The URL a flow writes: the password as a reference, the socket folder by PGHOST."""
-        return f"postgresql+psycopg://{USER}:${{{reference}}}@/{dbname}"
-
-    def env(self, reference: str = "PRAXIS_TEST_PGPASSWORD") -> dict[str, str]:
-        return {reference: self.password, "PGHOST": str(self.folder)}
+    def profile(
+        self,
+        folder: Path,
+        dbname: str,
+        *,
+        name: str = "shop",
+        user: str = USER,
+        reference: str = "PRAXIS_TEST_PGPASSWORD",
+        extra: str = "",
+    ) -> dict[str, str]:
+        """Write a profile in ``folder`` whose connection ``name`` leads to ``dbname`` as
+        ``user`` (the socket folder as libpq's ``host``, the password as ``${reference}``);
+        the environment that reads it: ``PRAXIS_PROFILE`` and the password's variable."""
+        url = f"postgresql+psycopg://{user}@/{dbname}?host={self.folder}"
+        path = folder / "profile.yaml"
+        path.write_text(
+            f"connections:\n  {name}:\n    url: '{url}'\n    password: '${{{reference}}}'\n{extra}"
+        )
+        password = self.admin_password if user == ADMIN else self.password
+        return {"PRAXIS_PROFILE": str(path), reference: password}
 
 
 def _as_owner(argv: list[str]) -> list[str]:

@@ -2,6 +2,8 @@
 `route.commands[0]` exactly as given (in a process whose PATH holds no `praxis`), reads the
 route again, and stops when the route hands over to a person or says there is nothing to do.
 
+At a Gate it may decide, the route first says to read each file (`praxis read`, which records
+a receipt), then to decide with those receipts: the agent runs those commands like any other.
 It knows one thing besides the route: the program to ask for the first status with (as a
 user who ran `make run` knows `.venv/bin/praxis`). Every later command, status included, is
 run by the program the route names.
@@ -19,7 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-VERBS = {"status", "advance", "approve", "reject", "rerun", "cancel", "log", "accept", "run"}
+VERBS = {
+    *("status", "advance", "approve", "reject", "rerun", "cancel", "log", "accept", "run"),
+    "read",  # a file the route says to read: its receipt is what a decision passes
+}
 NO_PRAXIS = "/usr/sbin:/usr/bin:/sbin:/bin"  # praxis is only in the virtualenv
 
 

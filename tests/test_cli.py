@@ -45,9 +45,8 @@ def test_run_stops_at_the_gate_and_names_the_approve_command(tmp_path) -> None:
     assert "output/flags.csv" in res.stdout
     run = newest_run(flow)
     revision = state_file.load(run / "run.json").revision
-    assert f"praxis approve {flow} --run {run.name} --gate review --expect-revision {revision}" in (
-        res.stdout
-    )
+    bound = f"--gate review --attempt 1 --expect-revision {revision}"
+    assert f"praxis approve {flow} --run {run.name} {bound}" in res.stdout
     status = json.loads(praxis("status", str(flow), "--json").stdout)
     assert (status["waiting"], status["gate"], status["status"]) == ("gate", "review", "paused")
     assert status["next"][0].startswith("praxis approve")
@@ -91,6 +90,33 @@ def test_no_run_yet_is_bad_usage(tmp_path) -> None:
     res = praxis("status", str(flow))
     assert res.returncode == 2
     assert res.stderr.splitlines() == ["NoRun: demo has no runs yet", f"  next: praxis run {flow}"]
+
+
+def test_status_json_before_any_run_prints_the_route_to_run_it(tmp_path) -> None:
+    flow = three_phase_flow(tmp_path)
+    res = praxis("status", str(flow), "--json")
+    assert res.returncode == 2  # still: there is no run
+    data = json.loads(res.stdout)
+    assert (data["run"], data["status"]) == (None, "none")
+    route = data["route"]
+    assert (route["step"], route["reason"], route["who"]) == ("run", "no_run", "anyone")
+    assert route["commands"] == [["praxis", "run", str(flow)]]
+
+
+def test_status_json_of_a_broken_flow_yaml_prints_the_route_to_fix_it(tmp_path) -> None:
+    flow = tmp_path / "broken"
+    flow.mkdir()
+    (flow / "flow.yaml").write_text("flow: broken\nphases:\n  - id: a\n   kind: [\n")
+    res = praxis("status", str(flow), "--json")
+    assert res.returncode == 2  # still: flow.yaml has errors
+    data = json.loads(res.stdout)
+    assert (data["run"], data["status"]) == (None, "invalid")
+    route = data["route"]
+    assert (route["step"], route["reason"], route["who"]) == ("fix", "flow_invalid", "person")
+    assert route["commands"] == [["praxis", "check", str(flow)]]
+    problem = data["problems"][0]
+    assert problem["file"] == "flow.yaml" and problem["line"] == 4 and problem["message"]
+    assert route["problems"][0].startswith("flow.yaml:4")
 
 
 SLOW = """

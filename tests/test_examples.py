@@ -61,7 +61,7 @@ def test_sales_report_in_docker_gate_edit_approve(tmp_path: Path, docker_image: 
     status = json.loads(praxis("status", str(flow), "--json").stdout)
     assert (status["waiting"], status["gate"], status["backend"]) == ("gate", "flag", "docker")
     approve = status["next"][0]
-    run_flag = f"--run {status['run']} --gate flag --expect-revision"
+    run_flag = f"--run {status['run']} --gate flag --attempt 1 --expect-revision"
     assert approve.startswith(f"praxis approve {flow} {run_flag} ")
     assert approve in res.stdout
 

@@ -62,7 +62,7 @@ def two_runs(tmp_path: Path) -> tuple[Path, str, str]:
             assert runner.advance(flow, run.id, make_sandbox=Fakes()).waiting == "gate"
             runner.edit(flow, "clean.csv", EDITED, run.id)
             runner.edit(flow, "plain.csv", EDITED, run.id)
-        runner.approve(flow, run.id, gate="clean")
+        runner.approve(flow, run.id, gate="clean", attempt=2 if second else 1)
         state = runner.advance(flow, run.id, make_sandbox=Fakes())
         assert state.status == "done", state.error
         ids.append(run.id)

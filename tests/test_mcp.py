@@ -23,13 +23,21 @@ mcp = pytest.importorskip("mcp")
 
 
 def test_a_routes_commands_become_the_tool_calls_that_take_them() -> None:
-    sha = "ab" * 32
-    argv = ["/v/bin/praxis", "approve", "f", "--run", "R", "--gate", "b", "--expect-revision",
-            "7", "--as", "agent", "--ack", sha, "--ack", "cd" * 32]  # fmt: skip
+    argv = ["/v/bin/praxis", "approve", "f", "--run", "R", "--gate", "b", "--attempt", "2",
+            "--expect-revision", "7", "--as", "agent", "--receipt", "r1",
+            "--receipt", "r2"]  # fmt: skip
     assert call_of(argv) == {
         "tool": "approve",
-        "arguments": {"flow": "f", "run": "R", "gate": "b", "expect_revision": 7,
-                      "acks": [sha, "cd" * 32]},
+        "arguments": {"flow": "f", "run": "R", "gate": "b", "attempt": 2, "expect_revision": 7,
+                      "receipts": ["r1", "r2"]},
+    }  # fmt: skip
+    read = ["/v/bin/praxis", "read", "f", "runs/R/output/b.csv", "--run", "R", "--as", "agent"]
+    assert call_of(read) == {
+        "tool": "read_file", "arguments": {"flow": "f", "path": "runs/R/output/b.csv", "run": "R"}
+    }  # fmt: skip
+    advance = ["praxis", "advance", "f", "--run", "R", "--expect-revision", "4"]
+    assert call_of(advance) == {
+        "tool": "advance", "arguments": {"flow": "f", "run": "R", "expect_revision": 4}
     }  # fmt: skip
     rerun = ["python", "-m", "praxis", "rerun", "f", "--run", "R", "--from", "c"]
     assert call_of(rerun) == {"tool": "rerun", "arguments": {"flow": "f", "run": "R",
@@ -104,30 +112,33 @@ def test_an_mcp_client_follows_the_route_as_an_agent_and_is_refused_as_one(
         st = data(await s.call_tool("status", {"flow": "conv"}))
         route = st["route"]
         assert (route["reason"], route["who"]) == ("gate_delegated", "agent")
-        call = st["calls"][0]
-        assert call["tool"] == "approve" and call["arguments"]["acks"] == [
-            route["read"][0]["sha256"]
-        ]
-        # what the route names is read, bounded and escaped; nothing else is
+        assert route["step"] == "read" and route["read"] == [{"path": route["read"][0]["path"]}]
         path = route["read"][0]["path"]
+        assert st["calls"][0] == {
+            "tool": "read_file", "arguments": {"flow": "conv", "path": path, "run": run}
+        }  # fmt: skip
+        # an approval before reading is refused, as a tool error with its code
+        bound = {"flow": "conv", "run": run, "gate": "b", "attempt": 1,
+                 "expect_revision": st["revision"]}  # fmt: skip
+        text = error(await s.call_tool("approve", bound))
+        assert "refused: NotAcknowledged" in text and "passed no receipt" in text
+        # what the route names is read, bounded and escaped, with a receipt; nothing else is
         got = data(await s.call_tool("read_file", {"flow": "conv", "path": path}))
-        assert (got["text"], got["sha256"]) == ("a1b", route["read"][0]["sha256"])
+        assert got["text"] == "a1b" and got["receipt"].startswith("r") and "sha256" not in got
+        st = data(await s.call_tool("status", {"flow": "conv"}))
+        call = st["calls"][0]
+        assert call["tool"] == "approve" and call["arguments"]["receipts"] == [got["receipt"]]
         for other in ("../secret.txt", str(tmp_path / "secret.txt"), "conv/flow.yaml",
                       f"conv/runs/{run}/run.json"):  # fmt: skip
             text = error(await s.call_tool("read_file", {"flow": "conv", "path": other}))
             assert "refused" in text and "outside the root" not in text
         assert "usage: NotFound" in error(await s.call_tool("status", {"flow": ".."}))
-        # an approval that acknowledges nothing is refused, as a tool error with its code
-        bare = {k: v for k, v in call["arguments"].items() if k != "acks"}
-        text = error(await s.call_tool("approve", bare))
-        assert "refused: NotAcknowledged" in text and "did not acknowledge" in text
         # the route's call, taken as given: the agent's approval, then progress per phase
         st = data(await s.call_tool(call["tool"], call["arguments"],
                                     progress_callback=client.progressed))  # fmt: skip
         assert (st["route"]["reason"], st["route"]["who"]) == ("gate_needs_person", "person")
         person_gate = st["calls"][0]["arguments"]
-        text = error(await s.call_tool("approve", {**person_gate, "acks": [
-            item["sha256"] for item in st["route"]["read"]]}))  # fmt: skip
+        text = error(await s.call_tool("approve", {**person_gate, "receipts": [got["receipt"]]}))
         assert "refused: Refused" in text and "not delegatable" in text
         log = data(await s.call_tool("log", {"flow": "conv", "last": 5}))
         assert len(log) == 5
@@ -149,3 +160,7 @@ def test_an_mcp_client_follows_the_route_as_an_agent_and_is_refused_as_one(
     )  # fmt: skip
     assert replay.returncode == 0, replay.stdout
     assert "praxis mcp approve" in replay.stdout and "[route command 1]" in replay.stdout
+    # each tool call is traced as it starts too, as the command line's commands are
+    lines = EventLog(root / "conv/runs" / run / "trace.jsonl").read()
+    started = [e.argv[-3:-1] for e in lines if e.kind == "trace_started"]  # type: ignore[attr-defined]
+    assert ["mcp", "approve"] in started and ["mcp", "status"] in started

@@ -101,3 +101,49 @@ def test_a_file_of_millions_of_rows_costs_a_few_batches(tmp_path: Path) -> None:
     assert report["head"] == "20,000,000 rows, 2 columns (Parquet)"
     assert report["last"] == ["19999999", "same"]
     assert report["rss"] <= 256, report  # MiB (78 measured here)
+
+
+@pytest.mark.parametrize("name", ["x.y", "id"])
+def test_every_shown_column_counts_toward_the_cap_whatever_its_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    path = tmp_path / "dotted.parquet"
+    table = pa.table([pa.array(range(100)), pa.array(["y" * 2000] * 100)], names=["id", name])
+    pq.write_table(table, path, use_dictionary=False, store_schema=False)  # 200 KB unpacked
+    monkeypatch.setattr(parquet, "MAX_GROUP_BYTES", 100_000)
+    with pytest.raises(parquet.NotReadable, match="row group 1 is 0 MiB decoded, over the 0 MiB"):
+        parquet.rows(path, 0, 5)
+    monkeypatch.setattr(parquet, "MAX_GROUP_BYTES", 300_000)
+    assert parquet.rows(path, 99, 5) == [["99", "y" * 2000]]
+    assert parquet.shape(path).columns == [("id", "int64"), (name, "string")]
+
+
+def test_nested_cells_read_as_python_writes_them_and_are_clipped(tmp_path: Path) -> None:
+    path = tmp_path / "nested.parquet"
+    table = pa.table({
+        "l": [["a", "b"], None, ["c"], ["z" * 30] * 5000],
+        "st": [{"a": "x", "b": 1}, None, {"a": None, "b": 2}, None],
+        "m": pa.array([[("k", "v")], [], None, None], pa.map_(pa.string(), pa.string())),
+        "b": [b"\x00ab", None, b"z", None],
+    })  # fmt: skip
+    pq.write_table(table, path)
+    got = parquet.rows(path, 0, 4)
+    assert got[:3] == [
+        ["['a', 'b']", "{'a': 'x', 'b': 1}", "[('k', 'v')]", "b'\\x00ab'"],
+        ["", "", "[]", ""],
+        ["['c']", "{'a': None, 'b': 2}", "", "b'z'"],
+    ]
+    long = got[3][0]
+    assert long.startswith("['" + "z" * 30 + "', '") and long.endswith(" [...]")
+    assert len(long) == 10_000 + len(" [...]")
+    assert parquet.shape(path).nulls == [None, None, None, 2]
+
+
+def test_the_text_of_one_read_is_capped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "wide.parquet"
+    pq.write_table(pa.table({f"c{i}": ["v" * 100] * 10 for i in range(10)}), path)
+    monkeypatch.setattr(parquet, "MAX_TEXT", 5 * 2**20)
+    assert len(parquet.rows(path, 0, 10)) == 10
+    monkeypatch.setattr(parquet, "MAX_TEXT", 5_000)
+    with pytest.raises(parquet.NotReadable, match="hold more than 0 MiB of text, the most this"):
+        parquet.rows(path, 0, 10)

@@ -44,14 +44,14 @@ def test_the_route_names_who_takes_the_step_and_escapes_what_a_phase_wrote() -> 
         "why": "a Gate waits",
         "who": "person",
         "gate": {"phase": "flag", "delegatable": False, "managed": False},
-        "read": [{"path": "output/re\x1bview.csv", "sha256": "ab" * 32}],
+        "read": [{"path": "output/re\x1bview.csv"}],  # named, never by digest
         "problems": ["bad\x07"],
         "commands": [["praxis", "approve", "my flow"]],
     }
     assert route_lines(route) == [
         "route: review (gate): a Gate waits; only a person may take it",
         "  Gate after flag: not delegatable, run not managed",
-        f"  read: output/re^[view.csv (sha256 {'ab' * 6})",
+        "  read: output/re^[view.csv",
         "  problem: bad^G",
         "  do: praxis approve 'my flow'",
     ]

@@ -1,26 +1,33 @@
 """Run SQL on the host against the phase's data and save the result in the workspace.
 
-The data is the flow's ``database:`` (a SQLite file, or a SQLite, DuckDB or PostgreSQL URL:
-``praxis.sources``). With no database, or a DuckDB one, the phase's CSV, TSV and Parquet
-working inputs are tables too, named as the workspace names them (``SELECT * FROM
-'sales.parquet'``): DuckDB reads copies of them, taken from the workspace by descriptor. The
-query runs on the host, never in the sandbox, read-only, within the phase's timeout; only
-the result enters the workspace, as CSV, TSV or Parquet by the name's extension.
+The data is the flow's ``database:``: a connection of the person's profile by name, or a
+SQLite or DuckDB file inside the flow folder (``praxis.sources``). With no database, or a
+DuckDB one, the phase's CSV, TSV and Parquet working inputs are tables too, named as the
+workspace names them (``SELECT * FROM 'sales.parquet'``): DuckDB reads copies of them, taken
+from the workspace by descriptor. A file of the flow is copied the same way, by descriptor
+below the flow folder with no link followed. The query runs on the host in a worker process
+(``praxis.sources.fetch``), never in the sandbox, read-only, within the phase's timeout and
+a memory cap; only the result enters the workspace, as CSV, TSV or Parquet by the name's
+extension.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from praxis.errors import UsageError
+from praxis.flows.definition import profile
 from praxis.flows.engine.context import PhaseContext
-from praxis.sources import sink
-from praxis.sources.connect import QueryError, Unavailable, open_session
-from praxis.sources.source import BadSource, Source, parse
+from praxis.sources import connect, fetch, sink
+from praxis.sources.source import BadSource, Source, Target, missing_driver, parse, target
 from sandbox.errors import SandboxError
+from sandbox.files import open_below
 
 TABULAR = (".csv", ".tsv", ".parquet")
 FILES_ONLY = "duckdb:///:memory:"
@@ -31,11 +38,18 @@ Upload = Callable[[Path, str], object]  # place a host file at workspace ``name`
 
 
 class ExtractError(Exception):
-    """The query could not run (bad SQL, a refused write, a cap); the message is for the model."""
+    """The query could not run (bad SQL, a refused write, a cap); the message is for the model.
+
+    ``peak_rss``: the worker's peak resident memory in bytes (0 when none ran)."""
+
+    def __init__(self, message: str, peak_rss: int = 0) -> None:
+        super().__init__(message)
+        self.peak_rss = peak_rss
 
 
 class SourceUnavailable(ExtractError):
-    """The phase has no usable data source (none declared, a missing file or driver)."""
+    """The phase has no usable data source (none declared, a missing file, connection or
+    driver, a refused role)."""
 
 
 @dataclass(frozen=True)
@@ -44,6 +58,7 @@ class Extracted:
     columns: list[str]
     rows: int
     sample: list[tuple[Any, ...]]
+    peak_rss: int = 0  # the worker's peak resident memory, bytes
 
     def summary(self) -> str:
         text = f"wrote {self.name}: {self.rows:,} rows, columns {', '.join(self.columns)}"
@@ -57,7 +72,7 @@ class Data:
     """What one phase's extracts may read: the flow's database and the phase's tables."""
 
     database: str | None  # flow.yaml's ``database:`` as written
-    root: Path  # the flow folder (relative database files live there)
+    root: Path  # the flow folder (its database files live there)
     inputs: Sequence[str] = ()  # the phase's working inputs (workspace names)
     fetch: Fetch | None = None  # how to copy an input out of the workspace
     seconds: float = DEFAULT_SECONDS  # the phase's budget for one extract
@@ -72,9 +87,9 @@ class Data:
                 )
             return parse(FILES_ONLY)
         try:
-            return parse(self.database)
+            return parse(self.database, profile.shown_path(profile.path_of()))
         except BadSource as exc:
-            raise SourceUnavailable(f"database: {exc}") from None
+            raise SourceUnavailable(f"flow.yaml: database: {exc}") from None
 
     def tables(self) -> list[str]:
         """The working inputs an extract may query as tables (a DuckDB source only)."""
@@ -92,29 +107,85 @@ def data_of(ctx: PhaseContext) -> Data:
     )
 
 
+def target_of(source: Source) -> Target:
+    """What ``source`` opens: a file of the flow as it is, a connection from the profile."""
+    if source.connection is None:
+        assert source.engine is not None
+        return Target(source.engine, flow_file=source.path)
+    try:
+        person = profile.load()
+        shown = person.shown()
+        conn = person.connections.get(source.connection)
+        if conn is None:
+            example = '{url: "postgresql+psycopg://USER@HOST/DB"}'
+            fix = profile.missing_entry("connections", source.connection, person, example)
+            raise SourceUnavailable(f"flow.yaml: database: {fix}")
+        return target(conn, lambda text, where: profile.expand(text, where=where), shown)
+    except (UsageError, BadSource) as exc:
+        raise SourceUnavailable(str(exc)) from None
+
+
 def run_query(data: Data, query: str, dest: Path) -> Extracted:
     """Run ``query`` and write its result to host file ``dest`` (format by its extension)."""
     problem = sink.format_problem(dest.name)
     if problem:
         raise ExtractError(problem)
-    source = data.source()
+    chosen = target_of(data.source())
+    missing = missing_driver(chosen.engine)
+    if missing:
+        raise SourceUnavailable(f"database {data.database or FILES_ONLY}: {missing}")
     with tempfile.TemporaryDirectory(prefix="praxis-query-") as tmp:
         scratch = Path(tmp)
-        tables = _copies(data, scratch) if source.engine == "duckdb" else {}
-        try:
-            with open_session(
-                source, data.root, seconds=data.seconds, scratch=scratch, tables=tables
-            ) as session:
-                columns, batches = session.rows(query)
-                (scratch / "spool").mkdir()
-                written = sink.write(dest, columns, batches, scratch / "spool")
-        except Unavailable as exc:
-            _discard(dest)
-            raise SourceUnavailable(str(exc)) from None
-        except (QueryError, sink.CapReached) as exc:
-            _discard(dest)
-            raise ExtractError(str(exc)) from None
-    return Extracted(dest.name, columns, written.rows, written.sample)
+        tables = _copies(data, scratch) if chosen.engine == "duckdb" else {}
+        (scratch / "spool").mkdir()
+        (scratch / "home").mkdir()
+        job = fetch.Job(
+            target=chosen,
+            database=_database(data, chosen, scratch),
+            query=query,
+            dest=dest,
+            spool=scratch / "spool",
+            seconds=data.seconds,
+            max_rows=sink.MAX_ROWS,
+            max_bytes=sink.MAX_BYTES,
+            memory=fetch.MEMORY,
+            batch_rows=connect.BATCH_ROWS,
+            tables=tables,
+        )
+        outcome = fetch.run(job, scratch / "home")
+    answer = outcome.answer
+    if "error" in answer:
+        _discard(dest)
+        kind = SourceUnavailable if answer["error"] == "unavailable" else ExtractError
+        raise kind(str(answer["message"]), outcome.peak_rss)
+    sample = [tuple(row) for row in answer["sample"]]
+    return Extracted(dest.name, answer["columns"], answer["rows"], sample, outcome.peak_rss)
+
+
+def _database(data: Data, chosen: Target, scratch: Path) -> Path | None:
+    """The host file the worker opens: a private copy of the flow's, the profile's own, or
+    (the phase's files alone) an empty DuckDB database the worker makes."""
+    if chosen.engine == "postgresql":
+        return None
+    if chosen.file is not None:
+        return Path(chosen.file)
+    if chosen.flow_file in (None, ":memory:"):
+        return scratch / "files.duckdb"
+    name = chosen.flow_file
+    assert name is not None
+    copy = scratch / f"database{Path(name).suffix.lower()}"
+    try:
+        with open_below(data.root, name) as fd, open(os.dup(fd), "rb") as src:
+            with copy.open("xb") as out:
+                shutil.copyfileobj(src, out, 1 << 20)
+    except (SandboxError, OSError) as exc:
+        _discard(copy)
+        why = getattr(exc, "reason", None) or getattr(exc, "strerror", None) or exc
+        raise SourceUnavailable(
+            f"flow.yaml: database: {name!r} {why} (a database file is read inside the flow "
+            "folder only, with no link followed)"
+        ) from None
+    return copy
 
 
 def _copies(data: Data, scratch: Path) -> dict[str, Path]:
@@ -170,5 +241,7 @@ def describe(data: Data) -> str:
 def _engine(source: Source) -> str:
     if source.text == FILES_ONLY:
         return "DuckDB"
-    return {"sqlite": "the flow's SQLite database", "duckdb": "the flow's DuckDB database",
-            "postgresql": "the flow's PostgreSQL database"}[source.engine]  # fmt: skip
+    if source.connection is not None:
+        return f"the database of connection {source.connection!r}"
+    return {"sqlite": "the flow's SQLite database",
+            "duckdb": "the flow's DuckDB database"}[source.engine or "sqlite"]  # fmt: skip

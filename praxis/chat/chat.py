@@ -47,8 +47,9 @@ KEY_HELP: dict[str, str] = {
         "the backends are listed below, each with its own options"
     ),
     "model": "the chat model of agent phases, 'provider:model' (PRAXIS_MODEL overrides it)",
-    "database": "a SQLite file of the flow, or a sqlite:///, duckdb:/// or postgresql+psycopg:// "
-    "URL (passwords as ${NAME} from the environment), for agent extracts",
+    "database": "for agent extracts: a connection of the person's profile by name (warehouse), "
+    "or a SQLite or DuckDB file inside the flow folder (data/shop.sqlite); never a host, URL, "
+    "password or ${VAR}",
     "phases": "the ordered list of phases (at least one)",
     "notify": (
         "who is told when a run waits at a Gate, fails or is done: {to: team, when: [gate, "

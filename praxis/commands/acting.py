@@ -38,6 +38,9 @@ def cmd_begin(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     def begun(run: RunHandle) -> None:
         print(f"run {run.id} of {run.flow.name}", file=sys.stderr)
+        traced = getattr(args, "on_begun", None)  # the trace's start line, when tracing
+        if traced is not None:
+            traced(run)
 
     params = _params(args)
     return _advance(
@@ -51,7 +54,13 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_advance(args: argparse.Namespace) -> int:
-    return _advance(args.flow, args.run, quiet=args.quiet, reuse=not args.no_reuse)
+    return _advance(
+        args.flow,
+        args.run,
+        quiet=args.quiet,
+        reuse=not args.no_reuse,
+        expect_revision=args.expect_revision,
+    )
 
 
 def _params(args: argparse.Namespace) -> dict[str, str]:
@@ -69,6 +78,7 @@ def _advance(
     reuse: bool = True,
     new_run: tuple[dict[str, str], Callable[[RunHandle], None]] | None = None,
     managed: bool = False,
+    expect_revision: int | None = None,
 ) -> int:
     """Advance a run (or begin one and advance it, under one hold of the lock), showing
     progress. SIGTERM and SIGHUP stop it like Ctrl-C: the run is recorded as cancelled."""
@@ -98,6 +108,7 @@ def _advance(
                     on_event=progress,
                     on_message=progress.message,
                     reuse=reuse,
+                    expect_revision=expect_revision,
                 )
         except BadParam as exc:
             raise Usage(str(exc)) from None
@@ -136,10 +147,16 @@ def _report(flow_ref: str, state: RunState, seconds: float) -> int:
             print(f"  {escape(path)}")
             if path.endswith((".csv", ".tsv")) and Path(path).is_file():
                 print(table_preview(Path(path), flagged=flagged.get(Path(path).name, ())))
+        if st.route.get("step") != "decide":  # a phase up to the Gate changed since it ran
+            print(f"{escape(st.route['why'])}; next:")
+            for line in st.next:
+                print(f"  {command(line)}")
+            return EXIT["ok"]
         print("then approve:")
         print(f"  {command(st.next[0])}")
-        print("or reopen a phase with a note for it:")
-        print(f"  {command(st.next[1])}")
+        for line in st.next[1:2]:
+            print("or reopen a phase with a note for it:")
+            print(f"  {command(line)}")
         return EXIT["ok"]
     if state.status == "failed":
         print(f"PhaseFailed: {commands_in(escape(state.error or ''))}", file=sys.stderr)
@@ -166,8 +183,9 @@ def cmd_approve(args: argparse.Namespace) -> int:
         args.run,
         expect_revision=args.expect_revision,
         gate=args.gate,
+        attempt=args.attempt,
         actor=args.actor,
-        acks=args.ack,
+        receipts=args.receipts,
     )
     print(f"approved the Gate (revision {state.revision}); continuing", file=sys.stderr)
     return _advance(args.flow, state.run)
@@ -204,8 +222,9 @@ def cmd_reject(args: argparse.Namespace) -> int:
         args.run,
         expect_revision=args.expect_revision,
         gate=args.gate,
+        attempt=args.attempt,
         actor=args.actor,
-        acks=args.ack,
+        receipts=args.receipts,
         edits=args.edits,
     )
     print(f"reopened {args.reopen} (revision {state.revision}); continuing", file=sys.stderr)
@@ -250,3 +269,42 @@ def cmd_cancel(args: argparse.Namespace) -> int:
     else:
         print(f"run {state.run}: cancel requested; the advancing process stops the phase")
     return EXIT["ok"]
+
+
+def cmd_read(args: argparse.Namespace) -> int:
+    """Print a file of the run (escaped) and record a receipt of reading it for the reader."""
+    import json
+    import os
+
+    run = open_run(args.flow, args.run)
+    rel = _in_run(run, args.path)
+    got = acting.read(run.flow, rel, run.id, actor=args.actor)
+    binary = b"\0" in got.head[:8192]
+    text = "" if binary else got.head.decode("utf-8", errors="replace")
+    truncated = binary or len(got.head) < got.size
+    if args.json:
+        print(json.dumps({
+            "path": args.path, "receipt": got.receipt, "sha256": got.sha256, "bytes": got.size,
+            "binary": binary, "truncated": truncated, "text": escape(text),
+        }, indent=1))  # fmt: skip
+        return EXIT["ok"]
+    sys.stdout.write(escape(text) if text.endswith("\n") else escape(text) + os.linesep)
+    more = f"; shown: the first {len(got.head)} bytes" if truncated else ""
+    print(f"receipt: {got.receipt} ({args.path}, {got.size} bytes{more})", file=sys.stderr)
+    return EXIT["ok"]
+
+
+def _in_run(run: RunHandle, path: str) -> str:
+    """``path`` (as the route names it: relative to the current folder, or an output's name)
+    relative to the run's folder; Usage when it is not a file of the run."""
+    import os
+
+    root = os.path.abspath(run.root)
+    for candidate in (os.path.abspath(path), os.path.abspath(run.paths.out(path))):
+        rel = os.path.relpath(candidate, root)
+        if rel != "." and not rel.startswith(".."):
+            return Path(rel).as_posix()
+    raise Usage(
+        f"{path} is not a file of run {run.id}: name one below {shown(run.root)}/ or an "
+        f"output (praxis status {flow_arg(run.flow)} --run {run.id} lists route.read)"
+    )

@@ -5,20 +5,31 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
+from ..argv import flow_text, program_argv
 from ..errors import EXIT
 from ..flows.definition import contract
 from ..flows.engine.reconcile import reconcile_if_free
+from ..flows.model.flow import Flow
+from ..flows.report import route
 from ..flows.report.status import status_of
-from ..flows.store.handle import RunHandle
+from ..flows.store.handle import NoRun, RunHandle
 from ..status_lines import receipt_lines, route_lines, timeline
 from ..terminal import command, escape
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    flow = contract.require(Path(args.flow))
-    reconcile_if_free(flow, args.run)  # hand edits first, when no other process holds the run
-    run = RunHandle.open(flow, args.run)
+    if args.json:
+        try:
+            flow = contract.require(Path(args.flow))
+            run = _open(flow, args.run)
+        except (contract.FlowInvalid, NoRun) as exc:
+            print(json.dumps(_without(args.flow, exc), indent=1))
+            return exc.exit_code  # the route says what to do; the code, that it is not a run
+    else:
+        flow = contract.require(Path(args.flow))
+        run = _open(flow, args.run)
     st = status_of(run)
     if args.json:
         print(json.dumps(st.to_dict(), indent=1))
@@ -32,3 +43,27 @@ def cmd_status(args: argparse.Namespace) -> int:
     for cmd in st.next:
         print(f"next: {command(cmd)}")
     return EXIT["ok"]
+
+
+def _open(flow: Flow, run_id: str | None) -> RunHandle:
+    reconcile_if_free(flow, run_id)  # hand edits first, when no other process holds the run
+    return RunHandle.open(flow, run_id)
+
+
+def _without(flow_ref: str, exc: contract.FlowInvalid | NoRun) -> dict[str, Any]:
+    """What `status --json` prints when there is no run to show: the route from there (run
+    the flow; or fix flow.yaml, its problems listed), and ``problems`` as (file, line,
+    message)."""
+    program = tuple(program_argv())
+    if isinstance(exc, NoRun):
+        shown = flow_text(exc.flow)
+        r = route.without_run(shown, program)
+        return {"flow": exc.flow.name, "run": None, "status": "none", "route": r.to_dict(),
+                "problems": [], "message": str(exc)}  # fmt: skip
+    problems = exc.report.errors
+    r = route.invalid(flow_ref, [str(p) for p in problems], program)
+    return {
+        "flow": flow_ref, "run": None, "status": "invalid", "route": r.to_dict(),
+        "problems": [{"file": p.file, "line": p.line, "message": p.message} for p in problems],
+        "message": str(exc),
+    }  # fmt: skip

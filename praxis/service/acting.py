@@ -18,9 +18,11 @@ from sandbox import Sandbox
 
 from ..flows.definition import sandbox_config
 from ..flows.engine import runner
+from ..flows.engine.acks import READ_BYTES, Read
+from ..flows.engine.binding import Unbound
 from ..flows.engine.context import OnMessage
 from ..flows.engine.opening import Opening
-from ..flows.engine.runner import SandboxFactory, Unbound, default_sandbox
+from ..flows.engine.runner import SandboxFactory, default_sandbox
 from ..flows.model.events import Event
 from ..flows.model.flow import Flow
 from ..flows.model.state import RunState
@@ -52,6 +54,7 @@ __all__ = [
     "edit_with_file",
     "gc",
     "manage",
+    "read",
     "reject",
     "rerun",
     "run",
@@ -116,8 +119,10 @@ def advance(
     reuse: bool = True,
     opening: Opening | None = None,
     notifier: Notifier | None = None,
+    expect_revision: int | None = None,
 ) -> RunState:
     """Run phases until a Gate, a failure, the end, or a cancel; returns the state reached.
+    ``expect_revision``: refused, nothing changed, when the run moved on since it.
 
     ``sandbox``: None uses the flow's own ``sandbox:`` section (auto = Docker; local kernels
     only where the person allowed them, ``praxis.flows.definition.isolation``); a mapping such
@@ -142,6 +147,7 @@ def advance(
         reuse=reuse,
         opening=opening,
         notifier=notifier,
+        expect_revision=expect_revision,
     )
 
 
@@ -151,16 +157,20 @@ def approve(
     *,
     expect_revision: int | None = None,
     gate: str | None = None,
+    attempt: int | None = None,
     actor: str | None = None,
-    acks: list[str] | None = None,
+    receipts: list[str] | None = None,
 ) -> RunState:
     """Approve the Gate the run waits at (then ``advance`` continues it). Bound to what you
-    saw: ``expect_revision`` or ``gate`` (the phase the Gate follows) is required
-    (``Unbound`` otherwise). ``actor``: "person" (default, or $PRAXIS_ACTOR) or "agent";
-    ``acks``: the sha256 of each file the route asks an agent to read first."""
+    saw: ``expect_revision``, ``gate`` (the phase the Gate follows) or ``attempt`` (its
+    attempt at the Gate) is required (``Unbound`` otherwise); one for another Gate or attempt
+    is refused, and ``gate`` alone once the phase ran more than once. ``actor``: "person"
+    (default, or $PRAXIS_ACTOR) or "agent"; ``receipts``: the receipt ids ``read`` returned
+    for each file the route asks an agent to read first."""
     return runner.approve(
-        load(flow), run, expect_revision=expect_revision, gate=gate, actor=actor, acks=acks
-    )
+        load(flow), run, expect_revision=expect_revision, gate=gate, attempt=attempt,
+        actor=actor, receipts=receipts,
+    )  # fmt: skip
 
 
 def reject(
@@ -171,16 +181,31 @@ def reject(
     *,
     expect_revision: int | None = None,
     gate: str | None = None,
+    attempt: int | None = None,
     actor: str | None = None,
-    acks: list[str] | None = None,
+    receipts: list[str] | None = None,
     edits: str | None = None,
 ) -> RunState:
     """Reject at the Gate: phase ``reopen`` runs again, with ``note`` for an agent's prompt.
     Bound like ``approve``; ``edits`` ("keep" or "discard") when it replaces Gate edits."""
     return runner.reject(
-        load(flow), reopen, note, run, expect_revision=expect_revision, gate=gate, actor=actor,
-        acks=acks, edits=edits,
+        load(flow), reopen, note, run, expect_revision=expect_revision, gate=gate,
+        attempt=attempt, actor=actor, receipts=receipts, edits=edits,
     )  # fmt: skip
+
+
+def read(
+    flow: FlowRef,
+    path: str,
+    run: str | None = None,
+    *,
+    actor: str | None = None,
+    limit: int = READ_BYTES,
+) -> Read:
+    """Read the run's file ``path`` (relative to the run's folder) through praxis: its first
+    ``limit`` bytes, its sha256, and the receipt recorded for ``actor`` (the reader), which
+    a Gate decision passes to show the file was read as it is."""
+    return runner.read(load(flow), path, run, actor=actor, limit=limit)
 
 
 def manage(

@@ -1,138 +1,236 @@
-"""flow.yaml's ``database:`` as written: its engine, its secrets kept out, its driver named.
+"""flow.yaml's ``database:``: a connection of the person's profile, or a file of the flow.
 
-A bare path is a SQLite file of the flow. A URL names one of three engines, each of which
-praxis can hold to read-only (DESIGN.md §12, "A database"):
+A flow names nothing on the host (DESIGN.md §13). It writes one of:
 
-    sqlite:///data/shop.sqlite                   a file, relative to the flow folder
-    duckdb:///data/x.duckdb  (or duckdb:///:memory:, for the phase's files alone)
-    postgresql+psycopg://reader:${PGPASSWORD}@db.example/shop
+    warehouse                          a connection of the person's profile, by name
+    data/shop.sqlite                   a file inside the flow folder (``.duckdb``: DuckDB)
+    sqlite:///data/shop.sqlite         the same, as a URL that names no host
+    duckdb:///data/x.duckdb            (or duckdb:///:memory:, for the phase's files alone)
 
-``${NAME}`` in a URL is read from praxis's environment when it connects, and only then: the
-text as written is all praxis keeps or shows, so a password is never in flow.yaml, run.json,
-events, records or pages. A password written out in the URL is an error (``praxis check``).
-The driver's own variables and files (``PGPASSWORD``, ``PGHOST``, ``~/.pgpass``) work too.
+Anything that would reach past the flow folder is refused with the profile entry to write
+instead: a host, a user or password, a ``${VAR}``, a query (``?hostaddr=``, any libpq
+parameter), an absolute or ``..`` path. Where a connection leads (host, role, password) is
+the person's, in their profile; ``target`` turns one into what a connection is opened with.
 """
 
 from __future__ import annotations
 
 import importlib.util
-import os
 import re
 import sys
-from collections.abc import Mapping
-from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import Protocol
 
-if TYPE_CHECKING:  # SQLAlchemy is imported only by a flow that names a URL (0.4 s)
-    from sqlalchemy.engine import URL
+from sandbox.paths import name_problem
 
+NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,63}")  # a connection of the profile, by name
 REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-# the parts of a URL as SQLAlchemy's make_url reads them: a password runs to the first "@"
-_PASSWORD = re.compile(r"^([\w+]+://[^:/]*:)([^@]*)@")
-_QUERY_PASSWORD = re.compile(r"([?&]password=)([^&]*)", re.IGNORECASE)
 MEMORY = ":memory:"
+FILE_SCHEMES = {"sqlite": "sqlite", "sqlite+pysqlite": "sqlite", "duckdb": "duckdb"}
+EXAMPLE_URL = "postgresql+psycopg://USER@HOST/DB"
 
 
 @dataclass(frozen=True)
 class Engine:
     name: str
-    modules: tuple[str, ...]  # what must be importable for SQLAlchemy to reach it
+    modules: tuple[str, ...]  # what must be importable to reach it
     extra: str | None  # praxis's pip extra that installs them
-    files: bool  # the database is a file on this machine
 
 
 ENGINES = {
-    "sqlite": Engine("sqlite", ("sqlite3",), None, files=True),
-    "duckdb": Engine("duckdb", ("duckdb", "duckdb_engine"), "duckdb", files=True),
-    "postgresql": Engine("postgresql", ("psycopg",), "postgres", files=False),
+    "sqlite": Engine("sqlite", ("sqlite3",), None),
+    "duckdb": Engine("duckdb", ("duckdb",), "duckdb"),
+    "postgresql": Engine("postgresql", ("psycopg",), "postgres"),
 }
 DRIVERS = {"sqlite": ("", "pysqlite"), "duckdb": ("",), "postgresql": ("", "psycopg")}
 
 
 class BadSource(ValueError):
-    """The ``database:`` text is not one praxis can use; the message is one line, masked."""
+    """The ``database:`` text (or a profile connection) cannot be used; one line, no secret."""
 
 
 @dataclass(frozen=True)
 class Source:
-    text: str  # as written in flow.yaml (references unresolved)
-    engine: str  # sqlite | duckdb | postgresql
-    path: str | None = None  # a file engine's database file as written; None: in memory
-    references: tuple[str, ...] = ()  # the ${NAME}s the URL reads from the environment
+    """flow.yaml's ``database:`` as written: a connection's name or a file of the flow."""
+
+    text: str
+    engine: str | None  # sqlite | duckdb, or None for a connection (the profile decides)
+    path: str | None = None  # a file of the flow, relative to its folder, or MEMORY
+    connection: str | None = None  # the profile connection's name
 
     @property
     def shown(self) -> str:
-        return masked(self.text)
+        return self.text
 
 
-class Reporter(Protocol):
-    def error(self, loc: str, message: str) -> None: ...
-    def warn(self, loc: str, message: str) -> None: ...
+@dataclass(frozen=True)
+class Target:
+    """What one connection is opened with; only what the person (or the flow folder) named.
+
+    ``file`` is a host path the person named in the profile; a file of the flow is ``flow_file``
+    (relative to the flow folder, opened by descriptor and copied before use)."""
+
+    engine: str
+    flow_file: str | None = None
+    file: str | None = None
+    params: dict[str, str] = field(default_factory=dict)  # libpq's keywords (PostgreSQL)
+    connection: str | None = None
+    allow_superuser: bool = False
+    secrets: tuple[str, ...] = ()  # values never shown (the password, the expanded ${VAR}s)
+    where: str = ""  # the profile's path, as the person types it
 
 
-def masked(text: str) -> str:
-    """``text`` with any password written in it replaced by ``***`` (references stay)."""
+class Connection(Protocol):
+    """A connection of the person's profile (praxis.flows.definition.profile.Connection)."""
 
-    def hide(match: re.Match[str]) -> str:
-        value = match.group(2)
-        kept = value if REFERENCE.fullmatch(value) else "***"
-        return match.group(1) + kept + ("@" if match.re is _PASSWORD else "")
+    @property
+    def name(self) -> str: ...
+    @property
+    def url(self) -> str: ...
+    @property
+    def password(self) -> str | None: ...
+    @property
+    def allow_superuser(self) -> bool: ...
 
-    return _QUERY_PASSWORD.sub(hide, _PASSWORD.sub(hide, text))
+
+def profile_fix(profile: str, url: str = EXAMPLE_URL) -> str:
+    """The profile entry to write instead of what a flow named."""
+    return f"a flow names a connection of your profile instead: {entry(profile, url)}"
 
 
-def parse(text: str) -> Source:
-    """The source ``text`` names; BadSource (saying what to write instead) when it names none."""
-    if "://" not in text:
-        if not text.strip():
-            raise BadSource("is empty: name a SQLite file of the flow or a database URL")
-        return Source(text, "sqlite", path=text)
+def entry(profile: str, url: str) -> str:
+    return f'add `connections: {{NAME: {{url: "{url}"}}}}` to {profile} and write `database: NAME`'
+
+
+def parse(text: str, profile: str = "~/.config/praxis/profile.yaml") -> Source:
+    """The source flow.yaml's ``text`` names; BadSource with the one-line fix otherwise.
+
+    ``profile`` is where the person's profile is, for the fix."""
+    written = text.strip()
+    if not written:
+        raise BadSource("is empty: name a connection of your profile or a database file")
+    if NAME.fullmatch(written):
+        return Source(written, None, connection=written)
+    if "$" in written:
+        refs = ", ".join(dict.fromkeys(f"${{{n}}}" for n in REFERENCE.findall(written)))
+        what = f"reads {refs} from praxis's environment" if refs else "holds a $"
+        raise BadSource(f"{what}: {profile_fix(profile)}")
+    scheme, sep, rest = written.partition("://")
+    if not sep:
+        return _flow_file(written, written, _engine_of(written), profile)
+    engine = FILE_SCHEMES.get(scheme.lower())
+    host, _, path = rest.partition("/")
+    if engine is None or host:
+        what = f"names a host ({_host(rest)})" if host else f"names a {scheme} server"
+        raise BadSource(f"{what}: {profile_fix(profile)}")
+    if "?" in path or "#" in path:
+        keys = [p.partition("=")[0][:40] for p in re.split(r"[?&#]", path)[1:5]]
+        raise BadSource(f"holds connection parameters ({', '.join(keys)}): "
+                        f"{profile_fix(profile)}")  # fmt: skip
+    if engine == "duckdb" and path == MEMORY:
+        return Source(written, "duckdb", path=MEMORY)
+    if not path:
+        raise BadSource(f"{written!r} names no file: write the database file's path in the flow")
+    return _flow_file(written, path, engine, profile)
+
+
+def _engine_of(path: str) -> str:
+    return "duckdb" if path.lower().endswith(".duckdb") else "sqlite"
+
+
+def _flow_file(text: str, path: str, engine: str, profile: str) -> Source:
+    problem = name_problem(path)
+    if problem is None:
+        return Source(text, engine, path=path)
+    outside = PurePosixPath(path).is_absolute() or ".." in path.split("/")
+    if outside:
+        scheme = "duckdb" if engine == "duckdb" else "sqlite"
+        url = f"{scheme}:///{path}" if path.startswith("/") else f"{scheme}:////ABSOLUTE/PATH"
+        raise BadSource(
+            f"names a file outside the flow folder ({path}): copy it into the flow folder and "
+            f"write `database: data/FILE`, or {entry(profile, url)}"
+        )
+    raise BadSource(f"{path!r} {problem}")
+
+
+def _host(rest: str) -> str:
+    """The host of a URL's ``rest`` (after ``://``), never its user or password (which may
+    hold a ``/``)."""
+    head = re.split(r"[?#]", rest)[0]
+    after = head.rpartition("@")[2] if "@" in head else head
+    return after.partition("/")[0][:200] or "?"
+
+
+def target(conn: Connection, expand: Callable[[str, str], str], profile: str) -> Target:
+    """What a profile connection is opened with: its URL's parts and password, each ``${VAR}``
+    expanded (by ``expand(text, where)``) after parsing, so a value needs no quoting.
+
+    PostgreSQL receives libpq keywords built here and nothing else: the password (empty when
+    the profile names none) and ``passfile`` set to nothing, so neither ``PGPASSWORD`` nor a
+    ``.pgpass`` entry nor another ``PG*`` variable is consulted (the connection is also
+    opened in a process whose environment holds none of them)."""
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError
 
-    shown = masked(text)
+    where = f"connections.{conn.name}"
     try:
-        url = make_url(text)
-    except (ArgumentError, ValueError) as exc:
-        raise BadSource(f"{shown!r} is not a database URL ({_first_line(exc)})") from None
+        url = make_url(conn.url)
+    except (ArgumentError, ValueError):
+        raise BadSource(f"{profile}: {where}.url is not a database URL ({EXAMPLE_URL})") from None
     backend, _, driver = url.drivername.partition("+")
-    if backend not in ENGINES:
+    if backend not in ENGINES or driver not in DRIVERS[backend]:
         raise BadSource(
-            f"{shown!r}: praxis reads {', '.join(ENGINES)} databases (it holds them to "
-            f"read-only), not {backend!r}"
+            f"{profile}: {where}.url: praxis reads sqlite, duckdb and postgresql+psycopg "
+            f"databases (it holds them to read-only), not {url.drivername!r}"
         )
-    if driver not in DRIVERS[backend]:
-        known = " or ".join(f"{backend}+{d}" if d else backend for d in DRIVERS[backend])
-        raise BadSource(f"{shown!r}: write {known}:// (praxis's driver), not {url.drivername}")
-    if _literal_password(url.password) or any(
-        key.lower() == "password" and _literal_password(str(v)) for key, v in url.query.items()
-    ):
-        raise BadSource(
-            f"{shown!r} holds a password: write ${{NAME}} in its place and set NAME in "
-            "praxis's environment (or use the driver's own, such as PGPASSWORD or ~/.pgpass)"
-        )
-    path = None
-    if ENGINES[backend].files:
-        path = url.database or MEMORY
-        if backend == "sqlite" and path == MEMORY:
-            raise BadSource(f"{shown!r} is an empty database: name the SQLite file")
-    references = tuple(dict.fromkeys(REFERENCE.findall(text)))
-    return Source(text, backend, path=path, references=references)
+
+    def fill(value: str | None, part: str) -> str | None:
+        return None if value is None else expand(value, f"{where}.{part}")
+
+    password = fill(conn.password, "password") or fill(url.password, "url") or ""
+    secrets = {password} if password else set()
+    for name in REFERENCE.findall(conn.url + (conn.password or "")):
+        secrets.add(expand("${" + name + "}", where))
+    shown = tuple(sorted((s for s in secrets if len(s) >= 4), key=len, reverse=True))
+    if backend != "postgresql":
+        path = fill(url.database, "url") or ""
+        if not PurePosixPath(path).is_absolute():
+            raise BadSource(
+                f"{profile}: {where}.url names {path or 'no file'}: a connection to a database "
+                f"file names its absolute path ({backend}:////PATH)"
+            )
+        return Target(backend, file=path, connection=conn.name, where=profile)
+    params: dict[str, str] = {}
+    for key, given in url.query.items():
+        params[key] = str(fill(given if isinstance(given, str) else given[-1], "url"))
+    for key, part in (("user", url.username), ("host", url.host), ("dbname", url.database)):
+        if part:
+            params[key] = str(fill(part, "url"))
+    if url.port:
+        params["port"] = str(url.port)
+    if password or "password" not in params:
+        params["password"] = password  # never PGPASSWORD's
+    params.setdefault("passfile", "/dev/null")  # never ~/.pgpass
+    return Target(
+        "postgresql",
+        params=params,
+        connection=conn.name,
+        allow_superuser=conn.allow_superuser,
+        secrets=shown,
+        where=profile,
+    )
 
 
-def _literal_password(value: str | None) -> bool:
-    return bool(value) and not REFERENCE.fullmatch(value or "")
-
-
-def missing_driver(source: Source) -> str | None:
+def missing_driver(engine: str) -> str | None:
     """What to install when the engine's driver is missing (the pip command), else None."""
-    engine = ENGINES[source.engine]
-    absent = [m for m in engine.modules if _find(m) is None]
+    spec = ENGINES[engine]
+    absent = [m for m in spec.modules if _find(m) is None]
     if not absent:
         return None
-    pip = f"{sys.executable} -m pip install 'praxis[{engine.extra}]'"
-    return f"{source.engine} needs {', '.join(absent)}, which is not installed: {pip}"
+    pip = f"{sys.executable} -m pip install 'praxis[{spec.extra}]'"
+    return f"{engine} needs {', '.join(absent)}, which is not installed: {pip}"
 
 
 def _find(module: str) -> object | None:
@@ -142,92 +240,8 @@ def _find(module: str) -> object | None:
         return None
 
 
-def unset(source: Source, environ: Mapping[str, str] | None = None) -> list[str]:
-    """The references of ``source`` that the environment does not set."""
-    env = os.environ if environ is None else environ
-    return [name for name in source.references if name not in env]
-
-
-def check(text: str, root: Path, report: Reporter, loc: str = "database") -> Source | None:
-    """``praxis check`` of a ``database:`` value: its form, its file, its driver, its secrets."""
-    try:
-        source = parse(text)
-    except BadSource as exc:
-        report.error(loc, str(exc))
-        return None
-    if source.path is not None and source.path != MEMORY and "://" in text:
-        problem = file_problem(root, source.path)
-        if problem:
-            report.error(loc, f"{source.shown!r}: {problem}")
-    missing = missing_driver(source)
-    if missing:
-        report.error(loc, missing)
-    for name in unset(source):
-        report.warn(loc, f"${{{name}}} is not set in this environment: set it before a run")
-    return source
-
-
-def file_problem(root: Path, path: str) -> str | None:
-    """Why database file ``path`` (relative to the flow folder, or absolute) cannot be read."""
-    absolute = Path(path).is_absolute()
-    full = Path(path) if absolute else root / path
-    where = "" if absolute else " in the flow folder"
-    try:
-        if not absolute and not full.resolve().is_relative_to(root.resolve()):
-            return f"{path!r} leads outside the flow folder"
-        if not full.exists():
-            return f"{path!r} does not exist{where}"
-        if not full.is_file():
-            return f"{path!r} is not a regular file"
-    except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop
-        return f"{path!r} cannot be read ({getattr(exc, 'strerror', exc)})"
-    return None
-
-
-def resolved_url(source: Source, environ: Mapping[str, str] | None = None) -> URL:
-    """The URL to connect with: each ``${NAME}`` replaced by its value from the environment.
-
-    Each part is replaced on its own, after parsing, so a value holding ``@`` or ``/`` needs no
-    quoting. Raises BadSource naming an unset reference; the message never holds a value.
-    """
-    from sqlalchemy.engine import make_url
-
-    env = os.environ if environ is None else environ
-    missing = unset(source, env)
-    if missing:
-        names = ", ".join(f"${{{n}}}" for n in missing)
-        raise BadSource(f"{source.shown!r} needs {names}, which praxis's environment does not set")
-
-    def fill(value: str | None) -> str | None:
-        return None if value is None else REFERENCE.sub(lambda m: env[m.group(1)], value)
-
-    url = make_url(source.text)
-    query = {k: fill(v) if isinstance(v, str) else tuple(map(fill, v))
-             for k, v in url.query.items()}  # fmt: skip
-    return url.set(
-        username=fill(url.username),
-        password=fill(url.password),
-        host=fill(url.host),
-        database=fill(url.database),
-        query=query,  # type: ignore[arg-type]
-    )
-
-
-def secrets(source: Source, environ: Mapping[str, str] | None = None) -> list[str]:
-    """Values that must never leave the connection: the references' and the driver's own."""
-    env = os.environ if environ is None else environ
-    names = list(source.references)
-    if source.engine == "postgresql":
-        names.append("PGPASSWORD")
-    return sorted({env[n] for n in names if env.get(n)}, key=len, reverse=True)
-
-
-def redact(text: str, values: list[str]) -> str:
+def redact(text: str, values: tuple[str, ...] | list[str]) -> str:
     """``text`` with each secret value replaced by ``***``."""
     for value in values:
         text = text.replace(value, "***")
     return text
-
-
-def _first_line(exc: BaseException) -> str:
-    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

@@ -33,6 +33,8 @@ from praxis.errors import PraxisError, RecordCorrupt, Refused
 from praxis.flows.engine.notify import Notifier
 from praxis.flows.engine.reconcile import reconcile_if_free
 from praxis.flows.store.handle import NoRun, RunHandle
+from praxis.flows.store.layout import writable_names
+from praxis.flows.store.lock import Busy
 from praxis.service import acting
 from sandbox.errors import PathRefused
 
@@ -43,6 +45,7 @@ from .files import file_response
 from .reading import Reader, rendered
 from .refusals import RequestRefused, TokenRefused
 from .security import Guard, GuardMiddleware
+from .tracing import code_of, traced
 
 HERE = Path(__file__).parent
 NOTICES = {
@@ -215,6 +218,7 @@ class UI:
                 pages[key[5:]] = int(value)
         self.advancer.prepare(run)  # at a Gate: its sandbox opens before the click
         job = self.advancer.job(run.flow.root, run.id)
+        budget = render.Budget.start()  # the page's markdown outputs share its time
         return self.render(
             request,
             "run.html",
@@ -233,7 +237,7 @@ class UI:
             max_runs=self.advancer.max_runs,
             phase_status={p.id: p.status for p in run.state.phases},
             render_md=lambda text, folder: render.markdown(
-                text, flow=ref, run=run.id, folder=folder
+                text, flow=ref, run=run.id, folder=folder, budget=budget
             ),
         )
 
@@ -279,6 +283,7 @@ class UI:
             run = catalog.open_run(self.root, q.get("flow", ""), q.get("run", ""))
         except catalog.NotFound as exc:
             return self.render(request, "error.html", 404, message=str(exc))
+        receipt(run, q.get("path", ""))
         return file_response(run.root, q.get("path", ""))
 
     # --- actions -------------------------------------------------------------------------
@@ -305,7 +310,14 @@ class UI:
                 if "text" in draft:
                     texts[name] = str(draft["text"])
             await run_in_threadpool(catalog.open_run, self.root, ref, run_id)
-            notice = await run_in_threadpool(action, form, ref, run_id, expect)
+            verb = request.url.path.strip("/")
+            await run_in_threadpool(traced, self.root, ref, run_id, verb, form, None)
+            try:
+                notice = await run_in_threadpool(action, form, ref, run_id, expect)
+            except (PraxisError, PathRefused) as exc:
+                await run_in_threadpool(traced, self.root, ref, run_id, verb, form, code_of(exc))
+                raise
+            await run_in_threadpool(traced, self.root, ref, run_id, verb, form, 0)
         except catalog.NotFound as exc:
             return self.render(request, "error.html", 404, message=str(exc))
         except (PraxisError, PathRefused) as exc:
@@ -386,7 +398,7 @@ class UI:
             if unsaved:
                 run = catalog.open_run(self.root, ref, run_id)
                 expect = drafts.save(run, unsaved, expect)
-            acting.approve(self.flow_of(ref), run_id, expect_revision=expect)
+            acting.approve(self.flow_of(ref), run_id, expect_revision=expect, **seen_gate(form))
             self.continue_run(ref, run_id)
             return "saved-approved" if unsaved else "approved"
 
@@ -402,7 +414,7 @@ class UI:
             reopen = str(form.get("reopen", ""))
             acting.reject(
                 self.flow_of(ref), reopen, note, run_id, expect_revision=expect,
-                edits=str(form.get("edits", "")) or None,
+                edits=str(form.get("edits", "")) or None, **seen_gate(form),
             )  # fmt: skip
             self.continue_run(ref, run_id)
             return "rejected"
@@ -516,3 +528,27 @@ class Terminated(Exception):
 
 def _terminated(signum: int, frame: object) -> None:
     raise Terminated()
+
+
+def seen_gate(form: Any) -> dict[str, Any]:
+    """The Gate and its attempt the page showed (the decision's form sends them), so that a
+    decision made on one attempt never lands on another."""
+    attempt = str(form.get("attempt", ""))
+    return {
+        "gate": str(form.get("gate", "")) or None,
+        "attempt": int(attempt) if attempt.isdigit() else None,
+    }
+
+
+def receipt(run: RunHandle, path: str) -> None:
+    """A file to review at the Gate, served to the page, is read by the person: its receipt is
+    recorded (``acks``). A run another process holds is served without one."""
+    state = run.state
+    if state.waiting != "gate" or not path.startswith("output/"):
+        return
+    if path.removeprefix("output/") not in writable_names(run.flow, state):
+        return
+    try:
+        acting.read(run.flow, path, run.id, actor="person", limit=0)
+    except (Busy, Refused):
+        return  # the file is served as it is (or refused); a person decides without receipts

@@ -36,9 +36,12 @@ MAX_NOTEBOOK_BYTES = 64 * 1024 * 1024
 def rendered(run: RunHandle, ref: str, name: str, path: Path) -> notebook.Notebook:
     """The notebook at ``path`` (``name`` in the run folder) as the page shows it."""
     folder = name.rsplit("/", 1)[0] if "/" in name else ""
+    budget = render.Budget.start()  # one for the page: its cells share the time
 
     def markdown(text: str, attachments: dict[str, str]) -> Markup:
-        return render.markdown(text, flow=ref, run=run.id, folder=folder, attachments=attachments)
+        return render.markdown(
+            text, flow=ref, run=run.id, folder=folder, attachments=attachments, budget=budget
+        )
 
     def frame(cell: int, output: int) -> str:
         query = {"flow": ref, "run": run.id, "path": name, "cell": cell, "output": output}

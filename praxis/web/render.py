@@ -4,26 +4,82 @@ Markdown comes from phase outputs (a model may have written it): it is rendered 
 HTML off (markdown-it-py escapes it), links limited to http(s), mailto and relative paths,
 and images only from the run folder (a relative ``src`` becomes a ``/file`` URL of the run;
 any other source is dropped and its alt text shown).
+
+Rendering is bounded in size and time: a text longer than ``MAX_MARKDOWN`` characters is cut,
+and a page's ``Budget`` gives all of its markdown ``MAX_SECONDS`` (markdown-it-py spends up
+to 15 us a character on text such as ``![![![``, and 500 bytes a character on nested lists).
+The budget is checked inside the parser, at every inline position and block line, so one
+long cell cannot run past it: what is not rendered in time is shown as escaped text under a
+line naming the cap; past ``MAX_PAGE_MARKDOWN`` characters a page names what it leaves out.
+The pages are served from Starlette's thread pool, so the server answers other pages
+meanwhile.
 """
 
 from __future__ import annotations
 
 import posixpath
 import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 from markdown_it import MarkdownIt
 from markupsafe import Markup
 
-MAX_MARKDOWN = 2 * 1024 * 1024
+MAX_MARKDOWN = 512 * 1024  # characters of one text rendered as markdown
+MAX_SECONDS = 1.0  # of markdown rendering for one page
+MAX_PAGE_MARKDOWN = 8 * 1024 * 1024  # characters of markdown one page shows, rendered or not
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
+
+
+@dataclass
+class Budget:
+    """The time one page may spend rendering markdown; ``clock`` is injectable for tests."""
+
+    deadline: float
+    clock: Callable[[], float] = time.monotonic
+    room: int = MAX_PAGE_MARKDOWN  # characters the page may still show
+
+    @classmethod
+    def start(cls, clock: Callable[[], float] = time.monotonic) -> Budget:
+        return cls(clock() + MAX_SECONDS, clock)
+
+    def spent(self) -> bool:
+        return self.clock() > self.deadline
+
+    def take(self, text: str) -> bool:
+        """Whether the page may show ``text``; its characters are counted if so."""
+        if len(text) > self.room:
+            self.room = 0
+            return False
+        self.room -= len(text)
+        return True
+
+
+class _Spent(Exception):
+    """The page's budget ran out while a text was parsed."""
+
+
+def _check_inline(state: Any, silent: bool) -> bool:
+    if state.env["budget"].spent():
+        raise _Spent
+    return False  # never consumes: the other rules parse
+
+
+def _check_block(state: Any, start: int, end: int, silent: bool) -> bool:
+    if state.env["budget"].spent():
+        raise _Spent
+    return False
 
 
 def _md() -> MarkdownIt:
     md = MarkdownIt("commonmark", {"html": False, "linkify": False})
     md.enable("table")
     md.enable("strikethrough")
+    md.block.ruler.before("table", "budget", _check_block)
+    md.inline.ruler.before("text", "budget", _check_inline)
     return md
 
 
@@ -31,14 +87,30 @@ _MD = _md()
 
 
 def markdown(
-    text: str, *, flow: str, run: str, folder: str, attachments: dict[str, str] | None = None
+    text: str,
+    *,
+    flow: str,
+    run: str,
+    folder: str,
+    attachments: dict[str, str] | None = None,
+    budget: Budget | None = None,
 ) -> Markup:
     """``text`` as HTML; relative images and links resolve against ``folder`` of the run.
     ``attachments`` (a notebook cell's, name -> ``data:`` URL) are the ``attachment:NAME``
-    images."""
+    images. ``budget`` is the page's (a fresh one when None); once it is spent, the text is
+    shown escaped, under a line naming the cap."""
     if len(text) > MAX_MARKDOWN:
         text = text[:MAX_MARKDOWN] + "\n\n*[the rest of the file is not shown]*"
-    tokens = _MD.parse(text)
+    budget = budget or Budget.start()
+    if not budget.take(text):
+        return Markup(
+            '<p class="muted">Markdown of {:,} characters not shown: this page shows at most '
+            "{} MiB of markdown (MAX_PAGE_MARKDOWN); download the file to read it.</p>"
+        ).format(len(text), MAX_PAGE_MARKDOWN >> 20)
+    try:
+        tokens = _MD.parse(text, {"budget": budget})
+    except _Spent:
+        return as_text(text)
     for tok in tokens:
         for child in tok.children or []:
             src = str(child.attrGet("src") or "") if child.type == "image" else ""
@@ -49,6 +121,14 @@ def markdown(
             elif child.type == "link_open":
                 _link(child, flow, run, folder)
     return Markup(_MD.renderer.render(tokens, _MD.options, {}))
+
+
+def as_text(text: str) -> Markup:
+    """Markdown shown as its text, once the page's time for rendering is spent."""
+    return Markup(
+        '<p class="muted">Shown as text: this page renders at most {:g} s of markdown '
+        "(MAX_SECONDS); download the file to read it rendered.</p><pre>{}</pre>"
+    ).format(MAX_SECONDS, text)
 
 
 def _local(src: str, folder: str) -> str | None:

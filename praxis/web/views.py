@@ -262,13 +262,16 @@ def going(state: RunState, job: Any) -> str | None:
 
 def edits_question(run: RunHandle) -> dict[str, Any]:
     """What going back to each phase would replace of the outputs edited at a Gate, for the
-    page to ask keep or discard: {"at_risk": {phase: [names]}, "keyless": [names]}."""
+    page to ask keep or discard: {"at_risk": {phase: [names]}, "keyless": [names],
+    "repeated": [why]} (keep is refused for a table without a key or whose header repeats a
+    name)."""
     state = run.state
     risk = {p.id: [n for n, _ in carry.at_risk(state, p.id)] for p in state.phases}
     found = carry.at_risk(state, state.phases[0].id) if state.phases else []
     return {
         "at_risk": {k: v for k, v in risk.items() if v},
         "keyless": carry.keyless(run.flow, found),
+        "repeated": [carry.refusal(n, c) for n, c in carry.repeated_columns(run, found)],
         "carried": _carried(run),
     }
 

@@ -110,9 +110,10 @@ def test_bad_sql_and_statements_without_rows_are_refused(root: Path, tmp_path: P
     ("database", "says"),
     [
         (None, "declares no 'database'"),
-        ("data/missing.sqlite", "database 'data/missing.sqlite': "),
-        ("../outside.sqlite", "database '../outside.sqlite': "),
-        ("mysql://u@h/x", "praxis reads sqlite, duckdb, postgresql databases"),
+        ("data/missing.sqlite", "database: 'data/missing.sqlite' does not exist"),
+        ("../outside.sqlite", r"names a file outside the flow folder \(../outside.sqlite\)"),
+        ("mysql://u@h/x", r"names a host \(h\): a flow names a connection of your profile"),
+        ("nowhere", "'nowhere' is not in your profile .*: add `connections: {nowhere: {url: "),
     ],
 )
 def test_a_missing_or_outside_database_is_unavailable(
@@ -238,3 +239,43 @@ def test_an_extract_is_uploaded_under_its_name_and_the_temp_file_goes(root: Path
     assert (got.name, got.rows, got.sample) == ("count.csv", 1, [(8,)])
     assert [(name, text) for _, name, text in seen] == [("count.csv", "n\n8\n")]
     assert not seen[0][0].exists()
+
+
+def test_a_root_only_file_outside_the_flow_never_reaches_an_output(
+    root: Path, tmp_path: Path
+) -> None:
+    secret = tmp_path / "secret.sqlite"  # RELIABILITY 47
+    conn = sqlite3.connect(secret)
+    conn.execute("create table sales (region text, amount integer)")
+    conn.execute("insert into sales values ('root-only-secret', 1)")
+    conn.commit()
+    conn.close()
+    secret.chmod(0o600)
+    (root / "linked").symlink_to(tmp_path)
+    (root / "data" / "link.sqlite").symlink_to(secret)
+    for database in (
+        f"sqlite:///{secret}",
+        str(secret),
+        f"duckdb:///{secret}",
+        "../secret.sqlite",
+        "linked/secret.sqlite",
+        "data/link.sqlite",
+    ):
+        with pytest.raises(SourceUnavailable, match="flow.yaml: database: ") as refused:
+            run_query(sqlite(root, database), "select * from sales", tmp_path / "o.csv")
+        assert "outside the flow folder" in str(refused.value) or "symbolic link" in str(
+            refused.value
+        )
+        assert not (tmp_path / "o.csv").exists(), database
+
+
+def test_a_profile_connection_may_name_a_host_file(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    person = tmp_path / "person.duckdb"  # the person named it: outside any flow, absolute
+    shutil.copyfile(root / "data" / "shop.duckdb", person)
+    (tmp_path / "profile.yaml").write_text(f"connections:\n  mine: {{url: 'duckdb:///{person}'}}\n")
+    monkeypatch.setenv("PRAXIS_PROFILE", str(tmp_path / "profile.yaml"))
+    got = run_query(sqlite(root, "mine"), "select count(*) as n from sales", tmp_path / "n.csv")
+    assert (tmp_path / "n.csv").read_text() == "n\n8\n" and got.rows == 1
+    assert "connection 'mine'" in describe(sqlite(root, "mine"))

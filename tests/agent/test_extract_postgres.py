@@ -1,5 +1,6 @@
-"""Extracts against a real PostgreSQL server (tests/pg_server.py): read-only and bounded by
-the server itself, the password read from the environment and never shown."""
+"""Extracts against a real PostgreSQL server (tests/pg_server.py), reached through a connection
+of the person's profile: read-only and bounded by the server itself, the password read from
+the variable the profile names and never shown, a superuser role refused unless allowed."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pytest
 from praxis.agent.extract import Data, ExtractError, SourceUnavailable, run_query
 from praxis.sources import sink
 
-from ..pg_server import Server
+from ..pg_server import ADMIN, Server
 
 SHOP = """
 CREATE TABLE products (id integer PRIMARY KEY, name text NOT NULL, price numeric(8, 2));
@@ -30,14 +31,16 @@ def shop(postgres: Server) -> str:
 
 
 @pytest.fixture
-def pg(postgres: Server, shop: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Server]:
-    for key, value in postgres.env().items():
+def pg(
+    postgres: Server, shop: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Server]:
+    for key, value in postgres.profile(tmp_path, shop).items():
         monkeypatch.setenv(key, value)
     yield postgres
 
 
 def data(server: Server, tmp_path: Path, seconds: float = 60) -> Data:
-    return Data(database=server.url("extract_shop"), root=tmp_path, seconds=seconds)
+    return Data(database="shop", root=tmp_path, seconds=seconds)
 
 
 def count(server: Server) -> int:
@@ -129,11 +132,15 @@ def test_a_capped_result_stops_the_query_at_once(
     assert still_running(pg) == 0
 
 
-def test_the_password_comes_from_the_environment_and_is_never_shown(
+def test_the_password_comes_from_the_profiles_variable_and_is_never_shown(
     pg: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("PRAXIS_TEST_PGPASSWORD")
-    with pytest.raises(SourceUnavailable, match=r"needs \$\{PRAXIS_TEST_PGPASSWORD\}, which"):
+    monkeypatch.setenv("PGPASSWORD", pg.password)  # the driver's own variable: never read
+    with pytest.raises(
+        SourceUnavailable,
+        match=r"the profile's connections.shop.password needs \$\{PRAXIS_TEST_PGPASSWORD\}",
+    ):
         run_query(data(pg, tmp_path), "SELECT 1", tmp_path / "o.csv")
     monkeypatch.setenv("PRAXIS_TEST_PGPASSWORD", "wrong-" + pg.password)
     with pytest.raises(SourceUnavailable, match="password authentication failed") as wrong:
@@ -144,6 +151,59 @@ def test_the_password_comes_from_the_environment_and_is_never_shown(
         run_query(data(pg, tmp_path), f'SELECT * FROM "{pg.password}"', tmp_path / "o.csv")
     assert pg.password not in str(echoed.value)
     assert 'relation "***" does not exist' in str(echoed.value)
+
+
+def test_no_password_in_the_profile_sends_none_not_pgpassword_nor_pgpass(
+    pg: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    profile = tmp_path / "profile.yaml"
+    profile.write_text(
+        profile.read_text().replace("    password: '${PRAXIS_TEST_PGPASSWORD}'\n", "")
+    )
+    monkeypatch.setenv("PGPASSWORD", pg.password)
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".pgpass").write_text(f"*:*:*:*:{pg.password}\n")
+    (home / ".pgpass").chmod(0o600)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("PGPASSFILE", str(home / ".pgpass"))
+    with pytest.raises(SourceUnavailable, match="no password supplied"):
+        run_query(data(pg, tmp_path), "SELECT 1", tmp_path / "o.csv")
+
+
+@pytest.mark.parametrize(
+    "rights", ["superuser", "pg_read_server_files", "pg_execute_server_program"]
+)
+def test_a_role_that_may_reach_the_server_host_is_refused_unless_allowed(
+    postgres: Server, shop: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rights: str
+) -> None:
+    if rights == "superuser":
+        user = ADMIN
+    else:
+        user = f"power_{rights}"
+        with postgres.connect("postgres") as conn:
+            conn.execute(f"DROP ROLE IF EXISTS {user}")
+            conn.execute(
+                f"CREATE ROLE {user} LOGIN PASSWORD '{postgres.password}' IN ROLE {rights}"
+            )
+            conn.execute(f"GRANT CONNECT ON DATABASE {shop} TO {user}")
+    env = postgres.profile(tmp_path, shop, user=user)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    said = "a superuser" if rights == "superuser" else f"a member of {rights}"
+    with pytest.raises(SourceUnavailable) as refused:
+        run_query(
+            data(postgres, tmp_path), "SELECT pg_read_file('/etc/passwd')", tmp_path / "o.csv"
+        )
+    assert str(refused.value) == (
+        f"database 'shop': role '{user}' is {said}, which may read server files and run "
+        "programs even in a read-only transaction; connect as a role without them, or write "
+        f"`allow_superuser: true` under connections.shop in {tmp_path}/profile.yaml"
+    )
+    assert not (tmp_path / "o.csv").exists()
+    postgres.profile(tmp_path, shop, user=user, extra="    allow_superuser: true\n")
+    got = run_query(data(postgres, tmp_path), "SELECT current_user AS who", tmp_path / "o.csv")
+    assert (tmp_path / "o.csv").read_text() == f"who\n{user}\n" and got.rows == 1
 
 
 def test_a_missing_driver_names_the_extra(

@@ -239,3 +239,32 @@ def test_extract_queries_the_phases_parquet_input_and_writes_parquet(
     assert refused.startswith("refused: an extract is written as .csv, .tsv, .parquet")
     got = pd.read_parquet(h.workspace / "by_region.parquet")
     assert got.to_dict("list") == {"region": ["n", "s"], "amount": [4.5, 2.0]}
+
+
+def test_a_host_file_behind_a_link_never_reaches_the_workspace(
+    make: Make, flow_root: Path, tmp_path: Path
+) -> None:
+    secret = tmp_path / "secret.sqlite"  # RELIABILITY 47: a root-only file outside the flow
+    con = sqlite3.connect(secret)
+    con.execute("CREATE TABLE items (name TEXT, units INTEGER)")
+    con.execute("INSERT INTO items VALUES ('root-only-secret', 1)")
+    con.commit()
+    con.close()
+    secret.chmod(0o600)
+    (flow_root / "data").mkdir(exist_ok=True)
+    (flow_root / "data" / "shop.sqlite").symlink_to(secret)
+    h = make(
+        [reply(call("extract", query="SELECT * FROM items", name="x.csv")), reply(text="ok")],
+        approver=lambda phase, code: True,
+        database="data/shop.sqlite",
+    )
+    agent.run(h.ctx)
+    assert h.tool_results()[0] == (
+        "error: flow.yaml: database: 'data/shop.sqlite' is or passes through a symbolic link "
+        "or a non-folder (a database file is read inside the flow folder only, with no link "
+        "followed)"
+    )
+    assert not (h.workspace / "x.csv").exists()
+    assert [
+        p for p in h.workspace.rglob("*") if p.is_file() and b"root-only" in p.read_bytes()
+    ] == []

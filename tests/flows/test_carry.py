@@ -4,13 +4,15 @@ without a choice; the receipt marks the superseded edits."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pytest
 
-from praxis.flows.engine import carry, runner
+from praxis.flows.engine import carry, reconcile, runner
 from praxis.flows.report.status import status_of
 from praxis.flows.store.handle import RunHandle
+from praxis.flows.store.objects import RunStore
 
 from .helpers import Fakes, write_flow
 
@@ -159,6 +161,23 @@ def test_keep_edits_re_applies_the_fix_to_the_new_output_and_records_it(tmp_path
     assert RunHandle.open(run.flow, run.id).state.phase("clean").edited  # edited again
 
 
+def test_an_edit_whose_object_was_changed_behind_praxis_is_not_carried(tmp_path) -> None:
+    flow, run = weather(tmp_path)
+    fixed = hashlib.sha256(run.paths.out("clean.csv").read_bytes()).hexdigest()
+    obj = run.paths.object(fixed)
+    obj.chmod(0o644)
+    obj.write_bytes(b"day,city,temp\n3,Evil,1\n1,Oslo,5\n2,Bergen,7\n")  # same rows, planted
+    runner.rerun(flow, "clean", run.id, params={"scale": "2"}, edits="keep")
+    state = runner.advance(flow, run.id, make_sandbox=Fakes())
+    assert state.waiting == "gate"
+    assert b"Evil" not in run.paths.out("clean.csv").read_bytes()
+    events = RunHandle.open(run.flow, run.id).log.read()
+    (carried,) = [e for e in events if e.kind == "edits_carried"]
+    assert carried.applied == []  # type: ignore[attr-defined]
+    (skipped,) = carried.skipped  # type: ignore[attr-defined]
+    assert fixed in skipped and "not re-applied" in skipped
+
+
 def test_discard_edits_replaces_the_fix_and_the_receipt_says_so(tmp_path) -> None:
     flow, run = weather(tmp_path)
     runner.reject(flow, "clean", "again", run.id, gate="clean", edits="discard")
@@ -172,7 +191,7 @@ def test_discard_edits_replaces_the_fix_and_the_receipt_says_so(tmp_path) -> Non
     assert [(e.edits, e.edited) for e in requested] == [("discard", ["clean.csv"])]  # type: ignore[attr-defined]
     ledger = {p["phase"]: p for p in status_of(RunHandle.open(run.flow, run.id)).receipt["ledger"]}
     (edit,) = ledger["clean"]["edits"]
-    assert edit["superseded"] and edit["carried_to"] is None
+    assert edit["superseded"] and edit["carried_to"] is None and edit["discarded"]
     # nothing edited now: a re-run needs no choice
     runner.rerun(flow, "clean", run.id)
 
@@ -227,3 +246,111 @@ def test_rows_the_edit_does_not_name_stay_byte_for_byte() -> None:
     out = carry.reapply("n.csv", ["id"], wrote, edited, new)
     assert out.data == b'id,note\r\n3,"line\r\nbreak"\r\n2,y\r\n1,"a, b"\r\n'
     assert out.applied == ["n.csv row id='2': note 'x' -> 'y'"]
+
+
+LATER = """
+    flow: trips
+    sandbox: {backend: fake, timeout: 60}
+    phases:
+      - id: velocity
+        kind: script
+        script: velocity.py
+        outputs: [velocity.csv]
+      - id: reorder
+        kind: script
+        script: reorder.py
+        inputs: {working: [velocity.csv]}
+        outputs: [reorder.csv]
+        review: required
+        checks:
+          reorder.csv: {key: [day]}
+"""
+VELOCITY = 'open("velocity.csv", "w").write("day,city,temp\\n1,Oslo,5\\n3,Olso,6\\n")\n'
+REORDER = """
+    lines = open("velocity.csv").readlines()
+    open("reorder.csv", "w").writelines([lines[0], *lines[:0:-1]])  # rows the other way
+"""
+
+
+@pytest.mark.parametrize("back", ["rerun", "reject"])
+def test_discard_edits_puts_back_a_later_phase_restored_by_reuse(tmp_path, back) -> None:
+    flow = write_flow(tmp_path / "trips", LATER, {"velocity.py": VELOCITY, "reorder.py": REORDER})
+    run = runner.begin(flow)
+    assert runner.advance(flow, run.id, make_sandbox=Fakes()).gate == "reorder"
+    wrote = run.paths.out("reorder.csv").read_bytes()
+    runner.edit(flow, "reorder.csv", wrote.replace(b"Olso", b"Oslo"), run.id)
+    if back == "rerun":
+        runner.rerun(flow, "velocity", run.id, edits="discard")
+    else:
+        runner.reject(flow, "velocity", "again", run.id, gate="reorder", edits="discard")
+    assert run.paths.out("reorder.csv").read_bytes() == wrote  # put back at once
+    state = runner.advance(flow, run.id, make_sandbox=Fakes())
+    assert state.gate == "reorder" and state.phase("reorder").reused  # nothing it reads changed
+    assert state.phase("reorder").attempt == 1 and state.phase("reorder").edited == {}
+    assert run.paths.out("reorder.csv").read_bytes() == wrote  # restored without the edit
+    handle = RunHandle.open(run.flow, run.id)
+    assert not reconcile.changed_outputs(handle)  # nothing changed outside praxis
+    ledger = {p["phase"]: p for p in status_of(handle).receipt["ledger"]}
+    (edit,) = ledger["reorder"]["edits"]
+    assert edit["discarded"] and edit["name"] == "reorder.csv"
+    # no edit is at risk now: reopening velocity needs no choice
+    runner.reject(flow, "velocity", "again", run.id, gate="reorder")
+    assert runner.advance(flow, run.id, make_sandbox=Fakes()).gate == "reorder"
+
+
+def test_discard_edits_runs_a_phase_again_whose_written_version_is_gone(tmp_path) -> None:
+    flow = write_flow(tmp_path / "trips", LATER, {"velocity.py": VELOCITY, "reorder.py": REORDER})
+    run = runner.begin(flow)
+    runner.advance(flow, run.id, make_sandbox=Fakes())
+    wrote = run.paths.out("reorder.csv").read_bytes()
+    runner.edit(flow, "reorder.csv", wrote.replace(b"Olso", b"Oslo"), run.id)
+    (sha,) = RunHandle.open(run.flow, run.id).state.phase("reorder").edited.values()
+    RunStore(run.paths).path(sha).unlink()  # the version the phase wrote is gone
+    runner.rerun(flow, "velocity", run.id, edits="discard")
+    assert RunHandle.open(run.flow, run.id).state.phase("reorder").status == "pending"
+    state = runner.advance(flow, run.id, make_sandbox=Fakes())
+    assert state.gate == "reorder" and state.phase("reorder").attempt == 2
+    assert not state.phase("reorder").reused and state.phase("reorder").edited == {}
+    assert b"Olso" in run.paths.out("reorder.csv").read_bytes()
+
+
+def test_a_table_that_repeats_a_column_name_gets_no_edit() -> None:
+    # the reviewer fixed the second `amount`; matched by name, it would land in the first
+    wrote = b"id,amount,amount\n1,7,7\n2,3,3\n"
+    edited = b"id,amount,amount\n1,7,8\n2,3,3\n"
+    out = carry.reapply("pay.csv", ["id"], wrote, edited, wrote)
+    assert out.data == wrote and out.applied == []
+    assert out.skipped == [
+        "pay.csv: its header repeats the column 'amount' and --keep-edits matches edits to "
+        "columns by name: choose --discard-edits, or give the columns distinct names in the "
+        "phase (in the table as the phase wrote it): no edit applied"
+    ]
+    new = b"id,amount,amount\n2,3,3\n1,7,7\n"  # the new output alone repeats it
+    out = carry.reapply("pay.csv", ["id"], b"id,amount\n1,7\n", b"id,amount\n1,8\n", new)
+    assert out.data == new and out.applied == [] and "(in the new table)" in out.skipped[0]
+
+
+REPEATED = """
+    with open("clean.csv", "w") as fh:
+        fh.write("day,city,city\\n1,Oslo,Oslo\\n3,Olso,Olso\\n")
+    open("notes.md", "w").write("notes\\n")
+"""
+
+
+def test_keep_edits_is_refused_for_a_table_that_repeats_a_column_name(tmp_path) -> None:
+    files = {"clean.py": REPEATED, "report.py": REPORT}
+    flow = write_flow(tmp_path / "weather", FLOW % {"key": "key: [day]"}, files)
+    run = runner.begin(flow)
+    assert runner.advance(flow, run.id, make_sandbox=Fakes()).waiting == "gate"
+    runner.edit(flow, "clean.csv", b"day,city,city\n1,Oslo,Oslo\n3,Olso,Oslo\n", run.id)
+    revision = RunHandle.open(run.flow, run.id).state.revision
+    with pytest.raises(runner.EditsAtRisk) as caught:
+        runner.rerun(flow, "clean", run.id, edits="keep")
+    assert str(caught.value) == (
+        f"run {run.id}: --keep-edits cannot re-apply the edit of clean.csv: its header repeats "
+        "the column 'city' and --keep-edits matches edits to columns by name: choose "
+        "--discard-edits, or give the columns distinct names in the phase"
+    )
+    assert caught.value.next(str(flow)).endswith("--discard-edits")
+    assert RunHandle.open(run.flow, run.id).state.revision == revision  # nothing changed
+    runner.rerun(flow, "clean", run.id, edits="discard")

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import os
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
 from praxis.agent.spec import DEFAULT_LIMITS, AgentSpec
-from praxis.flows.definition import contract
+from praxis.flows.definition import contract, host_resources
 from praxis.flows.model.flow import Flow, Phase, SandboxSettings
 from praxis.phases.kinds import ScriptSpec
 from sandbox import DockerOptions
@@ -396,55 +395,83 @@ def test_inputs_get_a_suggestion_from_the_flow_folder(tmp_path: Path) -> None:
     )
 
 
-def test_database_is_a_file_of_the_flow_or_a_url(tmp_path: Path) -> None:
+def test_database_is_a_file_of_the_flow_or_a_connection_of_the_profile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PRAXIS_PROFILE", str(tmp_path / "profile.yaml"))
     folder = make(tmp_path, SCRIPT_PHASE + "database: shop.sqlite\n")
-    assert only(folder) == "flow.yaml: database: 'shop.sqlite' does not exist in the flow folder"
-    (folder / "flow.yaml").write_text(SCRIPT_PHASE + "database: postgresql://db/x\n")
-    assert contract.require(folder).database == "postgresql://db/x"
+    assert only(folder) == (
+        "flow.yaml: database: 'shop.sqlite' does not exist in the flow folder "
+        "(a database file is read inside the flow folder only)"
+    )
+    (folder / "flow.yaml").write_text(SCRIPT_PHASE + "database: warehouse\n")
+    flow = contract.require(folder)  # reading a flow needs no profile
+    assert flow.database == "warehouse"
+    assert [(a.section, a.name) for a in host_resources.asked(flow)] == [
+        ("connections", "warehouse")
+    ]  # checked against the profile at check and run (tests/flows/test_profile.py)
+
+
+def test_a_database_file_is_read_below_the_flow_folder_with_no_link_followed(
+    tmp_path: Path,
+) -> None:
+    secret = tmp_path / "secret.sqlite"
+    secret.write_bytes(b"SQLite format 3\x00")
+    folder = make(tmp_path, SCRIPT_PHASE + "database: data/shop.sqlite\n")
+    (folder / "data").mkdir()
+    (folder / "data" / "shop.sqlite").symlink_to(secret)
+    assert only(folder) == (
+        "flow.yaml: database: 'data/shop.sqlite' is or passes through a symbolic link or a "
+        "non-folder (a database file is read inside the flow folder only)"
+    )
+    (folder / "data" / "shop.sqlite").unlink()
+    (folder / "data").rmdir()
+    (folder / "data").symlink_to(tmp_path)  # a linked folder
+    assert "is or passes through a symbolic link" in only(folder)
+    (folder / "data").unlink()
+    (folder / "data").mkdir()
+    (folder / "data" / "shop.sqlite").write_bytes(secret.read_bytes())
+    assert contract.require(folder).database == "data/shop.sqlite"
+
+
+PROFILE_FIX = "a flow names a connection of your profile instead: add `connections: {NAME: {url:"
 
 
 @pytest.mark.parametrize(
     ("url", "says"),
     [
-        ("pg://db/x", "'pg://db/x': praxis reads sqlite, duckdb, postgresql databases"),
-        ("mysql://u@h/x", "praxis reads sqlite, duckdb, postgresql databases (it holds them"),
-        ("postgresql+psycopg2://h/x", "write postgresql or postgresql+psycopg:// (praxis's"),
-        ("duckdb:///data/none.duckdb", "'data/none.duckdb' does not exist in the flow folder"),
-        ("sqlite:///../up.sqlite", "'../up.sqlite' leads outside the flow folder"),
-        ("sqlite://", "'sqlite://' is an empty database: name the SQLite file"),
-        ("postgresql://u:hunter2@h/x", "'postgresql://u:***@h/x' holds a password: write ${"),
-        ("postgresql://u@h/x?password=hunter2", "'postgresql://u@h/x?password=***' holds"),
+        ("postgresql://u:hunter2@h/x", f"names a host (h): {PROFILE_FIX}"),
+        ("postgresql+psycopg://${ADV4_SECRET}@127.0.0.1:55432/${HOME}",
+         f"reads ${{ADV4_SECRET}}, ${{HOME}} from praxis's environment: {PROFILE_FIX}"),
+        ("postgresql:///shop?host=trusted.example&hostaddr=127.0.0.1",
+         f"names a postgresql server: {PROFILE_FIX}"),
+        ("postgresql+psycopg://u@h/x?password=hunter2", f"names a host (h): {PROFILE_FIX}"),
+        ("mysql://u@h/x", f"names a host (h): {PROFILE_FIX}"),
+        ("sqlite:////var/tmp/secret.sqlite",
+         "names a file outside the flow folder (/var/tmp/secret.sqlite): copy it into the flow "
+         "folder and write `database: data/FILE`, or add `connections: {NAME: {url: "
+         '"sqlite:////var/tmp/secret.sqlite"}}` to '),
+        ("duckdb:////var/tmp/x.duckdb", '{url: "duckdb:////var/tmp/x.duckdb"}}` to '),
+        ("/var/tmp/secret.sqlite", "names a file outside the flow folder (/var/tmp/secret.sq"),
+        ("sqlite:///../up.sqlite", "names a file outside the flow folder (../up.sqlite)"),
+        ("data/../../up.duckdb", "names a file outside the flow folder (data/../../up.duckdb)"),
+        ("sqlite:///data/x.sqlite?mode=rw", "holds connection parameters (mode): a flow"),
+        ("sqlite:///x.sqlite?password=hunter2", "holds connection parameters (password): a flow"),
+        ("postgresql://u:a/hunter2@c@h/db", f"names a host (h): {PROFILE_FIX}"),
+        ("postgresql://u:hunter2$$x@h/db", f"holds a $: {PROFILE_FIX}"),
+        ("sqlite://", "'sqlite://' names no file"),
     ],
-)
-def test_a_database_url_is_checked_without_showing_a_password(
-    tmp_path: Path, url: str, says: str
+)  # fmt: skip
+def test_a_database_that_names_the_host_is_refused_with_the_profile_entry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, url: str, says: str
 ) -> None:
+    monkeypatch.setenv("PRAXIS_PROFILE", str(tmp_path / "profile.yaml"))
     folder = make(tmp_path, SCRIPT_PHASE + f"database: '{url}'\n")
     _, report = contract.load(folder)
     assert [p.location for p in report.errors] == ["database"]
     assert says in str(report.errors[0])
     assert "hunter2" not in str(report)
-
-
-def test_an_unset_reference_is_a_warning_and_a_missing_driver_an_error(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    url = "postgresql+psycopg://reader:${PRAXIS_T_PW}@db/shop"
-    folder = make(tmp_path, SCRIPT_PHASE + f"database: '{url}'\n")
-    monkeypatch.delenv("PRAXIS_T_PW", raising=False)
-    flow, report = contract.load(folder)
-    assert flow is not None and flow.database == url  # kept as written: the reference
-    assert report.lines() == [
-        "flow.yaml: database: warning: ${PRAXIS_T_PW} is not set in this environment: "
-        "set it before a run"
-    ]
-    monkeypatch.setenv("PRAXIS_T_PW", "s3cret")
-    monkeypatch.setitem(sys.modules, "psycopg", None)  # as if the extra were not installed
-    _, report = contract.load(folder)
-    assert report.lines() == [
-        "flow.yaml: database: postgresql needs psycopg, which is not installed: "
-        f"{sys.executable} -m pip install 'praxis[postgres]'"
-    ]
+    assert "profile.yaml" in str(report.errors[0]) or "names no file" in says
 
 
 # -- paths ---------------------------------------------------------------------------------------

@@ -51,7 +51,7 @@ def test_a_done_run_with_nothing_changed_is_ok_and_keeps_its_ledger() -> None:
     assert pick["edits"] == [
         {"name": "pick.csv", "by": "hand", "attempt": 2, "old": "a" * 64, "new": "c" * 64,
          "revision": 7, "diff": "1 row(s) changed, 0 added, 0 removed",
-         "superseded": False, "carried_to": None},
+         "discarded": False, "superseded": False, "carried_to": None},
     ]  # fmt: skip
     assert total["decisions"] == [] and total["edits"] == []
 

@@ -8,16 +8,20 @@ import dataclasses
 
 import pytest
 
-from praxis.flows.report.route import REASONS, Facts, route
+from praxis.flows.report.route import REASONS, Facts, invalid, route, without_run
 
 BASE = Facts(flow="flows/f", run="r1", status="paused", revision=7, cursor_phase="b")
-GATE = dataclasses.replace(BASE, gate="a", read=(("runs/r1/output/a.csv", "ab" * 32),))
-APPROVE = ["praxis", "approve", "flows/f", "--run", "r1", "--gate", "a", "--expect-revision", "7"]
+GATE = dataclasses.replace(BASE, gate="a", attempt=1, read=(("runs/r1/output/a.csv", "ab" * 32),))
+BOUND = ["--gate", "a", "--attempt", "1"]
+APPROVE = ["praxis", "approve", "flows/f", "--run", "r1", *BOUND, "--expect-revision", "7"]
 REJECT = [
-    *("praxis", "reject", "flows/f", "--run", "r1", "--gate", "a"),
+    *("praxis", "reject", "flows/f", "--run", "r1", *BOUND),
     *("--reopen", "a", "--note", "...", "--expect-revision", "7"),
 ]
-ADVANCE = ["praxis", "advance", "flows/f", "--run", "r1"]
+ADVANCE = ["praxis", "advance", "flows/f", "--run", "r1", "--expect-revision", "7"]
+READ_A = ["praxis", "read", "flows/f", "runs/r1/output/a.csv", "--run", "r1", "--as", "agent"]
+MANAGED = dataclasses.replace(GATE, delegatable=True, managed=True)
+READ = dataclasses.replace(MANAGED, receipts=(("runs/r1/output/a.csv", "r0a1"),))
 FOLLOW = ["praxis", "log", "flows/f", "--run", "r1", "--follow"]
 
 
@@ -46,8 +50,11 @@ CASES = [
      "decide", "gate_needs_person", "person", APPROVE),
     ("gate, delegatable, not managed", dataclasses.replace(GATE, delegatable=True),
      "decide", "gate_not_managed", "person", APPROVE),
-    ("gate, delegatable, managed", dataclasses.replace(GATE, delegatable=True, managed=True),
-     "decide", "gate_delegated", "agent", [*APPROVE, "--as", "agent", "--ack", "ab" * 32]),
+    ("gate, delegatable, managed, not read", MANAGED, "read", "gate_delegated", "agent", READ_A),
+    ("gate, delegatable, managed, read", READ,
+     "decide", "gate_delegated", "agent", [*APPROVE, "--as", "agent", "--receipt", "r0a1"]),
+    ("gate, a phase up to it changed", dataclasses.replace(READ, changed_phases=("a",)),
+     "rerun", "gate_changed", "anyone", rerun("a")),
     ("gate, delegatable, managed, checks fail",
      dataclasses.replace(GATE, delegatable=True, managed=True, checks_failing=("bad",)),
      "fix", "gate_checks_fail", "person", REJECT),
@@ -79,15 +86,28 @@ def test_route_from_facts(facts: Facts, step: str, reason: str, who: str, first)
 
 
 def test_every_reason_is_reachable() -> None:
-    assert {route(c[1]).reason for c in CASES} == set(REASONS)
+    outside = {without_run("f", ("praxis",)).reason, invalid("f", [], ("praxis",)).reason}
+    assert {route(c[1]).reason for c in CASES} | outside == set(REASONS)
 
 
-def test_a_gate_route_names_the_gate_and_the_files_to_read() -> None:
-    r = route(dataclasses.replace(GATE, delegatable=True, managed=True))
+def test_without_a_run_the_route_runs_the_flow_and_a_broken_flow_yaml_is_fixed() -> None:
+    none = without_run("flows/f", ("praxis",))
+    assert (none.step, none.reason, none.who) == ("run", "no_run", "anyone")
+    assert none.commands == [["praxis", "run", "flows/f"]]
+    broken = invalid("flows/f", ["flow.yaml:3:1: mapping values are not allowed"], ("praxis",))
+    assert (broken.step, broken.reason, broken.who) == ("fix", "flow_invalid", "person")
+    assert broken.problems == ["flow.yaml:3:1: mapping values are not allowed"]
+    assert broken.commands == [["praxis", "check", "flows/f"]]
+
+
+def test_a_gate_route_names_the_gate_and_the_files_to_read_never_their_digests() -> None:
+    r = route(READ)
     assert r.gate == {"phase": "a", "delegatable": True, "managed": True}
-    assert r.read == [{"path": "runs/r1/output/a.csv", "sha256": "ab" * 32}]
-    agent = ["--as", "agent", "--ack", "ab" * 32]
+    assert r.read == [{"path": "runs/r1/output/a.csv"}]
+    agent = ["--as", "agent", "--receipt", "r0a1"]
     assert r.commands == [[*APPROVE, *agent], [*REJECT, *agent]]
+    for facts in (MANAGED, READ, GATE):
+        assert "ab" * 32 not in str(route(facts).to_dict())
     failing = route(dataclasses.replace(GATE, checks_failing=("a.csv: check values failed",)))
     assert failing.problems == ["a.csv: check values failed"]
     assert APPROVE not in failing.commands  # approving is refused while a check fails
@@ -109,14 +129,29 @@ def test_every_command_starts_with_the_program_praxis_was_invoked_by() -> None:
             assert tuple(argv[:3]) == program and argv[3] != "praxis"
 
 
-def test_a_delegated_gate_says_as_agent_and_acknowledges_every_file_to_read() -> None:
+def test_a_delegated_gate_reads_each_file_first_then_passes_a_receipt_of_every_one() -> None:
     files = (("runs/r1/output/a.csv", "ab" * 32), ("runs/r1/output/b.md", "cd" * 32))
-    r = route(dataclasses.replace(GATE, delegatable=True, managed=True, read=files))
-    acks = ["--as", "agent", "--ack", "ab" * 32, "--ack", "cd" * 32]
-    assert r.commands == [[*APPROVE, *acks], [*REJECT, *acks]]
+    unread = route(dataclasses.replace(MANAGED, read=files))
+    read_b = [*READ_A[:3], "runs/r1/output/b.md", *READ_A[4:]]
+    assert (unread.step, unread.commands) == ("read", [READ_A, read_b])
+    half = route(dataclasses.replace(READ, read=files))
+    assert (half.step, half.commands) == ("read", [read_b])  # only what has no receipt yet
+    both = (("runs/r1/output/b.md", "r0b2"), ("runs/r1/output/a.csv", "r0a1"))
+    r = route(dataclasses.replace(READ, read=files, receipts=both))
+    receipts = ["--as", "agent", "--receipt", "r0a1", "--receipt", "r0b2"]
+    assert r.commands == [[*APPROVE, *receipts], [*REJECT, *receipts]]
     for reason, facts in [("person", GATE), ("person", dataclasses.replace(GATE, read=files))]:
-        assert all("--as" not in argv and "--ack" not in argv for argv in route(facts).commands)
+        commands = route(facts).commands
+        assert all("--as" not in argv and "--receipt" not in argv for argv in commands)
         assert route(facts).who == reason
+
+
+def test_a_gate_whose_phase_changed_routes_to_the_rerun_never_to_approve() -> None:
+    for facts in (GATE, MANAGED, READ):
+        r = route(dataclasses.replace(facts, changed_phases=("a",)))
+        assert (r.step, r.reason, r.commands[0]) == ("rerun", "gate_changed", rerun("a"))
+        assert not any(argv[1] in ("approve", "reject") for argv in r.commands)
+        assert r.problems == ["a changed since it ran"]
 
 
 def test_a_failure_carries_its_error_and_record_and_a_repeat_goes_to_a_person() -> None:
@@ -133,7 +168,7 @@ def test_a_failure_carries_its_error_and_record_and_a_repeat_goes_to_a_person() 
         "b: scripts/b.py line 3: ValueError: column 'amount' is missing",
         "record: runs/r1/records/b.ipynb",
     ]
-    assert once.read == [{"path": "runs/r1/records/b.ipynb", "sha256": "ef" * 32}]
+    assert once.read == [{"path": "runs/r1/records/b.ipynb"}]
     again = route(dataclasses.replace(failed, repeats=2))
     assert (again.step, again.reason, again.who) == ("fix", "failed_repeatedly", "person")
     assert once.problems[0] in again.problems and again.read == once.read

@@ -1,8 +1,10 @@
 """The route never proposes a command praxis would refuse: every state a run of a three-phase
 flow can reach (by the runner's own moves through the state tables), crossed with what the
 files may say (a held lock, failing checks, changed definitions, parameters and outputs, a
-changed flow.yaml), gives a route whose every command the same tables and decision rules
-accept. Pure: states from ``state.apply``, facts from ``facts.state_facts``."""
+changed flow.yaml, an agent's receipts of the files to read), gives a route whose every
+command the same tables and decision rules accept: a Gate's attempt (a reopen runs the gated
+phase again), the receipts an agent passes, no approval of what a changed definition made.
+Pure: states from ``state.apply``, facts from ``facts.state_facts``."""
 
 from __future__ import annotations
 
@@ -73,7 +75,10 @@ def moves(s: st.RunState) -> Iterator[tuple[str, dict[str, Any]]]:
 
 
 def key(s: st.RunState) -> tuple[Any, ...]:
-    phases = tuple((p.status, min(p.repeats, 2), bool(p.hashes), bool(p.edited)) for p in s.phases)
+    phases = tuple(
+        (p.status, min(p.repeats, 2), bool(p.hashes), bool(p.edited), min(p.attempt, 2))
+        for p in s.phases
+    )
     return (s.status, s.cursor, s.waiting, s.gate, s.managed, phases)
 
 
@@ -102,7 +107,8 @@ def variations(s: st.RunState, delegatable: bool, keyed: bool = True) -> Iterato
     done = [p.id for p in s.phases if p.status == "done"]
     before = [p.id for p in s.phases[: s.cursor] if p.status == "done" and p.hashes]
     gate = base.gate is not None
-    for held, failing, changed, params, outside, moved, missing in itertools.product(
+    read = (("runs/r/output/b.csv", SHA),) if gate else ()
+    for held, failing, changed, params, outside, moved, missing, receipts in itertools.product(
         (False, True),
         ((), ("b.csv: check values failed",)) if gate else ((),),
         ((), tuple(done[:1])) if done else ((),),
@@ -110,12 +116,14 @@ def variations(s: st.RunState, delegatable: bool, keyed: bool = True) -> Iterato
         ((), ((f"{before[0]}.csv", before[0]),)) if before else ((),),
         (False, True),
         (False, True) if before else (False,),
+        ((), (("runs/r/output/b.csv", "r1"),)) if gate else ((),),
     ):
         yield dataclasses.replace(
             base,
             held=held,
             checks_failing=failing,
-            read=(("runs/r/output/b.csv", SHA),) if gate else (),
+            read=read,
+            receipts=receipts,
             changed_phases=changed,
             params_changed=params,
             changed_outputs=outside,
@@ -157,6 +165,9 @@ def refusal(
     verb, opts = argv[1], options(argv)
     if verb in ("status", "log", "run"):
         return None
+    if verb == "read":  # a file of the route's read, at a Gate (praxis read records a receipt)
+        ok = s.waiting == "gate" and argv[3] in [p for p, _ in f.read]
+        return None if ok else "read of a file the route does not name"
     if opts.get("--expect-revision", [str(s.revision)]) != [str(s.revision)]:
         return "stale revision"
     if f.flow_changed and verb != "cancel":
@@ -181,14 +192,23 @@ def refusal(
         event = {"approve": {}, "reject": {"phase": opts.get("--reopen", [""])[0]}}[verb]
         if not st.allows(s, verb, **event) or opts["--gate"] != [s.gate]:
             return f"{verb} not allowed"
+        attempt = s.phase(str(s.gate)).attempt
+        if opts.get("--attempt", [str(attempt)]) != [str(attempt)]:
+            return "a decision for another attempt of the Gate"
+        if "--attempt" not in opts and "--expect-revision" not in opts and attempt > 1:
+            return "--gate alone after the Gate's phase ran again: ambiguous"
+        upto = IDS[: IDS.index(str(s.gate)) + 1]
+        if verb == "approve" and any(p in upto for p in f.changed_phases):
+            return "approving what an old definition made"
         gate = flow(delegatable).phase(str(s.gate))
         why = decisions.refusal(
             actor, verb, gate, managed=s.managed, failing=len(f.checks_failing), run="r", flow="f"
         )
         if why:
             return why
-        if actor == "agent" and opts.get("--ack", []) != [sha for _, sha in f.read]:
-            return "not acknowledged"
+        have = dict(f.receipts)
+        if actor == "agent" and opts.get("--receipt", []) != [have.get(p) for p, _ in f.read]:
+            return "no receipt of a file to read"
         return edits_refusal(s, keyed, opts["--reopen"][0], opts) if verb == "reject" else None
     return f"unknown verb {verb}"
 
@@ -197,17 +217,20 @@ def test_the_states_cover_every_run_status_and_a_repeated_failure() -> None:
     assert {s.status for s in STATES} == set(st.RUN_STATUSES)
     assert any(p.repeats >= 2 for s in STATES for p in s.phases)
     assert any(s.waiting == "gate" and s.managed for s in STATES)
+    assert any(s.waiting == "gate" and s.phase("b").attempt > 1 for s in STATES)  # reopened
     assert len(STATES) > 100
 
 
 @pytest.mark.parametrize("delegatable, keyed", [(False, True), (True, True), (True, False)])
 def test_no_route_proposes_a_command_praxis_refuses(delegatable: bool, keyed: bool) -> None:
     checked = kept = 0
-    reasons = set()
+    reasons: set[str] = set()
+    steps: set[str] = set()
     for s in STATES:
         for f in variations(s, delegatable, keyed):
             r = route(f)
             reasons.add(r.reason)
+            steps.add(r.step)
             assert r == route(f)  # the same facts, the same route
             for argv in r.commands:
                 who = r.who
@@ -226,3 +249,5 @@ def test_no_route_proposes_a_command_praxis_refuses(delegatable: bool, keyed: bo
     assert checked > 1000
     assert bool(kept) == keyed  # an edited output's re-run keeps the edit, when it can
     assert "failed_repeatedly" in reasons and "params_changed" in reasons
+    assert "gate_changed" in reasons
+    assert ("read" in steps) == delegatable  # an agent reads before it decides

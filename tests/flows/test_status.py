@@ -34,7 +34,7 @@ def test_a_new_run_is_paused_before_its_first_phase(here: Path) -> None:
     assert (st.status, st.message, st.next) == (
         "paused",
         "paused before load",
-        [f"praxis advance demo --run {run.id}"],
+        [f"praxis advance demo --run {run.id} --expect-revision {run.state.revision}"],
     )
     assert [row["id"] for row in st.phases] == ["load", "review", "total"]
     assert st.review == [] and st.receipt["done"] == 0
@@ -47,24 +47,27 @@ def test_at_a_gate_it_names_the_files_to_review_and_the_bound_commands(here: Pat
     st = status(run)
     assert st.message == "waiting at the Gate after review: review, then approve or reject"
     assert st.review == [f"demo/runs/{run.id}/output/flags.csv"]
-    bound = f"--run {run.id} --gate review"
-    assert st.next == [
+    bound = f"--run {run.id} --gate review --attempt 1"
+    assert st.next == [  # the route's own commands, a person's (no receipts asked)
         f"praxis approve demo {bound} --expect-revision {state.revision}",
-        f"praxis reject demo {bound} --reopen review --note '...' --expect-revision "
-        f"{state.revision}",
+        f"praxis reject demo {bound} --reopen review --note '...' "
+        f"--expect-revision {state.revision}",
     ]
+    verbs = [c[c.index("approve" if "approve" in c else "reject") :] for c in st.route["commands"]]
+    assert verbs == [c.replace("'", "").split()[1:] for c in st.next]
 
 
 def test_a_failed_run_says_why_and_offers_the_rerun(tmp_path: Path) -> None:
     root = three_phase_flow(tmp_path)
     (root / "scripts" / "load.py").write_text("raise ValueError('bad input')\n")
     run = runner.begin(root)
-    runner.advance(root, run.id, make_sandbox=Fakes())
+    state = runner.advance(root, run.id, make_sandbox=Fakes())
     st = status(run)
     assert st.status == "failed" and st.message.startswith("failed: load: ")
     assert "ValueError: bad input" in st.message
     assert st.next == [
-        f"praxis rerun {flow_arg(runner.load_flow(root))} --run {run.id} --from load"
+        f"praxis rerun {flow_arg(runner.load_flow(root))} --run {run.id} --from load "
+        f"--expect-revision {state.revision}"
     ]
 
 
@@ -80,12 +83,15 @@ def test_a_done_run_offers_its_log(here: Path) -> None:
 
 def test_a_phase_whose_code_changed_since_it_ran_is_named_with_the_rerun(here: Path) -> None:
     run = runner.begin(here)
-    runner.advance(here, run.id, make_sandbox=Fakes())
+    state = runner.advance(here, run.id, make_sandbox=Fakes())
     (here / "scripts" / "load.py").write_text("print('changed')\n")
     st = status(run)
     assert st.changed == ["load"]
     assert st.message.endswith("; changed since they ran: load (re-run from load)")
-    assert st.next[-1] == f"praxis rerun demo --run {run.id} --from load"
+    # at the Gate: the re-run, never an approval of what the old script made
+    assert st.next == [
+        f"praxis rerun demo --run {run.id} --from load --expect-revision {state.revision}"
+    ]
 
 
 def test_a_phase_left_running_by_a_dead_process_is_named(here: Path) -> None:
@@ -94,7 +100,7 @@ def test_a_phase_left_running_by_a_dead_process_is_named(here: Path) -> None:
     st = status(run)
     assert st.message == "phase load was stopped before it finished: no process is running it"
     assert st.phases[0]["note"] == "stopped before it finished"
-    assert st.next == [f"praxis advance demo --run {run.id}"]
+    assert st.next == [f"praxis advance demo --run {run.id} --expect-revision {run.state.revision}"]
 
 
 def test_a_flow_path_with_a_space_is_quoted(

@@ -1,10 +1,10 @@
 """RELIABILITY item 36: an agent phase extracts from a real PostgreSQL server.
 
 flows/agent-example-postgres runs with `praxis run` (a scripted model turn, PRAXIS_TRACE=1),
-its password in the environment only. A prepared query that writes is refused by the server
-and the model is told; nothing changed in the database; and the password is in no file of the
-flow folder (run folder, content store, trace), in no command's output and in no page of
-`praxis serve`.
+through the connection `shop` of the person's profile, its password in the environment only.
+A prepared query that writes is refused by the server and the model is told; nothing changed
+in the database; and the password is in no file of the flow folder (run folder, content store,
+trace), in no command's output and in no page of `praxis serve`.
 """
 
 from __future__ import annotations
@@ -62,13 +62,12 @@ def sandbox(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
 
 
 def test_item36_extracts_are_read_only_and_leave_no_secret(
-    postgres: Server, sandbox: str, tmp_path: Path
+    postgres: Server, sandbox: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     postgres.create("shop", (FLOWS / NAME / "data" / "shop.sql").read_text())
     flow = example(tmp_path, sandbox)
     env = {
-        "PGPASSWORD": postgres.password,
-        "PGHOST": str(postgres.folder),
+        **postgres.profile(tmp_path, "shop"),  # the connection `shop` of the person's profile
         "PRAXIS_TRACE": "1",
         "PRAXIS_MODEL": "praxis.agent.scripted:ScriptedChatModel",
         "PRAXIS_MODEL_SCRIPT": str(turn(tmp_path / "turn.json")),
@@ -108,6 +107,7 @@ def test_item36_extracts_are_read_only_and_leave_no_secret(
     for done in (check, run, status):
         assert postgres.password not in done.stdout + done.stderr
     # ... and not in a page of `praxis serve`
+    monkeypatch.setenv("PRAXIS_PROFILE", env["PRAXIS_PROFILE"])  # the same person serves
     guard = Guard()
     with TestClient(create_app(tmp_path, guard=guard), base_url="http://127.0.0.1:8765") as web:
         assert web.get(f"/?token={guard.token}", follow_redirects=False).status_code == 303

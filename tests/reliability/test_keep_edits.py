@@ -84,7 +84,7 @@ def test_a_fix_survives_a_reopen_and_a_rerun_with_keep_edits(
     objects = {os.stat(p).st_ino for p in store}
     assert os.stat(clean).st_ino not in objects
 
-    runner.approve(flow, run_id, gate="clean")
+    runner.approve(flow, run_id, gate="clean", attempt=2)  # the reopened Gate: its attempt
     assert runner.advance(flow, run_id).status == "done"
     assert (run / "output" / "report.txt").read_text() == "Bergen Oslo Troms"
 

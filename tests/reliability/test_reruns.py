@@ -132,8 +132,8 @@ def test_item27_example_reruns_and_reopens_give_identical_outputs(
     if (FLOWS / name / "data" / "shop.sql").is_file():  # the example's PostgreSQL database
         server = request.getfixturevalue("postgres")
         server.create("shop", (FLOWS / name / "data" / "shop.sql").read_text())
-        monkeypatch.setenv("PGPASSWORD", server.password)
-        monkeypatch.setenv("PGHOST", str(server.folder))
+        for key, value in server.profile(tmp_path, "shop").items():  # the profile's `shop`
+            monkeypatch.setenv(key, value)
     flow = runner.load_flow(copy_example(name, tmp_path, backend))
     # an agent phase is never reused and may word its outputs differently on each attempt:
     # its outputs are checked for presence only, the others byte for byte

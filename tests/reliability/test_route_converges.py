@@ -2,15 +2,19 @@
 no `praxis` on PATH (tests/route_agent.py), drives every example flow and small flows through
 the states a run meets: Gates delegated and not, a phase that always fails, one that fails
 once then passes, a person's `rerun --from P -p k=v` at each phase, a flow.yaml change, an
-output changed by hand, a cancel, a runner killed mid-phase. Each drive ends `done` or with
-`who: person` within a bounded number of commands, never runs a command that exits 4, and
-every Gate decision it took is recorded as `agent`. On docker; the runs are traced and
-`praxis replay` recomputes every route from the trace."""
+output changed by hand, a file edited by hand at a Gate after the agent read it, a phase's
+script changed while its Gate waits, a cancel, a runner killed mid-phase. Each drive ends
+`done` or with `who: person` within a bounded number of commands, never runs a command that
+exits 4, and every Gate decision it took is recorded as `agent`, with a receipt of each file
+it read. On docker; the runs are traced and `praxis replay` recomputes every route from the
+trace."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -22,12 +26,13 @@ import pytest
 from praxis.flows.model.events import EventLog
 from praxis.flows.store import state_file
 
-from ..route_agent import Drive, agent_env, drive, venv_program
+from ..route_agent import Drive, agent_env, drive, program_of, venv_program
 from ..test_examples import EXAMPLES, copy_flow
 from ._flows import docker_sandbox, write_flow
 
 pytestmark = pytest.mark.docker
 REFUSED = 4
+HEX64 = re.compile(r"[0-9a-f]{64}")
 
 CONV = """
     flow: conv
@@ -106,8 +111,8 @@ def agent_decided(cwd: Path, flow: str, run: str, d: Drive, before: int) -> None
     assert [actor for _, actor in taken[: len(d.decisions)]] == ["agent"] * len(d.decisions)
 
 
-def replayed(cwd: Path, flow: str, run: str) -> str:
-    done = person(cwd, "replay", flow, "--run", run)
+def replayed(cwd: Path, flow: str, run: str, **env: str) -> str:
+    done = person(cwd, "replay", flow, "--run", run, **env)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "every route recomputed from its facts is the one recorded" in done.stdout
     return done.stdout
@@ -135,9 +140,9 @@ def test_every_example_flow_is_driven_to_done(
     if shop.is_file():  # the example's PostgreSQL database, on a server the test starts
         server = request.getfixturevalue("postgres")
         server.create("shop", shop.read_text())
-        extra.update(PGPASSWORD=server.password, PGHOST=str(server.folder))
+        extra.update(server.profile(tmp_path, "shop"))  # the connection `shop` of the profile
     env = agent_env(**extra)
-    begun = person(tmp_path, "begin", name)
+    begun = person(tmp_path, "begin", name, **extra)
     assert begun.returncode == 0, begun.stderr
     run = begun.stdout.strip()
     for _ in range(4):  # the agent drives; at each Gate that is not its own, a person approves
@@ -151,7 +156,7 @@ def test_every_example_flow_is_driven_to_done(
         assert done.returncode == 0, done.stderr
     assert d.finished
     assert state_file.load(tmp_path / name / "runs" / run / "run.json").status == "done"
-    replayed(tmp_path, name, run)
+    replayed(tmp_path, name, run, **extra)
 
 
 def test_gates_an_output_changed_by_hand_a_cancel_and_flow_yaml_changes(
@@ -162,12 +167,16 @@ def test_gates_an_output_changed_by_hand_a_cancel_and_flow_yaml_changes(
     run = newest(tmp_path, "conv")
     # a delegatable Gate of a managed run: the agent decides it; the next one is a person's
     d = converged(drive("conv", run, cwd=tmp_path), reason="gate_needs_person")
-    assert [s.reason for s in d.steps] == ["gate_delegated"]
+    assert [s.reason for s in d.steps] == ["gate_delegated", "gate_delegated"]
+    read, decided = d.steps
+    assert read.argv[len(program_of(read.argv))] == "read"  # the file first: its receipt
+    assert not any(HEX64.fullmatch(word) for s in d.steps for word in s.argv)
     agent_decided(tmp_path, "conv", run, d, 0)
     approved = [e for e in EventLog(tmp_path / "conv/runs" / run / "events.jsonl").read()
                 if e.kind == "gate_approved"]  # fmt: skip
+    sha = hashlib.sha256((tmp_path / "conv/runs" / run / "output/b.txt").read_bytes())
     assert approved[0].acked == [  # type: ignore[attr-defined]
-        {"name": "b.txt", "sha256": d.steps[0].argv[-1]}
+        {"name": "b.txt", "sha256": sha.hexdigest(), "receipt": decided.argv[-1]}
     ]
     take(tmp_path, d.route)  # the person approves d: done
     assert converged(drive("conv", run, cwd=tmp_path)).finished
@@ -186,6 +195,34 @@ def test_gates_an_output_changed_by_hand_a_cancel_and_flow_yaml_changes(
     before = len(decisions(tmp_path, "conv", run))
     d = converged(drive("conv", run, cwd=tmp_path), reason="gate_needs_person")
     assert [s.reason for s in d.steps][:2] == ["definition_changed", "ready"]
+    agent_decided(tmp_path, "conv", run, d, before)
+
+    # at the Gate, the file the agent read is edited by hand: its receipt no longer counts
+    take(tmp_path, d.route)  # approve d
+    assert person(tmp_path, "rerun", "conv", "--run", run, "--from", "b").returncode == 0
+    assert person(tmp_path, "advance", "conv", "--run", run, "--quiet").returncode == 0
+    r = route(tmp_path, "conv", run)
+    assert r["step"] == "read"
+    assert take(tmp_path, r).returncode == 0  # the agent reads b.txt: a receipt
+    assert route(tmp_path, "conv", run)["step"] == "decide"
+    b_txt = tmp_path / "conv/runs" / run / "output/b.txt"
+    b_txt.write_text(b_txt.read_text() + "!")
+    before = len(decisions(tmp_path, "conv", run))
+    d = converged(drive("conv", run, cwd=tmp_path), reason="gate_needs_person")
+    assert [s.argv[len(program_of(s.argv))] for s in d.steps][:2] == ["read", "approve"]
+    agent_decided(tmp_path, "conv", run, d, before)
+
+    # a phase's script changed while its Gate waits: the agent re-runs it, never approves
+    take(tmp_path, d.route)  # approve d
+    again = person(tmp_path, "rerun", "conv", "--run", run, "--from", "b", "--discard-edits")
+    assert again.returncode == 0, again.stderr
+    assert person(tmp_path, "advance", "conv", "--run", run, "--quiet").returncode == 0
+    assert route(tmp_path, "conv", run)["step"] == "read"  # at the Gate after b
+    (tmp_path / "conv/b.py").write_text(CONV_FILES["b.py"] + "# changed at the Gate\n")
+    assert route(tmp_path, "conv", run)["reason"] == "gate_changed"
+    before = len(decisions(tmp_path, "conv", run))
+    d = converged(drive("conv", run, cwd=tmp_path), reason="gate_needs_person")
+    assert [s.reason for s in d.steps][:2] == ["gate_changed", "ready"]
     agent_decided(tmp_path, "conv", run, d, before)
 
     # a cancel: a person resumes it
@@ -217,7 +254,7 @@ def test_a_phase_that_always_fails_goes_to_a_person_and_a_rerun_with_params_at_e
     assert started.returncode == 0, started.stderr
     run = newest(tmp_path, "conv")
     d = converged(drive("conv", run, cwd=tmp_path), reason="failed_repeatedly")
-    assert [s.reason for s in d.steps] == ["gate_delegated", "failed", "ready"]
+    assert [s.reason for s in d.steps] == ["gate_delegated", "gate_delegated", "failed", "ready"]
     assert any("ValueError: column 'amount' is missing" in p for p in d.route["problems"])
     # a person fixes it with a parameter: the route says so, and never "flow.yaml"
     fixed = person(tmp_path, "rerun", "conv", "--run", run, "--from", "c", "-p", "fail=no")
@@ -299,3 +336,4 @@ def test_a_runner_killed_mid_phase_is_recovered_and_driven_to_done(
     assert d.codes[0] == 1  # advance recorded the phase as stopped (a failure, not a refusal)
     out = replayed(tmp_path, "slow", run)
     assert "left running at nap by a process that is gone" in out
+    assert "praxis advance slow --run" in out and "--quiet -> never finished" in out  # killed

@@ -1,66 +1,99 @@
-"""praxis.sources.source: the database text as written, masked, resolved at connect time."""
+"""praxis.sources.source: what a flow may name (a connection, a file of its own) and what a
+profile connection is opened with (its own parts only, each ${VAR} expanded after parsing)."""
 
 from __future__ import annotations
 
 import pytest
 
-from praxis.sources.source import BadSource, masked, parse, redact, resolved_url, secrets
+from praxis.flows.definition.profile import Connection, ProfileUnset, expand
+from praxis.sources.source import BadSource, parse, redact, target
 
 
 @pytest.mark.parametrize(
-    ("text", "shown"),
+    ("text", "engine", "path", "connection"),
     [
-        ("postgresql://u:hunter2@h/db", "postgresql://u:***@h/db"),
-        ("postgresql://u:${PW}@h/db", "postgresql://u:${PW}@h/db"),  # a reference is no secret
-        (
-            "postgresql://u@h/db?sslmode=require&password=x",
-            "postgresql://u@h/db?sslmode=require&password=***",
-        ),
-        ("postgresql://u:a/b@c@h/db", "postgresql://u:***@c@h/db"),  # as make_url reads it
-        ("data/shop.sqlite", "data/shop.sqlite"),
+        ("warehouse", None, None, "warehouse"),
+        ("sales_2-db", None, None, "sales_2-db"),
+        ("data/shop.sqlite", "sqlite", "data/shop.sqlite", None),
+        ("data/x.duckdb", "duckdb", "data/x.duckdb", None),
+        ("sqlite:///data/shop.sqlite", "sqlite", "data/shop.sqlite", None),
+        ("duckdb:///:memory:", "duckdb", ":memory:", None),
+        ("duckdb:///x.duckdb", "duckdb", "x.duckdb", None),
     ],
 )
-def test_a_written_password_is_masked(text: str, shown: str) -> None:
-    assert masked(text) == shown
-
-
-def test_references_are_filled_part_by_part_without_quoting() -> None:
-    source = parse("postgresql+psycopg://${USER_}:${PW}@${HOST}/shop?sslmode=${MODE}")
-    assert source.references == ("USER_", "PW", "HOST", "MODE")
-    env = {"USER_": "ana", "PW": "p@ss/w:rd", "HOST": "db.example", "MODE": "require"}
-    url = resolved_url(source, env)
-    assert (url.username, url.password, url.host, url.database) == (
-        "ana", "p@ss/w:rd", "db.example", "shop"
-    )  # fmt: skip
-    assert dict(url.query) == {"sslmode": "require"}
-    assert source.shown == source.text  # what is kept never holds a value
-
-
-def test_an_unset_reference_is_named_not_guessed() -> None:
-    source = parse("postgresql://u:${PW}@h/db")
-    with pytest.raises(BadSource, match=r"needs \$\{PW\}, which praxis's environment"):
-        resolved_url(source, {})
-
-
-def test_secrets_are_the_values_behind_references_and_pgpassword() -> None:
-    source = parse("postgresql://u:${PW}@h/db")
-    assert secrets(source, {"PW": "one", "PGPASSWORD": "twotwo", "HOME": "/root"}) == [
-        "twotwo",
-        "one",
-    ]
-    assert redact("bad password one for twotwo", ["twotwo", "one"]) == "bad password *** for ***"
-
-
-@pytest.mark.parametrize(
-    ("text", "engine", "path"),
-    [
-        ("data/shop.sqlite", "sqlite", "data/shop.sqlite"),
-        ("sqlite:////srv/shop.sqlite", "sqlite", "/srv/shop.sqlite"),
-        ("duckdb:///:memory:", "duckdb", ":memory:"),
-        ("duckdb:///x.duckdb", "duckdb", "x.duckdb"),
-        ("postgresql:///shop", "postgresql", None),
-    ],
-)
-def test_the_engine_and_its_file(text: str, engine: str, path: str | None) -> None:
+def test_a_flow_names_a_connection_or_a_file_of_its_own(
+    text: str, engine: str | None, path: str | None, connection: str | None
+) -> None:
     got = parse(text)
-    assert (got.engine, got.path) == (engine, path)
+    assert (got.engine, got.path, got.connection) == (engine, path, connection)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "postgresql+psycopg://${ADV4_SECRET}@127.0.0.1:55432/${HOME}",
+        "postgresql:///shop?host=trusted.example&hostaddr=127.0.0.1",
+        "postgresql://u:hunter2@db.example/x",
+        "sqlite:////var/tmp/secret.sqlite",
+        "duckdb:////var/tmp/secret.duckdb",
+        "/var/tmp/secret.sqlite",
+        "../secret.sqlite",
+        "$HOME/x.sqlite",
+        "sqlite:///x.sqlite?mode=rw",
+    ],
+)
+def test_whatever_reaches_the_host_is_refused_naming_the_profile_entry(text: str) -> None:
+    with pytest.raises(BadSource) as refused:
+        parse(text, "~/p.yaml")
+    said = str(refused.value)
+    assert "add `connections: {NAME: {url: " in said and "to ~/p.yaml" in said
+    assert "hunter2" not in said and "\n" not in said
+
+
+def env_expand(env: dict[str, str]):  # type: ignore[no-untyped-def]
+    return lambda text, where: expand(text, env, where=where)
+
+
+def test_a_profile_connection_gives_libpq_its_parts_and_nothing_else() -> None:
+    conn = Connection(
+        "warehouse",
+        "postgresql+psycopg://${WH_USER}@${WH_HOST}:5433/shop?sslmode=require",
+        password="${WH_PW}",
+    )
+    env = {"WH_USER": "ana", "WH_HOST": "db.internal", "WH_PW": "p@ss/w:rd", "PGPASSWORD": "x"}
+    got = target(conn, env_expand(env), "~/p.yaml")
+    assert got.params == {
+        "sslmode": "require",
+        "user": "ana",
+        "host": "db.internal",
+        "dbname": "shop",
+        "port": "5433",
+        "password": "p@ss/w:rd",
+        "passfile": "/dev/null",
+    }
+    assert "p@ss/w:rd" in got.secrets and "x" not in got.secrets
+    assert (got.connection, got.allow_superuser) == ("warehouse", False)
+
+
+def test_no_password_in_the_profile_is_an_empty_password_not_pgpass() -> None:
+    got = target(Connection("w", "postgresql+psycopg://ana@db/shop"), env_expand({}), "p")
+    assert (got.params["password"], got.params["passfile"]) == ("", "/dev/null")
+
+
+def test_an_unset_variable_of_the_profile_is_named_not_guessed() -> None:
+    conn = Connection("w", "postgresql+psycopg://ana@db/shop", password="${WH_PW}")
+    with pytest.raises(ProfileUnset, match=r"connections.w.password needs \$\{WH_PW\}"):
+        target(conn, env_expand({}), "p")
+
+
+def test_a_profile_file_connection_names_an_absolute_path() -> None:
+    got = target(Connection("f", "duckdb:////srv/x.duckdb"), env_expand({}), "p")
+    assert (got.engine, got.file) == ("duckdb", "/srv/x.duckdb")
+    with pytest.raises(BadSource, match="names its absolute path"):
+        target(Connection("f", "sqlite:///rel.sqlite"), env_expand({}), "p")
+    with pytest.raises(BadSource, match="not 'mysql'"):
+        target(Connection("m", "mysql://u@h/x"), env_expand({}), "p")
+
+
+def test_redact_masks_each_secret() -> None:
+    assert redact("bad password one for twotwo", ["twotwo", "one"]) == "bad password *** for ***"

@@ -149,6 +149,49 @@ def test_reject_needs_a_note_and_reopens_the_phase(served: Served) -> None:
     assert state.waiting == "gate" and state.phase("flag").attempt == 2
 
 
+def test_the_decision_forms_send_the_gate_and_its_attempt_and_a_late_one_is_refused(
+    served: Served,
+) -> None:
+    served.login()
+    page = served.client.get(served.run_url()).text
+    approve = page[
+        page.index('action="/approve"') : page.index("</form>", page.index('action="/approve"'))
+    ]
+    reject = page[
+        page.index('action="/reject"') : page.index("</form>", page.index('action="/reject"'))
+    ]
+    for form_html in (approve, reject):
+        assert 'name="gate" value="flag"' in form_html and 'name="attempt" value="1"' in form_html
+    seen = form(served, gate="flag", attempt="1")  # the page as shown at attempt 1
+    r = served.client.post("/reject", data=form(served, reopen="flag", note="flag less",
+                                                gate="flag", attempt="1"))  # fmt: skip
+    assert r.status_code == 200, r.text
+    served.advancer.wait(120)
+    now = state_of(served)
+    assert (now.waiting, now.gate, now.phase("flag").attempt) == ("gate", "flag", 2)
+    late = served.client.post("/approve", data={**seen, "revision": str(now.revision)})
+    assert late.status_code == 409  # meant for attempt 1: never lands on attempt 2
+    assert "attempt 1" in html.unescape(late.text) and "attempt 2" in html.unescape(late.text)
+    after = state_of(served)
+    assert (after.waiting, after.revision) == ("gate", now.revision)
+    ok = served.client.post("/approve", data=form(served, gate="flag", attempt="2"))
+    assert ok.status_code == 200 and "Approved." in ok.text
+
+
+def test_a_file_to_review_read_on_the_page_records_the_persons_receipt(served: Served) -> None:
+    served.login()
+    q = f"flow={served.gated.ref}&run={served.gated.run_id}"
+    before = state_of(served).revision
+    r = served.client.get(f"/file?{q}&path=output/review.csv")
+    assert r.status_code == 200
+    run = RunHandle.open(load_flow(served.gated.flow), served.gated.run_id)
+    read = [e for e in EventLog(run.paths.events).read() if e.kind == "file_read"]
+    assert [(e.path, e.reader, e.name) for e in read] == [  # type: ignore[attr-defined]
+        ("output/review.csv", "person", "review.csv")
+    ]
+    assert state_of(served).revision == before  # a read changes nothing of the run
+
+
 def test_pending_approvals_are_listed_and_answered(served: Served) -> None:
     import threading
 

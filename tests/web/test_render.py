@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import nbformat
@@ -97,3 +98,29 @@ def test_cell_edits_change_only_those_cells(tmp_path: Path) -> None:
     with pytest.raises(tables.BadEdit, match="no cell at row 3"):
         tables.apply_cells(path, {(2, 0): "x"})
     assert tables.parse_cell_fields([("cell.4.1", "v"), ("csrf", "t")]) == {(4, 1): "v"}
+
+
+def test_markdown_past_the_pages_time_is_shown_as_text_naming_the_cap() -> None:
+    ticks = itertools.count()  # a clock that moves 10 ms each time the parser reads it
+    budget = render.Budget.start(clock=lambda: next(ticks) / 100)
+    first = render.markdown("**a**", flow="f", run="r", folder="", budget=budget)
+    assert first == "<p><strong>a</strong></p>\n"
+    slow = render.markdown("*b* ![" * 50, flow="f", run="r", folder="", budget=budget)
+    assert slow.startswith(
+        '<p class="muted">Shown as text: this page renders at most 1 s of markdown (MAX_SECONDS)'
+    )
+    assert slow.endswith("<pre>" + "*b* ![" * 50 + "</pre>")  # escaped, never rendered
+    again = render.markdown("**c**", flow="f", run="r", folder="", budget=budget)
+    assert "Shown as text" in again and "<strong>" not in again  # the page's time is spent
+
+
+def test_a_pages_markdown_is_bounded_in_characters() -> None:
+    budget = render.Budget(deadline=float("inf"), room=10)
+    assert render.markdown("*12345*", flow="f", run="r", folder="", budget=budget) == (
+        "<p><em>12345</em></p>\n"
+    )
+    cut = render.markdown("*1234*", flow="f", run="r", folder="", budget=budget)
+    assert cut == (
+        '<p class="muted">Markdown of 6 characters not shown: this page shows at most 8 MiB of '
+        "markdown (MAX_PAGE_MARKDOWN); download the file to read it.</p>"
+    )

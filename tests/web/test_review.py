@@ -319,3 +319,22 @@ def test_a_hand_edit_made_before_the_page_is_shown_does_not_make_its_save_stale(
     r = served.client.post("/save", data=data)
     assert r.status_code == 200, r.text
     assert path.read_text().count(",keep\n") == 2
+
+
+def test_keep_edits_is_not_offered_for_a_table_that_repeats_a_column_name(served: Served) -> None:
+    served.login()
+    path = out(served, "review.csv")
+    header, _, rest = path.read_bytes().partition(b"\n")
+    rows = [line + b",x" for line in rest.splitlines()]
+    repeated = b"\n".join([header + b",action", *rows]) + b"\n"  # a second `action`
+    runner.edit(served.gated.flow, "review.csv", repeated, served.gated.run_id)
+    r = served.client.post("/reject", data=form(served, reopen="flag", note="again"))
+    assert r.status_code == 409  # it would replace the edit: the page asks keep or discard
+    assert (
+        '<input type="radio" name="edits" value="keep" required disabled title="review.csv: its '
+        "header repeats the column &#39;action&#39; and --keep-edits matches edits to columns by "
+        "name: choose --discard-edits, or give the columns distinct names in the phase"
+    ) in r.text
+    r = served.client.post("/reject", data=form(served, reopen="flag", note="again", edits="keep"))
+    assert r.status_code == 409 and "its header repeats the column" in r.text
+    assert state_of(served).waiting == "gate"  # nothing changed

@@ -18,11 +18,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sandbox.errors import SandboxError
+from sandbox.files import open_below
+
 from ...errors import UsageError
 from ...sources import source
 from ..model import check_spec
 from ..model.flow import REVIEW_MODES, Flow, Phase, SandboxSettings
-from . import kinds, safe_yaml, sandbox_config
+from . import kinds, profile, safe_yaml, sandbox_config
 from . import notify_spec as notify_of
 from .yaml_values import ValueReader, describe, mib, show
 
@@ -233,14 +236,24 @@ class _Builder(ValueReader):
         return found
 
     def database(self, value: Any) -> str | None:
-        """A SQLite file of the flow, or a URL (SQLAlchemy is loaded only for a URL)."""
+        """A connection of the person's profile by name, or a database file of the flow."""
         s = self.string(value, "database")
-        if s is None or ("://" not in s and self.name(s, "database") is None):
-            return s
-
-        if "://" not in s and (problem := source.file_problem(self.root, s)):
+        if s is None:
+            return None
+        where = profile.shown_path(profile.path_of())
+        try:
+            named = source.parse(s, where)
+        except source.BadSource as exc:
+            self.error("database", str(exc))
+            return None
+        # a connection's name is checked against the profile by host_resources, at check
+        # and run alike: reading the flow needs no profile
+        problem = None
+        if named.connection is None and named.path not in (None, source.MEMORY):
+            problem = _file_problem(self.root, named.path or "")
+        if problem:
             self.error("database", problem)  # a database may be larger than other flow files
-        return s if "://" not in s or source.check(s, self.root, self) else None
+        return s
 
     def phases(self, value: Any) -> tuple[Phase, ...]:
         if not isinstance(value, list):
@@ -412,6 +425,17 @@ class _Builder(ValueReader):
 
 
 # -- wording --------------------------------------------------------------------------------
+
+
+def _file_problem(root: Path, name: str) -> str | None:
+    """Why database file ``name`` cannot be read below the flow folder (no link followed)."""
+    try:
+        with open_below(root, name):
+            return None
+    except SandboxError as exc:
+        reason = getattr(exc, "reason", str(exc))
+        where = " in the flow folder" if reason == "does not exist" else ""
+        return f"{name!r} {reason}{where} (a database file is read inside the flow folder only)"
 
 
 def _phase(draft: _Draft) -> str:

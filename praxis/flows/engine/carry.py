@@ -13,13 +13,17 @@ the phase next reaches its Gate:
   key and applied unless another row of the new output has the new key;
 * a removed row is removed by its key; an added row is added unless its key is there.
 
-Every edit that no longer applies is reported with the row's key.
+Every edit that no longer applies is reported with the row's key. Edits are matched to
+columns by name, so a table whose header repeats a name is refused: up front, when the
+table as the phase wrote it or as edited repeats one (``repeated_columns``), and again at
+the Gate when the new output does; no fix is ever written into another column.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +33,7 @@ from sandbox.files import replace_file
 
 from ..model.check_spec import TABULAR
 from ..model.flow import Flow, Phase
+from ..store import intact
 from .checks import Table, Unreadable, parse
 from .edits import _shared
 
@@ -68,6 +73,57 @@ def keyless(flow: Flow, found: Sequence[tuple[str, str]]) -> list[str]:
     return [n for n, p in found if key_of(flow.phase(p), n) is None]
 
 
+HEADER_BYTES = 1 << 20  # read of a recorded table to find its header
+
+
+def repeated(header: Sequence[str]) -> str | None:
+    """The first name ``header`` holds twice, or None."""
+    seen: set[str] = set()
+    for column in header:
+        if column in seen:
+            return column
+        seen.add(column)
+    return None
+
+
+def refusal(name: str, column: str) -> str:
+    """Why ``--keep-edits`` refuses table ``name``, and what to do instead."""
+    return (
+        f"{name}: its header repeats the column {column!r} and --keep-edits matches edits to "
+        "columns by name: choose --discard-edits, or give the columns distinct names in the "
+        "phase"
+    )
+
+
+def repeated_columns(run: Any, found: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Of ``found`` (output, phase), the tables whose header, as the phase wrote it (in the
+    flow's store) or as the reviewer left it (the run's output), repeats a name: (output,
+    that name)."""
+    refused = []
+    for name, phase in found:
+        wrote = run.state.phase(phase).edited.get(name)
+        for path in (run.paths.objects / wrote if wrote else None, run.paths.out(name)):
+            column = repeated(_recorded_header(path, name) if path else [])
+            if column is not None:
+                refused.append((name, column))
+                break
+    return refused
+
+
+def _recorded_header(path: Path, name: str) -> list[str]:
+    """The header of a recorded table (its first ``HEADER_BYTES``); [] when unreadable."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return []
+    with os.fdopen(fd, "rb") as fh:
+        head = fh.read(HEADER_BYTES)
+    try:
+        return _header(name, head)
+    except Unreadable:
+        return []
+
+
 def reapply(name: str, key: list[str], wrote: bytes, edited: bytes, new: bytes) -> Outcome:
     """Re-apply the edit ``wrote`` -> ``edited`` of table ``name`` to ``new`` by ``key``.
 
@@ -80,11 +136,15 @@ def reapply(name: str, key: list[str], wrote: bytes, edited: bytes, new: bytes) 
         header = _header(name, new)
     except Unreadable as exc:
         return Outcome(new, skipped=[f"{name}: {exc}: no edit applied"])
-    for label, cols in (("as the phase wrote it", a.header), ("as edited", b.header),
-                        ("new", header)):  # fmt: skip
+    for label, cols in (("the table as the phase wrote it", a.header),
+                        ("the table as edited", b.header), ("the new table", header)):  # fmt: skip
+        twice = repeated(cols)
+        if twice is not None:
+            return Outcome(new, skipped=[f"{refusal(name, twice)} (in {label}): no edit "
+                                         "applied"])  # fmt: skip
         missing = [k for k in key if k not in cols]
         if missing:
-            return Outcome(new, skipped=[f"{name}: the {label} table has no key column(s) "
+            return Outcome(new, skipped=[f"{name}: {label} has no key column(s) "
                                          f"{missing}: no edit applied"])  # fmt: skip
     edits = _edits(a, b, key)
     if not edits:
@@ -324,10 +384,14 @@ def carry_over(run: Any, phase: Phase) -> list[tuple[str, Outcome]]:
         if key is None or not path.is_file():
             done.append((name, Outcome(b"", skipped=[f"{name}: not re-applied (no key)"])))
             continue
-        try:
-            wrote, edited = (objects / wrote_sha).read_bytes(), (objects / edited_sha).read_bytes()
-        except OSError:
-            done.append((name, Outcome(b"", skipped=[f"{name}: the edit is not in the record"])))
+        try:  # each as its name says, or the edit is not carried
+            wrote = intact.read(objects / wrote_sha, wrote_sha, f"{name} as {phase.id} wrote it")
+            edited = intact.read(objects / edited_sha, edited_sha, f"{name} as edited")
+        except (OSError, intact.ObjectTampered) as exc:
+            why = f"not re-applied ({exc})" if isinstance(exc, intact.ObjectTampered) else ""
+            done.append(
+                (name, Outcome(b"", skipped=[f"{name}: {why or 'the edit is not in the record'}"]))
+            )
             continue
         new = path.read_bytes()
         outcome = reapply(name, key, wrote, edited, new)

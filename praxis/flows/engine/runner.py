@@ -23,17 +23,18 @@ from sandbox import Sandbox, open_backend
 from sandbox.files import fsync_folder, replace_file
 
 from ...argv import flow_arg
-from ...errors import EXIT, Refused
+from ...errors import Refused
 from ..definition import contract, host_resources, isolation, packages, sandbox_config
 from ..definition import digests as definition
 from ..definition.digest import sha256_of
 from ..model import decisions
-from ..model.events import DecisionRefused, EditsCarried, Event, SandboxOpened
+from ..model.events import DecisionRefused, EditsCarried, Event, SandboxEnded, SandboxOpened
 from ..model.flow import Flow
 from ..model.params import resolve as resolve_params
 from ..model.state import IllegalTransition, RunState
 from ..store import snapshot
 from ..store.handle import Clock, RunHandle, held
+from ..store.killed import report_of
 from ..store.layout import (
     RunPaths,
     leftovers,
@@ -46,8 +47,10 @@ from ..store.layout import (
 from ..store.lock import ADVANCING, PATIENCE, Busy, Lock
 from ..store.objects import RunStore, Swept, migrate, sweep
 from . import acks as acks_of
-from . import carry, checks, collect, reconcile
+from . import binding, carry, checks, collect, reconcile
+from .binding import Unbound as Unbound  # where callers found it
 from .context import OnMessage
+from .discard import put_back
 from .notify import Notifier, tell
 from .opening import Opening
 from .phase import run_phase
@@ -59,20 +62,6 @@ if TYPE_CHECKING:
     from .notify import Notifier
 
 SandboxFactory = Callable[[Flow, RunHandle], Sandbox]
-
-
-class Unbound(Refused):
-    """Raised for an approve or reject bound to neither a revision nor a Gate; ``command``
-    is the bound one for the run's current state."""
-
-    exit_code = EXIT["usage"]
-
-    def __init__(self, message: str, command: str) -> None:
-        super().__init__(message)
-        self.command = command
-
-    def next(self, flow: str) -> str:
-        return self.command
 
 
 def load_flow(flow: Flow | str | Path) -> Flow:
@@ -190,7 +179,9 @@ def default_sandbox(flow: Flow, run: RunHandle, *, chosen: bool = False) -> Sand
     backend = isolation.backend_of(settings) if chosen else isolation.confine(settings)
     options = sandbox_config.opening(settings, backend, flow.root)
     options = packages.image_options(flow, backend, options)  # the image of the flow's packages
-    return open_backend(backend, options, workspace=run.paths.workspace, name=run.id)
+    box = open_backend(backend, options, workspace=run.paths.workspace, name=run.id)
+    box.watch_report = run.paths.watchdog  # if this process dies first (recover reads it)
+    return box
 
 
 def advance(
@@ -205,9 +196,11 @@ def advance(
     reuse: bool = True,
     opening: Opening | None = None,
     notifier: Notifier | None = None,
+    expect_revision: int | None = None,
 ) -> RunState:
     """Run phases until a Gate, a failure, the end, or a cancel. Returns the state reached.
-    Holds the run's lock throughout (another advance of the run gets Busy at once).
+    Holds the run's lock throughout (another advance of the run gets Busy at once);
+    ``expect_revision``: refused, nothing changed, when the run is no longer at it.
 
     ``make_sandbox`` (``(flow, run) -> Sandbox``; None: ``default_sandbox``), ``on_message``
     (texts for a person), ``on_event`` (each ``Event`` as it is recorded), ``given`` (what
@@ -235,6 +228,7 @@ def advance(
                 given=given,
                 reuse=reuse,
                 opening=opening,
+                expect_revision=expect_revision,
             )
     except BaseException:
         if ahead is not None:  # Busy, NoRun: never ran, so it must not outlive this call
@@ -257,12 +251,14 @@ def _advance(
     reuse: bool = True,
     opening: Opening | None = None,
     lock: Lock | None = None,
+    expect_revision: int | None = None,
 ) -> RunState:
     try:
         if make_sandbox is default_sandbox:
             isolation.confine(flow.sandbox)  # refused before anything of the run changes
         run = RunHandle.open(flow, run_id, clock)
         run.catch_up()  # the events of a change a process that died did not append
+        _check_revision(run, expect_revision)  # before recover: what the caller saw
         if on_event is not None:
             run.listeners.append(on_event)
         recover(run)
@@ -432,7 +428,7 @@ def _choose_edits(
         raise EditsAtRisk(
             f"run {run.id}: going back to {phase} would replace {listed}, edited by a "
             "reviewer: choose --keep-edits (re-applied to the new output by row key) or "
-            "--discard-edits (the edited files stay under attempts/)",
+            "--discard-edits (each put back as its phase wrote it; the edits stay in edits/)",
             f"{command} --keep-edits",
             names,
         )
@@ -442,6 +438,13 @@ def _choose_edits(
             f"run {run.id}: --keep-edits cannot re-apply the edit of {', '.join(cannot)}: it "
             "is not a table with a row key (declare key: [columns] under its checks: in "
             "flow.yaml), or choose --discard-edits",
+            f"{command} --discard-edits",
+            names,
+        )
+    twice = carry.repeated_columns(run, found) if edits == "keep" else []
+    if twice:
+        raise EditsAtRisk(
+            f"run {run.id}: --keep-edits cannot re-apply the edit of {carry.refusal(*twice[0])}",
             f"{command} --discard-edits",
             names,
         )
@@ -455,7 +458,13 @@ def _command(run: RunHandle, *words: str) -> str:
 
 def recover(run: RunHandle) -> None:
     """A phase left running by a process that died becomes failed; a run it left running
-    between two phases is paused before the next (we hold the lock)."""
+    between two phases is paused before the next (we hold the lock). What that process's
+    sandbox watchdog ended is recorded (``sandbox_ended``)."""
+    ended = report_of(run.paths.watchdog)
+    if ended is not None:
+        run.catch_up()
+        run.emit(SandboxEnded(**ended))
+        run.paths.watchdog.unlink(missing_ok=True)
     for p in run.state.phases:
         if p.status == "running":
             run.change("recover", phase=p.id)
@@ -470,19 +479,19 @@ def _opened(
     expect_revision: int | None,
     clock: Clock,
     *,
-    bound: tuple[str, str | None] | None = None,
+    bound: tuple[str, str | None, int | None] | None = None,
 ) -> Iterator[RunHandle]:
     """The run, under its lock, reconciled with its files (hand edits recorded), after
-    checking the revision the caller saw. ``bound`` (decision, gate): a decision must name
-    the revision or the Gate it was made on."""
+    checking the revision the caller saw. ``bound`` (decision, gate, attempt): a decision
+    must name the revision, the Gate or the attempt it was made on."""
     flow = load_flow(flow_ref)
     with held(flow, run_id, "changing") as lock:
         run = RunHandle.open(flow, lock.run, clock)
         run.catch_up()  # the events of a change a process that died did not append
         migrate(run.paths)
         reconcile.reconcile(run)
-        if bound is not None and expect_revision is None and bound[1] is None:
-            _unbound(run, bound[0])
+        if bound is not None and expect_revision is None and bound[1:] == (None, None):
+            binding.unbound(run, bound[0])
         _check_revision(run, expect_revision)
         yield run
 
@@ -496,49 +505,28 @@ def reconcile_run(
         return run.state
 
 
-def _unbound(run: RunHandle, decision: str) -> None:
-
-    state = run.state
-    f, where = flow_arg(run.flow), f"--run {run.id}"
-    if state.waiting != "gate" or state.gate is None:
-        raise Unbound(
-            f"{decision} needs --expect-revision N or --gate PHASE; run {run.id} is "
-            f"{state.status} and not waiting at a Gate",
-            f"praxis status {f} {where}",
-        )
-    rest = f"--reopen {state.gate} --note '...' " if decision == "reject" else ""
-    command = (
-        f"praxis {decision} {f} {where} --gate {state.gate} {rest}"
-        f"--expect-revision {state.revision}"
-    )
-    raise Unbound(
-        f"{decision} needs --expect-revision N or --gate PHASE, so that a repeated command "
-        f"never decides the next Gate; run {run.id} waits at the Gate after {state.gate}",
-        command,
-    )
-
-
-def _at_gate(run: RunHandle, gate: str | None, decision: str) -> str:
-    """The phase the run's Gate follows; Refused when not at a Gate, or at another."""
-    at = run.state.gate
-    if run.state.waiting != "gate" or at is None:
-        raise Refused(
-            f"run {run.id} is {run.state.status} and not waiting at a Gate",
-            revision=run.state.revision,
-        )
-    if gate is not None and gate != at:
-        raise Refused(
-            f"run {run.id} waits at the Gate after {at}, not {gate}: nothing was {decision}d",
-            revision=run.state.revision,
-        )
-    return at
+def read(
+    flow_ref: Flow | str | Path,
+    path: str,
+    run_id: str | None = None,
+    *,
+    actor: str | None = None,
+    limit: int = acks_of.READ_BYTES,
+    clock: Clock = time.time,
+) -> acks_of.Read:
+    """Read the run's file ``path`` (relative to the run's folder) and record a receipt of
+    it for ``actor`` (``acks``); hand edits are recorded first, so the receipt is of the
+    file as the run now has it."""
+    who = decisions.actor_of(actor)
+    with _opened(flow_ref, run_id, None, clock) as run:
+        return acks_of.read(run, path, who, limit=limit)
 
 
 def _authorize(
-    run: RunHandle, actor: str, decision: str, gate: str, acks: list[str] | None
+    run: RunHandle, actor: str, decision: str, gate: str, receipts: list[str] | None
 ) -> list[dict[str, str]]:
-    """Refused (and recorded) when ``actor`` may not take ``decision`` at this Gate, or does
-    not acknowledge the files to read as they are; what it acknowledged."""
+    """Refused (and recorded) when ``actor`` may not take ``decision`` at this Gate, or
+    passes no receipt of a file to read as it is; the receipts it passed."""
     phase = run.flow.phase(gate)
     failing = checks.gate_failures(run, reconcile.phase_version(run, gate))
 
@@ -553,7 +541,7 @@ def _authorize(
     )
     if why is None:
         try:
-            return acks_of.verify(run, actor, acks)
+            return acks_of.verify(run, actor, receipts)
         except acks_of.NotAcknowledged as exc:
             run.emit(DecisionRefused(phase=gate, decision=decision, actor=actor, reason=str(exc)))
             raise
@@ -636,18 +624,25 @@ def approve(
     *,
     expect_revision: int | None = None,
     gate: str | None = None,
+    attempt: int | None = None,
     actor: str | None = None,
-    acks: list[str] | None = None,
+    receipts: list[str] | None = None,
     clock: Clock = time.time,
 ) -> RunState:
-    """Approve the Gate the run waits at; bound to ``expect_revision`` or ``gate`` (else
-    Unbound). Hand edits are recorded first; an agent needs a delegatable Gate and managed
-    mode, and acknowledges each file to read by its sha256 (``acks``); no one approves while
-    a check fails. Does not advance."""
+    """Approve the Gate the run waits at; bound to ``expect_revision``, ``gate`` or
+    ``attempt`` (else Unbound), refused for another Gate or attempt (``binding``). Hand edits
+    are recorded first; an agent needs a delegatable Gate and managed mode, and passes a
+    receipt of each file to read as it is (``receipts``); no one approves while a
+    check fails, nor output a changed definition no longer makes. Does not advance."""
     who = decisions.actor_of(actor)
-    with _opened(flow_ref, run_id, expect_revision, clock, bound=("approve", gate)) as run:
-        at = _at_gate(run, gate, "approve")
-        acked = _authorize(run, who, "approve", at, acks)
+    bound = ("approve", gate, attempt)
+    with _opened(flow_ref, run_id, expect_revision, clock, bound=bound) as run:
+        at = binding.at_gate(
+            run, "approve", gate=gate, attempt=attempt, expect_revision=expect_revision
+        )
+        check_definition(run)
+        binding.refuse_changed(run, "approve", at)
+        acked = _authorize(run, who, "approve", at, receipts)
         return _change(run, "approve", phase=at, actor=who, acked=acked)
 
 
@@ -704,27 +699,32 @@ def reject(
     *,
     expect_revision: int | None = None,
     gate: str | None = None,
+    attempt: int | None = None,
     actor: str | None = None,
-    acks: list[str] | None = None,
+    receipts: list[str] | None = None,
     edits: str | None = None,
     clock: Clock = time.time,
 ) -> RunState:
     """Reject at the Gate: ``reopen`` (the gated phase or an earlier) runs again with the note.
     Bound like ``approve``; an agent needs a delegatable Gate, managed mode, passing checks
-    and acknowledgements. ``edits`` (keep or discard) is needed when the reopen would
+    and receipts. ``edits`` (keep or discard) is needed when the reopen would
     replace outputs edited at a Gate (else EditsAtRisk)."""
     who = decisions.actor_of(actor)
-    with _opened(flow_ref, run_id, expect_revision, clock, bound=("reject", gate)) as run:
+    bound = ("reject", gate, attempt)
+    with _opened(flow_ref, run_id, expect_revision, clock, bound=bound) as run:
         _known_phase(run.flow, reopen)
-        at = _at_gate(run, gate, "reject")
-        acked = _authorize(run, who, "reject", at, acks)
+        at = binding.at_gate(
+            run, "reject", gate=gate, attempt=attempt, expect_revision=expect_revision
+        )
+        acked = _authorize(run, who, "reject", at, receipts)
         command = _command(
-            run, "reject", "--gate", at, "--reopen", reopen, "--note", "'...'",
-            "--expect-revision", str(run.state.revision),
+            run, "reject", "--gate", at, "--attempt", str(run.state.phase(at).attempt),
+            "--reopen", reopen, "--note", "'...'", "--expect-revision", str(run.state.revision),
         )  # fmt: skip
         choice, edited = _choose_edits(run, reopen, edits, command)
+        back = put_back(run, reopen, "reject") if choice == "discard" else []
         _change(
-            run, "reject", phase=reopen, note=note, edits=choice or None,
+            run, "reject", phase=reopen, note=note, edits=choice or None, put_back=back,
             actor=who, acked=acked, kept=_kept(run, reopen), edited=edited,
         )  # fmt: skip
         _archive(run, reopen)
@@ -756,8 +756,9 @@ def rerun(
         if params:
             base = {**run.flow.params, **run.state.params}
             _change(run, "params", params=resolve_params(base, params))
+        back = put_back(run, from_phase, "rerun") if choice == "discard" else []
         _change(
-            run, "rerun", phase=from_phase, reuse=reuse, edits=choice or None,
+            run, "rerun", phase=from_phase, reuse=reuse, edits=choice or None, put_back=back,
             kept=_kept(run, from_phase), edited=edited,
         )  # fmt: skip
         _archive(run, from_phase)

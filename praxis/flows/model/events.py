@@ -156,6 +156,18 @@ class SandboxOpened(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
+class SandboxEnded(Event):
+    """The process that advanced the run died without closing its sandbox (SIGKILL, a
+    crash); the sandbox's watchdog ended what it ran. Recorded by the next command that
+    recovers the run."""
+
+    kind: ClassVar[str] = "sandbox_ended"
+    owner: int  # the pid of the process that died
+    ended: list[str]  # what the watchdog ended: "container NAME", "process group PID"
+    when: float = 0.0  # when the watchdog ended them
+
+
+@dataclass(frozen=True, kw_only=True)
 class ManagedMode(Event):
     """A person let an agent decide the run's delegatable Gates (or took that back)."""
 
@@ -293,7 +305,7 @@ class GateApproved(Event):
     phase: str
     revision: int
     actor: str = "person"
-    acked: list[dict[str, str]] = field(default_factory=list)  # {name, sha256} acknowledged
+    acked: list[dict[str, str]] = field(default_factory=list)  # {name, sha256, receipt} read
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -316,6 +328,19 @@ class DecisionRefused(Event):
     decision: str
     actor: str
     reason: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class FileRead(Event):
+    """A file of a run read through praxis (``praxis read``, MCP ``read_file``, the page):
+    the receipt a Gate decision passes to show it was read, as it was then (``sha256``)."""
+
+    kind: ClassVar[str] = "file_read"
+    receipt: str  # the receipt's id
+    path: str  # relative to the run's folder
+    sha256: str  # of the bytes read
+    reader: str  # person | agent
+    name: str = ""  # the output's name, when the file is one
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -399,7 +424,7 @@ class Notified(Event):
     """A notifier was told that the run waits at a Gate, failed or is done."""
 
     kind: ClassVar[str] = "notified"
-    target: str  # webhook (its host) or command
+    target: str  # the profile target and how it was told: "team (webhook HOST)", "me (command)"
     about: str  # gate | failed | done
 
 
@@ -417,6 +442,16 @@ class NotifyFailed(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
+class TraceStarted(Event):
+    """A command on the run, as it starts (a command killed before it ends has only this)."""
+
+    kind: ClassVar[str] = "trace_started"
+    argv: list[str]  # as given, from the program's name on
+    actor: str
+    pid: int  # the process that ran it: its ``Traced`` line, if it ended, names the same
+
+
+@dataclass(frozen=True, kw_only=True)
 class Traced(Event):
     """A command on the run, and the route evaluated after it."""
 
@@ -426,6 +461,7 @@ class Traced(Event):
     exit: int
     facts: dict[str, Any]
     route: dict[str, Any]
+    pid: int = 0  # the process that ran it (0: traced before commands had a start line)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -447,6 +483,7 @@ CATALOGUE: tuple[type[Event], ...] = (
     RunStateChanged,
     RunCancelled,
     SandboxOpened,
+    SandboxEnded,
     ManagedMode,
     # a phase
     PhaseStarted,
@@ -465,6 +502,7 @@ CATALOGUE: tuple[type[Event], ...] = (
     GateApproved,
     GateRejected,
     DecisionRefused,
+    FileRead,
     RerunRequested,
     EditsCarried,
     # an agent phase's turn
@@ -476,6 +514,7 @@ CATALOGUE: tuple[type[Event], ...] = (
     Notified,
     NotifyFailed,
     # trace.jsonl
+    TraceStarted,
     Traced,
     TraceFull,
     # a line of a kind nobody knows

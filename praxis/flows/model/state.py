@@ -529,24 +529,33 @@ def _rerun(
     note: str | None = None,
     reuse: bool = True,
     edits: str | None = None,
+    put_back: list[str] | None = None,
 ) -> None:
     """Go back to ``phase``: it becomes pending (with the note), later done phases stale
     (pending without ``reuse``: a pending phase is never reused). ``edits`` ("keep" or
-    "discard"): what becomes of the Gate edits of the phases that may run again."""
+    "discard"): what becomes of the Gate edits of the phases that may run again;
+    ``put_back``, the edited outputs of later phases the runner put back as their phase
+    wrote them (discarded): those hold their phase's hashes again, no longer edited; a
+    later phase with an edit discarded but not put back runs again (never reused)."""
     index = s.index(str(phase))
     for p in s.phases[index:]:
         if edits == "keep" and p.edited:
             p.carry = {n: [orig, p.hashes.get(n, "")] for n, orig in sorted(p.edited.items())}
         elif edits == "discard":
             p.carry = {}
+    discarded = set(put_back or ()) if edits == "discard" else set()
+    for p in s.phases[index + 1 :]:
+        for name in sorted(discarded & set(p.edited)):
+            p.hashes[name] = p.edited.pop(name)
     target = s.phases[index]
     _knock_on(target, "reset")
     target.note, target.error, target.waiting, target.pid = note, None, None, None
     for later in s.phases[index + 1 :]:
-        later.no_reuse = later.no_reuse or not reuse
+        kept = reuse and not (edits == "discard" and later.edited)
+        later.no_reuse = later.no_reuse or not kept
         if later.status == "done":
-            _knock_on(later, "stale" if reuse else "reset")
-        elif later.status == "stale" and not reuse:
+            _knock_on(later, "stale" if kept else "reset")
+        elif later.status == "stale" and not kept:
             _knock_on(later, "reset")
         elif later.status in ("failed", "running"):
             _knock_on(later, "reset")
@@ -554,9 +563,14 @@ def _rerun(
 
 
 def _reject(
-    s: RunState, phase: str | None, now: float, note: str = "", edits: str | None = None
+    s: RunState,
+    phase: str | None,
+    now: float,
+    note: str = "",
+    edits: str | None = None,
+    put_back: list[str] | None = None,
 ) -> None:
-    _rerun(s, phase, now, note=note, edits=edits)
+    _rerun(s, phase, now, note=note, edits=edits, put_back=put_back)
 
 
 def _cancel(s: RunState, phase: str | None, now: float) -> None:

@@ -17,6 +17,7 @@ from ...argv import flow_text, program_argv, shown
 from ..definition import digests as definition
 from ..definition.digest import sha256_of
 from ..engine import reconcile
+from ..engine.acks import current as current_receipts
 from ..engine.acks import to_read
 from ..model.flow import Flow
 from ..model.state import RunState, allows
@@ -59,6 +60,7 @@ def state_facts(state: RunState, flow: Flow, *, flow_arg: str, program: Sequence
         phases=tuple(p.id for p in state.phases),
         edited=edited,
         keyless=tuple(_keyless(flow, edited)),
+        attempt=state.phase(gate).attempt if gate is not None else 0,
     )
 
 
@@ -88,6 +90,10 @@ def facts(
     base = state_facts(state, run.flow, flow_arg=flow_text(run.flow), program=program_argv())
     done = {p.id for p in state.phases if p.status == "done"}
     read = [(shown(path), sha) for _, path, sha in to_read(run)] if base.gate else []
+    receipts: list[tuple[str, str]] = []
+    if read and base.delegatable and base.managed:  # the agent's receipts matter
+        mine = current_receipts(run, "agent")
+        receipts = [(shown(run.root / rel), rid) for rel, rid in sorted(mine.items())]
     blocking = reconcile.blocking(run)
     record = None
     if state.status == "failed" and base.cursor_phase is not None:
@@ -104,6 +110,7 @@ def facts(
         changed_outputs=tuple(dict.fromkeys((c.name, c.phase) for c, _ in blocking)),
         changed_phases=tuple(p for p in changed_phases if p in done),
         record=record,
+        receipts=tuple(receipts),
         params_changed=tuple(p for p in params_changed if p in done),
         missing_outputs=tuple(dict.fromkeys(c.name for c, _ in blocking if not c.now)),
     )

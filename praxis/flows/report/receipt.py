@@ -5,8 +5,9 @@ ledger per phase: status, attempts, reused, seconds, outputs with sha256, the Ga
 with their actor, and the reviewer edits with a one-line diff summary (the full diff is in
 ``edits/<phase>/<attempt>.json``). An edit of an earlier attempt than the phase's last is
 ``superseded`` (its file was replaced), with ``carried_to`` the attempt it was re-applied to
-(``--keep-edits``) or None (discarded); ``carried`` lists each re-application, with what did
-not apply.
+(``--keep-edits``) or None; ``discarded`` says a re-run or reopen chose ``--discard-edits``
+for it (its output put back as its phase wrote it, or its phase run again); ``carried`` lists
+each re-application, with what did not apply.
 """
 
 from __future__ import annotations
@@ -49,9 +50,18 @@ def receipt(state: Any, events: list[Event], changed: list[str]) -> dict[str, An
 
 def _add_events(ledger: dict[str, dict[str, Any]], events: list[Event]) -> None:
     """The Gate decisions and the edits, each under its phase."""
-    from ..model.events import ArtifactEdited, EditsCarried, GateApproved, GateRejected
+    from ..model.events import (
+        ArtifactEdited,
+        EditsCarried,
+        GateApproved,
+        GateRejected,
+        RerunRequested,
+    )
 
     for ev in events:
+        if isinstance(ev, RerunRequested) and ev.edits == "discard":
+            _discard(ledger, ev.edited)
+            continue
         if isinstance(ev, GateApproved | GateRejected) and ev.phase in ledger:
             item: dict[str, Any] = {
                 "decision": "approved" if isinstance(ev, GateApproved) else "rejected",
@@ -72,6 +82,7 @@ def _add_events(ledger: dict[str, dict[str, Any]], events: list[Event]) -> None:
                     "new": ev.sha256,
                     "revision": ev.revision,
                     "diff": ev.diff,
+                    "discarded": False,
                 }
             )
         elif isinstance(ev, EditsCarried) and ev.phase in ledger:
@@ -99,3 +110,11 @@ def _supersede(ledger: dict[str, dict[str, Any]], attempts: dict[str, int]) -> N
                     if c["name"] == edit["name"] and c["attempt"] > edit["attempt"]
                 ]
                 edit["carried_to"] = min(later) if later else None
+
+
+def _discard(ledger: dict[str, dict[str, Any]], names: list[str]) -> None:
+    """The edits recorded so far of outputs ``names`` were discarded (``--discard-edits``)."""
+    for item in ledger.values():
+        for edit in item["edits"]:
+            if edit["name"] in names:
+                edit["discarded"] = True

@@ -6,15 +6,22 @@ Reasons (a fixed list; ``REASONS`` below says each in words), in the order they 
 =====================  =========  ==========================================================
 reason                 who        step and commands
 =====================  =========  ==========================================================
+flow_invalid           person     fix: flow.yaml does not load; its problems (file, line,
+                                  message) are listed (``invalid``: no run is read)
+no_run                 anyone     run: the flow has no run yet (``none``)
 running                anyone     wait: another process advances the run (``log --follow``)
 flow_changed           person     fix: flow.yaml's phases are not those the run began with;
                                   cancel it and start a new run
 stopped                anyone     advance: the process that advanced the run is gone
 output_changed         person     accept: an input of the next phases was changed outside
                                   praxis: re-run its producer, or ``accept`` it
+gate_changed           anyone     rerun: a phase up to the Gate changed in flow.yaml or its
+                                  files since it ran: its outputs are not what the flow makes
+                                  now (approving them is refused)
 gate_checks_fail       person     fix: a check fails at the Gate; edit the files or reject
 gate_delegated         agent      decide: an agent may approve or reject (delegatable Gate,
-                                  managed run, checks pass)
+                                  managed run, checks pass); step ``read`` first, while a
+                                  file to read has no receipt of the agent as it is now
 gate_not_managed       person     decide: delegatable, but no person granted managed mode
 gate_needs_person      person     decide: the Gate is not delegatable
 cancelled              person     rerun: a person cancelled the run; resuming it is theirs
@@ -32,8 +39,12 @@ done                   anyone     none: every phase done
 ``who`` says who may take the step: ``anyone`` (an agent operating praxis too), ``agent`` (a
 Gate decision delegated to agents: a person may take it as well), ``person`` (only a person).
 Every command starts with the program praxis was invoked by (``Facts.program``); one whose
-``who`` is ``agent`` says ``--as agent`` and acknowledges each file of ``read`` by its sha256
-(``--ack``). A re-run is proposed only from a phase the run's state allows it from
+``who`` is ``agent`` says ``--as agent``. A Gate decision names the Gate, its attempt and the
+revision (``--gate P --attempt N --expect-revision R``), ``advance`` the revision. ``read``
+names the files to review, never their digests: an agent reads each through praxis (the
+route's ``read`` commands, ``praxis read``), which records a receipt, and its decision passes
+those receipts (``--receipt ID``; ``Facts.receipts`` are the agent's receipts of the files as
+they are now). A re-run is proposed only from a phase the run's state allows it from
 (``Facts.rerunnable``, computed by the state tables), so no command of a route is refused in
 the state it was chosen for. A re-run or reopen that would replace outputs carrying Gate
 edits says ``--keep-edits`` (a fix is never lost); where an edit cannot be kept (no row key)
@@ -46,10 +57,13 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 REASONS: dict[str, str] = {
+    "flow_invalid": "flow.yaml does not load: fix the problems listed, then check it again",
+    "no_run": "the flow has no run yet",
     "running": "another process is advancing the run",
     "stopped": "the process that advanced the run is gone; advance records where it stopped",
     "flow_changed": "flow.yaml's phases are not those the run began with: start a new run",
     "output_changed": "an output the next phases read was changed outside praxis",
+    "gate_changed": "a phase up to the Gate changed since it ran: re-run it before deciding",
     "gate_checks_fail": "a check fails on the outputs at the Gate",
     "gate_delegated": "the Gate is delegatable and the run is managed: an agent may decide it",
     "gate_not_managed": "the Gate is delegatable, but no person put the run in managed mode",
@@ -97,6 +111,8 @@ class Facts:
     phases: tuple[str, ...] = ()  # the run's phases, in order
     edited: tuple[tuple[str, str], ...] = ()  # (output, phase) carrying Gate edits now
     keyless: tuple[str, ...] = ()  # of those, the ones --keep-edits cannot re-apply
+    attempt: int = 0  # of the phase the Gate follows
+    receipts: tuple[tuple[str, str], ...] = ()  # (path of read, receipt id) of the agent's
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -114,17 +130,30 @@ def _tuples(value: Any) -> Any:
 
 @dataclass
 class Route:
-    step: str  # wait | advance | fix | decide | rerun | accept | none
+    step: str  # wait | advance | fix | read | decide | rerun | accept | run | none
     reason: str  # a key of REASONS
     who: str  # anyone | agent | person
     why: str
     gate: dict[str, Any] | None = None  # {phase, delegatable, managed}
-    read: list[dict[str, str]] = field(default_factory=list)  # {path, sha256}
+    read: list[dict[str, str]] = field(default_factory=list)  # {path}: never a digest
     commands: list[list[str]] = field(default_factory=list)  # argv lists, the first usual
     problems: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def without_run(flow: str, program: tuple[str, ...]) -> Route:
+    """The route of a flow with no run yet: run it."""
+    return Route("run", "no_run", "anyone", REASONS["no_run"], commands=[[*program, "run", flow]])
+
+
+def invalid(flow: str, problems: list[str], program: tuple[str, ...]) -> Route:
+    """The route of a flow whose flow.yaml does not load: a person fixes it, then checks."""
+    return Route(
+        "fix", "flow_invalid", "person", REASONS["flow_invalid"],
+        commands=[[*program, "check", flow]], problems=problems,
+    )  # fmt: skip
 
 
 def route(f: Facts) -> Route:
@@ -151,7 +180,7 @@ def route(f: Facts) -> Route:
         cancel = [cmd("cancel", *rev)] if f.status in ("paused", "failed", "running") else []
         return make("fix", "flow_changed", "person", *cancel, [*f.program, "run", f.flow])
     if f.left_running or f.status == "running":
-        return make("advance", "stopped", "anyone", cmd("advance"))
+        return make("advance", "stopped", "anyone", cmd("advance", *rev))
     if f.changed_outputs:
         name, producer = f.changed_outputs[0]
         accept = [] if name in f.missing_outputs else [cmd("accept", "--output", name, *rev)]
@@ -160,7 +189,7 @@ def route(f: Facts) -> Route:
             problems=[f"{n} (of {p}) changed outside praxis" for n, p in f.changed_outputs],
         )  # fmt: skip
     if f.gate is not None:
-        return _gate_route(f, cmd, rev, make)
+        return _gate_route(f, cmd, rev, make, rerun)
     if f.status == "cancelled":
         return make("rerun", "cancelled", "person", *rerun(f.cursor_phase))
     if f.changed_phases and f.status in ("paused", "failed", "done"):
@@ -186,22 +215,33 @@ def route(f: Facts) -> Route:
     notes = [f"{p} ran with other parameters than the run's now" for p in f.params_changed]
     if f.status == "paused" and notes:
         return make(
-            "advance", "params_changed", "anyone", cmd("advance"), *rerun(f.params_changed[0]),
+            "advance", "params_changed", "anyone", cmd("advance", *rev),
+            *rerun(f.params_changed[0]),
             problems=notes,
         )  # fmt: skip
     if f.status == "paused":
-        return make("advance", "ready", "anyone", cmd("advance"))
+        return make("advance", "ready", "anyone", cmd("advance", *rev))
     return make("none", "done", "anyone", problems=notes)
 
 
-def _gate_route(f: Facts, cmd: Any, rev: list[str], make: Any) -> Route:
-    """The route at a Gate: fix (a check fails), or decide (by an agent or by a person)."""
+def _gate_route(f: Facts, cmd: Any, rev: list[str], make: Any, again: Any) -> Route:
+    """The route at a Gate: re-run (a phase up to it changed), fix (a check fails), read
+    (an agent without receipts), or decide (by an agent or by a person)."""
     assert f.gate is not None
     gate = {"phase": f.gate, "delegatable": f.delegatable, "managed": f.managed}
-    read = [{"path": p, "sha256": s} for p, s in f.read]
-    approve = ["--gate", f.gate, *rev]
+    read = [{"path": p} for p, _ in f.read]
+    run = ["--run", f.run]
+    if f.changed_phases:
+        rerun = again(f.changed_phases[0])
+        return make(  # type: ignore[no-any-return]
+            "rerun", "gate_changed", "anyone" if rerun else "person", *rerun, cmd("status"),
+            gate=gate, read=read,
+            problems=[f"{p} changed since it ran" for p in f.changed_phases],
+        )  # fmt: skip
+    bound = ["--gate", f.gate, "--attempt", str(f.attempt)]
+    approve = [*bound, *rev]
     keep = edits_option(f, f.gate)
-    reject = ["--gate", f.gate, "--reopen", f.gate, "--note", "...", *(keep or []), *rev]
+    reject = [*bound, "--reopen", f.gate, "--note", "...", *(keep or []), *rev]
     rejects = [reject] if keep is not None else []  # else a person chooses what to keep
     problems = [] if keep is not None else [_keyless(f)]
     if f.checks_failing:
@@ -210,7 +250,15 @@ def _gate_route(f: Facts, cmd: Any, rev: list[str], make: Any) -> Route:
             cmd("status"), gate=gate, read=read, problems=[*f.checks_failing, *problems],
         )  # fmt: skip
     if f.delegatable and f.managed:
-        agent = ["--as", "agent", *(a for _, sha in f.read for a in ("--ack", sha))]
+        have = dict(f.receipts)
+        unread = [p for p, _ in f.read if p not in have]
+        if unread:
+            return make(  # type: ignore[no-any-return]
+                "read", "gate_delegated", "agent",
+                *([*f.program, "read", f.flow, p, *run, "--as", "agent"] for p in unread),
+                gate=gate, read=read, problems=problems,
+            )  # fmt: skip
+        agent = ["--as", "agent", *(a for p, _ in f.read for a in ("--receipt", have[p]))]
         return make(  # type: ignore[no-any-return]
             "decide", "gate_delegated", "agent",
             cmd("approve", *approve, *agent), *(cmd("reject", *r, *agent) for r in rejects),
@@ -248,6 +296,6 @@ def _failure(f: Facts) -> tuple[list[str], list[dict[str, str]]]:
         problems.append(f"{f.cursor_phase}: {f.failure}")
     if f.record is None:
         return problems, []
-    path, sha = f.record
+    path, _ = f.record
     problems.append(f"record: {path}")
-    return problems, [{"path": path, "sha256": sha}]
+    return problems, [{"path": path}]

@@ -3,6 +3,8 @@ whether the run's lock is held; it never takes it)."""
 
 from __future__ import annotations
 
+import dataclasses
+import shlex
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,11 +16,12 @@ from ..engine import reconcile
 from ..model.flow import Flow
 from ..model.state import APPROVAL_LOST, STOPPED, PhaseState, RunState
 from ..store.handle import RunHandle
+from ..store.killed import in_words, report_of
 from ..store.layout import writable_names
 from ..store.lock import is_held
 from .facts import changes, facts, gate_checks
 from .receipt import receipt as receipt_of
-from .route import route
+from .route import Facts, route
 
 
 @dataclass
@@ -43,6 +46,7 @@ class Status:
     changed_outputs: list[dict[str, str]] = field(default_factory=list)  # outside praxis
     route: dict[str, Any] = field(default_factory=dict)
     receipt: dict[str, Any] = field(default_factory=dict)
+    killed: dict[str, Any] | None = None  # what a killed runner's sandbox watchdog ended
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -72,7 +76,6 @@ def status_of(run: RunHandle) -> Status:
             if row["id"] == running.id:
                 row["note"] = lost
     st.review = [_rel(run.paths.out(n)) for n in writable_names(flow, state)]
-    st.next = next_commands(flow, state, run.id, held, running is not None)
     st.params = dict(state.params)
     st.changed, st.params_changed = changes(run)
     if not st.message:
@@ -81,8 +84,6 @@ def status_of(run: RunHandle) -> Status:
         st.message += (
             f"; changed since they ran: {', '.join(st.changed)} (re-run from {st.changed[0]})"
         )
-        keep = edits_words(flow, state, st.changed[0])
-        st.next.append(f"praxis rerun {flow_arg(flow)} --run {run.id} --from {st.changed[0]}{keep}")
     if st.params_changed and state.status != "running":
         st.message += f"; ran with other parameters: {', '.join(st.params_changed)}"
     st.managed = state.managed
@@ -90,8 +91,9 @@ def status_of(run: RunHandle) -> Status:
     st.checks = [f.to_dict() for f in failing]
     changed = reconcile.changed_outputs(run)
     st.changed_outputs = [c.to_dict() for c in changed]
-    r = route(facts(run, held, failing, st.changed, st.params_changed))
-    st.route = r.to_dict()
+    f = facts(run, held, failing, st.changed, st.params_changed)
+    st.route = route(f).to_dict()
+    st.next = human_lines(f, flow_arg(flow))
     st.receipt = receipt_of(state, _events(run), [c.name for c in changed])
     if failing:
         from ..engine.checks import summary
@@ -100,6 +102,9 @@ def status_of(run: RunHandle) -> Status:
     if changed:
         st.message += "; changed outside praxis: " + ", ".join(c.name for c in changed)
     st.message += _edited_note(flow, state)
+    st.killed = report_of(run.paths.watchdog)
+    if st.killed is not None:
+        st.message += "; " + in_words(st.killed)
     return st
 
 
@@ -177,29 +182,29 @@ def _message(state: RunState, held: int | None) -> str:
     return f"{state.status}: {state.error}" if state.error else state.status
 
 
-def next_commands(
-    flow: Flow, state: RunState, run_id: str, held: int | None, running: bool
-) -> list[str]:
-    f = flow_arg(flow)
-    run = f"--run {run_id}"
-    rev = f"--expect-revision {state.revision}"
-    if state.waiting == "gate":
-        gate = f"--gate {state.gate}"
-        keep = edits_words(flow, state, str(state.gate))
-        return [
-            f"praxis approve {f} {run} {gate} {rev}",
-            f"praxis reject {f} {run} {gate} --reopen {state.gate} --note '...'{keep} {rev}",
-        ]
-    if running and held is not None:
-        return [f"praxis log {f} {run} --follow"]
-    if running:
-        return [f"praxis advance {f} {run}"]
-    if state.status == "paused":
-        return [f"praxis advance {f} {run}"]
-    if state.status in ("failed", "cancelled"):
-        target = state.phases[min(state.cursor, len(state.phases) - 1)].id
-        return [f"praxis rerun {f} {run} --from {target}{edits_words(flow, state, target)}"]
-    return [f"praxis log {f} {run}"]
+def human_lines(f: Facts, flow: str) -> list[str]:
+    """The ``next:`` lines for a person: the route's own commands (the route a person takes
+    at a delegatable Gate: no receipts asked of them), as typed, the first the usual one. A
+    route with nothing to run (done, or a person's fix) offers the run's log."""
+    r = route(dataclasses.replace(f, managed=False, program=("praxis",)))
+    lines = []
+    for argv in r.commands:
+        if argv[1:2] == ["status"]:
+            continue  # the person is looking at it
+        words = [argv[0], argv[1], flow, *argv[3:]]  # the flow as a person names it
+        lines.append(" ".join(_typed(w, flow, words[i - 1]) for i, w in enumerate(words)))
+    if f.held and r.step == "wait":
+        lines = lines[:1]
+    return lines or [f"praxis log {flow} --run {f.run}"]
+
+
+def _typed(word: str, flow: str, before: str) -> str:
+    """``word`` as a person types it: the flow as named, a note in quotes (``'...'``)."""
+    if word == flow:
+        return word
+    if before == "--note":
+        return "'" + word.replace("'", "'\\''") + "'"
+    return shlex.quote(word)
 
 
 def edits_words(flow: Flow, state: RunState, phase: str) -> str:

@@ -1,5 +1,7 @@
 """trace.jsonl: with ``PRAXIS_TRACE=1`` (or ``--trace``), every command on a run and the
-route evaluated after it, one line each: argv, actor, exit code, the facts and the route.
+route evaluated after it: a ``trace_started`` line as the command starts (argv, actor, pid:
+a command killed before it ends is there), and a ``traced`` line as it ends (argv, actor,
+pid, exit code, the facts and the route). The command line, the page and MCP trace alike.
 
 ``praxis replay`` reads it back (``replay.py``). The file is an event log of its own
 (``EventLog``: append-only, a torn last line dropped), bounded: past ``MAX_BYTES`` one
@@ -11,7 +13,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..model.events import Event, EventLog, Traced, TraceFull
+from ..model.events import Event, EventLog, Traced, TraceFull, TraceStarted
 from ..store.handle import RunHandle
 from .facts import facts_and_route
 
@@ -24,16 +26,26 @@ def enabled(flag: bool = False) -> bool:
     return flag or os.environ.get("PRAXIS_TRACE", "").strip().lower() in ON
 
 
+def start(run: RunHandle, argv: list[str], actor: str) -> None:
+    """Append the command as it starts (before it changes anything)."""
+    _append(run, TraceStarted(argv=list(argv), actor=actor, pid=os.getpid()))
+
+
 def record(run: RunHandle, argv: list[str], actor: str, code: int) -> None:
     """Append the command and the route the run's facts give now (status's own reading)."""
+    facts, route = facts_and_route(run)
+    line = Traced(
+        argv=list(argv), actor=actor, exit=code, facts=facts, route=route, pid=os.getpid()
+    )
+    _append(run, line)
 
+
+def _append(run: RunHandle, line: Event) -> None:
     path = run.paths.trace
     size = _size(path)
     if size and _full(path, size):
         return
     log = EventLog(path)
-    facts, route = facts_and_route(run)
-    line = Traced(argv=list(argv), actor=actor, exit=code, facts=facts, route=route)
     if size + len(line.to_json()) + 1 > MAX_BYTES:
         log.append(TraceFull(bytes=size))
         return
