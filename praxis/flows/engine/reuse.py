@@ -43,6 +43,7 @@ from sandbox.files import replace_file
 from ..definition import digests as definition
 from ..definition import kinds
 from ..model.flow import Phase, SandboxSettings
+from ..model.transitions import Reuse
 from ..store import snapshot
 from ..store.handle import RunHandle
 from ..store.layout import list_run_ids, store_dir
@@ -275,7 +276,7 @@ def _adopt(
     save(run.paths.snapshot(phase.id, attempt), pre, **digests)
     save(run.paths.snapshot(phase.id, attempt, "post"), post)
     source = f"{entry['run']}/{entry['attempt']}"
-    run.change("reuse", phase=phase.id, source=source, hashes=outputs, digests=digests)
+    run.change(Reuse(phase=phase.id, source=source, hashes=outputs, digests=digests))
     remember(run, phase, store, pre, post, outputs)
     return True
 
