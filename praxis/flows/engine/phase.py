@@ -28,6 +28,7 @@ from ..model.state import STOPPED
 from ..model.transitions import Fail, Finish, Reuse, Start, Wait
 from ..store import live, snapshot
 from ..store.handle import RunHandle
+from ..store.intact import ObjectTampered
 from ..store.objects import RunStore
 from ..store.record import Record
 from . import checks, collect
@@ -52,8 +53,12 @@ def run_phase(
     """Run ``phase``; True when it is done (or reused), False when it failed (and is recorded
     so). ``workspace`` is what the sandbox's workspace holds (kept across phases)."""
     ws = workspace or snapshot.Workspace(sandbox, RunStore(run.paths))
-    if reuse and reused(run, phase, sandbox, ws):
-        return True
+    tampered: ObjectTampered | None = None  # what restoring the phase would have handed on
+    try:
+        if reuse and reused(run, phase, sandbox, ws):
+            return True
+    except ObjectTampered as exc:
+        tampered = exc
     previous = run.state.phase(phase.id).attempt
     record = Record()
     started = run.clock()
@@ -63,6 +68,8 @@ def run_phase(
     handout: Handout | None = None
     digests: dict[str, str] = {}  # the attempt's, once recorded: a failure names them
     try:
+        if tampered is not None:
+            raise tampered  # the phase fails naming the object; its code never runs on it
         sandbox.quiesce()  # nothing of an earlier phase runs from here on
         state = run.state.phase(phase.id)
         handout = Handout(sandbox, dict(run.state.params), state.note, timeout_of(run, phase))
