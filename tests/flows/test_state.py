@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import ast
 import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
@@ -415,3 +417,38 @@ def test_a_rerun_keeps_or_discards_the_edits_it_would_replace() -> None:
     finished = apply(started, Finish(phase="a", hashes={"a.csv": "b"}), now=8).state
     at_gate = apply(finished, Gate(phase="a"), now=9).state
     assert at_gate.phase("a").carry == {}  # re-applied on the way to the Gate
+
+
+# What reads or writes a file: a call of ``open``, of a path's reading or writing method, of
+# any function of ``os`` (``os.environ`` is no call), or an import of a module of files.
+FILE_IO = {"open", "read_bytes", "read_text", "write_bytes", "write_text", "touch", "unlink"}
+FILE_MODULES = {"shutil", "tempfile", "io", "mmap", "fcntl"}
+
+
+def _file_io(node: ast.AST) -> str | None:
+    """What ``node`` does with files, if anything."""
+    if isinstance(node, ast.Call):
+        f = node.func
+        name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+        of_os = isinstance(f, ast.Attribute) and getattr(f.value, "id", "") == "os"
+        return f"{name}()" if name in FILE_IO or of_os else None
+    if isinstance(node, ast.Import):
+        names = [a.name for a in node.names]
+    elif isinstance(node, ast.ImportFrom):
+        names = [str(node.module)]
+    else:
+        return None
+    return next((f"import {n}" for n in names if n in FILE_MODULES), None)
+
+
+def test_the_model_floor_reads_and_writes_no_file() -> None:
+    """run.json is store/state_file.py's, events.jsonl store/event_log.py's: the model (the
+    state, its machine, the catalogue of events) is data and rules only."""
+    model = Path(transitions.__file__).parent
+    found = [
+        f"{path.name}:{getattr(node, 'lineno', 0)} {what}"
+        for path in sorted(model.glob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text()))
+        if (what := _file_io(node)) is not None
+    ]
+    assert found == []

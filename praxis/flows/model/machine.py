@@ -1,16 +1,13 @@
-"""The run's state machine: every change of a run is a typed transition, allowed by one
-table keyed by the transition's class (as h11 keys its table by event class).
+"""The run's state machine: every change of a run is a typed transition (``transitions.py``:
+the classes and their one table, ``TRANSITIONS``, keyed by class as h11 keys its table).
 
 ``apply(state, Start(phase="load", pid=7), now=...)`` gives a ``Change``: the state after it
-and the events that record it. ``TRANSITIONS`` holds, for each transition, the run's status
-after it by the status the run is in, the status after it of the phase it names (for those
-that move one), and what else must hold (``moves.Guard``). A move the table or a guard does
-not allow raises ``IllegalTransition``, naming the transition and the state, before anything
-is changed. Then the transition fills in the rest on a copy, with ``revision`` incremented,
-and names the events of the change (``transitions.py``).
-
-A new transition is its class in ``transitions.py`` and its row here (a test holds that every
-class has one).
+and the events that record it. The table holds, for each transition, the run's status after
+it by the status the run is in, the status after it of the phase it names (for those that
+move one), and what else must hold (``moves.Guard``). A move the table or a guard does not
+allow, or a transition without a row, raises ``IllegalTransition``, naming the transition and
+the state, before anything is changed. Then the transition fills in the rest on a copy, with
+``revision`` incremented, and names the events of the change.
 """
 
 from __future__ import annotations
@@ -19,79 +16,14 @@ import copy
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .moves import (
-    AT_GATE,
-    BETWEEN_PHASES,
-    NOT_AFTER_GATE,
-    REACHED,
-    RECORDED,
-    IllegalTransition,
-    OfPhase,
-    Rule,
-    Transition,
-)
+from .moves import IllegalTransition, OfPhase, Transition
 from .state import PhaseStatus, RunState, RunStatus
-from .transitions import (
-    Accept,
-    Approve,
-    Cancel,
-    Edit,
-    End,
-    Fail,
-    Finish,
-    Gate,
-    Manage,
-    Params,
-    Pause,
-    Recover,
-    Reject,
-    Rerun,
-    Reuse,
-    Start,
-    Wait,
-    record,
-)
+from .transitions import TRANSITIONS, record
 
 if TYPE_CHECKING:
     from .events import Event
 
 __all__ = ["TRANSITIONS", "Change", "IllegalTransition", "allows", "apply"]
-
-# --- the table ------------------------------------------------------------------------------
-
-# The run's status after a transition that leaves it as it is, in any status.
-_STAYS: dict[RunStatus, RunStatus] = {
-    "paused": "paused",
-    "running": "running",
-    "done": "done",
-    "failed": "failed",
-    "cancelled": "cancelled",
-}
-_BETWEEN: dict[RunStatus, RunStatus] = {k: v for k, v in _STAYS.items() if k != "running"}
-_BEGINS: dict[PhaseStatus, PhaseStatus] = {"pending": "running", "stale": "running"}
-_STANDS: dict[PhaseStatus, PhaseStatus] = {"pending": "done", "stale": "done"}
-
-TRANSITIONS: dict[type[Transition], Rule] = {
-    # transition: Rule(run status -> after, phase status -> after, guards)
-    Start: Rule({"paused": "running", "running": "running"}, _BEGINS),
-    Reuse: Rule({"paused": "running", "running": "running"}, _STANDS),  # nothing it reads changed
-    Finish: Rule({"running": "running"}, {"running": "done"}),
-    Fail: Rule({"running": "failed"}, {"running": "failed"}),
-    Recover: Rule({"running": "failed"}, {"running": "failed"}),
-    Wait: Rule({"running": "running"}, {"running": "running"}),
-    Gate: Rule({"running": "paused"}, {"done": "done"}),  # after a done (or reused) phase
-    End: Rule({"paused": "done", "running": "done"}),  # paused: the last Gate was approved
-    Approve: Rule({"paused": "paused"}, guards=(AT_GATE,)),
-    Reject: Rule({"paused": "paused"}, guards=(AT_GATE, NOT_AFTER_GATE, REACHED)),
-    Rerun: Rule({s: "paused" for s in _BETWEEN}, guards=(REACHED,)),
-    Cancel: Rule({"paused": "cancelled", "running": "cancelled", "failed": "cancelled"}),
-    Edit: Rule({"paused": "paused"}, guards=(AT_GATE,)),
-    Accept: Rule(_STAYS, guards=(RECORDED,)),
-    Params: Rule(_BETWEEN),
-    Manage: Rule(_STAYS),
-    Pause: Rule({"running": "paused"}, guards=(BETWEEN_PHASES,)),
-}
-
 
 # --- apply ----------------------------------------------------------------------------------
 

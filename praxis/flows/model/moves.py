@@ -1,6 +1,7 @@
 """What a transition of a run is: its base classes, the row of the table that allows it
 (``Rule``: statuses and guards), the moves it makes to other phases (knock-ons), and the error
-that refuses it. The transitions are in ``transitions.py``, their table in ``machine.py``.
+that refuses it. The transitions and their table are in ``transitions.py``; ``machine.py``
+applies them.
 """
 
 from __future__ import annotations
@@ -100,9 +101,9 @@ BETWEEN_PHASES = Guard("run", "running a phase", _between_phases)
 
 @dataclass(frozen=True)
 class Rule:
-    """A row of ``TRANSITIONS``: the run's status after the transition by the status it is
-    in (a status not listed refuses it); the same of the phase it names, for a transition
-    that moves that phase; and its guards."""
+    """A row of ``transitions.TRANSITIONS``: the run's status after the transition by the
+    status it is in (a status not listed refuses it); the same of the phase it names, for a
+    transition that moves that phase; and its guards."""
 
     run: Mapping[RunStatus, RunStatus]
     phase: Mapping[PhaseStatus, PhaseStatus] | None = None

@@ -1,8 +1,12 @@
-"""The transitions of a run, each a frozen dataclass with keyword-only fields: what it does
-to the state (``_move``, on the copy ``machine.apply`` made, the statuses already set by the
-table) and the events that record it (``_record``: the catalogue, ``events.py``), from the
-state before and after and the facts the state does not hold (the seconds a phase took, the
-folders a re-run kept, who decided). ``machine.TRANSITIONS`` allows each.
+"""The transitions of a run and their one table, ``TRANSITIONS``, keyed by class (as h11
+keys its table by event class); ``machine.apply`` applies them.
+
+Each transition is a frozen dataclass with keyword-only fields: what it does to the state
+(``_move``, on the copy ``apply`` made, the statuses already set by its row of the table) and
+the events that record it (``_record``: the catalogue, ``events.py``), from the state before
+and after and the facts the state does not hold (the seconds a phase took, the folders a
+re-run kept, who decided). A new transition is a class here and its row in the table (a test
+holds that every class has one).
 """
 
 from __future__ import annotations
@@ -10,8 +14,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from .moves import OfPhase, Transition, knock_on, stale_after
-from .state import APPROVAL_LOST, STOPPED, RunState
+from .moves import (
+    AT_GATE,
+    BETWEEN_PHASES,
+    NOT_AFTER_GATE,
+    REACHED,
+    RECORDED,
+    OfPhase,
+    Rule,
+    Transition,
+    knock_on,
+    stale_after,
+)
+from .state import APPROVAL_LOST, RUN_STATUSES, STOPPED, PhaseStatus, RunState, RunStatus
 
 if TYPE_CHECKING:
     from . import events as ev
@@ -453,3 +468,33 @@ class Pause(Transition):
     phase that runs next."""
 
     name: ClassVar[str] = "pause"
+
+
+# --- the table ------------------------------------------------------------------------------
+
+# The run's status after a transition that leaves it as it is, in any status.
+_STAYS: dict[RunStatus, RunStatus] = {s: s for s in RUN_STATUSES}
+_BETWEEN: dict[RunStatus, RunStatus] = {k: v for k, v in _STAYS.items() if k != "running"}
+_BEGINS: dict[PhaseStatus, PhaseStatus] = {"pending": "running", "stale": "running"}
+_STANDS: dict[PhaseStatus, PhaseStatus] = {"pending": "done", "stale": "done"}
+
+TRANSITIONS: dict[type[Transition], Rule] = {
+    # transition: Rule(run status -> after, phase status -> after, guards)
+    Start: Rule({"paused": "running", "running": "running"}, _BEGINS),
+    Reuse: Rule({"paused": "running", "running": "running"}, _STANDS),  # nothing it reads changed
+    Finish: Rule({"running": "running"}, {"running": "done"}),
+    Fail: Rule({"running": "failed"}, {"running": "failed"}),
+    Recover: Rule({"running": "failed"}, {"running": "failed"}),
+    Wait: Rule({"running": "running"}, {"running": "running"}),
+    Gate: Rule({"running": "paused"}, {"done": "done"}),  # after a done (or reused) phase
+    End: Rule({"paused": "done", "running": "done"}),  # paused: the last Gate was approved
+    Approve: Rule({"paused": "paused"}, guards=(AT_GATE,)),
+    Reject: Rule({"paused": "paused"}, guards=(AT_GATE, NOT_AFTER_GATE, REACHED)),
+    Rerun: Rule({s: "paused" for s in _BETWEEN}, guards=(REACHED,)),
+    Cancel: Rule({"paused": "cancelled", "running": "cancelled", "failed": "cancelled"}),
+    Edit: Rule({"paused": "paused"}, guards=(AT_GATE,)),
+    Accept: Rule(_STAYS, guards=(RECORDED,)),
+    Params: Rule(_BETWEEN),
+    Manage: Rule(_STAYS),
+    Pause: Rule({"running": "paused"}, guards=(BETWEEN_PHASES,)),
+}
