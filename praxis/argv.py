@@ -4,7 +4,6 @@ the words the route, the status and the errors print for them to type or a progr
 from __future__ import annotations
 
 import os
-import shlex
 import shutil
 import sys
 from pathlib import Path
@@ -18,13 +17,9 @@ class Flow(Protocol):
     def root(self) -> Path: ...
 
 
-def flow_arg(flow: Flow) -> str:
-    """How a person would name the flow on the command line from the current folder."""
-    return shlex.quote(flow_text(flow))
-
-
 def flow_text(flow: Flow) -> str:
-    """The flow's folder relative to the current folder (or absolute), unquoted: an argv item."""
+    """The flow's folder relative to the current folder (or absolute), unquoted: an argv item
+    (``praxis.command_line`` quotes it where a person types it)."""
     try:
         rel = flow.root.resolve().relative_to(Path.cwd().resolve())
         return str(rel) if str(rel) != "." else "."

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from praxis.argv import flow_arg
+from praxis.argv import flow_text
+from praxis.command_line import typed
 from praxis.flows.engine import runner
 from praxis.flows.model.transitions import Start
 from praxis.flows.report.status import Status, status_of
@@ -67,7 +68,7 @@ def test_a_failed_run_says_why_and_offers_the_rerun(tmp_path: Path) -> None:
     assert st.status == "failed" and st.message.startswith("failed: load: ")
     assert "ValueError: bad input" in st.message
     assert st.next == [
-        f"praxis rerun {flow_arg(runner.load_flow(root))} --run {run.id} --from load "
+        f"praxis rerun {flow_text(runner.load_flow(root))} --run {run.id} --from load "
         f"--expect-revision {state.revision}"
     ]
 
@@ -109,9 +110,9 @@ def test_a_flow_path_with_a_space_is_quoted(
 ) -> None:
     root = three_phase_flow(tmp_path / "my flows")
     monkeypatch.chdir(tmp_path)
-    assert flow_arg(runner.load_flow(root)) == "'my flows/demo'"
+    assert typed("status", flow_text(runner.load_flow(root))) == "praxis status 'my flows/demo'"
     monkeypatch.chdir(root)
-    assert flow_arg(runner.load_flow(root)) == "."
+    assert typed("status", flow_text(runner.load_flow(root))) == "praxis status ."
 
 
 def test_the_receipt_shows_a_decision_however_its_kind_is_spelled_in_the_log(here: Path) -> None:

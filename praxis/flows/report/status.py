@@ -194,15 +194,3 @@ def human_lines(f: Facts) -> list[str]:
     if f.held and r.step == "wait":
         lines = lines[:1]
     return lines or [Command("log", f.flow, run=f.run).line()]
-
-
-def edits_words(flow: Flow, state: RunState, phase: str) -> str:
-    """What a re-run or reopen of ``phase`` must add for the Gate edits it would replace:
-    `` --keep-edits``, `` --discard-edits`` where none can be kept (said so beside it), or
-    nothing."""
-    from ..engine import carry
-
-    found = carry.at_risk(state, phase)
-    if not found:
-        return ""
-    return " --discard-edits" if carry.keyless(flow, found) else " --keep-edits"
