@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +18,10 @@ from praxis.flows.model.flow import Flow
 from praxis.flows.model.state import IllegalTransition
 from praxis.flows.store import handle as handle_module
 from praxis.flows.store.handle import NoRun, RunHandle, listing
-from praxis.flows.store.layout import list_run_ids
+from praxis.flows.store.layout import list_run_ids, lock_path
 from praxis.flows.store.state_file import load
 
+from ..waiting import waits_for_lock
 from .helpers import three_phase_flow
 
 NOON = 1_795_000_000.0
@@ -114,7 +114,7 @@ def test_a_new_run_appears_whole_and_waits_for_a_listing_to_end(flow: Flow) -> N
     with listing(flow) as ids:
         thread = threading.Thread(target=lambda: made.append(runner.begin(flow).id))
         thread.start()
-        time.sleep(0.3)  # the begin waits for the Flow's lock, held shared here
+        waits_for_lock(thread, lock_path(flow.root))  # held shared here: the begin waits
         assert list_run_ids(flow.root) == ids and made == []
     thread.join(30)
     assert list_run_ids(flow.root) == [*ids, *made] and len(made) == 1
