@@ -17,7 +17,7 @@ from praxis.flows.model.events import EventLog, PhaseStarted, RunBegun, RunState
 from praxis.flows.model.flow import Flow
 from praxis.flows.model.state import IllegalTransition
 from praxis.flows.store import handle as handle_module
-from praxis.flows.store.handle import NoRun, RunHandle, listing
+from praxis.flows.store.handle import NoRun, RunHandle, held, listing
 from praxis.flows.store.layout import list_run_ids, lock_path
 from praxis.flows.store.state_file import load
 
@@ -213,8 +213,10 @@ def test_a_crash_at_each_point_of_a_change_loses_no_event_and_repeats_none(
     assert max(by_revision(run)) <= revision
     assert [e.kind for e in EventLog(run.paths.events).read()]  # readable, a torn line dropped
 
-    state = runner.reconcile_run(flow, run.id)  # the next command: under the run's lock
-    assert state.revision == revision
+    with held(flow, run.id, "changing"):  # the next command: under the run's lock
+        next_command = RunHandle.open(flow, run.id)
+        next_command.catch_up()
+    assert next_command.state.revision == revision
     assert by_revision(run) == outboxes  # each change's events, once, in order
     again = RunHandle.open(flow, run.id)
     again.change("cancel")

@@ -496,15 +496,6 @@ def _opened(
         yield run
 
 
-def reconcile_run(
-    flow_ref: Flow | str | Path, run_id: str | None = None, *, clock: Clock = time.time
-) -> RunState:
-    """Record what changed by hand in the run's files since the last command (status does
-    this first when the run's lock is free)."""
-    with _opened(flow_ref, run_id, None, clock) as run:
-        return run.state
-
-
 def read(
     flow_ref: Flow | str | Path,
     path: str,
