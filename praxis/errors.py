@@ -34,6 +34,7 @@ PraxisError               1  something failed                                   
 │   ├── IllegalTransition    an event the current state does not allow          flows.model.state
 │   ├── NotAcknowledged      a decision without a receipt of each file to read  flows.engine.acks
 │   ├── EditsAtRisk          a re-run replacing outputs edited at a Gate      flows.engine.runner
+│   ├── OldLayout            a change of a run from before the flow's store     flows.store.upgrade
 │   ├── ApprovalRefused      an approval request unknown, answered or closed    agent.approvals
 │   ├── FileRefused          a path or a write the flow chat may not make       chat.workfiles
 │   ├── RequestRefused       a form the reviewer UI turns down                  web.refusals
