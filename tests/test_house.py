@@ -66,3 +66,14 @@ def test_a_flows_module_over_500_lines_is_found(tmp_path: Path) -> None:
     assert house().findings(root, "probe") == [
         "probe/flows/long.py: 501 lines, over 500: split it by job"
     ]
+
+
+def test_an_allowance_that_no_longer_matches_is_found() -> None:
+    tool = house()
+    tool.DEFERRED[("praxis.nowhere", "praxis.cli")] = "gone"
+    tool.PENDING_CYCLES.append(frozenset({"praxis.cli", "praxis.errors"}))
+    assert tool.findings(ROOT) == [
+        "tools/house.py: PENDING_CYCLES lists ['praxis.cli', 'praxis.errors']: gone, remove it",
+        "tools/house.py: DEFERRED lists ('praxis.nowhere', 'praxis.cli'): no such import,"
+        " remove it",
+    ]
