@@ -149,12 +149,3 @@ def holders(flow_root: Path) -> set[str]:
         if entry.is_dir(follow_symlinks=False):
             held.update(read_refs(Path(entry.path)))
     return held
-
-
-def disk_usage(flow_root: Path) -> int:
-    """Bytes the store's objects take (each counted once)."""
-    objects = store_dir(flow_root) / "objects"
-    try:
-        return sum(e.stat().st_size for e in os.scandir(objects) if e.is_file())
-    except FileNotFoundError:
-        return 0
