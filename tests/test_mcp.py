@@ -14,7 +14,7 @@ import pytest
 from mcp import ClientSession, StdioServerParameters  # a declared extra: missing fails, never skips
 from mcp.client.stdio import stdio_client
 
-from praxis.flows.model.events import EventLog
+from praxis.flows.store.event_log import EventLog
 from praxis.mcp_server import call_of, calls
 
 from .reliability._flows import docker_sandbox, write_flow
