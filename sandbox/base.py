@@ -69,6 +69,10 @@ class ExecResult:
 class Kernel(ABC):
     """A fresh interpreter whose working directory is the workspace."""
 
+    # True once ``shutdown`` (or a backend's own release) ran: the kernel runs nothing more.
+    # Read by ``Standby`` to forget kernels handed out and ended since.
+    closed: bool = False
+
     @abstractmethod
     def execute(
         self,

@@ -210,8 +210,7 @@ class DockerSandbox(ZygoteKernels, FolderSandbox):
             from .client import JupyterKernel  # jupyter_client: heavy, once kernels were made
 
             if isinstance(kernel, JupyterKernel):
-                kernel.client.stop_channels()  # the container goes next, with every process
-                kernel._closed = True
+                kernel.abandon()  # the container goes next, with every process
         self._zygote = None
         container, self.container = self.container, None
         stopping = None
