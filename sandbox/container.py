@@ -18,7 +18,7 @@ Transport is ZMQ ``ipc``: the host's jupyter_client connects to the kernel's soc
 host path. The container has no network at all and its own IPC namespace.
 
 Hardening (docs/reliability.md item 1) is in ``_host_config``; the workspace is a host folder
-bind-mounted at ``/workspace`` and moved with plain file operations (``Workspace``).
+bind-mounted at ``/workspace`` and moved with plain file operations (``WorkspaceFolder``).
 Kernels run with umask 022; the host (root) reads what they write by descriptor.
 """
 
@@ -56,7 +56,7 @@ from .options import DockerOptions
 from .standby import Standby
 from .values import disk_bytes
 from .watchdog import Watchdog
-from .workspace import FolderSandbox, Workspace, unmount
+from .workspace import FolderSandbox, WorkspaceFolder, unmount
 from .zygote_kernels import ZygoteKernels
 
 if TYPE_CHECKING:
@@ -116,7 +116,7 @@ class DockerSandbox(ZygoteKernels, FolderSandbox):
     def __init__(self, *, workspace: Path, name: str, options: DockerOptions | None = None) -> None:
         o = self.options = options or DockerOptions()
         # Inputs and recorded files go in as read-only links: the kernel's uid cannot write them.
-        self.workspace = Workspace(
+        self.workspace = WorkspaceFolder(
             Path(workspace), kernel_uid=KERNEL_UID, disk=disk_bytes(o.disk) if o.disk else None
         )
         self.name = name
