@@ -27,6 +27,7 @@ from types import MappingProxyType
 from typing import Any, ClassVar, TypeVar
 
 from sandbox import plugins
+from sandbox.files import open_nofollow
 
 from ...errors import RecordCorrupt
 
@@ -605,7 +606,7 @@ class EventLog:
         if not lines:
             return []
         try:
-            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            fd = open_nofollow(self.path)
         except FileNotFoundError:
             return list(lines)
         try:
