@@ -145,7 +145,8 @@ def main() -> None:
 
             cluster = start_cluster(work / "nodes")
             try:
-                ray_config = {"backend": "ray", "address": cluster.address, **small}
+                os.environ["PRAXIS_RAY_ADDRESS"] = cluster.address  # a flow names no address
+                ray_config = {"backend": "ray", **small}
                 rows += measure("ray", ray_config, args, work)
             finally:
                 cluster.shutdown()

@@ -22,6 +22,7 @@ PraxisError               1  something failed                                   
 │   ├── ProfileInvalid       the person's profile cannot be read          flows.definition.profile
 │   ├── ProfileUnset         a profile value reads an unset ${VAR}        flows.definition.profile
 │   ├── ProfileLacks         a flow names an entry the profile lacks flows.definition.host_resources
+│   ├── ClusterUnknown       a cluster the profile lost  flows.definition.sandbox_config
 │   └── TranscriptError      a chat transcript that cannot be read              chat.transcript
 ├── Busy                  3  another process holds the run's lock (or flow's)   flows.store.lock
 ├── Refused               4  not allowed now; nothing was changed               (here)
@@ -38,6 +39,7 @@ PraxisError               1  something failed                                   
 │   └── BadRow               a row or column the file does not have             web.csvedit
 ├── RecordCorrupt         4  a run's record cannot be read; never reset         (here)
 │   ├── StateCorrupt         run.json                                     flows.store.state_file
+│   ├── ObjectTampered       a store object that does not hash to its name    flows.store.intact
 │   └── EventLogCorrupt      events.jsonl, a line other than the last           flows.model.events
 └── PortBusy              6  `praxis serve`'s port is in use                    commands.serving
 

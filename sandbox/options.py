@@ -28,9 +28,9 @@ outside them (zero, negative, "unlimited", more than this machine has) is refuse
 
 ray takes docker's options (its class extends docker's), local's are docker's first six.
 On ray, memory and cpus are what a node of the cluster must have, not this machine: the
-cluster's own check (when the sandbox opens) bounds them. ``node_root`` and
+cluster's own check (when the sandbox opens) bounds them. ``address``, ``node_root`` and
 ``place_timeout`` (ray) are the operator's: a program opening the sandbox sets them,
-flow.yaml cannot.
+flow.yaml cannot (praxis takes the address from the person's profile).
 """
 
 from __future__ import annotations
@@ -331,7 +331,8 @@ class RayOptions(DockerOptions):
 
     memory: str | int = option("2g", memory_size(MIN_MEMORY, whole=False, cluster=True))
     cpus: float = option(1.0, cores(cluster=True))
-    address: str | None = option(None, text("ray://host:port, host:port or auto"))
+    # the cluster: the operator's (praxis takes it from the person's profile, never a flow)
+    address: str | None = option(None, text("ray://host:port, host:port or auto"), flow=False)
     resources: Mapping[str, float] = mapping_option(resource_map)
     # where the node keeps workspaces, and how long placement may take: the operator's
     node_root: str | None = option(None, text("a folder on the nodes"), flow=False)

@@ -1,60 +1,59 @@
 """The ray backend: the docker backend on a node of a Ray cluster (DESIGN.md §10).
 
-``RaySandbox`` runs on the controller (where the runner is). ``open`` connects to the
+``RaySandbox`` runs on the controller (where the runner is), but this process never joins
+the cluster: Ray deserializes what a cluster sends with pickle, and a hostile head could
+answer with code. ``open`` starts the Ray bridge (``sandbox/ray_bridge.py``) confined by
+bubblewrap (``sandbox/ray_confine.py``) and speaks to it (``sandbox/ray_channel.py``) in
+bounded frames of JSON and raw bytes (``sandbox/ray_wire.py``); every reply is checked as
+data of the shape its method returns (``sandbox/ray_replies.py``). The bridge joins the
 cluster, checks that some node could ever hold the sandbox, then asks Ray for one actor
-(``sandbox/ray_node.py``) with the flow's cpus and memory and the ``praxis-docker`` resource
-(plus any ``resources`` the flow names). The actor holds an ordinary ``DockerSandbox`` on its
-node: container, hardening and ipc transport do not change, the container has no network.
-Every method of the ABCs is forwarded to the actor. praxis does not schedule: Ray does.
+(``sandbox/ray_node.py``) with the flow's cpus and memory and the ``praxis-docker``
+resource (plus any ``resources`` the caller names). The actor holds an ordinary
+``DockerSandbox`` on its node: container, hardening and ipc transport do not change, the
+container has no network. praxis does not schedule: Ray does.
 
-Files: up to ``SMALL`` bytes go in one actor call (through Ray's object store); larger files
-move in ``CHUNK`` pieces by offset, a few calls in flight, staged in a node-local file. That
-needs nothing beyond the Ray connection the runner already has (no shared filesystem or
-bucket and its credentials on every node), and keeps the controller's memory bounded.
+Files move in ``CHUNK`` pieces by offset, a few calls in flight, staged in a node-local
+file: nothing beyond the Ray connection (no shared filesystem or bucket and its credentials
+on every node), and the controller's memory stays bounded.
 
 Errors: an unreachable cluster is ``RayUnavailable`` (a ``SandboxUnavailable``) naming the
 address; a node that cannot run the sandbox (no Docker, no image) says which node and the
 fix; a request no node could ever hold fails at once; a lost node fails the phase, naming
-the node.
-``ray`` is imported only in ``sandbox/ray*.py``, and only when a sandbox opens.
+the node; a bridge that breaks the format or ends is ``RayUnavailable`` naming the address.
+``ray`` is imported only in the bridge and on the nodes.
 """
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import logging
 import os
+import pickle
 import socket
 import time
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
 
+from . import ray_wire
 from .base import ExecResult, FileStat, Kernel, OutputCallback, Sandbox
 from .errors import ExecTimeout, KernelDied, SandboxError, SandboxUnavailable
 from .files import replace_file
 from .options import RayOptions
 from .paths import check_name
-from .ray_cluster import (
-    NAMESPACE,
-    RESOURCE,
-    RayUnavailable,
-    check_capacity,
-    connect,
-    resolve_address,
-    show,
-)
-from .ray_node import NodeSandbox, Reply, decode
+from .ray_channel import Bridge, Reply
+from .ray_cluster import RESOURCE, RayUnavailable, resolve_address
+from .ray_node import ERRORS
+from .ray_replies import Malformed, shaped, text, with_blob
 from .values import disk_bytes
 
 log = logging.getLogger("sandbox")
 
 SLOT = 0.01  # of RESOURCE per sandbox: the node's cpus and memory are the real limit
-CONCURRENCY = 4  # actor threads: interrupt and output polls while execute blocks
-SMALL = 64 << 20  # bytes moved in one actor call
-CHUNK = 8 << 20  # bytes per call above SMALL
+CHUNK = ray_wire.MAX_BLOB  # bytes per file call
+SMALL = CHUNK  # a file up to this size moves in one call
 IN_FLIGHT = 4  # chunk calls outstanding at once
 POLL = 0.2  # seconds between output polls while code runs
 CALL_TIMEOUT = 300.0  # seconds for one file or bookkeeping call
@@ -67,13 +66,6 @@ class NodeWorkspace:
 
     node: str
     root: Path
-
-
-@functools.cache
-def _actor_class() -> Any:
-    import ray
-
-    return ray.remote(NodeSandbox)
 
 
 def _node_key(workspace: Path) -> str:
@@ -99,7 +91,7 @@ class RaySandbox(Sandbox):
         self.place_timeout = float(o.place_timeout)
         self.grace = float(o.grace)
         self.key = _node_key(workspace)
-        self.actor: Any = None
+        self.bridge: Bridge | None = None
         self.node: str | None = None  # the node id the actor runs on (kept for re-opens)
         self.info: dict[str, Any] = {}
         self.workspace: NodeWorkspace | None = None
@@ -115,87 +107,41 @@ class RaySandbox(Sandbox):
         }
 
     def open(self) -> None:
-        if self.actor is not None:
+        if self.bridge is not None:
             return
-        connect(self.address)
-        import ray
-        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
-        demand = self.demand()
-        check_capacity(demand, self.address)
-        actor_name = f"sandbox-{self.key}"
-        self._remove_leftover(actor_name)
-        options: dict[str, Any] = {
-            "num_cpus": demand.pop("CPU"),
-            "memory": demand.pop("memory"),
-            "resources": demand,
-            "max_concurrency": CONCURRENCY,
-            "name": actor_name,
-            "namespace": NAMESPACE,
-            "max_restarts": 0,
+        bridge = Bridge(self.address)
+        request = {
+            "op": "open",
+            "address": self.address,
+            "name": self.name,
+            "key": self.key,
+            "node_root": self.node_root,
+            "demand": self.demand(),
+            "place_timeout": self.place_timeout,
+            "node": self.node,
         }
-        if self.node is not None:  # a re-open goes back to the node that holds the workspace
-            options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(self.node, soft=True)
-        actor = (
-            _actor_class()
-            .options(**options)
-            .remote(self.name, self.key, self.node_root, self.options.docker())
-        )
+        self.bridge = bridge  # answer() reads it
         try:
-            info = decode(ray.get(actor.open.remote(), timeout=self.place_timeout))
-        except ray.exceptions.GetTimeoutError:
-            ray.kill(actor)
-            raise RayUnavailable(
-                f"no node of the Ray cluster at {self.address} had room for this sandbox "
-                f"({show(self.demand())}) within {self.place_timeout:g} s: the cluster is "
-                "busy; try again later"
-            ) from None
-        except SandboxError as exc:
-            ray.kill(actor)
-            if type(exc) is SandboxUnavailable:  # the node's words: no Docker, no image
-                raise RayUnavailable(str(exc)) from None
+            blob = pickle.dumps(self.options.docker())  # to the bridge: it unpickles ours
+            info = self.answer(bridge.request(request, blob), self.place_timeout + CALL_TIMEOUT)
+            self.info = self.shape(info, "open")
+        except BaseException:
+            self.bridge = None
+            bridge.close()
             raise
-        except ray.exceptions.RayError as exc:
-            ray.kill(actor)
-            raise RayUnavailable(f"the sandbox actor did not start: {exc}") from exc
-        self.actor = actor
-        self.node = info["node"]
-        self.info = info
-        self.workspace = NodeWorkspace(self.node, Path(info["workspace"]))
-
-    def _remove_leftover(self, actor_name: str) -> None:
-        """Close and kill the actor a controller of this run left when it died."""
-        import ray
-
-        try:
-            old = ray.get_actor(actor_name, namespace=NAMESPACE)
-        except ValueError:
-            return
-        log.warning("removing the sandbox actor a runner that died left: %s", actor_name)
-        try:
-            ray.get(old.close.remote(), timeout=CALL_TIMEOUT)
-        except Exception:
-            log.debug("closing a leftover actor", exc_info=True)
-        ray.kill(old)
-        for _ in range(100):  # its name is free once Ray has seen it die
-            try:
-                ray.get_actor(actor_name, namespace=NAMESPACE)
-            except ValueError:
-                return
-            time.sleep(0.1)
+        self.node = self.info["node"]
+        self.workspace = NodeWorkspace(self.node or "", Path(self.info["workspace"]))
 
     def close(self) -> None:
-        actor, self.actor = self.actor, None
-        if actor is None:
+        bridge, self.bridge = self.bridge, None
+        if bridge is None:
             return
-        import ray
-
         try:
-            decode(ray.get(actor.close.remote(), timeout=CALL_TIMEOUT))
-        except Exception as exc:  # a lost node has nothing left to close
+            self.answer(bridge.request({"op": "close"}), CALL_TIMEOUT + MARGIN)
+        except SandboxError as exc:  # a lost node has nothing left to close
             log.warning("closing the sandbox on Ray node %s: %s", self.node, exc)
         finally:
-            ray.kill(actor)
+            bridge.close()
 
     def describe(self) -> dict[str, Any]:
         keep = ("image", "container", "memory", "cpus", "pids", "disk", "host")
@@ -209,48 +155,99 @@ class RaySandbox(Sandbox):
 
     # -- calls -----------------------------------------------------------------------------
 
-    def call(self, method: str, *args: Any, timeout: float = CALL_TIMEOUT) -> Any:
-        return self.result(getattr(self._actor(), method).remote(*args), timeout=timeout)
+    def call(
+        self, method: str, *args: Any, timeout: float = CALL_TIMEOUT, died: type = RayUnavailable
+    ) -> Any:
+        return self.result(self.send(method, *args, timeout=timeout), method, timeout, died=died)
+
+    def send(self, method: str, *args: Any, timeout: float | None = CALL_TIMEOUT) -> Reply:
+        """Ask the actor to run ``method``; a bytes argument travels as the frame's raw part."""
+        blob = b""
+        listed: list[Any] = []
+        for arg in args:
+            if isinstance(arg, bytes):
+                blob, arg = arg, {"$blob": 0}
+            listed.append(arg)
+        message = {"op": "call", "method": method, "args": listed, "timeout": timeout}
+        return self._bridge().request(message, blob)
 
     def result(
-        self, ref: Any, *, timeout: float | None = CALL_TIMEOUT, died: type = RayUnavailable
+        self,
+        future: Reply,
+        method: str,
+        timeout: float | None = CALL_TIMEOUT,
+        *,
+        died: type = RayUnavailable,
     ) -> Any:
-        import ray
+        """The value of the actor's reply to ``method``, checked to be of its shape."""
+        wait = None if timeout is None else timeout + MARGIN
+        reply = self.answer(future, wait, died=died)
+        if not isinstance(reply, list) or not reply:
+            raise self.malformed(method)
+        if reply[0] == "ok" and len(reply) == 2:
+            return self.shape(reply[1], method)
+        if reply[0] == "err" and len(reply) == 3 and isinstance(reply[2], list):
+            raise self.error(reply[1], reply[2])
+        raise self.malformed(method)
 
+    def answer(
+        self,
+        future: Reply,
+        timeout: float | None,
+        *,
+        died: type = RayUnavailable,
+    ) -> Any:
+        """The bridge's answer to one request: its value, or the error it names."""
         try:
-            reply: Reply = ray.get(ref, timeout=timeout)
-        except ray.exceptions.GetTimeoutError:
+            message, blob = future.result(timeout=timeout)
+        except FutureTimeout:
             raise RayUnavailable(
                 f"the sandbox on Ray node {self.node} did not answer within {timeout:g} s"
             ) from None
-        except (ray.exceptions.RayActorError, ray.exceptions.ObjectLostError) as exc:
-            raise died(self.lost(exc)) from exc
-        except ray.exceptions.RayError as exc:
-            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
-            raise RayUnavailable(f"Ray at {self.address}: {first}") from exc
-        try:
-            return decode(reply)
-        except SandboxUnavailable as exc:
-            if type(exc) is SandboxUnavailable:  # the node's words: no Docker, no image
-                raise RayUnavailable(str(exc)) from None
-            raise
+        if "ok" in message:
+            return with_blob(message["ok"], blob)
+        err = message.get("err")
+        if not (isinstance(err, list) and len(err) == 2 and isinstance(err[0], str)):
+            raise self.malformed("a request")
+        kind, said = err[0], text(err[1])
+        if kind == "lost":
+            raise died(said)
+        if kind == "sandbox":
+            raise SandboxError(said)
+        raise RayUnavailable(said)
 
-    def lost(self, exc: BaseException) -> str:
-        """Why the actor is gone: its node was lost, or the actor alone died."""
-        import ray
-
+    def error(self, kind: Any, args: list[Any]) -> SandboxError:
+        """The sandbox error the node raised, rebuilt from data."""
+        if not isinstance(kind, str) or kind not in ERRORS:
+            return self.malformed("an error")
+        plain = [text(a) if isinstance(a, str) else a for a in args]
+        if not all(a is None or isinstance(a, (str, int, float)) for a in plain):
+            return self.malformed("an error")
         try:
-            alive = {n["NodeID"] for n in ray.nodes() if n.get("Alive")}
+            exc = ERRORS[kind](*plain)
         except Exception:
-            alive = set()
-        if self.node not in alive or "node has died" in str(exc).lower():
-            return f"the Ray node {self.node} running this sandbox was lost"
-        return f"the sandbox actor on Ray node {self.node} died"
+            return self.malformed("an error")
+        if type(exc) is SandboxUnavailable:  # the node's words: no Docker, no image
+            return RayUnavailable(str(exc))
+        return exc
 
-    def _actor(self) -> Any:
-        if self.actor is None:
+    def malformed(self, what: str) -> RayUnavailable:
+        return RayUnavailable(
+            f"the Ray bridge for the cluster at {self.address} answered {what} with "
+            "data of the wrong shape"
+        )
+
+    def shape(self, value: Any, method: str) -> Any:
+        """``value`` as ``method`` returns it; RayUnavailable when it is not of that shape."""
+        try:
+            return shaped(value, method)
+        except (Malformed, TypeError, ValueError, KeyError):
+            raise self.malformed(method) from None
+
+    def _bridge(self) -> Bridge:
+        if self.bridge is None:
             raise RayUnavailable("the ray sandbox is not open")
-        return self.actor
+        return self.bridge
 
     # -- Sandbox ---------------------------------------------------------------------------
 
@@ -285,7 +282,7 @@ class RaySandbox(Sandbox):
         with open(src, "rb") as fh:
             size = os.fstat(fh.fileno()).st_size
             if size <= SMALL:
-                self.call("upload_bytes", name, fh.read(SMALL + 1))
+                self.call("upload_bytes", name, fh.read(SMALL))
                 return
             token = self.call("begin_upload")
             try:
@@ -296,18 +293,15 @@ class RaySandbox(Sandbox):
                 raise
 
     def _send(self, fh: Any, token: str) -> None:
-        import ray
-
-        pending: list[Any] = []
+        pending: list[Reply] = []
         offset = 0
         while chunk := fh.read(CHUNK):
-            pending.append(self._actor().write_at.remote(token, offset, chunk))
+            pending.append(self.send("write_at", token, offset, chunk))
             offset += len(chunk)
             if len(pending) >= IN_FLIGHT:
-                done, pending = ray.wait(pending, num_returns=1)
-                self.result(done[0])
-        for ref in pending:
-            self.result(ref)
+                self.result(pending.pop(0), "write_at")
+        for future in pending:
+            self.result(future, "write_at")
 
     def fetch(self, name: str, dest: Path) -> None:
         token, size, data = self.call("stage_fetch", name, SMALL)
@@ -325,13 +319,16 @@ class RaySandbox(Sandbox):
 
     def _receive(self, token: str, size: int, out: Any) -> None:
         offsets = list(range(0, size, CHUNK))
-        refs = [self._actor().read_at.remote(token, o, CHUNK) for o in offsets[:IN_FLIGHT]]
-        for i in range(len(offsets)):
-            out.write(self.result(refs[i]))
+        futures: list[Any] = [self.send("read_at", token, o, CHUNK) for o in offsets[:IN_FLIGHT]]
+        for i, offset in enumerate(offsets):
+            piece: bytes = self.result(futures[i], "read_at")
+            if len(piece) != min(CHUNK, size - offset):
+                raise RayUnavailable(f"the Ray node {self.node} sent a piece of the wrong size")
+            out.write(piece)
             nxt = i + IN_FLIGHT
             if nxt < len(offsets):
-                refs.append(self._actor().read_at.remote(token, offsets[nxt], CHUNK))
-            refs[i] = None
+                futures.append(self.send("read_at", token, offsets[nxt], CHUNK))
+            futures[i] = None
 
     def _drop(self, token: str) -> None:
         try:
@@ -357,38 +354,40 @@ class RayKernel(Kernel):
         store_history: bool = False,
         stop_on_error: bool = True,
     ) -> ExecResult:
-        import ray
-
         sb = self.sandbox
         if self._closed:
             raise KernelDied("the kernel was shut down")
         flags = {"store_history": store_history, "stop_on_error": stop_on_error}
-        ref = sb._actor().execute.remote(self.key, code, timeout, on_output is not None, flags)
+        future = sb.send("execute", self.key, code, timeout, on_output is not None, flags,
+                         timeout=None)  # fmt: skip
         deadline = time.monotonic() + timeout + sb.grace + MARGIN
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
                 self.shutdown()
                 raise ExecTimeout(timeout)
-            ready, _ = ray.wait([ref], timeout=min(POLL, left) if on_output else left)
+            try:
+                future.exception(timeout=min(POLL, left) if on_output else left)
+                ready = True
+            except FutureTimeout:
+                ready = False
             if on_output is not None:
                 self._relay(on_output)
             if ready:
                 break
-        result: ExecResult = sb.result(ref, timeout=None, died=KernelDied)
+        result: ExecResult = sb.result(future, "execute", None, died=KernelDied)
         if on_output is not None:
             self._relay(on_output)
         return result
 
     def _relay(self, on_output: OutputCallback) -> None:
-        sb = self.sandbox
-        ref = sb._actor().take_output.remote(self.key)
-        for name, text in sb.result(ref, died=KernelDied):
-            on_output(name, text)
+        for name, piece in self.sandbox.call("take_output", self.key, died=KernelDied):
+            on_output(name, piece)
 
     def interrupt(self) -> None:
-        if not self._closed and self.sandbox.actor is not None:
-            self.sandbox.actor.interrupt.remote(self.key)  # returns at once
+        bridge = self.sandbox.bridge
+        if not self._closed and bridge is not None:
+            bridge.cast({"op": "cast", "method": "interrupt", "args": [self.key]})
 
     def shutdown(self) -> None:
         if self._closed:

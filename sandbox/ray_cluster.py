@@ -1,5 +1,7 @@
 """Joining the Ray cluster, and checking that it could ever hold a sandbox (the ray backend).
 
+Only the Ray bridge (``sandbox/ray_bridge.py``) joins: the runner never imports ray.
+
 ``connect`` fails in seconds, naming the address, when nothing answers there; Ray would
 otherwise retry for minutes. ``check_capacity`` fails at once when no live node offers what
 a sandbox asks for; Ray would otherwise wait for such a node forever.
@@ -29,7 +31,8 @@ class RayUnavailable(SandboxUnavailable):
 
 
 def resolve_address(address: str | None) -> str:
-    """``PRAXIS_RAY_ADDRESS``, else the configured address, else ``auto``."""
+    """``PRAXIS_RAY_ADDRESS``, else the configured address (praxis: the profile's cluster the
+    flow names), else ``auto``."""
     return os.environ.get("PRAXIS_RAY_ADDRESS") or address or "auto"
 
 
@@ -40,14 +43,15 @@ def _reachable(address: str) -> None:
     parts = urlsplit(address if "://" in address else f"tcp://{address}")
     if not parts.hostname or not parts.port:
         raise RayUnavailable(
-            f"sandbox.address {address!r} is not ray://host:port, host:port or auto"
+            f"the Ray cluster address {address!r} is not ray://host:port, host:port or auto"
         )
     try:
         socket.create_connection((parts.hostname, parts.port), CONNECT_TIMEOUT).close()
     except OSError as exc:
         raise RayUnavailable(
             f"no Ray cluster answers at {address} ({exc.strerror or exc}); start it with "
-            "`ray start --head`, or set sandbox.address / PRAXIS_RAY_ADDRESS"
+            "`ray start --head`, or correct the cluster's address in your profile "
+            "(clusters: {NAME: {address: ...}}) or PRAXIS_RAY_ADDRESS"
         ) from None
 
 

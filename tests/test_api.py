@@ -149,8 +149,8 @@ def test_an_unknown_sandbox_option_is_refused_before_anything_runs(tmp_path: Pat
         praxis.advance(flow, sandbox={"memroy": "2g"})
     assert isinstance(info.value, UsageError) and info.value.exit_code == 2
     assert praxis.SandboxInvalid is SandboxInvalid  # a public error, beside the others
-    with pytest.raises(SandboxInvalid, match=r"does not take option 'address' \(ray takes it\)"):
-        praxis.advance(flow, sandbox={"address": "auto"})
+    with pytest.raises(SandboxInvalid, match=r"^sandbox\.address: a flow names no cluster address"):
+        praxis.advance(flow, sandbox={"address": "auto"})  # the profile's clusters: DESIGN §13
     with pytest.raises(SandboxInvalid, match=r"^sandbox\.memory: must be between 64m and "):
         praxis.advance(flow, sandbox={"memory": "1k"})
     with pytest.raises(SandboxInvalid, match="timeout cannot be overridden"):

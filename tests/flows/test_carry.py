@@ -4,6 +4,7 @@ without a choice; the receipt marks the superseded edits."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pytest
@@ -158,6 +159,23 @@ def test_keep_edits_re_applies_the_fix_to_the_new_output_and_records_it(tmp_path
         {"name": "clean.csv", "attempt": 2, "applied": 1, "skipped": []}
     ]
     assert RunHandle.open(run.flow, run.id).state.phase("clean").edited  # edited again
+
+
+def test_an_edit_whose_object_was_changed_behind_praxis_is_not_carried(tmp_path) -> None:
+    flow, run = weather(tmp_path)
+    fixed = hashlib.sha256(run.paths.out("clean.csv").read_bytes()).hexdigest()
+    obj = run.paths.object(fixed)
+    obj.chmod(0o644)
+    obj.write_bytes(b"day,city,temp\n3,Evil,1\n1,Oslo,5\n2,Bergen,7\n")  # same rows, planted
+    runner.rerun(flow, "clean", run.id, params={"scale": "2"}, edits="keep")
+    state = runner.advance(flow, run.id, make_sandbox=Fakes())
+    assert state.waiting == "gate"
+    assert b"Evil" not in run.paths.out("clean.csv").read_bytes()
+    events = RunHandle.open(run.flow, run.id).log.read()
+    (carried,) = [e for e in events if e.kind == "edits_carried"]
+    assert carried.applied == []  # type: ignore[attr-defined]
+    (skipped,) = carried.skipped  # type: ignore[attr-defined]
+    assert fixed in skipped and "not re-applied" in skipped
 
 
 def test_discard_edits_replaces_the_fix_and_the_receipt_says_so(tmp_path) -> None:

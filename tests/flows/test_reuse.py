@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from praxis.flows.definition.contract import load
 from praxis.flows.engine import runner
 from praxis.flows.engine.reuse import index_dir, sandbox_part
@@ -135,16 +137,21 @@ GOLDEN = {
     "sandbox: {backend: local, memory: 1g, timeout: 60}": (
         '{"backend": "local", "memory": "1g"}'  # a key local ignores still counts
     ),
-    "sandbox: {backend: ray, address: 'ray://head:10001', resources: {bigmem: 1}, "
+    "sandbox: {backend: ray, cluster: prod, resources: {bigmem: 1}, "
     "memory: 64g, cpus: 16, image: 'praxis-sandbox:abc'}": (
-        '{"address": "ray://head:10001", "backend": "ray", "cpus": 16, "image": '
+        '{"backend": "ray", "cluster": "prod", "cpus": 16, "image": '
         '"praxis-sandbox:abc", "memory": "64g", "resources": {"bigmem": 1}}'
     ),
     "sandbox: {backend: fake}": '{"backend": "fake"}',
 }
 
 
-def test_the_sandbox_part_of_the_key_is_what_it_was(tmp_path: Path) -> None:
+def test_the_sandbox_part_of_the_key_is_what_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    profile = tmp_path / "profile.yaml"  # the cluster a flow names is the person's
+    profile.write_text("clusters:\n  prod: {address: 'ray://head:10001'}\n")
+    monkeypatch.setenv("PRAXIS_PROFILE", str(profile))
     for i, (section, golden) in enumerate(GOLDEN.items()):
         root = write_flow(
             tmp_path / f"f{i}",

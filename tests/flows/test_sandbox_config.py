@@ -3,14 +3,17 @@ switched off nor exceed this machine."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from praxis.flows.definition import contract, sandbox_config
+from praxis.flows.definition import contract, host_resources, sandbox_config
 from praxis.flows.definition.sandbox_config import SandboxInvalid
 from praxis.flows.model.flow import SandboxSettings
-from sandbox import DockerOptions, LocalOptions, UnknownBackend
+from sandbox import DockerOptions, LocalOptions, RayOptions, UnknownBackend
 
 from .test_contract import SCRIPT_PHASE, lines, make, only
 
@@ -119,7 +122,9 @@ def test_a_callers_override_is_checked_as_strictly_as_open_sandbox(tmp_path: Pat
         "sandbox: unknown option 'memroy' for the docker backend; did you mean 'memory'?"
     ]
     with pytest.raises(SandboxInvalid, match=r"^sandbox: the docker backend does not take option "):
-        sandbox_config.overlay(settings, {"address": "auto"}, root)
+        sandbox_config.overlay(settings, {"resources": {"gpu": 1}}, root)
+    with pytest.raises(SandboxInvalid, match=r"^sandbox\.address: a flow names no cluster address"):
+        sandbox_config.overlay(settings, {"address": "auto"}, root)  # nor does a caller
     with pytest.raises(SandboxInvalid, match=r"^sandbox.cpus: expected a number of cores, got "):
         sandbox_config.overlay(settings, {"cpus": "two"}, root)
     laid = sandbox_config.overlay(settings, {"memory": "2g", "pids": 64}, root)
@@ -152,3 +157,91 @@ def test_the_options_a_run_opens_with_label_its_containers_with_the_flow(
     )
     assert sandbox_config.opening(settings, "local", root) == LocalOptions()
     assert settings.options.labels == {"team": "data"}  # the flow's own stay as written
+
+
+# -- a cluster is the person's (DESIGN.md §13, RELIABILITY.md 50) -----------------------------
+
+FIX = (
+    'a flow names no cluster address: add `clusters: {prod: {address: "ray://…"}}` to your '
+    "profile and write `sandbox: {backend: ray, cluster: prod}`"
+)
+
+
+def with_profile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str) -> Path:
+    path = tmp_path / "profile.yaml"
+    path.write_text(text)
+    monkeypatch.setenv("PRAXIS_PROFILE", str(path))
+    return path
+
+
+@pytest.mark.parametrize("backend", ["ray", "docker", "auto"])
+def test_a_flow_cannot_name_a_cluster_address(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, backend: str
+) -> None:
+    with_profile(tmp_path, monkeypatch, "clusters:\n  prod: {address: 'ray://head:10001'}\n")
+    text = SCRIPT_PHASE + f"sandbox: {{backend: {backend}, address: 'ray://10.6.6.6:10001'}}\n"
+    assert only(make(tmp_path, text)) == f"flow.yaml: sandbox.address: {FIX}"
+
+
+def test_a_flow_names_a_cluster_of_the_profile_and_runs_at_its_address(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with_profile(tmp_path, monkeypatch, "clusters:\n  prod: {address: 'ray://${RAY_HEAD}:10001'}\n")
+    monkeypatch.setenv("RAY_HEAD", "head.internal")
+    settings = settings_of(tmp_path, "{backend: ray, cluster: prod, memory: 4g}")
+    assert settings.cluster == "prod" and settings.options == RayOptions(memory="4g")
+    opened = sandbox_config.opening(settings, "ray", tmp_path / "flow")
+    assert opened == RayOptions(memory="4g", address="ray://head.internal:10001")
+    # no cluster named: the sandbox takes PRAXIS_RAY_ADDRESS, else Ray's auto
+    plain = sandbox_config.opening(SandboxSettings(), "ray", tmp_path / "flow")
+    assert plain == RayOptions()
+
+
+def test_a_cluster_the_profile_lacks_is_refused_at_check_and_at_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = with_profile(tmp_path, monkeypatch, "clusters:\n  dev: {address: 'head:6379'}\n")
+    folder = make(tmp_path, SCRIPT_PHASE + "sandbox: {backend: ray, cluster: prod}\n")
+    flow, report = contract.load(folder)  # reading a flow reads no profile (status needs none)
+    assert flow is not None, report.lines()
+    assert host_resources.missing(flow) == [
+        (
+            "sandbox.cluster",
+            f"'prod' is not in your profile {path} (it has: dev): add "
+            '`clusters: {prod: {address: "ray://HEAD:10001"}}` there',
+        )
+    ]
+    with pytest.raises(host_resources.ProfileLacks):  # praxis begin and run
+        host_resources.require(flow)
+    path.write_text("clusters:\n  prod: {address: 'head:6379'}\n")
+    assert host_resources.missing(flow) == []
+    path.write_text("clusters:\n  dev: {address: 'head:6379'}\n")  # gone before the run
+    with pytest.raises(sandbox_config.ClusterUnknown, match=r"^sandbox.cluster: 'prod' is not in"):
+        sandbox_config.opening(flow.sandbox, "ray", folder)
+    (tmp_path / "flow" / "flow.yaml").write_text(
+        SCRIPT_PHASE + "sandbox: {backend: ray, cluster: 'ray://head:10001'}\n"
+    )
+    assert only(folder).startswith(
+        "flow.yaml: sandbox.cluster: expected the name of a cluster of your profile, got "
+        f"'ray://head:10001': {FIX}"
+    )
+
+
+def test_praxis_check_and_run_refuse_an_address_and_an_unknown_cluster(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    profile = with_profile(tmp_path, monkeypatch, "clusters:\n  dev: {address: 'head:6379'}\n")
+    env = {**os.environ, "PRAXIS_PROFILE": str(profile)}
+    folder = make(tmp_path, SCRIPT_PHASE + "sandbox: {backend: ray, address: 'ray://x:1'}\n")
+    for verb in ("check", "run"):
+        done = subprocess.run([sys.executable, "-m", "praxis", verb, str(folder)], env=env,
+                              capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert done.returncode == 2, (verb, done.stdout, done.stderr)
+        assert f"sandbox.address: {FIX}" in done.stdout + done.stderr, verb
+    (folder / "flow.yaml").write_text(SCRIPT_PHASE + "sandbox: {backend: ray, cluster: prod}\n")
+    for verb in ("check", "run"):
+        done = subprocess.run([sys.executable, "-m", "praxis", verb, str(folder)], env=env,
+                              capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert done.returncode == 2, (verb, done.stdout, done.stderr)
+        assert "sandbox.cluster: 'prod' is not in your profile" in done.stdout + done.stderr
+    assert not (folder / "runs").exists() or not any((folder / "runs").iterdir())

@@ -141,11 +141,13 @@ def test_item32_load_through_serve_on_a_two_node_ray_cluster(
 ) -> None:
     sandbox = {
         "backend": "ray",
-        "address": cluster.address,
+        "cluster": "here",  # the person's profile names the cluster's address
         "image": docker_image,
         "labels": labels(),
         "memory": "512m",
         "cpus": 0.5,
         "timeout": 120,
     }
-    held_up(tmp_path, tmp_path / "load", sandbox, {})
+    profile = tmp_path / "profile.yaml"
+    profile.write_text(f"clusters:\n  here: {{address: '{cluster.address}'}}\n")
+    held_up(tmp_path, tmp_path / "load", sandbox, {"PRAXIS_PROFILE": str(profile)})

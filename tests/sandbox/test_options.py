@@ -29,8 +29,9 @@ def test_each_class_names_its_options_and_those_flow_yaml_may_set() -> None:
         *DockerOptions.names(),
         *("address", "resources", "node_root", "place_timeout"),
     )
-    assert RayOptions.names(flow=True) == (*DockerOptions.names(), "address", "resources")
+    assert RayOptions.names(flow=True) == (*DockerOptions.names(), "resources")
     assert RayOptions.takes("node_root") and not RayOptions.takes("node_root", flow=True)
+    assert RayOptions.takes("address") and not RayOptions.takes("address", flow=True)
 
 
 def test_options_are_typed_and_frozen() -> None:

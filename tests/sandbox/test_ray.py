@@ -201,8 +201,9 @@ def test_a_resource_no_node_has_fails_at_once(make: Callable[..., Sandbox]) -> N
 
 
 def test_an_unreachable_cluster_names_the_address(tmp_path: Path) -> None:
-    root = _sales_report(tmp_path, "sandbox: {backend: ray, address: 'ray://127.0.0.1:9'}")
+    root = _sales_report(tmp_path, "sandbox: {backend: ray, cluster: gone}")
     env = {k: v for k, v in os.environ.items() if k != "PRAXIS_RAY_ADDRESS"}
+    env["PRAXIS_PROFILE"] = str(_profile(tmp_path, gone="ray://127.0.0.1:9"))
     done = subprocess.run(
         [sys.executable, "-m", "praxis", "run", str(root)],
         capture_output=True,
@@ -213,6 +214,14 @@ def test_an_unreachable_cluster_names_the_address(tmp_path: Path) -> None:
     assert done.returncode == 5, done.stderr
     assert "RayUnavailable: no Ray cluster answers at ray://127.0.0.1:9" in done.stderr
     assert "next: fix what it names (README: Ray cluster), then: praxis advance" in done.stderr
+
+
+def _profile(tmp_path: Path, **clusters: str) -> Path:
+    """The person's profile, naming ``clusters`` (name: address)."""
+    path = tmp_path / "profile.yaml"
+    lines = [f"  {name}: {{address: '{address}'}}" for name, address in clusters.items()]
+    path.write_text("clusters:\n" + "\n".join(lines) + "\n")
+    return path
 
 
 def _sales_report(tmp_path: Path, sandbox: str) -> Path:
@@ -255,9 +264,15 @@ def test_a_runner_speaks_to_the_cluster_through_ray_client(
         "sb.open()\nk = sb.kernel()\n"
         "r = k.execute('print(6 * 7)', timeout=60, on_output=lambda s, t: print('streamed', t))\n"
         "k.shutdown()\nsb.close()\nprint('result', r.stdout, end='')\n"
+        "import sys\nprint('ray imported:', 'ray' in sys.modules)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert done.stdout.splitlines() == ["streamed 42", "", "result 42"], done.stderr[-2000:]
+    assert done.stdout.splitlines() == [
+        "streamed 42",
+        "",
+        "result 42",
+        "ray imported: False",  # the runner never joins the cluster: its bridge does
+    ], done.stderr[-2000:]
 
 
 def test_a_runner_that_dies_leaves_no_container(
@@ -283,9 +298,13 @@ def test_sales_report_flow_runs_on_the_cluster_with_its_gate(
     from praxis.flows.engine import runner
     from praxis.flows.store import state_file
 
-    pinned = f"sandbox: {{backend: ray, image: '{docker_image}', memory: 1g, timeout: 120}}"
+    pinned = (
+        f"sandbox: {{backend: ray, cluster: here, image: '{docker_image}', memory: 1g, "
+        "timeout: 120}"
+    )
     root = _sales_report(tmp_path, pinned)
-    monkeypatch.setenv("PRAXIS_RAY_ADDRESS", nodes.address)
+    monkeypatch.delenv("PRAXIS_RAY_ADDRESS", raising=False)
+    monkeypatch.setenv("PRAXIS_PROFILE", str(_profile(tmp_path, here=nodes.address)))
 
     state = runner.run(root)
     assert (state.waiting, state.gate, state.backend) == ("gate", "flag", "ray"), state.error
@@ -298,6 +317,101 @@ def test_sales_report_flow_runs_on_the_cluster_with_its_gate(
         "![Revenue by week](revenue_by_week.png)" in (run_dir / "output" / "report.md").read_text()
     )
     assert state_file.load(run_dir / "run.json").status == "done"
+
+
+TRAP = """
+import os, sys, ray
+
+class Payload:  # unpickled, it runs its code: what a hostile head may send any driver
+    def __init__(self, code, relayed):
+        self.code = code
+        self.relayed = relayed
+
+    def __reduce__(self):
+        if not self.relayed:
+            return (exec, (self.code,))
+        # through a Ray client server, which unpickles a value and pickles it again for its
+        # client: unpickled there, this makes the object whose pickle runs the code
+        again = "type('P', (), {'__reduce__': lambda self: (exec, (%r,))})()" % self.code
+        return (eval, (again,))
+
+@ray.remote(num_cpus=0)
+class Trap:
+    def __init__(self, code, relayed):
+        self.code = code
+        self.relayed = relayed
+
+    def close(self):
+        return Payload(self.code, self.relayed)
+
+ray.init(address=sys.argv[1], namespace="praxis")
+if sys.argv[2] == "set":
+    relayed = sys.argv[1].startswith("ray://")
+    trap = Trap.options(name=sys.argv[3], lifetime="detached").remote(sys.argv[4], relayed)
+    ray.get(trap.__ray_ready__.remote())
+    os.environ["PRAXIS_TEST_MARK"] = sys.argv[5]
+    ray.get(trap.close.remote())  # the control: an ordinary driver (or client) runs it
+else:
+    try:
+        ray.kill(ray.get_actor(sys.argv[3], namespace="praxis"))
+    except ValueError:
+        pass
+"""
+
+PAYLOAD = """
+import os
+mark = os.environ.get("PRAXIS_TEST_MARK", {marker!r})
+os.makedirs(os.path.dirname(mark), exist_ok=True)
+with open(mark, "w") as fh:
+    fh.write("ran as uid %d" % os.getuid())
+if {garbage!r}:
+    os.write(1, b"\\xff" * 8)  # and answer the runner with what no frame may be
+"""
+
+
+@pytest.mark.parametrize("garbage", [False, True], ids=["contained", "garbage-reply"])
+@pytest.mark.parametrize("client", [False, True], ids=["driver", "ray-client"])
+def test_a_pickle_from_a_hostile_cluster_runs_nothing_on_the_host(
+    nodes: TwoNodes, docker_image: str, tmp_path: Path, garbage: bool, client: bool
+) -> None:
+    """RELIABILITY.md 50: an actor of the cluster answers the runner with a pickle whose
+    ``__reduce__`` runs code. An ordinary driver runs it (the control marker appears); the
+    runner's bridge unpickles it confined: the marker never reaches this machine's files, and
+    a bridge it took over fails the open naming the address instead of hanging."""
+    from sandbox import ray as ray_backend
+
+    workspace = tmp_path / "run" / "workspace"
+    name = f"sandbox-{ray_backend._node_key(workspace)}"  # the leftover the runner closes
+    marker, control = tmp_path / "host" / "pwned", tmp_path / "control"
+    payload = PAYLOAD.format(marker=str(marker), garbage=garbage)
+    address = nodes.client if client else nodes.address  # ray:// or a driver's
+    trap = [sys.executable, "-c", TRAP, address]
+    set_up = subprocess.run(
+        [*trap, "set", name, payload, str(control)], capture_output=True, timeout=120
+    )
+    assert control.read_text() == "ran as uid 0", set_up.stderr[-2000:]
+    try:
+        sb = open_sandbox(
+            {"backend": "ray", "address": address, "image": docker_image,
+             "labels": dict(TEST_LABELS), "memory": "1g", "cpus": 0.5},
+            workspace=workspace,
+            name="ray-hostile",
+        )  # fmt: skip
+        if garbage:
+            with pytest.raises(SandboxUnavailable) as err:
+                sb.open()
+            assert str(err.value).startswith(
+                f"the Ray bridge for the cluster at {address} broke the reply format"
+            )
+        else:
+            sb.open()
+            try:
+                assert contract.run(sb, "print('still mine')") == "still mine\n"
+            finally:
+                sb.close()
+    finally:
+        subprocess.run([*trap, "kill", name], capture_output=True, timeout=120, check=False)
+    assert not marker.exists() and not marker.parent.exists()
 
 
 def test_losing_the_node_mid_execute_names_it_and_a_new_sandbox_works(
@@ -341,17 +455,18 @@ def _containers(run: str) -> list[str]:
     return found.stdout.split()
 
 
-def test_flow_yaml_takes_the_ray_keys(tmp_path: Path) -> None:
+def test_flow_yaml_takes_the_ray_keys(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from ..flows.test_contract import SCRIPT_PHASE, lines, make
 
+    monkeypatch.setenv("PRAXIS_PROFILE", str(_profile(tmp_path, prod="ray://head:10001")))
     text = SCRIPT_PHASE + (
-        "sandbox: {backend: ray, address: 'ray://head:10001', resources: {bigmem: 1},"
-        " memory: 64g, cpus: 16}\n"
+        "sandbox: {backend: ray, cluster: prod, resources: {bigmem: 1}, memory: 64g, cpus: 16}\n"
     )
     assert lines(make(tmp_path, text)) == []  # a node may be bigger than this machine
     text = SCRIPT_PHASE + "sandbox: {backend: ray, address: 7, resources: {bigmem: 0}}\n"
     (tmp_path / "flow" / "flow.yaml").write_text(text)
     assert lines(tmp_path / "flow") == [
-        "flow.yaml: sandbox.address: expected ray://host:port, host:port or auto, got integer 7",
+        "flow.yaml: sandbox.address: a flow names no cluster address: add `clusters: {prod: "
+        '{address: "ray://…"}}` to your profile and write `sandbox: {backend: ray, cluster: prod}`',
         "flow.yaml: sandbox.resources.bigmem: expected a positive number, got integer 0",
     ]

@@ -69,6 +69,9 @@ class ProfileUnset(UsageError):
         at = f"the profile's {where} " if where else "the profile "
         super().__init__(f"{at}needs {listed}, which praxis's environment does not set")
 
+    def next(self, flow: str) -> str:
+        return f"export {self.names[0]}=..., then: praxis check {flow}"
+
 
 @dataclass(frozen=True)
 class Connection:

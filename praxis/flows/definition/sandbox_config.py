@@ -8,6 +8,7 @@ The flow's own settings, on every backend:
 | timeout  | seconds per phase: more than 0, at most 7 days (604800)                  |
 | packages | PEP 508 requirements beyond the image (``flows.definition.packages``)    |
 | collect  | bytes of new files a phase may leave (``1g``): 1m to 16t                 |
+| cluster  | backend ray: a cluster of the person's profile, by name (``prod``)       |
 
 Every other key is an option of the backend, checked by the backend's own options class
 (``sandbox.options``: its keys, their types and bounds), so flow.yaml and ``open_sandbox``
@@ -17,6 +18,11 @@ Keys of another backend are a warning (the flow may move between machines); a ke
 backend knows is an error with the nearest known key suggested. ``read`` builds the typed
 ``SandboxSettings``; ``overlay`` lays a caller's mapping over them (``praxis.advance(sandbox=)``,
 the chat), where a key the backend does not take is an error, never ignored.
+
+A flow names no address (DESIGN.md §13): ``address:`` is refused with the profile entry to
+write, ``cluster:`` names an entry of the person's profile (refused when the profile lacks
+it), and ``opening`` hands the ray sandbox that entry's address (``PRAXIS_RAY_ADDRESS``
+still wins; with neither, Ray's own ``auto``).
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ from sandbox import backends
 from sandbox.backends import AUTO, DOCKER, LOCAL
 from sandbox.factory import unknown
 from sandbox.options import MAX_DISK as MAX_DISK
-from sandbox.options import DockerOptions, Options, disk_size
+from sandbox.options import DockerOptions, Options, RayOptions, disk_size
 from sandbox.values import disk_bytes
 from sandbox.values import host_cpus as host_cpus
 from sandbox.values import host_memory as host_memory
@@ -38,10 +44,16 @@ from sandbox.values import size as size
 
 from ...errors import UsageError
 from ..model.flow import DEFAULT_TIMEOUT, SandboxSettings
-from . import packages
+from . import packages, profile
 from .yaml_values import ValueReader, nearest
 
-FLOW_KEYS = ("backend", "timeout", "packages", "collect")  # the flow's own, not the backend's
+FLOW_KEYS = ("backend", "timeout", "packages", "collect", "cluster")  # the flow's own
+RAY = "ray"
+ADDRESS_FIX = (
+    'a flow names no cluster address: add `clusters: {prod: {address: "ray://…"}}` to '
+    "your profile and write `sandbox: {backend: ray, cluster: prod}`"
+)
+CLUSTER_EXAMPLE = '{address: "ray://head:10001"}'
 MAX_TIMEOUT = 7 * 24 * 3600
 MIN_COLLECT = 1 << 20
 FLOW_LABEL = "praxis.flow"  # the label naming a container's flow folder
@@ -75,6 +87,7 @@ def read(reader: ValueReader, value: Any, *, strict: Collection[str] = ()) -> Sa
     collect = _collect(reader, raw["collect"]) if "collect" in raw else None
     timeout_s = timeout(raw["timeout"], "sandbox.timeout", reader) if "timeout" in raw else None
     packages = _packages(reader, raw)
+    cluster = _cluster(reader, raw["cluster"], backend) if "cluster" in raw else None
     if backend is None or reader.errors > errors:
         return SandboxSettings(written=dict(raw))
     return SandboxSettings(
@@ -83,6 +96,7 @@ def read(reader: ValueReader, value: Any, *, strict: Collection[str] = ()) -> Sa
         timeout=timeout_s if timeout_s is not None else DEFAULT_TIMEOUT,
         packages=packages,
         collect=collect,
+        cluster=cluster,
         written=dict(raw),
     )
 
@@ -111,6 +125,8 @@ def opening(settings: SandboxSettings, backend: str, root: Path) -> Options:
     labelled with the flow folder ``root`` (``praxis sandbox prune``). The flow's own
     settings stay as flow.yaml gave them (reuse keys read them)."""
     options = on_backend(settings, backend, root).options
+    if isinstance(options, RayOptions):  # the person's cluster, never the flow's address
+        options = dataclasses.replace(options, address=cluster_address(settings.cluster))
     if backend in (AUTO, DOCKER) and isinstance(options, DockerOptions):
         labels = {**options.labels, FLOW_LABEL: str(root.resolve())}
         options = dataclasses.replace(options, labels=labels)
@@ -142,6 +158,9 @@ def _options(
     for key in raw:
         if key in FLOW_KEYS:
             continue
+        if key == "address":
+            reader.error("sandbox.address", ADDRESS_FIX)
+            continue
         if cls.takes(key, flow=key not in strict):  # a caller may set the operator's options
             given[key] = raw[key]
         elif backend is not None:
@@ -172,6 +191,44 @@ def _not_taken(reader: ValueReader, backend: str, key: str, strict: Collection[s
     close = nearest(key, known)
     hint = f"did you mean {close!r}?" if close else "known: " + ", ".join(known)
     reader.error(loc, f"unknown key for the {backend} backend ({hint})")
+
+
+def _cluster(reader: ValueReader, value: Any, backend: str | None) -> str | None:
+    """The name of a cluster of the person's profile. Whether the profile has it is asked at
+    ``check``, ``begin`` and ``run`` (host_resources), never while reading the flow, so a
+    flow's status reads no profile."""
+    name = reader.string(value, "sandbox.cluster")
+    if name is None:
+        return None
+    if not profile.ENTRY.fullmatch(name):
+        reader.error("sandbox.cluster", f"expected the name of a cluster of your profile, "
+                     f"got {name!r}: {ADDRESS_FIX}")  # fmt: skip
+        return None
+    if backend not in (None, RAY):
+        reader.warn("sandbox.cluster", f"only the ray backend runs on a cluster; the {backend} "
+                    "backend ignores it")  # fmt: skip
+    return name
+
+
+class ClusterUnknown(UsageError):
+    """The flow names a cluster the person's profile does not hold (any more)."""
+
+    def next(self, flow: str) -> str:
+        return f"praxis check {flow}"
+
+
+def cluster_address(name: str | None) -> str | None:
+    """The address of the profile's cluster ``name`` (``${VAR}`` expanded); None when the
+    flow names none (``PRAXIS_RAY_ADDRESS``, else Ray's ``auto``, then)."""
+    if name is None:
+        return None
+    person = profile.load()
+    cluster = person.clusters.get(name)
+    if cluster is None:
+        raise ClusterUnknown(
+            "sandbox.cluster: " + profile.missing_entry("clusters", name, person, CLUSTER_EXAMPLE)
+        )
+    return profile.expand(cluster.address, where=f"clusters.{name}.address")
 
 
 def _collect(reader: ValueReader, value: Any) -> int | None:

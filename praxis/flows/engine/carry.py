@@ -33,6 +33,7 @@ from sandbox.files import open_nofollow, replace_file
 
 from ..model.check_spec import TABULAR
 from ..model.flow import Flow, Phase
+from ..store import intact
 from .checks import Table, Unreadable, parse
 from .edits import _shared
 
@@ -370,10 +371,14 @@ def carry_over(run: Any, phase: Phase) -> list[tuple[str, Outcome]]:
         if key is None or not path.is_file():
             done.append((name, Outcome(b"", skipped=[f"{name}: not re-applied (no key)"])))
             continue
-        try:
-            wrote, edited = (objects / wrote_sha).read_bytes(), (objects / edited_sha).read_bytes()
-        except OSError:
-            done.append((name, Outcome(b"", skipped=[f"{name}: the edit is not in the record"])))
+        try:  # each as its name says, or the edit is not carried
+            wrote = intact.read(objects / wrote_sha, wrote_sha, f"{name} as {phase.id} wrote it")
+            edited = intact.read(objects / edited_sha, edited_sha, f"{name} as edited")
+        except (OSError, intact.ObjectTampered) as exc:
+            why = f"not re-applied ({exc})" if isinstance(exc, intact.ObjectTampered) else ""
+            done.append(
+                (name, Outcome(b"", skipped=[f"{name}: {why or 'the edit is not in the record'}"]))
+            )
             continue
         new = path.read_bytes()
         outcome = reapply(name, key, wrote, edited, new)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import difflib  # only for a missing output
 import os
-import shutil
 import uuid
 from pathlib import Path
 
@@ -18,7 +17,7 @@ from sandbox.paths import check_name
 
 from ..definition.digest import sha256_of
 from ..model.flow import Phase
-from ..store import csvread
+from ..store import csvread, intact
 from ..store.layout import RunPaths
 from ..store.snapshot import Manifest, Store, is_folder
 from .context import PhaseError
@@ -41,7 +40,9 @@ def route(
     or changed files (``post`` against ``pre``, both already in the store), so a file from the
     sandbox wins over a staged one of the same name. A recorded file is a hard link to its
     read-only object, except an output a reviewer may edit at a Gate (the phase is gated):
-    that one is a copy of its own, so no edit can reach the store.
+    that one is a copy of its own. Whoever makes a linked output writable and edits it in
+    place changes the object too: every use of an object checks it first (``intact``), so
+    the edit fails the run that would use it, naming it, and never reaches a phase.
     """
     declared = set(phase.outputs)
     outputs: dict[str, str] = {}
@@ -66,9 +67,9 @@ def route(
 def _file(
     paths: RunPaths, phase: Phase, name: str, store: Store, sha: str, declared: set[str]
 ) -> None:
-    """Object ``sha`` at ``name`` in output/ or scratch/. The store remembers a read-only
-    output (a link to the object), so a later phase that takes it as an input does not hash
-    it again."""
+    """Object ``sha`` at ``name`` in output/ or scratch/ (ObjectTampered when the object
+    does not hold ``sha``). The store remembers a read-only output (a link to the object),
+    so a later phase that takes it as an input does not hash it again."""
     dest = _dest(paths, phase, name, declared)
     dest.parent.mkdir(parents=True, exist_ok=True)
     # staged outside output/ and scratch/: no name a phase writes can be the temp file's
@@ -78,11 +79,10 @@ def _file(
     obj = store.path(sha)
     editable = name in declared and phase.gated
     try:
-        if editable:
-            shutil.copyfile(obj, tmp)  # writable at the Gate: never the store's inode
-            os.chmod(tmp, 0o644)
+        if editable:  # writable at the Gate: a copy, never the store's inode
+            intact.copy(obj, sha, tmp, name, mode=0o644)
         else:
-            os.link(obj, tmp)
+            intact.link(obj, sha, tmp, name)
         os.replace(tmp, dest)
     finally:
         tmp.unlink(missing_ok=True)

@@ -27,6 +27,7 @@ from ..model.hints import with_hint
 from ..model.state import STOPPED
 from ..store import live, snapshot
 from ..store.handle import RunHandle
+from ..store.intact import ObjectTampered
 from ..store.objects import RunStore
 from ..store.record import Record
 from . import checks, collect
@@ -51,8 +52,12 @@ def run_phase(
     """Run ``phase``; True when it is done (or reused), False when it failed (and is recorded
     so). ``workspace`` is what the sandbox's workspace holds (kept across phases)."""
     ws = workspace or snapshot.Workspace(sandbox, RunStore(run.paths))
-    if reuse and reused(run, phase, sandbox, ws):
-        return True
+    tampered: ObjectTampered | None = None  # what restoring the phase would have handed on
+    try:
+        if reuse and reused(run, phase, sandbox, ws):
+            return True
+    except ObjectTampered as exc:
+        tampered = exc
     previous = run.state.phase(phase.id).attempt
     record = Record()
     started = run.clock()
@@ -62,6 +67,8 @@ def run_phase(
     handout: Handout | None = None
     digests: dict[str, str] = {}  # the attempt's, once recorded: a failure names them
     try:
+        if tampered is not None:
+            raise tampered  # the phase fails naming the object; its code never runs on it
         sandbox.quiesce()  # nothing of an earlier phase runs from here on
         state = run.state.phase(phase.id)
         handout = Handout(sandbox, dict(run.state.params), state.note, timeout_of(run, phase))

@@ -24,6 +24,12 @@ workspace. A phase whose code reads the clock or randomness says ``reuse: never`
 A phase about to run whose key names a done attempt of a run still listed is not run: the
 run claims the attempt's objects (``RunStore.claim``), and its outputs, scratch, record and
 the workspace it left are restored; the phase's new attempt says where it came from.
+
+Only runs made here are reused: an entry carries its run's ``origin`` (``origin``), which a
+run folder and index that came with a flow folder from elsewhere cannot match. Every object
+a restore uses is hashed first (``intact``): one that does not hold what its name says fails
+the phase, naming it, before the phase's code could see it (outputs, scratch and record are
+checked before any of them is filed).
 """
 
 from __future__ import annotations
@@ -33,19 +39,19 @@ import json
 import logging
 import os
 import re
-import shutil
+import stat
 from pathlib import Path
 from typing import Any
 
 from sandbox import Sandbox
-from sandbox.files import replace_file
+from sandbox.files import READ_FLAGS, replace_file
 
 from ..definition import digests as definition
 from ..definition import kinds
 from ..model.flow import Phase, SandboxSettings
-from ..store import snapshot
+from ..store import intact, snapshot
 from ..store.handle import RunHandle
-from ..store.layout import list_run_ids, store_dir
+from ..store.layout import list_run_ids, run_paths, store_dir
 from ..store.objects import RunStore
 from . import collect
 
@@ -133,14 +139,35 @@ def _file(
             and (n not in pre or pre[n].sha256 != i.sha256)
         },
     }
+    entry["origin"] = origin(run.paths.origin, make=True)
     folder = index_dir(run.flow.root) / key(run, phase, snapshot.digest(pre))
     folder.mkdir(parents=True, exist_ok=True)
     data = json.dumps(entry, indent=1, sort_keys=True).encode() + b"\n"
     replace_file(folder / f"{run.id}.{attempt}.json", data, durable=False)
 
 
+def origin(marker: Path, *, make: bool = False) -> str | None:
+    """What only this filesystem can say of a run made here: the inode and ctime of its
+    ``origin`` file, made empty when the run files its first attempt and never written.
+    A copy of the run (a folder sent, unpacked, cloned) has new ones, which nobody can
+    choose; None when there is no such file (or it is not a plain file)."""
+    flags = READ_FLAGS | (os.O_CREAT if make else 0)
+    try:
+        fd = os.open(marker, flags, 0o444)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+    finally:
+        os.close(fd)
+    return f"{st.st_ino}:{st.st_ctime_ns}" if stat.S_ISREG(st.st_mode) else None
+
+
 def candidates(flow_root: Path, reuse_key: str) -> list[dict[str, Any]]:
-    """The done attempts filed under ``reuse_key`` whose run is still listed, newest first."""
+    """The done attempts filed under ``reuse_key`` whose run is still listed and was made
+    here, newest first. An entry names its run's ``origin``: entries and runs that came with
+    a flow folder from elsewhere name one this filesystem never gave them, and are passed
+    over (their phase runs)."""
     folder = index_dir(flow_root) / reuse_key
     try:
         names = sorted(os.listdir(folder), reverse=True)
@@ -149,12 +176,20 @@ def candidates(flow_root: Path, reuse_key: str) -> list[dict[str, Any]]:
     listed = set(list_run_ids(flow_root))
     found = []
     for name in names:
-        if name.split(".")[0] not in listed:
+        run_id = name.split(".")[0]
+        if run_id not in listed:
             continue
         try:
-            found.append(json.loads((folder / name).read_bytes()))
+            entry = json.loads((folder / name).read_bytes())
         except (OSError, ValueError):
             continue
+        here = origin(run_paths(flow_root, run_id).origin)
+        if not isinstance(entry, dict) or entry.get("run") != run_id:
+            continue
+        if here is None or entry.get("origin") != here:
+            log.info("reuse entry %s/%s was not made by a run of this folder", reuse_key, name)
+            continue
+        found.append(entry)
     return found
 
 
@@ -206,7 +241,8 @@ def ahead(run: RunHandle, store: RunStore) -> int:
                 _adopt(run, phase, None, store, pre, entry)
                 for entry in candidates(run.flow.root, key(run, phase, snapshot.digest(pre)))
             )
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, ValueError, KeyError, TypeError, intact.ObjectTampered):
+            # a tampered object: the phase goes the usual way, which fails naming it
             log.debug("phase %s cannot be restored ahead", phase.id, exc_info=True)
             found = False
         if not found:
@@ -246,15 +282,22 @@ def _adopt(
         return False
     if not store.claim([post_sha, record_sha]):
         return False
-    post = snapshot.load_manifest(store.path(post_sha))
+    source = f"{entry['run']}/{entry['attempt']}"
+    shown = f"the workspace {phase.id} left in run {source}"
+    post = snapshot.parse_manifest(intact.read(store.path(post_sha), post_sha, shown))
     outputs: dict[str, str] = dict(entry["outputs"])
     scratch: dict[str, str] = dict(entry["scratch"])
-    if post is None or sorted(outputs) != sorted(phase.outputs):
+    if sorted(outputs) != sorted(phase.outputs):
         return False
     files = [i.sha256 for n, i in post.items() if not snapshot.is_folder(n)]
     shas = [*files, *outputs.values(), *scratch.values()]
     if not all(isinstance(s, str) and SHA.fullmatch(s) for s in shas) or not store.claim(shas):
         return False
+    # what is copied into the run is checked before anything of the run changes; the
+    # workspace's files are checked as they are placed
+    record = f"records/{phase.id}.ipynb of run {source}"
+    for name, sha in [*scratch.items(), *outputs.items(), (record, record_sha)]:
+        intact.check(store.path(sha), sha, name)
     if ws is not None:
         ws.settled = None
         ws.restore(post)
@@ -267,14 +310,15 @@ def _adopt(
     for name, sha in {**scratch, **outputs}.items():
         collect._file(run.paths, phase, name, store, sha, declared)
     run.paths.records.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(store.path(record_sha), run.paths.record(phase.id))
-    os.chmod(run.paths.record(phase.id), 0o644)
+    copied = run.paths.records / f".{phase.id}.{os.getpid()}.restoring"
+    copied.unlink(missing_ok=True)
+    intact.copy(store.path(record_sha), record_sha, copied, record, mode=0o644)
+    os.replace(copied, run.paths.record(phase.id))
     digests = {"pre": snapshot.digest(pre)}
     digests |= definition.digests_of(run.flow, phase, run.state.params)
     save = ws.save if ws is not None else snapshot.save_manifest
     save(run.paths.snapshot(phase.id, attempt), pre, **digests)
     save(run.paths.snapshot(phase.id, attempt, "post"), post)
-    source = f"{entry['run']}/{entry['attempt']}"
     run.change("reuse", phase=phase.id, source=source, hashes=outputs, digests=digests)
     remember(run, phase, store, pre, post, outputs)
     return True

@@ -425,7 +425,7 @@ class Notified(Event):
     """A notifier was told that the run waits at a Gate, failed or is done."""
 
     kind: ClassVar[str] = "notified"
-    target: str  # webhook (its host) or command
+    target: str  # the profile target and how it was told: "team (webhook HOST)", "me (command)"
     about: str  # gate | failed | done
 
 

@@ -13,6 +13,7 @@
                      attempts/<phase>/<n>/{output,scratch,record.ipynb}
                      workspace/      the sandbox's workspace (bind-mounted)
                      refs            the objects of the store the run holds (store.py)
+                     origin          empty; its identity tells a run made here (reuse.py)
                      objects/<sha256>            a run from before the flow's store: its own
                      snapshots/<phase>/<n>.json  the workspace before attempt n (.post.json: after)
                      cancel          present when a cancel was requested during a phase
@@ -235,6 +236,12 @@ class RunPaths:
         if path.is_file() or not self.legacy_objects.is_dir():
             return path
         return self.legacy_objects / sha
+
+    @property
+    def origin(self) -> Path:
+        """An empty file made once, never written: its inode and ctime tell a run made here
+        from a copy of one (``engine/reuse.py``)."""
+        return self.root / "origin"
 
     @property
     def snapshots(self) -> Path:

@@ -10,7 +10,9 @@ it was before attempt n of a phase; ``<n>.post.json`` as the phase left it (afte
 store only through the sandbox's own operations (upload, listing, fetch, remove), and so works
 on every backend. Nothing in the store shares an inode with a file a kernel can write: the
 store copies what it takes in, and files go out as copies (the sandbox decides: a link only
-where no kernel can write it).
+where no kernel can write it). Nothing trusts an object's name: each is hashed before it is
+used (``intact``), and content added again replaces a file under its name that does not
+hold it.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from sandbox.tree import copy_fd_to
 
 from ...errors import PraxisError
 from ..definition import flow_files
+from . import intact
 
 log = logging.getLogger("praxis")
 MAX_FILES = 10_000  # new files one phase may leave in the workspace
@@ -113,14 +116,22 @@ def _block(start: str, lines: list[str], end: str) -> str:
 def load_manifest(path: Path) -> Manifest | None:
     """The manifest at ``path``; None when there is none (a run older than snapshots)."""
     try:
-        data = json.loads(path.read_bytes())
+        return parse_manifest(path.read_bytes())
+    except FileNotFoundError:
+        return None
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
+
+
+def parse_manifest(text: bytes) -> Manifest:
+    """The manifest a manifest file's bytes hold; ValueError when they hold none."""
+    try:
+        data = json.loads(text)
         found = {name: Item(**item) for name, item in data["files"].items()}
         found.update({f"{name}/": Item(FOLDER, 0) for name in data.get("folders", [])})
         return found
-    except FileNotFoundError:
-        return None
-    except (ValueError, KeyError, TypeError) as exc:
-        raise ValueError(f"{path}: not a manifest ({exc})") from None
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise ValueError(f"not a manifest ({exc})") from None
 
 
 class NotRecordable(PraxisError):
@@ -166,7 +177,9 @@ class Store:
         sha = self._seen.get(key)
         if sha is None:
             sha = hash_fd(fd)
-        if not self.has(sha):
+        if not intact.holds(self.path(sha), sha):  # missing, or not what its name says
+            if self.has(sha):
+                log.warning("object %s did not hold %s: stored again from it", sha, src)
             os.lseek(fd, 0, os.SEEK_SET)
             tmp = self._incoming()
             sha = self._keep(tmp, copy_fd_to(fd, tmp))
@@ -200,12 +213,18 @@ class Store:
         return folder / uuid.uuid4().hex
 
     def _keep(self, tmp: Path, sha: str) -> str:
-        final = self.path(sha)
-        if final.is_file():
+        """Make ``tmp`` (just written, its content hashed on the way: ``sha``) the object
+        ``sha``, unless the store holds it already (runs share its inode); a file under that
+        name that does not hold it (changed or put there outside praxis) is replaced."""
+        if intact.holds(self.path(sha), sha):
             tmp.unlink(missing_ok=True)
-        else:
-            os.chmod(tmp, 0o444)
-            os.replace(tmp, final)
+            return sha
+        os.chmod(tmp, 0o444)
+        made = os.stat(tmp).st_ino
+        os.replace(tmp, self.path(sha))
+        st = os.stat(self.path(sha), follow_symlinks=False)
+        if st.st_ino == made:  # not replaced again since by another run adding it too
+            intact.remember(st, sha)
         return sha
 
 
@@ -310,7 +329,9 @@ class Workspace:
     def place(self, name: str, sha: str, size: int) -> None:
         """Put the stored content ``sha`` at workspace path ``name`` (read-only there)."""
         self.look = None
+        checked = intact.check(self.store.path(sha), sha, name)  # what the name says
         self.sandbox.upload(self.store.path(sha), name)
+        intact.linked(self.store.path(sha), sha, checked)  # the upload may be a link
         self.placed[name] = Item(sha, size)
 
     def restore(self, target: Manifest) -> list[str]:
