@@ -197,6 +197,10 @@ class Composed(Generic[P, R]):
     def __init__(self, method: Callable[Concatenate[WorkspaceFolder, P], R]) -> None:
         self.name = method.__name__
 
+    def __set_name__(self, owner: type, name: str) -> None:
+        if name != self.name:  # the contract's method is the folder's method of that name
+            raise TypeError(f"{owner.__name__}.{name} is composed of the folder's {self.name}")
+
     @overload
     def __get__(self, sandbox: None, owner: Any = None) -> Composed[P, R]: ...
 

@@ -13,7 +13,7 @@ import pytest
 from sandbox import OutputTooLarge, PathRefused
 from sandbox.fake import FakeSandbox
 from sandbox.values import disk_bytes as parse_size
-from sandbox.workspace import WorkspaceFolder
+from sandbox.workspace import Composed, WorkspaceFolder
 
 KERNEL_UID = 1000  # the docker backend's kernels
 
@@ -151,3 +151,13 @@ def test_a_folder_backends_file_half_is_its_workspaces_own_methods(tmp_path: Pat
     src.write_text("x")
     box.upload(src, "in.txt")
     assert set(box.workspace.listing()) == {"in.txt"}
+
+
+def test_a_contract_method_is_composed_only_of_the_folders_method_of_its_name() -> None:
+    with pytest.raises((TypeError, RuntimeError)) as caught:  # 3.11 wraps it in RuntimeError
+
+        class Wrong(FakeSandbox):
+            fetch = Composed(WorkspaceFolder.listing)  # type: ignore[assignment]
+
+    error = caught.value if isinstance(caught.value, TypeError) else caught.value.__cause__
+    assert str(error) == "Wrong.fetch is composed of the folder's listing"
