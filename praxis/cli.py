@@ -68,7 +68,7 @@ def _main(argv: list[str] | None) -> int:
 # The module of praxis.commands each command is in; the others are in ``acting``.
 HOME = {
     **{name: name for name in ("check", "status", "runs", "sandbox")},
-    **dict.fromkeys(("log", "replay", "params"), "history"),
+    **dict.fromkeys(("log", "replay", "params", "diff"), "history"),
     **dict.fromkeys(("serve", "mcp", "chat"), "serving"),
 }
 
@@ -215,8 +215,8 @@ def _fail(exc: Exception, code: int, hint: str) -> int:
 COMMANDS = (
     *("check", "run", "begin", "advance", "status", "runs", "gc", "approve", "reject"),
     "manage",
-    *("accept", "read", "rerun", "cancel", "log", "replay", "params", "chat", "sandbox", "serve"),
-    "mcp",
+    *("accept", "read", "rerun", "cancel", "log", "replay", "diff", "params", "chat"),
+    *("sandbox", "serve", "mcp"),
 )
 
 
@@ -337,6 +337,10 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
     add("log", "the run's events")
     option(("log",), "--follow", action="store_true", help="and what running phases print")
     add("replay", "the run's trace, per fact change; recomputes every route")
+    add("diff", "what changed from run A to run B: parameters, phases, output rows", run=False)
+    option(("diff",), "before", metavar="RUN_A", help="the earlier run's id")
+    option(("diff",), "after", metavar="RUN_B", help="the later run's id")
+    option(("diff",), "--json", action="store_true")
     add("params", "a notebook's parameters, their defaults and types", run=False)
     option(("params",), "--phase", metavar="ID", help="only this notebook phase")
     option(("run", "advance"), "--quiet", action="store_true", help="hide what phases print")

@@ -11,6 +11,7 @@ from contextlib import closing
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from . import units
 from .flows.model import events as ev
 from .flows.model.state import STOPPED
 from .flows.store import csvread
@@ -221,8 +222,18 @@ def format_event(event: ev.Event) -> str:
     """One human line for `praxis log`."""
     stamp = time.strftime("%H:%M:%S", time.localtime(event.at))
     fields = {k: v for k, v in event.__dict__.items() if k != "at"}
-    detail = " ".join(f"{k}={escape(_short(v))}" for k, v in fields.items())
+    detail = " ".join(f"{k}={escape(_short(_unit(k, v)))}" for k, v in fields.items())
     return f"{stamp} {event.kind:<16} {detail}"
+
+
+def _unit(name: str, value: object) -> object:
+    """A field's value in the units a person reads: seconds and byte counts."""
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if number and (name == "seconds" or name.endswith("_seconds")):
+        return units.duration(float(value))  # type: ignore[arg-type]
+    if number and isinstance(value, int) and (name == "bytes" or name.endswith("_bytes")):
+        return units.size(value)
+    return value
 
 
 def _short(value: object) -> str:

@@ -28,7 +28,7 @@ PraxisError               1  something failed                                   
 ├── Refused               4  not allowed now; nothing was changed               (here)
 │   ├── Unbound           2  approve/reject bound to no revision and no Gate    flows.engine.binding
 │   ├── NotWritable          a file the Gate does not open for writing          flows.store.layout
-│   ├── IllegalTransition    an event the current state does not allow          flows.model.state
+│   ├── IllegalTransition    a transition the current state does not allow      flows.model.moves
 │   ├── ApprovalRefused      an approval request unknown, answered or closed    agent.approvals
 │   ├── FileRefused          a path or a write the flow chat may not make       chat.workfiles
 │   ├── RequestRefused       a form the reviewer UI turns down                  web.refusals
@@ -40,7 +40,7 @@ PraxisError               1  something failed                                   
 ├── RecordCorrupt         4  a run's record cannot be read; never reset         (here)
 │   ├── StateCorrupt         run.json                                     flows.store.state_file
 │   ├── ObjectTampered       a store object that does not hash to its name    flows.store.intact
-│   └── EventLogCorrupt      events.jsonl, a line other than the last           flows.model.events
+│   └── EventLogCorrupt      events.jsonl, a line other than the last      flows.store.event_log
 └── PortBusy              6  `praxis serve`'s port is in use                    commands.serving
 
 Mapped here, raised elsewhere (``exit_code_of``, ``next_of``):

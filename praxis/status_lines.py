@@ -11,13 +11,16 @@ from typing import Any
 
 from .flows.model.state import RunState
 from .terminal import command, escape
+from .units import duration
 
 MARKS = {"done": "✓", "failed": "✗", "running": "▶", "stale": "~", "pending": "·"}
 
 
-def timeline(state: RunState, width: int = 30) -> str:
-    """The phases as rows of bars placed on the run's clock, for `praxis status`."""
-    spans = [(p.started, p.ended or time.time()) for p in state.phases if p.started is not None]
+def timeline(state: RunState, width: int = 30, now: float | None = None) -> str:
+    """The phases as rows of bars placed on the run's clock, for `praxis status`; a running
+    phase's bar reaches ``now`` and its row says how long it has been running."""
+    now = time.time() if now is None else now
+    spans = [(p.started, p.ended or now) for p in state.phases if p.started is not None]
     t0 = min((a for a, _ in spans), default=0.0)
     total = max((b for _, b in spans), default=t0) - t0 or 1.0
     rows = []
@@ -25,10 +28,13 @@ def timeline(state: RunState, width: int = 30) -> str:
         bar = ""
         if p.started is not None:
             start = int((p.started - t0) / total * width)
-            end = max(start + 1, int(((p.ended or time.time()) - t0) / total * width))
+            end = max(start + 1, int(((p.ended or now) - t0) / total * width))
             bar = " " * start + "█" * (end - start)
         secs = f"{p.seconds:.1f} s" if p.seconds is not None else ""
         note = escape(p.error or (f"attempt {p.attempt}" if p.attempt > 1 else ""))
+        if p.status == "running" and p.started is not None and p.ended is None:
+            secs = duration(max(now - p.started, 0.0))
+            note = f"running for {secs}" + (f", {note}" if note else "")
         if p.reused and p.status == "done":
             note = f"reused (attempt {p.attempt}: nothing it reads changed)"
             if p.reused_from:

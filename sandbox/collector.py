@@ -10,9 +10,11 @@ every field is made schema-valid first (hostile code controls it all).
 
 Consecutive stream messages of one name become one output as they arrive, as JupyterLab keeps
 them (ipykernel batches stream text by time, so where one message ends is not the code's
-doing); at the end ``\\r`` and ``\\b`` act on that text as in JupyterLab, in linear time
-(nbclient's ``coalesce_streams`` means the same, but its expressions take quadratic time on
-a long line, and the one for backspace matches a word boundary instead). Comm messages
+doing); at the end ``\\r`` and ``\\b`` act on that text as in JupyterLab's output model, in
+linear time: ``\\r\\n`` is a newline and ``\\r`` overwrites its line in place. (nbclient's
+``coalesce_streams`` deletes the whole line before a ``\\r`` instead, so ``text\\r\\r\\n``
+loses its text; its expressions take quadratic time on a long line, and the one for
+backspace matches a word boundary.) For text without ``\\r`` the two agree. Comm messages
 (widgets) are not kept: a record has no widget state.
 """
 
@@ -66,9 +68,12 @@ def size_of(data: dict[str, Any]) -> int:
 
 
 def overwrite(text: str) -> str:
-    """``text`` as a terminal shows it: ``\\b`` removes the character before it (not a
-    newline), and a ``\\r`` followed by more of its line removes what came before on that
-    line: JupyterLab's rules, in linear time."""
+    """``text`` as JupyterLab shows it (its output model's ``removeOverwrittenChars``), in
+    linear time: ``\\b`` removes the character before it (not a newline); ``\\r`` followed by
+    ``\\n`` (any number of them) is a newline; any other ``\\r`` takes the cursor back to the
+    start of its line, and what follows overwrites the line in place (``abcdef\\rXY`` is
+    ``XYcdef``, as in a terminal). One ``\\r`` that ends the text is kept, a run of them is
+    dropped (JupyterLab's expressions, to the letter)."""
     if "\b" in text:
         kept: list[str] = []
         for char in text:
@@ -79,12 +84,23 @@ def overwrite(text: str) -> str:
         text = "".join(kept)
     if "\r" not in text:
         return text
-    lines = text.split("\n")
+    lines = CR_NEWLINE.sub("\n", text).split("\n")
     for i, line in enumerate(lines):
-        at = line.rfind("\r", 0, len(line) - 1)  # a \r with something after it on the line
-        if at >= 0:
-            lines[i] = line[at + 1 :]
+        if "\r" in line:
+            lines[i] = _overwritten(line)
     return "\n".join(lines)
+
+
+CR_NEWLINE = re.compile(r"\r+\n")
+
+
+def _overwritten(line: str) -> str:
+    """One line (no newline in it) whose ``\\r`` each take the cursor back to its start."""
+    shown: list[str] = []
+    for part in line.split("\r"):
+        shown[: len(part)] = part
+    end = "\r" if line.endswith("\r") and not line.endswith("\r\r") else ""
+    return "".join(shown) + end
 
 
 class Collector:

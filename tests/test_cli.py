@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -158,6 +159,23 @@ def test_second_advance_exits_3_naming_the_holder(tmp_path) -> None:
         res = praxis("advance", str(flow))
         assert res.returncode == 3
         assert f"process {child.pid} is advancing" in res.stderr
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_status_of_a_running_phase_says_how_long_it_has_run(tmp_path) -> None:
+    flow = write_flow(tmp_path / "slow", SLOW, SLOW_FILES)
+    child = _start_slow(flow)
+    try:
+        res = praxis("status", str(flow))
+        assert res.returncode == 0, res.stderr
+        head, *rows = res.stdout.splitlines()
+        assert re.search(rf"running slow for [\d.]+ (s|ms) \(process {child.pid}\)", head), head
+        row = next(r for r in rows if " slow " in r)
+        assert re.match(r"  ▶ running  slow +[\d.]+ (s|ms) +█+ +running for [\d.]+ (s|ms)$", row)
+        shown = json.loads(praxis("status", str(flow), "--json").stdout)
+        assert shown["phases"][0]["elapsed"] >= 0 and shown["phases"][0]["seconds"] is None
     finally:
         child.kill()
         child.wait()

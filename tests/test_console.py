@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from praxis.console import table_preview
+from praxis.console import format_event, table_preview
+from praxis.flows.model.events import CodeRan, WorkspaceRecorded
 
 
 def test_the_preview_shows_the_first_rows_aligned_and_counts_the_rest(tmp_path: Path) -> None:
@@ -43,3 +44,12 @@ def test_the_preview_shows_the_rows_a_check_flags_first(tmp_path: Path) -> None:
         "    1  1     r1",
         "    2  2     r2",
     ]
+
+
+def test_a_log_line_gives_seconds_and_bytes_in_units_a_person_reads() -> None:
+    ran = format_event(CodeRan(phase="a", label="script", status="ok", seconds=7.62939453125e-06))
+    assert ran.endswith("code_ran         phase=a label=script status=ok seconds=7.6 µs")
+    recorded = WorkspaceRecorded(
+        phase="a", attempt=1, which="post", files=3, stored=2, stored_bytes=53064342, seconds=125.0
+    )
+    assert "files=3 stored=2 stored_bytes=50.6 MiB seconds=2 min 05 s" in format_event(recorded)

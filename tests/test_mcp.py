@@ -12,7 +12,7 @@ from typing import Any
 import anyio
 import pytest
 
-from praxis.flows.model.events import EventLog
+from praxis.flows.store.event_log import EventLog
 from praxis.mcp_server import call_of, calls
 
 from .reliability._flows import docker_sandbox, write_flow

@@ -22,6 +22,21 @@ def test_the_timeline_places_phases_on_the_run_clock() -> None:
     assert rows[2].startswith("  · pending  c")
 
 
+def test_a_running_phase_reaches_now_and_says_how_long_it_has_run() -> None:
+    state = RunState(
+        run="r",
+        flow="f",
+        phases=[
+            PhaseState(id="a", status="done", attempt=1, started=0.0, ended=10.0),
+            PhaseState(id="b", status="running", attempt=1, started=10.0),
+        ],
+    )
+    rows = timeline(state, width=10, now=135.0).splitlines()
+    assert rows[1].startswith("  ▶ running  b") and rows[1].endswith(
+        "2 min 05 s  ██████████  running for 2 min 05 s"
+    )
+
+
 def test_the_route_names_who_takes_the_step_and_escapes_what_a_phase_wrote() -> None:
     route = {
         "step": "review",

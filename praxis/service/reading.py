@@ -10,6 +10,8 @@ from ..flows.definition import contract, host_resources
 from ..flows.definition.contract import Problem, Report
 from ..flows.model.events import Event
 from ..flows.model.flow import Flow
+from ..flows.report.compare import Comparison
+from ..flows.report.compare import compare as compare_runs
 from ..flows.report.status import Status, status_of
 from ..flows.store.handle import RunHandle
 
@@ -40,6 +42,12 @@ def open_run(flow: FlowRef, run: str | None = None) -> RunHandle:
 def status(flow: FlowRef, run: str | None = None) -> Status:
     """State, message, writable files and the exact next commands of a run."""
     return status_of(open_run(flow, run))
+
+
+def compare(flow: FlowRef, before: str, after: str) -> Comparison:
+    """What changed from run ``before`` to run ``after`` of ``flow``."""
+    loaded = load(flow)
+    return compare_runs(open_run(loaded, before), open_run(loaded, after))
 
 
 def outputs(flow: FlowRef, run: str | None = None) -> dict[str, Path]:

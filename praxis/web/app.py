@@ -29,6 +29,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
+from praxis import units
 from praxis.errors import PraxisError, RecordCorrupt, Refused
 from praxis.flows.engine.notify import Notifier
 from praxis.flows.engine.reconcile import reconcile_if_free
@@ -78,6 +79,7 @@ def create_app(
     templates = Jinja2Templates(directory=str(HERE / "templates"))
     templates.env.globals["when"] = views.when
     templates.env.globals["chart_width"] = views.CHART_WIDTH
+    templates.env.globals["duration"] = units.duration
     templates.env.globals["page_rows"] = tables.PAGE_ROWS
     templates.env.globals["row_links"] = refusals.row_links
     templates.env.globals["max_find_columns"] = columnar.MAX_COLUMNS
@@ -95,6 +97,7 @@ def create_app(
         Route("/rows", reader.rows),
         Route("/text", reader.text),
         Route("/changes", reader.changes),
+        Route("/compare", reader.compare),
         Route("/view", reader.view),
         Route("/record", ui.record),
         Route("/output", reader.output),

@@ -11,6 +11,7 @@ import fnmatch
 import os
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from praxis.errors import UsageError
 from praxis.flows.definition import contract
 from praxis.flows.model.flow import Flow
 from praxis.flows.model.state import RunState
+from praxis.flows.report import history
 from praxis.flows.store.handle import RunHandle
 from praxis.flows.store.layout import list_run_ids, run_paths
 from praxis.flows.store.state_file import StateCorrupt
@@ -42,6 +44,18 @@ class RunRow:
     id: str
     state: RunState | None
     error: str | None = None  # run.json could not be read
+    events: Path | None = None  # its events.jsonl, read for its Gate decisions when shown
+
+    @cached_property
+    def decisions(self) -> list[history.Decision]:
+        """Its Gates' decisions, in order (read from its log when first asked: the flows
+        page shows them; the page's polling never asks)."""
+        return history.decisions(self.events) if self.events is not None else []
+
+    @property
+    def took(self) -> float | None:
+        """Seconds from its first phase's start to its last phase's end (or now)."""
+        return history.span(self.state) if self.state is not None else None
 
 
 @dataclass
@@ -127,7 +141,7 @@ def run_rows(folder: Path) -> list[RunRow]:
     for run_id in reversed(list_run_ids(folder)):
         paths = run_paths(folder, run_id)
         try:
-            rows.append(RunRow(run_id, load_state(paths.state)))
+            rows.append(RunRow(run_id, load_state(paths.state), events=paths.events))
         except StateCorrupt as exc:
             if paths.root.is_dir():
                 rows.append(RunRow(run_id, None, exc.reason))

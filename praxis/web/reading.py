@@ -16,6 +16,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 
 from praxis import parquet
+from praxis.flows.report.compare import compare as compare_runs
 from praxis.flows.store import live
 from praxis.flows.store.handle import RunHandle
 from sandbox.errors import PathRefused
@@ -71,7 +72,7 @@ class Reader:
         text, offset = views.read_live(live.path(run.root, phase), offset)
         data = views.summary(run.state)
         p = run.state.phase(phase)
-        data.update(text=text, offset=offset, phase=phase, phase_status=p.status)
+        data.update(text=text, offset=offset, phase=phase, phase_status=p.status, started=p.started)
         return JSONResponse(data)
 
     def rows(self, request: Request) -> Response:
@@ -147,6 +148,20 @@ class Reader:
             ref=q.get("flow", ""),
             run=run,
             changes=changes.run_changes(run),
+        )
+
+    def compare(self, request: Request) -> Response:
+        """Two runs of a flow side by side: parameters, phases, output rows (``before``,
+        ``after``: run ids)."""
+        q = request.query_params
+        ref = q.get("flow", "")
+        try:
+            before = catalog.open_run(self.ui.root, ref, q.get("before", ""))
+            after = catalog.open_run(self.ui.root, ref, q.get("after", ""))
+        except catalog.NotFound as exc:
+            return self.ui.render(request, "error.html", 404, message=str(exc))
+        return self.ui.render(
+            request, "compare.html", ref=ref, flow=after.flow, c=compare_runs(before, after)
         )
 
     def view(self, request: Request) -> Response:

@@ -16,8 +16,9 @@ from typing import Any
 
 from praxis import parquet
 from praxis.flows.engine import carry
-from praxis.flows.model.events import EditsCarried, Event, EventLog, EventLogCorrupt
-from praxis.flows.model.state import RunState
+from praxis.flows.model.events import EditsCarried, Event
+from praxis.flows.model.state import PhaseState, RunState
+from praxis.flows.store.event_log import EventLog, EventLogCorrupt
 from praxis.flows.store.handle import RunHandle
 from praxis.flows.store.layout import RunPaths, writable_names
 from sandbox.files import open_nofollow
@@ -45,6 +46,8 @@ class Bar:
     outputs: list[tuple[str, int | None]]  # (name, size in bytes or None when gone)
     error: str | None = None
     note: str | None = None
+    started: float | None = None  # epoch seconds: the page grows a running phase's bar
+    ended: float | None = None
 
 
 @dataclass
@@ -91,20 +94,21 @@ def when(ts: float | None) -> str:
     return dt.datetime.fromtimestamp(ts, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def timeline(run: RunHandle) -> list[Bar]:
-    """One bar per phase, placed on a shared time axis from the first start to the last end."""
+def timeline(run: RunHandle, now: float | None = None) -> list[Bar]:
+    """One bar per phase, placed on a shared time axis from the first start to the last end;
+    a running phase's bar reaches ``now`` (the page grows it as the phase goes on)."""
+    now = time.time() if now is None else now
     phases = run.state.phases
     starts = [p.started for p in phases if p.started is not None]
-    ends = [p.ended or p.started for p in phases if p.started is not None]
+    ends = [_end(p, now) for p in phases if p.started is not None]
     t0 = min(starts) if starts else 0.0
-    span = max((max(e for e in ends if e is not None) - t0) if ends else 0.0, 1e-6)
+    span = max((max(ends) - t0) if ends else 0.0, 1e-6)
     bars = []
     for p in phases:
         x = width = 0.0
         if p.started is not None:
-            end = p.ended if p.ended is not None else p.started + span * 0.02
             x = (p.started - t0) / span * CHART_WIDTH
-            width = max((end - p.started) / span * CHART_WIDTH, 2.0)
+            width = max((_end(p, now) - p.started) / span * CHART_WIDTH, 2.0)
         outs = []
         for name in run.flow.phase(p.id).outputs:
             path = run.paths.out(name)
@@ -120,9 +124,19 @@ def timeline(run: RunHandle) -> list[Bar]:
                 outs,
                 p.error,
                 p.note,
+                p.started,
+                p.ended,
             )
         )
     return bars
+
+
+def _end(p: PhaseState, now: float) -> float:
+    """Where a started phase's bar ends: its end, or ``now`` while it runs."""
+    started = p.started or 0.0
+    if p.ended is not None:
+        return p.ended
+    return max(now, started) if p.status == "running" else started
 
 
 def event_rows(run: RunHandle) -> tuple[list[EventRow], str | None]:

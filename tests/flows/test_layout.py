@@ -14,6 +14,8 @@ import pytest
 
 from praxis.flows.model import state as st
 from praxis.flows.model.flow import Flow, Phase
+from praxis.flows.model.machine import apply
+from praxis.flows.model.transitions import Finish, Gate, Start
 from praxis.flows.store import layout
 from praxis.flows.store.layout import NotWritable, RunPaths
 
@@ -102,9 +104,9 @@ FLOW = Flow(
 
 def at_gate() -> st.RunState:
     state = st.new_run("r1", "f", ["clean", "total"], now=1.0)
-    state = st.apply(state, "start", phase="clean", pid=1, now=2.0).state
-    state = st.apply(state, "finish", phase="clean", hashes={}, now=3.0).state
-    return st.apply(state, "gate", phase="clean", now=3.0).state
+    state = apply(state, Start(phase="clean", pid=1), now=2.0).state
+    state = apply(state, Finish(phase="clean", hashes={}), now=3.0).state
+    return apply(state, Gate(phase="clean"), now=3.0).state
 
 
 @pytest.fixture

@@ -11,8 +11,8 @@ import pytest
 
 from praxis.flows.engine import phase as phase_step
 from praxis.flows.engine import runner
-from praxis.flows.model.events import EventLog
 from praxis.flows.store import snapshot
+from praxis.flows.store.event_log import EventLog
 from praxis.flows.store.handle import RunHandle
 from sandbox import Kernel, KernelDied, PathRefused, SandboxUnavailable
 from sandbox.fake import FakeSandbox

@@ -209,6 +209,23 @@ def test_one_number_names_a_cell_after_blank_and_skipped_cells(tmp_path: Path) -
     assert "](#cell-2)" in record.cells[0].source  # the page's anchor of In [2]
 
 
+def test_the_record_keeps_stream_text_as_jupyterlab_shows_it(tmp_path: Path) -> None:
+    """``!head`` of a file with Windows line endings prints lines ending in \\r\\r\\n; a
+    progress line is rewritten with \\r. The record keeps what JupyterLab shows."""
+    nb = notebook(  # what a pty makes of each \\r\\n that `!head` prints
+        v4.new_code_cell("import sys\n_ = sys.stdout.write('id,name\\r\\r\\n1,north\\r\\r\\n')"),
+        v4.new_code_cell("print('abcdef\\rXY')\n_ = open('out.txt', 'w').write('x')"),
+    )
+    root = one_phase_flow(tmp_path / "flow", nb)
+    run = runner.begin(root)
+    state = runner.advance(root, run.id, make_sandbox=local)
+    assert state.status == "done", state.error
+    record = nbformat.read(records(root, run.id) / "work.ipynb", as_version=4)
+    code = [c for c in record.cells if c.cell_type == "code"]
+    assert [o.text for o in code[1].outputs] == ["id,name\n1,north\n"]
+    assert [o.text for o in code[2].outputs] == ["XYcdef\n"]
+
+
 def test_allow_errors_runs_past_a_failing_cell(tmp_path: Path) -> None:
     nb = notebook(v4.new_code_cell("1 / 0"), v4.new_code_cell("open('out.txt', 'w').write('x')"))
     root = one_phase_flow(tmp_path / "flow", nb)

@@ -55,13 +55,37 @@ def valid(outputs: list[dict]) -> None:
     nbformat.validate(nbformat.v4.new_notebook(cells=[cell]))
 
 
-def test_overwrite_is_what_nbclient_does_in_linear_time() -> None:
+# JupyterLab's fixCarriageReturn (packages/outputarea/src/model.ts), its JavaScript expressions
+# in Python's: `.` is [^\n\r], a multiline ^ and $ also match beside a \r
+BOL, EOL = r"(?:(?<=[\n\r])|\A)", r"(?=[\n\r]|\Z)"
+
+
+def jupyterlabs(text: str) -> str:
+    """What JupyterLab's output model (``removeOverwrittenChars``) makes of a stream's text."""
+    old = text
+    while True:  # fixBackspace
+        new = BACKSPACE.sub("", old)
+        if len(new) >= len(old):
+            break
+        old = new
+    text = re.sub(r"\r+\n", "\n", old)
+    while re.search(r"\r[^$]", text):
+        base = re.search(BOL + r"([^\n\r]*)\r+", text)
+        insert = re.search(r"\r+([^\n\r]*)" + EOL, text)
+        assert base is not None and insert is not None
+        merged = insert[1] + base[1][len(insert[1]) :]
+        text = re.sub(r"\r+[^\n\r]*" + EOL, "\r", text, count=1)
+        text = re.sub(BOL + r"[^\n\r]*\r", lambda _, m=merged: m, text, count=1)
+    return text
+
+
+def test_overwrite_is_what_jupyterlab_shows_in_linear_time() -> None:
     rng = random.Random(7)
     checked = 0
     for _ in range(5000):
-        text = "".join(rng.choice("ab\r\n\b") for _ in range(rng.randrange(12)))
+        text = "".join(rng.choice("abc\r\n\b") for _ in range(rng.randrange(14)))
         if not underflows(text) and "\b\b" not in text:
-            assert overwrite(text) == nbclients(text), repr(text)
+            assert overwrite(text) == jupyterlabs(text), repr(text)
             checked += 1
     assert checked > 1000
     # where the expressions, applied again and again, let a backspace delete a backspace, a
@@ -69,8 +93,35 @@ def test_overwrite_is_what_nbclient_does_in_linear_time() -> None:
     assert overwrite("ab\r\b\b\b") == "" and nbclients("ab\r\b\b\b") == "ab"
     assert overwrite("a\b\b\nb") == "\b\nb"
     long_line = "x" * 1_000_000  # nbclient's \r expression takes minutes on this
-    assert overwrite(long_line + "\rdone") == "done"
+    assert overwrite(long_line + "\rdone") == "done" + long_line[4:]
     assert overwrite("y" + "z\b" * 200_000) == "y"
+    assert overwrite("\r".join(["x" * 80] * 100_000)) == "x" * 80
+
+
+def test_a_carriage_return_overwrites_in_place_and_before_a_newline_is_one() -> None:
+    """The two cases of a real notebook: ``!head`` of a file with Windows line endings (each
+    line ends in \\r\\r\\n) and a line rewritten in place."""
+    windows = "id,name\r\r\n1,north\r\r\n"
+    assert overwrite(windows) == jupyterlabs(windows) == "id,name\n1,north\n"
+    assert nbclients(windows) == "\r\n\r\n"  # nbclient drops the text
+    assert overwrite("abcdef\rXY\n") == jupyterlabs("abcdef\rXY\n") == "XYcdef\n"
+    assert nbclients("abcdef\rXY\n") == "XY\n"
+    c = Collector(1000, 1000)
+    c.add("stream", {"name": "stdout", "text": "id,name\r"})
+    c.add("stream", {"name": "stdout", "text": "\r\nabcdef\r"})
+    c.add("stream", {"name": "stdout", "text": "XY\n"})
+    assert [o["text"] for o in c.finish(0.1, {"status": "ok"}).outputs] == ["id,name\nXYcdef\n"]
+
+
+def test_without_carriage_returns_overwrite_is_what_nbclient_does() -> None:
+    rng = random.Random(11)
+    checked = 0
+    for _ in range(3000):
+        text = "".join(rng.choice("ab\n\b") for _ in range(rng.randrange(14)))
+        if not underflows(text) and "\b\b" not in text:
+            assert overwrite(text) == nbclients(text), repr(text)
+            checked += 1
+    assert checked > 1000
 
 
 def test_a_display_updated_in_place_keeps_its_last_value() -> None:

@@ -16,7 +16,8 @@ import pytest
 
 from praxis.flows.engine import runner
 from praxis.flows.engine.runner import load_flow
-from praxis.flows.model.events import ArtifactEdited, EventLog
+from praxis.flows.model.events import ArtifactEdited
+from praxis.flows.store.event_log import EventLog
 from praxis.flows.store.handle import RunHandle
 
 from .conftest import GatedRun
@@ -378,6 +379,116 @@ def test_live_output_appears_while_the_phase_runs_then_the_report_is_rendered(
         expect(page.locator(".notebook pre.source").first).to_contain_text("tick")
         expect(page.locator(".notebook pre.out").first).to_contain_text("tick 0")
         page.screenshot(path=str(SHOTS / "view-record.png"), full_page=False)
+        page.close()
+
+
+SCROLLER = """\
+import os, time
+for i in range(300):
+    print(f"line {i}", flush=True)
+    time.sleep(0.005)
+for i in range(5):
+    print(f"\\rprogress {i}", end="", flush=True)
+    time.sleep(0.3)
+print("\\r\\r\\nabcdef\\rXY", flush=True)
+print("the newest line", flush=True)
+for _ in range(1200):  # until the test lets it end (at most 2 minutes)
+    if os.path.exists("stop"):
+        break
+    time.sleep(0.1)
+open("done.txt", "w").write("ok")
+"""
+
+
+@pytest.fixture
+def scroller(tmp_path: Path) -> GatedRun:
+    root = tmp_path / "root"
+    flow = root / "flows" / "scroller"
+    (flow / "scripts").mkdir(parents=True)
+    (flow / "scripts" / "scroll.py").write_text(SCROLLER)
+    (flow / "scripts" / "prepare.py").write_text("import time\ntime.sleep(1)\n")
+    (flow / "flow.yaml").write_text(
+        json.dumps(
+            {
+                "flow": "scroller",
+                "sandbox": {"backend": "local", "timeout": 300},
+                "phases": [
+                    {"id": "prepare", "kind": "script", "script": "scripts/prepare.py"},
+                    {
+                        "id": "scroll",
+                        "kind": "script",
+                        "script": "scripts/scroll.py",
+                        "outputs": ["done.txt"],
+                    },
+                ],
+            }
+        )
+    )
+    run = runner.begin(flow)
+    return GatedRun(root=root, flow=flow, run_id=run.id)
+
+
+def test_the_live_panel_scrolls_follows_the_newest_line_and_the_timeline_grows(
+    scroller: GatedRun, browser: Any
+) -> None:
+    """300 lines in a panel 320 px high: it scrolls inside its box (nothing spills over the
+    timeline), shows the newest line, and the running phase's bar grows (beside the bar of
+    the phase before it, which takes less and less of the run's clock)."""
+    from playwright.sync_api import expect
+
+    workspace = RunHandle.open(load_flow(scroller.flow), scroller.run_id).paths.workspace
+    with LiveServer(scroller) as server:
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.goto(server.url)
+        page.get_by_role("link", name=scroller.run_id).click()
+        page.get_by_role("button", name="Continue the run").click()
+        log = page.locator("#live-log")
+        expect(log).to_contain_text("the newest line", timeout=60_000)
+        shown = log.inner_text()  # \r as JupyterLab shows it: the line rewritten in place
+        assert "progress 4\nXYcdef\nthe newest line" in shown, shown[-200:]
+        assert "progress 3" not in shown
+        geometry = page.evaluate(
+            """() => {
+              const log = document.getElementById("live-log");
+              const svg = document.getElementById("timeline");
+              const box = log.getBoundingClientRect();
+              const range = document.createRange();
+              range.selectNodeContents(log);
+              const rects = range.getClientRects();
+              const last = rects[rects.length - 1];
+              return {
+                overflow: getComputedStyle(log).overflowY,
+                scrollHeight: log.scrollHeight, clientHeight: log.clientHeight,
+                scrollTop: log.scrollTop, logBottom: box.bottom, logTop: box.top,
+                timelineTop: svg.getBoundingClientRect().top,
+                lastTop: last.top, lastBottom: last.bottom,
+              };
+            }"""
+        )
+        assert geometry["overflow"] == "auto"
+        assert geometry["scrollHeight"] > 3 * geometry["clientHeight"]  # 300 lines scroll
+        # it follows the newest line: scrolled to the end, that line inside the box
+        bottom = geometry["scrollTop"] + geometry["clientHeight"]
+        assert bottom >= geometry["scrollHeight"] - 4, geometry
+        assert geometry["logTop"] <= geometry["lastTop"] < geometry["lastBottom"]
+        assert geometry["lastBottom"] <= geometry["logBottom"] + 1, geometry
+        assert geometry["logBottom"] <= geometry["timelineTop"]  # nothing over the timeline
+        bar = page.locator('#timeline rect.bar[data-phase="scroll"]')
+        label = page.locator('#timeline text.label[data-phase="scroll"]')
+        expect(label).to_contain_text("running · ")
+        first = float(bar.get_attribute("width") or 0)
+        page.wait_for_function(
+            "(w) => parseFloat(document.querySelector("
+            "'#timeline rect.bar[data-phase=\"scroll\"]').getAttribute('width')) > w + 1",
+            arg=first,
+            timeout=30_000,
+        )
+        expect(page.locator('#timeline text.label[data-phase="prepare"]')).to_have_text("done")
+        before = page.locator('#timeline rect.bar[data-phase="prepare"]')
+        assert float(before.get_attribute("width") or 0) > 2  # it ended where scroll began
+        page.screenshot(path=str(SHOTS / "run-live-scrolled.png"), full_page=False)
+        (workspace / "stop").write_text("")
+        expect(page.locator("#live-title")).to_have_text("Output of phase", timeout=60_000)
         page.close()
 
 

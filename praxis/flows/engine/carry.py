@@ -164,6 +164,19 @@ def reapply(name: str, key: list[str], wrote: bytes, edited: bytes, new: bytes) 
     return out
 
 
+def changes_by_key(name: str, key: list[str], old: bytes, new: bytes) -> list[Edit]:
+    """The rows of table ``name`` changed, removed and added from ``old`` to ``new``, by
+    ``key``: (key, row before or None, row after or None); only the rows between the bytes
+    both share at the start and the end are compared. Unreadable when either does not parse
+    or lacks a key column."""
+    a, b = _edited_region(name, old, new)
+    for label, cols in (("earlier", a.header), ("later", b.header)):
+        missing = [k for k in key if k not in cols]
+        if missing:
+            raise Unreadable(f"the {label} {name} has no key column(s) {missing}")
+    return _edits(a, b, key)
+
+
 @dataclass
 class Change:
     """What re-applying does to the new table: its rows the edits name (by record number),

@@ -25,6 +25,7 @@ from ..model.events import FilesCollected, InputsUploaded, WorkspaceRecorded
 from ..model.flow import Phase
 from ..model.hints import with_hint
 from ..model.state import STOPPED
+from ..model.transitions import Fail, Finish, Reuse, Start, Wait
 from ..store import live, snapshot
 from ..store.handle import RunHandle
 from ..store.intact import ObjectTampered
@@ -152,11 +153,12 @@ def mark_running(run: RunHandle, phase: Phase, previous: int, sandbox: Sandbox) 
         collect.archive_attempt(run.paths, phase, previous)
     info = sandbox.describe()
     run.change(
-        "start",
-        phase=phase.id,
-        pid=os.getpid(),
-        backend=str(info.get("backend")),
-        isolated=bool(info.get("isolated")),
+        Start(
+            phase=phase.id,
+            pid=os.getpid(),
+            backend=str(info.get("backend")),
+            isolated=bool(info.get("isolated")),
+        )
     )
 
 
@@ -274,7 +276,7 @@ def try_reuse(run: RunHandle, phase: Phase, sandbox: Sandbox, ws: snapshot.Works
     except Exception:  # whatever failed here fails the phase for real when it runs
         log.debug("phase %s cannot be reused", phase.id, exc_info=True)
         return False
-    run.change("reuse", phase=phase.id)
+    run.change(Reuse(phase=phase.id))
     return True
 
 
@@ -353,7 +355,7 @@ def timeout_of(run: RunHandle, phase: Phase) -> float:
 
 
 def _set_waiting(run: RunHandle, phase: Phase, what: str | None) -> None:
-    run.change("waiting", phase=phase.id, what=what)
+    run.change(Wait(phase=phase.id, what=what))
 
 
 def finish(
@@ -367,7 +369,7 @@ def finish(
     """Step 7: record hashes, mark later done phases stale, write the record and run.json."""
     _save_record(run, phase, record, "done")
     seconds = run.clock() - started
-    run.change("finish", phase=phase.id, hashes=hashes, digests=digests, seconds=seconds)
+    run.change(Finish(phase=phase.id, hashes=hashes, digests=digests, seconds=seconds))
 
 
 def fail(
@@ -383,7 +385,7 @@ def fail(
         _save_record(run, phase, record, "failed")
     finally:
         seconds = run.clock() - started
-        run.change("fail", phase=phase.id, error=error, digests=digests, seconds=seconds)
+        run.change(Fail(phase=phase.id, error=error, digests=digests or {}, seconds=seconds))
 
 
 def _save_record(run: RunHandle, phase: Phase, record: Record, status: str) -> None:

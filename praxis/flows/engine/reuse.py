@@ -49,6 +49,7 @@ from sandbox.files import READ_FLAGS, replace_file
 from ..definition import digests as definition
 from ..definition import kinds
 from ..model.flow import Phase, SandboxSettings
+from ..model.transitions import Reuse
 from ..store import intact, snapshot
 from ..store.handle import RunHandle
 from ..store.layout import list_run_ids, run_paths, store_dir
@@ -319,7 +320,7 @@ def _adopt(
     save = ws.save if ws is not None else snapshot.save_manifest
     save(run.paths.snapshot(phase.id, attempt), pre, **digests)
     save(run.paths.snapshot(phase.id, attempt, "post"), post)
-    run.change("reuse", phase=phase.id, source=source, hashes=outputs, digests=digests)
+    run.change(Reuse(phase=phase.id, source=source, hashes=outputs, digests=digests))
     remember(run, phase, store, pre, post, outputs)
     return True
 

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import dataclasses
 import shlex
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from ...argv import flow_arg
 from ...argv import shown as _rel
+from ...units import duration
 from ..engine import reconcile
 from ..model.flow import Flow
-from ..model.state import APPROVAL_LOST, STOPPED, RunState
+from ..model.state import APPROVAL_LOST, STOPPED, PhaseState, RunState
 from ..store.handle import RunHandle
 from ..store.killed import in_words, report_of
 from ..store.layout import writable_names
@@ -147,6 +149,7 @@ def _phase_row(p: Any, state: RunState) -> dict[str, Any]:
         "status": p.status,
         "attempt": p.attempt,
         "seconds": None if p.seconds is None else round(p.seconds, 3),
+        "elapsed": _elapsed(p),
         "error": p.error,
         "outputs": sorted(p.hashes),
         "reused": p.reused,
@@ -155,11 +158,20 @@ def _phase_row(p: Any, state: RunState) -> dict[str, Any]:
     }
 
 
+def _elapsed(p: PhaseState, now: float | None = None) -> float | None:
+    """Seconds a running phase has run so far (None for any other)."""
+    if p.status != "running" or p.started is None or p.ended is not None:
+        return None
+    return round(max((time.time() if now is None else now) - p.started, 0.0), 1)
+
+
 def _message(state: RunState, held: int | None) -> str:
     if state.waiting == "gate":
         return f"waiting at the Gate after {state.gate}: review, then approve or reject"
     if state.status == "running":
-        return f"running (process {held})" if held else "running"
+        running = next((p for p in state.phases if _elapsed(p) is not None), None)
+        where = f" {running.id} for {duration(_elapsed(running))}" if running else ""
+        return f"running{where} (process {held})" if held else f"running{where}"
     if state.status == "failed":
         return f"failed: {state.error}"
     if state.status == "paused":

@@ -15,7 +15,8 @@ from pathlib import Path
 
 from sandbox.files import open_nofollow
 
-from ..model.events import Event, EventLog, Traced, TraceFull, TraceStarted
+from ..model.events import Event, Traced, TraceFull, TraceStarted
+from ..store.event_log import EventLog
 from ..store.handle import RunHandle
 from .facts import facts_and_route
 

@@ -505,14 +505,71 @@
 
   const live = {
     url: run.dataset.liveUrl, phase: run.dataset.running || "", offset: 0,
-    elapsed: null, at: 0, timer: null,
+    elapsed: null, at: 0, timer: null, started: null, statuses: {},
   };
   const logEl = document.getElementById("live-log");
+  // The log as JupyterLab shows a stream: \r\n is a newline, another \r takes the cursor back
+  // to the start of its line and what follows overwrites it. Whole lines are appended once;
+  // the line still being written is one text node, drawn again as it grows.
+  const logTail = { raw: "", node: null };
+  function clearLog() { logEl.textContent = ""; logTail.raw = ""; logTail.node = null; }
+  function overwritten(line) {
+    let shown = "";
+    line.split("\r").forEach(function (part) { shown = part + shown.slice(part.length); });
+    return shown;
+  }
+  function appendLog(text) {
+    const lines = (logTail.raw + text).replace(/\r+\n/g, "\n").split("\n");
+    logTail.raw = lines.pop();
+    if (logTail.node) { logTail.node.remove(); logTail.node = null; }
+    if (lines.length) {
+      logEl.append(document.createTextNode(lines.map(overwritten).join("\n") + "\n"));
+    }
+    if (logTail.raw) {
+      logTail.node = document.createTextNode(overwritten(logTail.raw));
+      logEl.append(logTail.node);
+    }
+  }
   function tickElapsed() {
     const el = document.getElementById("live-elapsed");
     if (live.elapsed === null || !el) { return; }
     const secs = live.elapsed + (Date.now() - live.at) / 1000;
     el.textContent = "running for " + secs.toFixed(0) + " s";
+    growTimeline(live.phase, secs);
+  }
+  // The running phase's bar reaches now: every bar is placed again on the run's clock.
+  function growTimeline(phase, secs) {
+    const svg = document.getElementById("timeline");
+    const bar = svg && phase ? svg.querySelector('rect.bar[data-phase="' + CSS.escape(phase) + '"]') : null;
+    if (!bar || live.started === null) { return; }
+    if (bar.dataset.start !== String(live.started)) {  // the attempt began after the page was shown
+      bar.dataset.start = String(live.started);
+      delete bar.dataset.end;
+    }
+    const width = parseFloat(svg.dataset.width);
+    const now = parseFloat(bar.dataset.start) + secs;
+    const bars = Array.prototype.slice.call(svg.querySelectorAll("rect.bar[data-start]"));
+    bars.forEach(function (b) {  // a phase that ran while this page was shown ended as this one began
+      if (b === bar || b.dataset.end || !b.classList.contains("running")) { return; }
+      b.dataset.end = String(Math.max(live.started, parseFloat(b.dataset.start)));
+      const status = live.statuses[b.dataset.phase] || "done";
+      b.setAttribute("class", "bar " + status);
+      const text = svg.querySelector('text.label[data-phase="' + CSS.escape(b.dataset.phase) + '"]');
+      if (text) { text.textContent = status; }
+    });
+    const t0 = Math.min.apply(null, bars.map(function (b) { return parseFloat(b.dataset.start); }));
+    const ends = bars.map(function (b) {
+      return b === bar ? now : (b.dataset.end ? parseFloat(b.dataset.end) : parseFloat(b.dataset.start));
+    });
+    const span = Math.max(Math.max.apply(null, ends) - t0, 1e-6);
+    bars.forEach(function (b, i) {
+      const start = parseFloat(b.dataset.start);
+      b.setAttribute("x", (120 + (start - t0) / span * width).toFixed(1));
+      b.setAttribute("width", Math.max((ends[i] - start) / span * width, 2).toFixed(1));
+    });
+    bar.setAttribute("class", "bar running");
+    const label = svg.querySelector('text.label[data-phase="' + CSS.escape(phase) + '"]');
+    if (label) { label.textContent = "running · " + secs.toFixed(0) + " s"; }
   }
   function pollLive() {
     if (!live.phase) { return; }
@@ -521,15 +578,16 @@
       .then(function (r) { return r.ok ? r.json() : null; })
       .then(function (data) {
         if (!data || phase !== live.phase) { return; }
-        if (data.offset < live.offset) { logEl.textContent = ""; }
+        if (data.offset < live.offset) { clearLog(); }
         if (data.text) {
           const atBottom = logEl.scrollTop + logEl.clientHeight >= logEl.scrollHeight - 4;
-          logEl.append(document.createTextNode(data.text));
+          appendLog(data.text);
           if (atBottom) { logEl.scrollTop = logEl.scrollHeight; }
         }
         live.offset = data.offset;
         if (data.phase_status === "running") {
           if (data.elapsed !== null) { live.elapsed = data.elapsed; live.at = Date.now(); }
+          live.started = typeof data.started === "number" ? data.started : null;
           live.timer = setTimeout(pollLive, 700);
         } else {
           live.elapsed = null;
@@ -544,7 +602,7 @@
     const section = document.getElementById("live");
     if (!section) { return; }
     if (phase !== live.phase || !live.timer) {
-      if (phase !== live.phase) { logEl.textContent = ""; live.offset = 0; }
+      if (phase !== live.phase) { clearLog(); live.offset = 0; live.started = null; }
       live.phase = phase;
       document.getElementById("live-phase").textContent = phase;
       document.getElementById("live-title").textContent = "Running";
@@ -603,6 +661,7 @@
       .then(function (r) { return r.ok ? r.json() : null; })
       .then(function (st) {
         if (!st) { return; }
+        live.statuses = st.phases || {};
         if (st.running) { startLive(st.running, st.elapsed); }
         if (following && !hasDrafts()) {
           follow(st);
