@@ -57,10 +57,12 @@ test-fast: $(VENV)/.installed
 	rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest ran no tests: failing" >&2; exit 1; fi; exit $$rc
 
 lint: $(VENV)/.installed
-	$(VENV)/bin/ruff check praxis sandbox tests benchmarks
-	$(VENV)/bin/ruff format --check praxis sandbox tests benchmarks
+	$(VENV)/bin/ruff check praxis sandbox tests benchmarks tools
+	$(VENV)/bin/ruff format --check praxis sandbox tests benchmarks tools
 	$(VENV)/bin/mypy
+	$(VENV)/bin/mypy --strict tools
 	$(VENV)/bin/lint-imports --no-cache
+	$(PY) tools/house.py  # no module cycle, no unlisted function-local import, flows modules <= 500 lines
 
 # The documentation site in site/ (mkdocs.yml): --strict fails on a broken link, a page
 # outside the nav or a reference page the code can no longer write (docs/hooks/reference.py).

@@ -18,7 +18,7 @@ from typing import Any
 from .container import RUN_LABEL, RUNTIME, RUNTIME_PREFIX
 from .daemon import connect as connect_docker
 from .daemon import docker_errors
-from .errors import DockerMissing
+from .errors import DockerConflict, DockerMissing
 from .workspace import unmount
 
 
@@ -63,9 +63,11 @@ def prune(keep: Callable[[str], bool] | None = None, client: Any = None) -> list
             try:
                 with docker_errors(f"remove container {box.name}"):
                     client.api.remove_container(box.id, force=True)
-            except DockerMissing:
-                continue  # gone meanwhile
-            removed.append(box.name)
+            except (DockerMissing, DockerConflict):
+                pass  # gone meanwhile (its run's watchdog ended it), or the daemon is removing
+                # it already: its runtime folder is not
+            else:
+                removed.append(box.name)
             _remove_runtime(box.runtime)
     finally:
         if own:

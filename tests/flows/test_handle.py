@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -20,10 +19,11 @@ from praxis.flows.model.machine import IllegalTransition
 from praxis.flows.model.transitions import Cancel, Fail, Finish, Rerun, Start, Wait
 from praxis.flows.store import handle as handle_module
 from praxis.flows.store.event_log import EventLog
-from praxis.flows.store.handle import NoRun, RunHandle, listing
-from praxis.flows.store.layout import list_run_ids
+from praxis.flows.store.handle import NoRun, RunHandle, held, listing
+from praxis.flows.store.layout import list_run_ids, lock_path
 from praxis.flows.store.state_file import load
 
+from ..waiting import waits_for_lock
 from .helpers import three_phase_flow
 
 NOON = 1_795_000_000.0
@@ -116,7 +116,7 @@ def test_a_new_run_appears_whole_and_waits_for_a_listing_to_end(flow: Flow) -> N
     with listing(flow) as ids:
         thread = threading.Thread(target=lambda: made.append(runner.begin(flow).id))
         thread.start()
-        time.sleep(0.3)  # the begin waits for the Flow's lock, held shared here
+        waits_for_lock(thread, lock_path(flow.root))  # held shared here: the begin waits
         assert list_run_ids(flow.root) == ids and made == []
     thread.join(30)
     assert list_run_ids(flow.root) == [*ids, *made] and len(made) == 1
@@ -215,8 +215,10 @@ def test_a_crash_at_each_point_of_a_change_loses_no_event_and_repeats_none(
     assert max(by_revision(run)) <= revision
     assert [e.kind for e in EventLog(run.paths.events).read()]  # readable, a torn line dropped
 
-    state = runner.reconcile_run(flow, run.id)  # the next command: under the run's lock
-    assert state.revision == revision
+    with held(flow, run.id, "changing"):  # the next command: under the run's lock
+        next_command = RunHandle.open(flow, run.id)
+        next_command.catch_up()
+    assert next_command.state.revision == revision
     assert by_revision(run) == outboxes  # each change's events, once, in order
     again = RunHandle.open(flow, run.id)
     again.change(Cancel())

@@ -7,6 +7,7 @@ import calendar
 import json
 import os
 import re
+import shutil
 import time
 from pathlib import Path
 
@@ -82,12 +83,16 @@ def test_run_paths_name_every_part_of_the_run_folder(tmp_path: Path) -> None:
     ]
 
 
-def test_remove_run_deletes_the_folder(tmp_path: Path) -> None:
+def test_an_unlisted_run_is_out_of_the_listing_and_its_files_go_with_the_trash(
+    tmp_path: Path,
+) -> None:
     paths = RunPaths(tmp_path / "runs" / "r1")
     paths.make()
     (paths.output / "a.txt").write_text("a")
-    layout.remove_run(paths)
-    assert not paths.root.exists()
+    trash = layout.unlist_run(paths)
+    assert not paths.root.exists() and layout.list_run_ids(tmp_path) == []
+    assert (trash / "output" / "a.txt").read_text() == "a"
+    shutil.rmtree(trash)
 
 
 # --- what a reviewer may write ---------------------------------------------------------------

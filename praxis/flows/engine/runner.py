@@ -60,7 +60,8 @@ from ..store.layout import (
     writable,
 )
 from ..store.lock import ADVANCING, PATIENCE, Busy, Lock
-from ..store.objects import RunStore, Swept, migrate, sweep
+from ..store.objects import RunStore, Swept, sweep
+from ..store.upgrade import refuse_old
 from . import acks as acks_of
 from . import binding, carry, checks, collect, reconcile
 from .binding import Unbound as Unbound  # where callers found it
@@ -272,12 +273,12 @@ def _advance(
         if make_sandbox is default_sandbox:
             isolation.confine(flow.sandbox)  # refused before anything of the run changes
         run = RunHandle.open(flow, run_id, clock)
+        refuse_old(run.paths)  # a run from before the flow's store: praxis upgrade, once
         run.catch_up()  # the events of a change a process that died did not append
         _check_revision(run, expect_revision)  # before recover: what the caller saw
         if on_event is not None:
             run.listeners.append(on_event)
         recover(run)
-        migrate(run.paths)  # a run from before the flow's store: its objects move there
         reconcile.reconcile(run)
         if not _runnable(run.state):
             if opening is not None:
@@ -502,22 +503,13 @@ def _opened(
     flow = load_flow(flow_ref)
     with held(flow, run_id, "changing") as lock:
         run = RunHandle.open(flow, lock.run, clock)
+        refuse_old(run.paths)  # a run from before the flow's store: praxis upgrade, once
         run.catch_up()  # the events of a change a process that died did not append
-        migrate(run.paths)
         reconcile.reconcile(run)
         if bound is not None and expect_revision is None and bound[1:] == (None, None):
             binding.unbound(run, bound[0])
         _check_revision(run, expect_revision)
         yield run
-
-
-def reconcile_run(
-    flow_ref: Flow | str | Path, run_id: str | None = None, *, clock: Clock = time.time
-) -> RunState:
-    """Record what changed by hand in the run's files since the last command (status does
-    this first when the run's lock is free)."""
-    with _opened(flow_ref, run_id, None, clock) as run:
-        return run.state
 
 
 def read(

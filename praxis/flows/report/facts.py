@@ -66,12 +66,19 @@ def state_facts(state: RunState, flow: Flow, *, flow_arg: str, program: Sequence
     )
 
 
-def _keyless(flow: Flow, edited: tuple[tuple[str, str], ...]) -> list[str]:
+def _keyless(
+    flow: Flow, edited: tuple[tuple[str, str], ...], run: RunHandle | None = None
+) -> list[str]:
+    """The edited outputs --keep-edits cannot re-apply: no row key (flow.yaml says), and, when
+    the run's files are at hand, a header that repeats a column name (carry refuses those)."""
     if not edited:
         return []
-    from ..engine.carry import keyless  # tables of a run with Gate edits only
+    from ..engine.carry import keyless, repeated_columns  # a run with Gate edits only
 
-    return keyless(flow, edited)
+    found = keyless(flow, edited)
+    if run is not None:
+        found += [n for n, _ in repeated_columns(run, edited) if n not in found]
+    return found
 
 
 def _delegatable(flow: Flow, gate: str | None) -> bool:
@@ -115,6 +122,7 @@ def facts(
         receipts=tuple(receipts),
         params_changed=tuple(p for p in params_changed if p in done),
         missing_outputs=tuple(dict.fromkeys(c.name for c, _ in blocking if not c.now)),
+        keyless=tuple(_keyless(run.flow, base.edited, run)),
     )
 
 
