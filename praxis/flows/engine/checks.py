@@ -37,6 +37,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sandbox.files import open_nofollow
+
 from ..definition.digest import sha256_of
 from ..model import check_rules as rules
 from ..model.check_rules import MAX_SHOWN_ROWS, Failure
@@ -96,7 +98,7 @@ def parse(data: bytes, name: str) -> Table:
 
 def read(path: Path) -> bytes:
     """At most ``MAX_BYTES + 1`` bytes of ``path`` (never through a link)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    fd = open_nofollow(path)
     with os.fdopen(fd, "rb") as fh:
         return fh.read(MAX_BYTES + 1)
 
