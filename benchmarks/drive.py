@@ -112,7 +112,7 @@ class Syncer:
 def drive(flow_dir: Path, backend: str, sync: bool = False) -> dict[str, Any]:
     os.environ["PRAXIS_SANDBOX"] = backend
     from praxis.flows.engine import runner
-    from praxis.flows.model.events import EventLog
+    from praxis.flows.store.event_log import EventLog
 
     boxes: list[TimedSandbox] = []
 

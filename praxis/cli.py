@@ -67,7 +67,7 @@ def _main(argv: list[str] | None) -> int:
 
 # The module of praxis.commands each command is in; the others are in ``acting``.
 HOME = {
-    **{name: name for name in ("check", "status", "runs", "sandbox")},
+    **{name: name for name in ("check", "status", "runs", "sandbox", "upgrade")},
     **dict.fromkeys(("log", "replay", "params", "diff"), "history"),
     **dict.fromkeys(("serve", "mcp", "chat"), "serving"),
 }
@@ -216,7 +216,7 @@ COMMANDS = (
     *("check", "run", "begin", "advance", "status", "runs", "gc", "approve", "reject"),
     "manage",
     *("accept", "read", "rerun", "cancel", "log", "replay", "diff", "params", "chat"),
-    *("sandbox", "serve", "mcp"),
+    *("sandbox", "serve", "mcp", "upgrade"),
 )
 
 
@@ -279,6 +279,7 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
     option(("runs",), "--delete", action="append", default=[], metavar="ID", help="delete a run")
     option(("runs",), "--keep", type=int, metavar="N", help="delete all but the newest N runs")
     add("gc", "remove the stored files that no run of the flow holds", run=False)
+    add("upgrade", "move runs made before the flow's store into it (once)", run=False)
     add("approve", "approve the Gate and continue", revision=True)
     add("reject", "reopen a phase with a note, and continue", revision=True)
     option(("reject",), "--reopen", required=True, metavar="PHASE")

@@ -11,10 +11,14 @@ PraxisError               1  something failed                                   
 ├── UsageError            2  a command, flow or name that cannot be acted on    (here)
 │   ├── Usage                a command line                                     commands
 │   ├── NotAFlow             FLOW is neither a flow folder nor its flow.yaml    terminal
+│   │   └── NoFlowHere       a folder with no flow.yaml in it or above it       terminal
 │   ├── FlowInvalid          flow.yaml has errors; ``report`` holds them flows.definition.contract
 │   ├── BadParam             a -p the flow does not declare, or a bad value     flows.model.params
 │   ├── BadActor             an actor other than person or agent          flows.model.decisions
 │   ├── NotebookProblem      a notebook that cannot be run           flows.definition.notebook_check
+│   ├── UnknownKind          a phase kind no entry point declares         flows.definition.kinds
+│   ├── PackagesRefused      the flow's requirements.txt cannot be used flows.definition.packages
+│   ├── SandboxInvalid       a sandbox override refused          flows.definition.sandbox_config
 │   ├── NoRun                no run yet, or no run of that id                   flows.store.handle
 │   ├── NoOutput             a run has no such output (yet)                     api
 │   ├── NotFound             a URL names what is not below the served root      web.catalog
@@ -28,7 +32,10 @@ PraxisError               1  something failed                                   
 ├── Refused               4  not allowed now; nothing was changed               (here)
 │   ├── Unbound           2  approve/reject bound to no revision and no Gate    flows.engine.binding
 │   ├── NotWritable          a file the Gate does not open for writing          flows.store.layout
-│   ├── IllegalTransition    an event the current state does not allow          flows.model.state
+│   ├── IllegalTransition    a transition the current state does not allow      flows.model.moves
+│   ├── NotAcknowledged      a decision without a receipt of each file to read  flows.engine.acks
+│   ├── EditsAtRisk          a re-run replacing outputs edited at a Gate      flows.engine.runner
+│   ├── OldLayout            a change of a run from before the flow's store     flows.store.upgrade
 │   ├── ApprovalRefused      an approval request unknown, answered or closed    agent.approvals
 │   ├── FileRefused          a path or a write the flow chat may not make       chat.workfiles
 │   ├── RequestRefused       a form the reviewer UI turns down                  web.refusals
@@ -37,10 +44,11 @@ PraxisError               1  something failed                                   
 │   ├── BadEdit              a table edit that does not fit the file            web.tables
 │   ├── NotATable            a file that cannot be edited as a table            web.csvedit
 │   └── BadRow               a row or column the file does not have             web.csvedit
+│       └── BadQuery         a filter naming a column or operation it lacks     web.find
 ├── RecordCorrupt         4  a run's record cannot be read; never reset         (here)
 │   ├── StateCorrupt         run.json                                     flows.store.state_file
 │   ├── ObjectTampered       a store object that does not hash to its name    flows.store.intact
-│   └── EventLogCorrupt      events.jsonl, a line other than the last           flows.model.events
+│   └── EventLogCorrupt      events.jsonl, a line other than the last      flows.store.event_log
 └── PortBusy              6  `praxis serve`'s port is in use                    commands.serving
 
 Mapped here, raised elsewhere (``exit_code_of``, ``next_of``):

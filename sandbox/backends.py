@@ -121,13 +121,6 @@ def takers(option: str) -> list[str]:
     return found
 
 
-def reload() -> None:
-    """Forget the backends found so far: the next lookup reads the entry points again (after
-    a distribution was installed into this process)."""
-    _declared.cache_clear()
-    _load.cache_clear()
-
-
 @functools.cache
 def _load(name: str) -> Backend:
     found = plugins.find(

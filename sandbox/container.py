@@ -172,6 +172,7 @@ class DockerSandbox(ZygoteKernels, FolderSandbox):
         self._runtime = self._private / "rt"
         self._runtime.mkdir(mode=0o700)  # the kernel server's (root): phase code cannot enter
         _mount_runtime(self._runtime)  # its own tmpfs: its host path is not in mountinfo
+        self._watchdog.watch("runtime", str(self._runtime))  # unmounted, removed if we die
         try:
             self.container = self._client.containers.run(
                 self.image,

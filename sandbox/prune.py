@@ -67,10 +67,14 @@ def prune(keep: Callable[[str], bool] | None = None, client: Any = None) -> list
             try:
                 client.api.remove_container(box.id, force=True)
             except docker.errors.NotFound:
-                continue  # gone meanwhile
+                pass  # gone meanwhile (its run's watchdog ended it): its runtime folder is not
+            except docker.errors.APIError as exc:
+                if exc.status_code != 409:  # 409: the daemon is removing it already
+                    raise SandboxUnavailable(f"cannot remove container {box.name}: {exc}") from exc
             except docker.errors.DockerException as exc:
                 raise SandboxUnavailable(f"cannot remove container {box.name}: {exc}") from exc
-            removed.append(box.name)
+            else:
+                removed.append(box.name)
             _remove_runtime(box.runtime)
     finally:
         if own:

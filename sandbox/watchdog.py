@@ -8,6 +8,8 @@ at once (no polling, no timer). It then ends what the owner told it of, line by 
 * ``container NAME``: a docker container (SIGKILL; the daemon removes it: auto_remove);
 * ``group PID``: a process group (the local backend's kernel server: SIGTERM, which ends
   its kernels, then SIGKILL of its group after a grace);
+* ``runtime PATH``: a container's runtime folder (``<tmp>/praxis-rt-*/rt``, its tmpfs
+  unmounted lazily, its private folder removed), after the container;
 
 and writes, if the owner named one, a report (JSON, one object: the owner's pid, when, what
 was ended) for whoever looks next. ``close()`` says ``done`` first: a sandbox closed by its
@@ -38,19 +40,22 @@ import json, os, signal, sys, time
 
 def main():
     owner, report, grace = int(sys.argv[1]), sys.argv[2], float(sys.argv[3])
-    containers, groups = [], []
+    containers, groups, runtimes = [], [], []
     for raw in sys.stdin.buffer:
         word, _, value = raw.decode("utf-8", "replace").strip().partition(" ")
         if word == "done":
             return
         if word == "container":
             containers.append(value)
+        elif word == "runtime":
+            runtimes.append(value)
         elif word == "group" and value.isdigit():
             groups.append(int(value))
         elif word == "ungroup" and value.isdigit() and int(value) in groups:
             groups.remove(int(value))
     ended = [f"container {c}" for c in containers if end_container(c)]
     ended += [f"process group {g}" for g in groups if end_group(g, grace)]
+    ended += [f"runtime folder {r}" for r in runtimes if end_runtime(r)]
     if report:
         write(report, {"owner": owner, "at": time.time(), "ended": ended})
 
@@ -85,6 +90,21 @@ def end_group(pid, grace):
     except OSError:
         pass
     return True
+
+def end_runtime(path):
+    # a container's runtime folder, <tmp>/praxis-rt-*/rt only; unmounted lazily (the
+    # container may still be going), then its private folder removed
+    import shutil, subprocess, tempfile
+    folder = os.path.abspath(path)
+    private = os.path.dirname(folder)
+    if os.path.basename(folder) != "rt" or not os.path.basename(private).startswith("praxis-rt-"):
+        return False
+    if os.path.dirname(private) != tempfile.gettempdir() or os.path.islink(private):
+        return False
+    if os.path.ismount(folder):
+        subprocess.run(["umount", "-l", folder], capture_output=True, check=False)
+    shutil.rmtree(private, ignore_errors=True)
+    return not os.path.exists(private)
 
 def write(path, data):
     tmp = f"{path}.{os.getpid()}.tmp"

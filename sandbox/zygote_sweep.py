@@ -74,11 +74,6 @@ def processes():
     return found
 
 
-def processes_of(uid):
-    """Every process of ``uid``: pid -> whether it can still run code."""
-    return {pid: live for pid, (uids, _, live) in processes().items() if uid in uids}
-
-
 def elders(pid=None):
     """The processes a server must never kill: pid 1, its own ancestors and the container's
     command (``sleep``, a child of pid 1, root's), as they are when the server starts,

@@ -2,7 +2,8 @@
 
 Tests marked ``docker`` are skipped when no Docker daemon answers, and FAIL instead when
 ``PRAXIS_REQUIRE_DOCKER=1`` (as in CI), so a broken daemon never looks green there. The
-``postgres`` fixture follows the same rule with ``PRAXIS_REQUIRE_POSTGRES=1``.
+``postgres`` fixture follows the same rule with ``PRAXIS_REQUIRE_POSTGRES=1``, and tests marked
+``ray`` (which need the ray extra) with ``PRAXIS_REQUIRE_RAY=1``.
 """
 
 from __future__ import annotations
@@ -46,7 +47,18 @@ def require_docker() -> bool:
     return os.environ.get("PRAXIS_REQUIRE_DOCKER") == "1"
 
 
+def ray_reason() -> str | None:
+    """None when Ray can be imported, else why not (the ray extra is not installed)."""
+    if importlib.util.find_spec("ray") is None:
+        return "ray is not installed: pip install -e '.[ray]'"
+    return None
+
+
 def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker("ray") is not None and (why := ray_reason()) is not None:
+        if os.environ.get("PRAXIS_REQUIRE_RAY") == "1":
+            pytest.fail(f"PRAXIS_REQUIRE_RAY=1 but {why}")
+        pytest.skip(why)
     if item.get_closest_marker("docker") is None:
         return
     reason = docker_reason()

@@ -3,9 +3,12 @@ next commands by class, and the CLI printing any of them as one line and the nex
 
 from __future__ import annotations
 
+import ast
 import importlib
+import pkgutil
 import re
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -56,6 +59,56 @@ def test_the_drawn_tree_is_the_class_tree_with_its_exit_codes() -> None:
             assert cls.exit_code == code, name  # type: ignore[attr-defined]
         else:
             assert cls.exit_code == parents[depth - 1].exit_code, name  # type: ignore[attr-defined]
+
+
+def every_praxis_module() -> list[ModuleType]:
+    names = [m.name for m in pkgutil.walk_packages(praxis.__path__, "praxis.")]
+    return [importlib.import_module(n) for n in names if not n.endswith(".__main__")]
+
+
+def raised_in(module: ModuleType) -> set[type[BaseException]]:
+    """The classes a module's ``raise X(...)`` / ``raise a.b.X`` name, resolved in the module."""
+    found: set[type[BaseException]] = set()
+    if module.__file__ is None:
+        return found
+    for node in ast.walk(ast.parse(Path(module.__file__).read_text())):
+        if not isinstance(node, ast.Raise) or node.exc is None:
+            continue
+        target = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+        chain: list[str] = []
+        while isinstance(target, ast.Attribute):
+            chain.insert(0, target.attr)
+            target = target.value
+        if not isinstance(target, ast.Name):
+            continue
+        value: object = getattr(module, target.id, None)
+        for attr in chain:
+            value = getattr(value, attr, None)
+        if isinstance(value, type) and issubclass(value, BaseException):
+            found.add(value)
+    return found
+
+
+def subclasses(cls: type[PraxisError]) -> set[type[PraxisError]]:
+    found = set(cls.__subclasses__())
+    for sub in list(found):
+        found |= subclasses(sub)
+    return found
+
+
+def test_every_praxis_error_raised_or_defined_is_drawn_in_the_tree() -> None:
+    modules = every_praxis_module()
+    raised = set().union(*(raised_in(m) for m in modules))
+    ours = {c for c in raised if issubclass(c, PraxisError)}
+    assert {errors.Refused, runner.Unbound, errors.UsageError} <= ours  # the scan resolves names
+    defined = {c for c in subclasses(PraxisError) if c.__module__.startswith("praxis.")}
+    rows = {(name, cls_of(name, home).__module__) for _, name, _, home in drawn()}
+    missing = sorted(
+        f"{c.__module__}.{c.__name__}"
+        for c in ours | defined | {PraxisError}
+        if (c.__name__, c.__module__) not in rows
+    )
+    assert missing == [], f"draw these in praxis/errors.py's tree: {missing}"
 
 
 def test_the_public_errors_are_the_tree_s() -> None:

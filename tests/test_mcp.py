@@ -11,15 +11,15 @@ from typing import Any
 
 import anyio
 import pytest
+from mcp import ClientSession, StdioServerParameters  # a declared extra: missing fails, never skips
+from mcp.client.stdio import stdio_client
 
-from praxis.flows.model.events import EventLog
+from praxis.flows.store.event_log import EventLog
 from praxis.mcp_server import call_of, calls
 
 from .reliability._flows import docker_sandbox, write_flow
 from .reliability.test_route_converges import CONV, CONV_FILES
 from .route_agent import agent_env, venv_program
-
-mcp = pytest.importorskip("mcp")
 
 
 def test_a_routes_commands_become_the_tool_calls_that_take_them() -> None:
@@ -54,8 +54,6 @@ class Client:
     server's environment saying PRAXIS_ACTOR=person (the client is an agent all the same)."""
 
     def __init__(self, root: Path) -> None:
-        from mcp import StdioServerParameters
-
         self.params = StdioServerParameters(
             command=venv_program()[0],
             args=[*venv_program()[1:], "mcp", "--root", str(root)],
@@ -64,9 +62,6 @@ class Client:
         self.progress: list[tuple[float, float | None, str | None]] = []
 
     async def session(self, body: Any) -> Any:
-        from mcp import ClientSession
-        from mcp.client.stdio import stdio_client
-
         async with stdio_client(self.params) as (read, write):
             async with ClientSession(read, write) as session:
                 await session.initialize()

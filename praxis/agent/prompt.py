@@ -19,7 +19,8 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from praxis import parquet
 from praxis.flows.definition import flow_files
 from praxis.flows.engine.context import PhaseContext, PhaseError
-from praxis.flows.model.events import EventLog, EventLogCorrupt, PhaseStarted, ToolCalled
+from praxis.flows.model.events import PhaseStarted, ToolCalled
+from praxis.flows.store.event_log import EventLog, EventLogCorrupt
 from praxis.flows.store.layout import RunPaths
 from sandbox import SandboxError
 from sandbox.files import confined

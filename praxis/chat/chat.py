@@ -127,21 +127,6 @@ def known_keys() -> dict[str, tuple[str, ...]]:
     }
 
 
-def prompt_keys(text: str) -> dict[str, tuple[str, ...]]:
-    """The keys a system prompt lists, by place (for the test that it matches the contract)."""
-    found: dict[str, list[str]] = {}
-    place = None
-    for line in text.splitlines():
-        if line.startswith("Keys of ") and line.endswith(":"):
-            place = line[len("Keys of ") : -1]
-            found[place] = []
-        elif place and line.startswith("- `") and "`" in line[3:]:
-            found[place].append(line[3 : line.index("`", 3)])
-        elif not line.strip():
-            place = None
-    return {k: tuple(v) for k, v in found.items()}
-
-
 def system_prompt() -> str:
     sections = [
         "You help a person write or change a praxis flow. A flow is a folder holding "

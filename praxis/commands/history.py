@@ -10,10 +10,11 @@ import time
 from ..console import LiveTail, format_event
 from ..errors import EXIT
 from ..flows.definition.notebook_check import NotebookProblem
-from ..flows.model.events import EventLog, PhaseStarted
+from ..flows.model.events import PhaseStarted
 from ..flows.report import trace
 from ..flows.report.compare import MAX_CELLS, Comparison, OutputChange
 from ..flows.report.replay import replay
+from ..flows.store.event_log import EventLog
 from ..flows.store.handle import NoRun, RunHandle
 from ..flows.store.layout import list_run_ids, run_paths
 from ..phases import notebook_params

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import TypeVar
 
 from praxis.flows.definition.digest import sha256_of
-from praxis.flows.model.events import EventLog, EventLogCorrupt, PhaseDone
+from praxis.flows.model.events import PhaseDone
+from praxis.flows.store.event_log import EventLog, EventLogCorrupt
 from praxis.flows.store.handle import RunHandle
 from sandbox.files import replace_file
 

@@ -29,11 +29,6 @@ def text_save(path: Path, text: str) -> bytes:
     return data.encode("utf-8")
 
 
-def cell_save(path: Path, cells: dict[tuple[int, int], str], version: str) -> bytes:
-    """The bytes of a cell-level table edit; only the edited rows differ from the file."""
-    return tables.apply_cells(path, cells, version)
-
-
 def stage_cells(
     run: RunHandle, path: Path, cells: dict[tuple[int, int], str], version: str
 ) -> tables.Staged:

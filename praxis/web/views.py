@@ -16,8 +16,9 @@ from typing import Any
 
 from praxis import parquet, units
 from praxis.flows.engine import carry
-from praxis.flows.model.events import EditsCarried, Event, EventLog, EventLogCorrupt
+from praxis.flows.model.events import EditsCarried, Event
 from praxis.flows.model.state import PhaseState, RunState
+from praxis.flows.store.event_log import EventLog, EventLogCorrupt
 from praxis.flows.store.handle import RunHandle
 from praxis.flows.store.layout import RunPaths, writable_names
 

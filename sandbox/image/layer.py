@@ -18,7 +18,6 @@ import sys
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 from ..errors import SandboxUnavailable
 from .build import (
@@ -172,13 +171,3 @@ def _context(context: Path, requirements: tuple[str, ...], wheels: list[Path]) -
             link_or_copy(wheel, build / "wheels" / wheel.name)
     if not (build / "pip.whl").exists():
         raise SandboxUnavailable("the host's pip did not download a pip wheel for the layer")
-
-
-def describe_image(tag: str) -> dict[str, Any]:
-    """The labels and id of a built image (for status and tests)."""
-    client = docker_client()
-    try:
-        image = client.images.get(tag)
-        return {"id": image.id, "labels": dict(image.labels or {})}
-    finally:
-        client.close()

@@ -7,8 +7,9 @@ from pathlib import Path
 
 from praxis.agent import prompt
 from praxis.agent import turn as agent
-from praxis.flows.model.events import EventLog, PhaseStarted, ToolCalled
+from praxis.flows.model.events import PhaseStarted, ToolCalled
 from praxis.flows.model.flow import Phase
+from praxis.flows.store.event_log import EventLog
 from praxis.phases.kinds import ScriptSpec
 
 from .conftest import Make, reply

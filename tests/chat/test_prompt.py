@@ -2,10 +2,25 @@
 
 from __future__ import annotations
 
-from praxis.chat.chat import CHECK_HELP, KEY_HELP, prompt_keys, system_prompt
+from praxis.chat.chat import CHECK_HELP, KEY_HELP, system_prompt
 from praxis.flows.definition import contract, kinds
 from praxis.flows.model.check_spec import CHECK_KEYS
 from praxis.flows.model.flow import REVIEW_MODES
+
+
+def prompt_keys(text: str) -> dict[str, tuple[str, ...]]:
+    """The keys a system prompt lists, by place."""
+    found: dict[str, list[str]] = {}
+    place = None
+    for line in text.splitlines():
+        if line.startswith("Keys of ") and line.endswith(":"):
+            place = line[len("Keys of ") : -1]
+            found[place] = []
+        elif place and line.startswith("- `") and "`" in line[3:]:
+            found[place].append(line[3 : line.index("`", 3)])
+        elif not line.strip():
+            place = None
+    return {k: tuple(v) for k, v in found.items()}
 
 
 def test_the_prompt_lists_the_contracts_keys() -> None:

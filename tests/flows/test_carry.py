@@ -344,6 +344,10 @@ def test_keep_edits_is_refused_for_a_table_that_repeats_a_column_name(tmp_path) 
     assert runner.advance(flow, run.id, make_sandbox=Fakes()).waiting == "gate"
     runner.edit(flow, "clean.csv", b"day,city,city\n1,Oslo,Oslo\n3,Olso,Oslo\n", run.id)
     revision = RunHandle.open(run.flow, run.id).state.revision
+    route = status_of(RunHandle.open(run.flow, run.id)).route
+    # the route never proposes the --keep-edits it would be refused: a person chooses
+    assert not any("--keep-edits" in c for c in route["commands"]), route["commands"]
+    assert any("column name repeated" in p for p in route["problems"]), route["problems"]
     with pytest.raises(runner.EditsAtRisk) as caught:
         runner.rerun(flow, "clean", run.id, edits="keep")
     assert str(caught.value) == (

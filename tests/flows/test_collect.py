@@ -11,9 +11,9 @@ import pytest
 
 from praxis.flows.engine import collect, runner
 from praxis.flows.engine.context import PhaseError
-from praxis.flows.model.events import EventLog
 from praxis.flows.model.flow import Phase
 from praxis.flows.store import snapshot
+from praxis.flows.store.event_log import EventLog
 from praxis.flows.store.handle import RunHandle
 from praxis.flows.store.layout import RunPaths
 from praxis.flows.store.snapshot import FOLDER, Item, Manifest, Store

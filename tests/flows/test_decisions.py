@@ -11,8 +11,8 @@ import pytest
 from praxis import cli
 from praxis.flows.definition.digest import sha256_of
 from praxis.flows.engine import runner
-from praxis.flows.model.events import EventLog
 from praxis.flows.report.status import status_of
+from praxis.flows.store.event_log import EventLog
 from praxis.flows.store.handle import RunHandle
 
 from .gates import two_gates

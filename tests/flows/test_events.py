@@ -1,6 +1,7 @@
-"""events.py: typed lines, a torn tail dropped and cut, corruption in the middle reported;
-one catalogue of every kind, read in any process; add-on kinds registered explicitly; the
-stamped lines of a change, and those of them a log lacks."""
+"""events.py (the catalogue) and store/event_log.py (the file): typed lines, a torn tail
+dropped and cut, corruption in the middle reported; one catalogue of every kind, read in any
+process; add-on kinds registered explicitly; the stamped lines of a change, and those of them
+a log lacks."""
 
 from __future__ import annotations
 
@@ -18,12 +19,13 @@ import pytest
 
 from praxis.flows.engine import runner
 from praxis.flows.model import events as ev
+from praxis.flows.store.event_log import EventLog, EventLogCorrupt
 
 from .helpers import three_phase_flow
 
 
 def test_events_round_trip_typed(tmp_path) -> None:
-    log = ev.EventLog(tmp_path / "events.jsonl")
+    log = EventLog(tmp_path / "events.jsonl")
     log.append(ev.RunBegun(run="r", flow="f", phases=["a"]))
     log.append(ev.PhaseFailed(phase="a", attempt=1, error="boom"))
     got = log.read()
@@ -33,7 +35,7 @@ def test_events_round_trip_typed(tmp_path) -> None:
 
 def test_torn_last_line_is_dropped_and_next_append_starts_clean(tmp_path) -> None:
     path = tmp_path / "events.jsonl"
-    log = ev.EventLog(path)
+    log = EventLog(path)
     log.append(ev.RunBegun(run="r", flow="f", phases=["a"]))
     with open(path, "ab") as fh:
         fh.write(b'{"kind": "phase_star')
@@ -45,19 +47,19 @@ def test_torn_last_line_is_dropped_and_next_append_starts_clean(tmp_path) -> Non
 
 def test_corruption_in_the_middle_is_reported_with_its_line(tmp_path) -> None:
     path = tmp_path / "events.jsonl"
-    log = ev.EventLog(path)
+    log = EventLog(path)
     log.append(ev.RunBegun(run="r", flow="f", phases=["a"]))
     with open(path, "ab") as fh:
         fh.write(b"garbage\n")
     log.append(ev.PhaseStarted(phase="a", attempt=1))
-    with pytest.raises(ev.EventLogCorrupt, match="line 2"):
+    with pytest.raises(EventLogCorrupt, match="line 2"):
         log.read()
 
 
 def test_unknown_kinds_are_kept(tmp_path) -> None:
     path = tmp_path / "events.jsonl"
     path.write_text('{"kind": "from_the_future", "at": 1.0, "x": 1}\n')
-    (got,) = ev.EventLog(path).read()
+    (got,) = EventLog(path).read()
     assert isinstance(got, ev.Unknown) and got.data["x"] == 1
 
 
@@ -67,7 +69,7 @@ def test_an_event_line_holds_its_fields_as_json_would_have_them(tmp_path) -> Non
         path: str
 
     scratch = [f"s{n}.txt" for n in range(5000)]
-    log = ev.EventLog(tmp_path / "events.jsonl")
+    log = EventLog(tmp_path / "events.jsonl")
     log.append(ev.FilesCollected(phase="p", outputs=["a.csv"], scratch=scratch, at=1.0))
     detail = {"path": Path("/x"), "where": Where("w"), "pair": (1, 2)}
     log.append(ev.SandboxOpened(backend="docker", isolated=True, detail=detail, at=2.0))
@@ -207,7 +209,7 @@ class Pinged(ev.Event):
 
 
 def test_a_registered_add_on_kind_is_read_as_its_class(tmp_path: Path) -> None:
-    log = ev.EventLog(tmp_path / "events.jsonl")
+    log = EventLog(tmp_path / "events.jsonl")
     log.append(Pinged(host="h", at=1.0))
     assert ev.register(Pinged) is Pinged and ev.register(Pinged) is Pinged  # again: nothing
     assert log.read() == [Pinged(host="h", at=1.0)]
@@ -261,7 +263,7 @@ def test_an_add_on_kind_named_by_an_entry_point_is_read_in_a_fresh_process(
         '{"kind": "deployed", "at": 1.0, "target": "prod"}\n{"kind": "nobody", "at": 2.0}\n'
     )
     script = (
-        "import sys, pathlib; from praxis.flows.model.events import EventLog; "
+        "import sys, pathlib; from praxis.flows.store.event_log import EventLog; "
         "log = EventLog(pathlib.Path(sys.argv[1])); "
         "print([(type(e).__name__, e.to_json()) for e in log.read()])"
     )
@@ -279,7 +281,7 @@ def test_an_add_on_kind_named_by_an_entry_point_is_read_in_a_fresh_process(
 
 
 def test_the_lines_of_a_change_the_log_lacks(tmp_path: Path) -> None:
-    log = ev.EventLog(tmp_path / "events.jsonl")
+    log = EventLog(tmp_path / "events.jsonl")
     change = [
         ev.RunStateChanged(status="running", revision=4, at=1.0).stamped(4),
         ev.PhaseStarted(phase="a", attempt=1, at=1.0).stamped(4),
@@ -302,7 +304,7 @@ def test_the_lines_of_a_change_the_log_lacks(tmp_path: Path) -> None:
 def test_a_stamped_line_read_back_from_run_json_keeps_its_stamp_first(tmp_path: Path) -> None:
     line = ev.PhaseDone(phase="a", attempt=1, seconds=1.0, hashes={"b": "2", "a": "1"}).stamped(5)
     resorted = json.loads(json.dumps(line, sort_keys=True))  # as run.json holds it
-    log = ev.EventLog(tmp_path / "events.jsonl")
+    log = EventLog(tmp_path / "events.jsonl")
     log.append_lines([resorted])
     assert log.lacking(5, [line]) == []
     assert log.read() == [

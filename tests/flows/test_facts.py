@@ -10,6 +10,7 @@ import pytest
 
 from praxis.flows.definition.digest import sha256_of
 from praxis.flows.engine import runner
+from praxis.flows.model.transitions import Finish, Start
 from praxis.flows.report.facts import changes, one_line, state_facts
 from praxis.flows.report.status import status_of
 from praxis.flows.store.handle import RunHandle
@@ -115,9 +116,9 @@ def test_a_phase_that_fails_once_then_passes_is_retried_and_a_new_error_is_no_re
 def test_a_run_left_running_between_phases_is_resumed_by_advance(tmp_path: Path) -> None:
     root = two(tmp_path)
     run = runner.begin(root)
-    run.change("start", phase="a", pid=999_999)
+    run.change(Start(phase="a", pid=999_999))
     run.paths.out("a.txt").write_text("Lima")
-    run.change("finish", phase="a", hashes={"a.txt": sha256_of(run.paths.out("a.txt"))})
+    run.change(Finish(phase="a", hashes={"a.txt": sha256_of(run.paths.out("a.txt"))}))
     assert run.state.status == "running"  # and then its process died, before b started
     r = route_of(root, run.id)
     assert (r["step"], r["reason"]) == ("advance", "stopped")

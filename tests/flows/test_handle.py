@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -14,14 +13,17 @@ import pytest
 
 from praxis.flows.definition import contract
 from praxis.flows.engine import runner
-from praxis.flows.model.events import EventLog, PhaseStarted, RunBegun, RunStateChanged
+from praxis.flows.model.events import PhaseStarted, RunBegun, RunStateChanged
 from praxis.flows.model.flow import Flow
-from praxis.flows.model.state import IllegalTransition
+from praxis.flows.model.machine import IllegalTransition
+from praxis.flows.model.transitions import Cancel, Fail, Finish, Rerun, Start, Wait
 from praxis.flows.store import handle as handle_module
-from praxis.flows.store.handle import NoRun, RunHandle, listing
-from praxis.flows.store.layout import list_run_ids
+from praxis.flows.store.event_log import EventLog
+from praxis.flows.store.handle import NoRun, RunHandle, held, listing
+from praxis.flows.store.layout import list_run_ids, lock_path
 from praxis.flows.store.state_file import load
 
+from ..waiting import waits_for_lock
 from .helpers import three_phase_flow
 
 NOON = 1_795_000_000.0
@@ -74,7 +76,7 @@ def test_a_change_writes_run_json_then_appends_the_event(flow: Flow) -> None:
     begun = run.paths.events.read_bytes()
     heard: list[str] = []
     run.listeners.append(lambda e: heard.append(e.kind))
-    state = run.change("start", phase="load", pid=42)
+    state = run.change(Start(phase="load", pid=42))
     assert state.status == "running" and state.phase("load").started == NOON + 1
     assert load(run.paths.state).to_dict() == state.to_dict()
     raw = run.paths.events.read_bytes()
@@ -87,7 +89,7 @@ def test_a_change_writes_run_json_then_appends_the_event(flow: Flow) -> None:
     assert (lines[0]["status"], lines[0]["reason"]) == ("running", "start")
     assert json.loads(run.paths.state.read_text())["outbox"] == lines
     assert heard == [RunStateChanged.kind, PhaseStarted.kind]
-    run.change("waiting", phase="load", what="approval")  # the status stays: no event
+    run.change(Wait(phase="load", what="approval"))  # the status stays: no event
     assert run.paths.events.read_bytes() == raw and len(heard) == 2
     assert "outbox" not in json.loads(run.paths.state.read_text())
 
@@ -96,7 +98,7 @@ def test_an_illegal_change_writes_nothing(flow: Flow) -> None:
     run = RunHandle.create(flow)
     before, log = run.paths.state.read_bytes(), run.paths.events.read_bytes()
     with pytest.raises(IllegalTransition, match="finish"):
-        run.change("finish", phase="load", hashes={})
+        run.change(Finish(phase="load", hashes={}))
     assert run.paths.state.read_bytes() == before
     assert run.paths.events.read_bytes() == log
 
@@ -114,7 +116,7 @@ def test_a_new_run_appears_whole_and_waits_for_a_listing_to_end(flow: Flow) -> N
     with listing(flow) as ids:
         thread = threading.Thread(target=lambda: made.append(runner.begin(flow).id))
         thread.start()
-        time.sleep(0.3)  # the begin waits for the Flow's lock, held shared here
+        waits_for_lock(thread, lock_path(flow.root))  # held shared here: the begin waits
         assert list_run_ids(flow.root) == ids and made == []
     thread.join(30)
     assert list_run_ids(flow.root) == [*ids, *made] and len(made) == 1
@@ -197,11 +199,11 @@ def test_a_crash_at_each_point_of_a_change_loses_no_event_and_repeats_none(
 ) -> None:
     run = RunHandle.create(flow)
     outboxes = {0: saved_outbox(run)[1]}
-    run.change("start", phase="load", pid=1)
+    run.change(Start(phase="load", pid=1))
     outboxes[1] = saved_outbox(run)[1]
     crash(monkeypatch, point)
     with pytest.raises(Crash):
-        run.change("fail", phase="load", error="boom")  # two events: the run's, the phase's
+        run.change(Fail(phase="load", error="boom"))  # two events: the run's, the phase's
     monkeypatch.undo()
     revision, outbox = saved_outbox(run)
     committed = point != "before run.json"
@@ -213,11 +215,13 @@ def test_a_crash_at_each_point_of_a_change_loses_no_event_and_repeats_none(
     assert max(by_revision(run)) <= revision
     assert [e.kind for e in EventLog(run.paths.events).read()]  # readable, a torn line dropped
 
-    state = runner.reconcile_run(flow, run.id)  # the next command: under the run's lock
-    assert state.revision == revision
+    with held(flow, run.id, "changing"):  # the next command: under the run's lock
+        next_command = RunHandle.open(flow, run.id)
+        next_command.catch_up()
+    assert next_command.state.revision == revision
     assert by_revision(run) == outboxes  # each change's events, once, in order
     again = RunHandle.open(flow, run.id)
-    again.change("cancel")
+    again.change(Cancel())
     outboxes[revision + 1] = saved_outbox(again)[1]
     assert by_revision(again) == outboxes
     assert [e.kind for e in EventLog(run.paths.events).read()][-2:] == [
@@ -231,13 +235,13 @@ def test_the_next_change_of_any_process_appends_what_a_crash_left_out(
     flow: Flow, monkeypatch: pytest.MonkeyPatch, point: str
 ) -> None:
     run = RunHandle.create(flow)
-    run.change("start", phase="load", pid=1)
+    run.change(Start(phase="load", pid=1))
     crash(monkeypatch, point)
     with pytest.raises(Crash):
-        run.change("fail", phase="load", error="boom")
+        run.change(Fail(phase="load", error="boom"))
     monkeypatch.undo()
     lost = saved_outbox(run)[1]
-    RunHandle.open(flow, run.id).change("rerun", phase="load")  # no catch_up asked for
+    RunHandle.open(flow, run.id).change(Rerun(phase="load"))  # no catch_up asked for
     lines = by_revision(run)
     assert lines[2] == lost and [x["kind"] for x in lines[3]][-1] == "rerun_requested"
 
@@ -246,7 +250,7 @@ def test_an_append_that_fails_is_made_good_by_the_handle_s_next_change(
     flow: Flow, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     run = RunHandle.create(flow)
-    run.change("start", phase="load", pid=1)
+    run.change(Start(phase="load", pid=1))
     real = EventLog.append_lines
 
     def full(log: EventLog, lines: list[dict[str, Any]]) -> None:
@@ -255,16 +259,16 @@ def test_an_append_that_fails_is_made_good_by_the_handle_s_next_change(
 
     monkeypatch.setattr(EventLog, "append_lines", full)
     with pytest.raises(OSError):
-        run.change("fail", phase="load", error="boom")
+        run.change(Fail(phase="load", error="boom"))
     assert 2 not in by_revision(run)
-    run.change("rerun", phase="load")  # the same process goes on (the runner recovers so)
+    run.change(Rerun(phase="load"))  # the same process goes on (the runner recovers so)
     assert sorted(by_revision(run)) == [0, 1, 2, 3]
     assert [x["kind"] for x in by_revision(run)[2]] == ["run_state", "phase_failed"]
 
 
 def test_catching_up_a_log_that_holds_the_change_adds_nothing(flow: Flow) -> None:
     run = RunHandle.create(flow)
-    run.change("start", phase="load", pid=1)
+    run.change(Start(phase="load", pid=1))
     run.emit(PhaseStarted(phase="noise", attempt=0))  # events between changes are not stamped
     whole = run.paths.events.read_bytes()
     for _ in range(2):

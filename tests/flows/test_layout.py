@@ -7,6 +7,7 @@ import calendar
 import json
 import os
 import re
+import shutil
 import time
 from pathlib import Path
 
@@ -14,6 +15,8 @@ import pytest
 
 from praxis.flows.model import state as st
 from praxis.flows.model.flow import Flow, Phase
+from praxis.flows.model.machine import apply
+from praxis.flows.model.transitions import Finish, Gate, Start
 from praxis.flows.store import layout
 from praxis.flows.store.layout import NotWritable, RunPaths
 
@@ -80,12 +83,16 @@ def test_run_paths_name_every_part_of_the_run_folder(tmp_path: Path) -> None:
     ]
 
 
-def test_remove_run_deletes_the_folder(tmp_path: Path) -> None:
+def test_an_unlisted_run_is_out_of_the_listing_and_its_files_go_with_the_trash(
+    tmp_path: Path,
+) -> None:
     paths = RunPaths(tmp_path / "runs" / "r1")
     paths.make()
     (paths.output / "a.txt").write_text("a")
-    layout.remove_run(paths)
-    assert not paths.root.exists()
+    trash = layout.unlist_run(paths)
+    assert not paths.root.exists() and layout.list_run_ids(tmp_path) == []
+    assert (trash / "output" / "a.txt").read_text() == "a"
+    shutil.rmtree(trash)
 
 
 # --- what a reviewer may write ---------------------------------------------------------------
@@ -102,9 +109,9 @@ FLOW = Flow(
 
 def at_gate() -> st.RunState:
     state = st.new_run("r1", "f", ["clean", "total"], now=1.0)
-    state = st.apply(state, "start", phase="clean", pid=1, now=2.0).state
-    state = st.apply(state, "finish", phase="clean", hashes={}, now=3.0).state
-    return st.apply(state, "gate", phase="clean", now=3.0).state
+    state = apply(state, Start(phase="clean", pid=1), now=2.0).state
+    state = apply(state, Finish(phase="clean", hashes={}), now=3.0).state
+    return apply(state, Gate(phase="clean"), now=3.0).state
 
 
 @pytest.fixture

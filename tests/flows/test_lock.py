@@ -15,6 +15,8 @@ import pytest
 
 from praxis.flows.store.lock import Busy, Lock, Vanished, holder, is_held
 
+from ..waiting import waits_for_lock
+
 
 def test_second_taker_is_busy_naming_the_holder(tmp_path) -> None:
     path = tmp_path / "run.lock"
@@ -70,7 +72,7 @@ def test_a_patient_contender_waits_for_a_brief_holder(tmp_path) -> None:
     outcome: list[str] = []
     with Lock(path, "changing"):
         thread = _contend(Lock(path, patience=60), outcome)
-        time.sleep(0.3)  # it is waiting now (or would have given up: "busy")
+        waits_for_lock(thread, path)  # it found the lock taken and tries again
         assert outcome == []
     thread.join(60)
     assert outcome == ["took it"]
@@ -92,7 +94,7 @@ def test_an_advance_done_with_its_phases_is_waited_for(tmp_path) -> None:
         lock.now("closing")
         assert holder(path) == (os.getpid(), "closing")
         thread = _contend(Lock(path, "changing", patience=60), outcome)
-        time.sleep(0.3)
+        waits_for_lock(thread, path)
         assert outcome == []
     thread.join(60)
     assert outcome == ["took it"]
@@ -131,7 +133,7 @@ def test_a_lock_whose_folder_was_moved_away_meanwhile_is_vanished(tmp_path) -> N
     with Lock(path, "deleting"):
         thread = threading.Thread(target=take)
         thread.start()
-        time.sleep(0.3)  # it has opened the file and waits for the lock
+        waits_for_lock(thread, path)  # it has opened the file and waits for the lock
         run.rename(tmp_path / "runs" / ".trash-r1")
     thread.join(60)
     assert len(outcome) == 1 and isinstance(outcome[0], Vanished)

@@ -50,10 +50,10 @@ def words(argv: list[str]) -> list[str]:
     return argv[len(program_of(argv)) :]
 
 
-def operate(flow: Path, call: Call, steps: int = 12) -> tuple[dict, list[tuple[str, int]]]:  # type: ignore[type-arg]
+def operate(flow: Path, call: Call, steps: int = 12) -> tuple[dict, list[tuple[str, str, int]]]:  # type: ignore[type-arg]
     """Loop as an agent until the route is done or needs a person; the last status and
-    (reason, exit code) of each step taken."""
-    taken: list[tuple[str, int]] = []
+    (step, reason, exit code) of each step taken."""
+    taken: list[tuple[str, str, int]] = []
     for _ in range(steps):
         code, out, err = call(["status", str(flow), "--json"], "agent")
         assert code == 0, err
@@ -62,7 +62,7 @@ def operate(flow: Path, call: Call, steps: int = 12) -> tuple[dict, list[tuple[s
         if route["step"] == "none" or route["who"] == "person":
             return status, taken
         code, out, err = call(words(route["commands"][0]), "agent")
-        taken.append((route["reason"], code))
+        taken.append((route["step"], route["reason"], code))
         assert code == 0, err
     raise AssertionError(f"no end after {steps} steps: {taken}")
 
@@ -71,7 +71,8 @@ def scenario(flow: Path, call: Call) -> None:
     code, _, err = call(["run", str(flow), "--managed", "--quiet"], "person")
     assert code == 0, err
     status, taken = operate(flow, call)
-    assert taken == [("gate_delegated", 0)]  # it passed the delegatable Gate after pick
+    # it read the file to review, then passed the delegatable Gate after pick on its receipt
+    assert taken == [("read", "gate_delegated", 0), ("decide", "gate_delegated", 0)]
     route = status["route"]
     assert (route["reason"], route["who"], route["gate"]["phase"]) == (
         "gate_needs_person",

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
+from praxis.flows.engine import inputs, runner
 from praxis.flows.engine import phase as phase_step
-from praxis.flows.engine import runner
-from praxis.flows.model.events import EventLog
 from praxis.flows.store import snapshot
+from praxis.flows.store.event_log import EventLog
 from praxis.flows.store.handle import RunHandle
 from sandbox import Kernel, KernelDied, PathRefused, SandboxUnavailable
 from sandbox.fake import FakeSandbox
@@ -71,14 +71,14 @@ def test_an_input_is_an_earlier_output_or_a_flow_file_never_a_link(tmp_path: Pat
     root = write_flow(tmp_path / "f", TWO % "", {"a.py": "", "b.py": "", "data/in.csv": "x\n"})
     run = runner.begin(root)
     with pytest.raises(PathRefused, match="does not exist"):  # not produced yet
-        phase_step.source_of(run, "x.txt")
+        inputs.source_of(run, "x.txt")
     run.paths.out("x.txt").write_text("x")
-    assert phase_step.source_of(run, "x.txt") == run.paths.output / "x.txt"
-    assert phase_step.source_of(run, "data/in.csv") == root / "data" / "in.csv"
+    assert inputs.source_of(run, "x.txt") == run.paths.output / "x.txt"
+    assert inputs.source_of(run, "data/in.csv") == root / "data" / "in.csv"
     (tmp_path / "secret.csv").write_text("host")
     os.symlink(tmp_path / "secret.csv", root / "data" / "link.csv")
     with pytest.raises(PathRefused, match="is a symbolic link"):
-        phase_step.source_of(run, "data/link.csv")
+        inputs.source_of(run, "data/link.csv")
 
 
 def test_the_collect_limit_is_flow_yamls_else_one_gib(tmp_path: Path) -> None:

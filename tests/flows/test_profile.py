@@ -154,3 +154,14 @@ def test_a_password_in_a_profile_url_is_never_listed(tmp_path: Path) -> None:
     lines = host_resources.lines(flow, profile.load(env))
     assert "hunter2" not in "\n".join(lines)
     assert "postgresql+psycopg://u:***@db/x" in lines[1]
+
+
+@pytest.mark.parametrize("page", ["README.md", "docs/how-to/data.md"])
+def test_the_profile_a_person_copies_from_the_docs_is_read_whole(tmp_path: Path, page: str) -> None:
+    text = (Path(__file__).resolve().parents[2] / page).read_text(encoding="utf-8")
+    block = text.split("```yaml\nconnections:", 1)[1].split("```", 1)[0]
+    found = profile.load(write(tmp_path, "connections:" + block))
+    assert sorted(found.connections) == ["sales_write", "warehouse"]
+    assert found.connections["sales_write"].write
+    assert found.clusters["prod"].address == "ray://head.internal:10001"
+    assert found.notify["team"].webhook == "https://hooks.example/T123"

@@ -5,15 +5,17 @@ from __future__ import annotations
 
 from praxis.flows.model import state as st
 from praxis.flows.model.events import ArtifactEdited, GateApproved, GateRejected, PhaseStarted
+from praxis.flows.model.machine import apply
+from praxis.flows.model.transitions import End, Finish, Start
 from praxis.flows.report.receipt import receipt
 
 
 def finished() -> st.RunState:
     state = st.new_run("r1", "f", ["pick", "total"], now=1.0)
     for phase, sha in (("pick", "a" * 64), ("total", "b" * 64)):
-        state = st.apply(state, "start", phase=phase, pid=1, now=2.0).state
-        state = st.apply(state, "finish", phase=phase, hashes={f"{phase}.csv": sha}, now=3.5).state
-    return st.apply(state, "end", now=4.0).state
+        state = apply(state, Start(phase=phase, pid=1), now=2.0).state
+        state = apply(state, Finish(phase=phase, hashes={f"{phase}.csv": sha}), now=3.5).state
+    return apply(state, End(), now=4.0).state
 
 
 EVENTS = [

@@ -10,7 +10,8 @@ import pytest
 from praxis.flows.definition.contract import load
 from praxis.flows.engine import runner
 from praxis.flows.engine.reuse import index_dir, sandbox_part
-from praxis.flows.model.events import EventLog, PhaseReused
+from praxis.flows.model.events import PhaseReused
+from praxis.flows.store.event_log import EventLog
 from praxis.flows.store.layout import run_paths
 from praxis.status_lines import timeline
 

@@ -20,6 +20,25 @@ from praxis.flows.engine import carry
 from praxis.flows.model import decisions
 from praxis.flows.model import state as st
 from praxis.flows.model.flow import Flow, Phase
+from praxis.flows.model.machine import allows, apply
+from praxis.flows.model.moves import Transition
+from praxis.flows.model.transitions import (
+    Accept,
+    Approve,
+    Cancel,
+    Edit,
+    End,
+    Fail,
+    Finish,
+    Gate,
+    Manage,
+    Pause,
+    Recover,
+    Reject,
+    Rerun,
+    Reuse,
+    Start,
+)
 from praxis.flows.report.facts import state_facts
 from praxis.flows.report.route import Facts, route
 from praxis.phases.kinds import ScriptSpec
@@ -44,34 +63,34 @@ def flow(delegatable: bool, keyed: bool = True) -> Flow:
     return Flow(name="f", root=Path("/nowhere"), phases=phases)
 
 
-def moves(s: st.RunState) -> Iterator[tuple[str, dict[str, Any]]]:
+def moves(s: st.RunState) -> Iterator[Transition]:
     """What the runner and the commands may do next (the runner starts the cursor's phase of
     a run not at a Gate, pauses at a Gate only after the gated phase b, ends a run with no
     phase left)."""
     nxt = s.next_phase
     digests = {"pre": "p", "definition": "d", "code": "c"}
     if nxt is not None and s.waiting is None:
-        yield "start", {"phase": nxt.id}
-        yield "reuse", {"phase": nxt.id}
+        yield Start(phase=nxt.id)
+        yield Reuse(phase=nxt.id)
     for p in s.phases:
         if p.status == "running":
-            yield "finish", {"phase": p.id, "hashes": {f"{p.id}.csv": "h"}, "digests": digests}
-            yield "fail", {"phase": p.id, "error": "boom", "digests": digests}
-            yield "fail", {"phase": p.id, "error": "other"}
-            yield "recover", {"phase": p.id}
+            yield Finish(phase=p.id, hashes={f"{p.id}.csv": "h"}, digests=digests)
+            yield Fail(phase=p.id, error="boom", digests=digests)
+            yield Fail(phase=p.id, error="other")
+            yield Recover(phase=p.id)
     if s.phases[1].status == "done" and s.cursor == 2:
-        yield "gate", {"phase": "b"}
+        yield Gate(phase="b")
     if nxt is None:
-        yield "end", {}
-    yield "approve", {"phase": s.gate}
-    yield "edit", {"name": "b.csv", "sha256": "edited"}  # a reviewer's edit at the Gate
+        yield End()
+    yield Approve()
+    yield Edit(output="b.csv", sha256="edited")  # a reviewer's edit at the Gate
     for p in IDS:
         for edits in (None, "keep"):  # discard: as None, for the route
-            yield "reject", {"phase": p, "note": "n", "edits": edits}
-            yield "rerun", {"phase": p, "edits": edits}
-    yield "cancel", {}
-    yield "pause", {}
-    yield "manage", {"managed": not s.managed}
+            yield Reject(phase=p, note="n", edits=edits)
+            yield Rerun(phase=p, edits=edits)
+    yield Cancel()
+    yield Pause()
+    yield Manage(managed=not s.managed)
 
 
 def key(s: st.RunState) -> tuple[Any, ...]:
@@ -88,10 +107,10 @@ def reachable(limit: int = 5000) -> list[st.RunState]:
     todo = [first]
     while todo and len(seen) < limit:
         s = todo.pop()
-        for event, kw in moves(s):
-            if not st.allows(s, event, **kw):
+        for t in moves(s):
+            if not allows(s, t):
                 continue
-            new = st.apply(s, event, now=1.0, **kw).state
+            new = apply(s, t, now=1.0).state
             if key(new) not in seen:
                 seen[key(new)] = new
                 todo.append(new)
@@ -180,17 +199,17 @@ def refusal(
             return "advance does nothing here: no progress"
         return "a changed input blocks the next phase" if f.changed_outputs else None
     if verb == "rerun":
-        ok = st.allows(s, "rerun", phase=opts["--from"][0]) and not f.left_running
+        ok = allows(s, Rerun(phase=opts["--from"][0])) and not f.left_running
         return edits_refusal(s, keyed, opts["--from"][0], opts) if ok else "rerun not allowed"
     if verb == "cancel":
-        return None if st.allows(s, "cancel") else "cancel not allowed"
+        return None if allows(s, Cancel()) else "cancel not allowed"
     if verb == "accept":
         producer = dict(f.changed_outputs)[opts["--output"][0]]
-        ok = st.allows(s, "accept", phase=producer, name=opts["--output"][0])
+        ok = allows(s, Accept(phase=producer, output=opts["--output"][0], sha256="x"))
         return None if ok and opts["--output"][0] not in f.missing_outputs else "accept refused"
     if verb in ("approve", "reject"):
-        event = {"approve": {}, "reject": {"phase": opts.get("--reopen", [""])[0]}}[verb]
-        if not st.allows(s, verb, **event) or opts["--gate"] != [s.gate]:
+        decision = Approve() if verb == "approve" else Reject(phase=opts.get("--reopen", [""])[0])
+        if not allows(s, decision) or opts["--gate"] != [s.gate]:
             return f"{verb} not allowed"
         attempt = s.phase(str(s.gate)).attempt
         if opts.get("--attempt", [str(attempt)]) != [str(attempt)]:

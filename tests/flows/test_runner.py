@@ -8,7 +8,8 @@ import pytest
 
 from praxis.flows.engine import runner
 from praxis.flows.model import state as st
-from praxis.flows.model.events import EventLog
+from praxis.flows.model.transitions import Start
+from praxis.flows.store.event_log import EventLog
 from praxis.flows.store.handle import RunHandle
 from praxis.flows.store.layout import NotWritable
 from sandbox import ExecResult, SandboxUnavailable
@@ -135,7 +136,7 @@ def test_unavailable_sandbox_changes_nothing(tmp_path) -> None:
 def test_a_phase_left_running_is_recovered_as_stopped(tmp_path) -> None:
     flow = three_phase_flow(tmp_path)
     run = runner.begin(flow)
-    run.change("start", phase="load", pid=999999)  # as a process that then died
+    run.change(Start(phase="load", pid=999999))  # as a process that then died
     from praxis.flows.report.status import status_of
 
     assert "stopped before it finished" in status_of(RunHandle.open(run.flow, run.id)).message

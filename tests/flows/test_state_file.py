@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 
 from praxis.flows.model import state as st
+from praxis.flows.model.machine import apply
+from praxis.flows.model.transitions import Finish, Gate, Start
 from praxis.flows.store import state_file
 
 # A run.json as this schema has always written it: paused at the Gate after phase a.
@@ -19,7 +21,7 @@ def fresh() -> st.RunState:
 
 
 def test_save_and_load_round_trip(tmp_path: Path) -> None:
-    s = st.apply(fresh(), "start", phase="a", now=1).state
+    s = apply(fresh(), Start(phase="a"), now=1).state
     path = tmp_path / "run.json"
     state_file.save(s, path)
     assert state_file.load(path) == s
@@ -29,9 +31,9 @@ def test_save_and_load_round_trip(tmp_path: Path) -> None:
 def test_a_run_json_written_before_loads_and_saves_back_byte_for_byte(tmp_path: Path) -> None:
     s = st.new_run("r1", "f", ["a", "b"], now=0.0, params={"week": "W48"})
     s.definition, s.seq = {"digest": "d"}, 3
-    s = st.apply(s, "start", phase="a", now=1.0, pid=42, backend="docker", isolated=True).state
-    s = st.apply(s, "finish", phase="a", now=2.5, hashes={"x.csv": "h"}, digests={"pre": "p"}).state
-    s = st.apply(s, "gate", phase="a", now=3.0).state
+    s = apply(s, Start(phase="a", pid=42, backend="docker", isolated=True), now=1.0).state
+    s = apply(s, Finish(phase="a", hashes={"x.csv": "h"}, digests={"pre": "p"}), now=2.5).state
+    s = apply(s, Gate(phase="a"), now=3.0).state
     assert state_file.load(SCHEMA1) == s
     state_file.save(s, tmp_path / "run.json")
     assert (tmp_path / "run.json").read_bytes() == SCHEMA1.read_bytes()
@@ -81,7 +83,7 @@ def test_unknown_phase_status_is_refused(tmp_path: Path) -> None:
 
 
 def test_the_events_of_the_last_change_are_saved_with_it_and_read_back(tmp_path: Path) -> None:
-    change = st.apply(fresh(), "start", phase="a", now=1.0)
+    change = apply(fresh(), Start(phase="a"), now=1.0)
     outbox = [e.stamped(change.state.revision) for e in change.events]
     path = tmp_path / "run.json"
     state_file.save(change.state, path, outbox)
@@ -103,7 +105,7 @@ def test_the_events_of_the_last_change_are_saved_with_it_and_read_back(tmp_path:
 def test_an_outbox_that_is_not_the_events_of_the_revision_is_refused(
     tmp_path: Path, outbox: object, reason: str
 ) -> None:
-    data = st.apply(fresh(), "start", phase="a", now=1.0).state.to_dict()
+    data = apply(fresh(), Start(phase="a"), now=1.0).state.to_dict()
     data["outbox"] = outbox
     path = tmp_path / "run.json"
     path.write_text(json.dumps(data))

@@ -9,6 +9,7 @@ import pytest
 
 from praxis.argv import flow_arg
 from praxis.flows.engine import runner
+from praxis.flows.model.transitions import Start
 from praxis.flows.report.status import Status, status_of
 from praxis.flows.store.handle import RunHandle
 
@@ -96,7 +97,7 @@ def test_a_phase_whose_code_changed_since_it_ran_is_named_with_the_rerun(here: P
 
 def test_a_phase_left_running_by_a_dead_process_is_named(here: Path) -> None:
     run = runner.begin(here)
-    run.change("start", phase="load", pid=999_999)
+    run.change(Start(phase="load", pid=999_999))
     st = status(run)
     assert st.message == "phase load was stopped before it finished: no process is running it"
     assert st.phases[0]["note"] == "stopped before it finished"

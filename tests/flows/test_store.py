@@ -13,8 +13,9 @@ import pytest
 from praxis.flows.definition.contract import require
 from praxis.flows.engine import runner
 from praxis.flows.store import objects as store
-from praxis.flows.store.layout import run_paths
+from praxis.flows.store.layout import RunPaths, run_paths
 from praxis.flows.store.snapshot import load_manifest
+from praxis.flows.store.upgrade import OldLayout
 
 from .helpers import Fakes, three_phase_flow
 
@@ -132,31 +133,68 @@ def test_an_object_added_while_gc_sweeps_is_always_there(tmp_path: Path) -> None
     )  # every orphan goes (in the loop, or now); the held one stays
 
 
-def test_a_run_from_before_the_flow_store_is_read_and_then_moved_in(tmp_path: Path) -> None:
-    """Old layout: runs/<id>/objects/ and no refs. It reads as it is; the first command that
-    changes the run moves its objects into the flow's store."""
-    root = three_phase_flow(tmp_path)
-    fakes = Fakes()
-    state = runner.run(root, make_sandbox=fakes, reuse=False)
+def old_layout_run(root: Path) -> tuple[str, RunPaths, str]:
+    """A run as made before the flow had a store: runs/<id>/objects/ and no refs, at a Gate;
+    its id, paths and the hash of its first output."""
+    state = runner.run(root, make_sandbox=Fakes(), reuse=False)
     paths = run_paths(root, state.run)
     objects = root / ".praxis" / "objects"
-    legacy = paths.legacy_objects
-    legacy.mkdir()
+    paths.legacy_objects.mkdir()
     for sha in store.read_refs(paths.root):
-        os.link(objects / sha, legacy / sha)
+        os.link(objects / sha, paths.legacy_objects / sha)
     shutil.rmtree(root / ".praxis")
     (paths.root / "refs").unlink()
-    clean = state.phases[0].hashes["clean.csv"]
+    return state.run, paths, state.phases[0].hashes["clean.csv"]
+
+
+def test_a_run_from_before_the_flow_store_reads_as_it_is_and_changes_after_upgrade(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It reads as it is; a change is refused naming `praxis upgrade`, which moves its objects
+    into the flow's store once; no other command moves anything."""
+    from praxis import cli
+
+    root = three_phase_flow(tmp_path)
+    run_id, paths, clean = old_layout_run(root)
+    legacy, objects = paths.legacy_objects, root / ".praxis" / "objects"
     assert paths.object(clean) == legacy / clean  # read where it is
     flow = require(root)
-    runner.approve(flow, state.run, gate="review")  # changes the run: it moves in
+    before = paths.state.read_bytes(), sorted(p.name for p in legacy.iterdir())
+    with pytest.raises(OldLayout, match=f"run {run_id} keeps its files in runs/{run_id}/obj"):
+        runner.approve(flow, run_id, gate="review")
+    with pytest.raises(OldLayout) as refused:
+        runner.advance(flow, run_id, make_sandbox=Fakes())
+    assert refused.value.next(str(root)) == f"praxis upgrade {root}"
+    assert (paths.state.read_bytes(), sorted(p.name for p in legacy.iterdir())) == before
+    assert not objects.exists()  # nothing moved by the refused commands
+
+    assert cli.main(["upgrade", str(root)]) == 0
+    moved = len(before[1])
+    assert capsys.readouterr().out == f"moved {moved} object(s) of 1 run(s) into the flow's store\n"
     assert not legacy.exists()
     assert paths.object(clean) == objects / clean and (objects / clean).is_file()
     assert held_by(paths.root) <= set(store.read_refs(paths.root))
-    done = runner.advance(flow, state.run, make_sandbox=fakes)
+    assert cli.main(["upgrade", str(root)]) == 0  # once: nothing left to do
+    assert "nothing to upgrade" in capsys.readouterr().out
+
+    runner.approve(flow, run_id, gate="review")
+    done = runner.advance(flow, run_id, make_sandbox=Fakes())
     assert done.status == "done"
     assert (paths.out("total.txt")).read_text() == "60"
     assert runner.gc(flow).objects == 0
+
+
+def test_an_old_run_refused_by_the_cli_names_the_upgrade(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from praxis import cli
+
+    root = three_phase_flow(tmp_path)
+    run_id, _, _ = old_layout_run(root)
+    assert cli.main(["approve", str(root), "--gate", "review"]) == 4
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith(f"OldLayout: run {run_id} keeps its files in runs/{run_id}/objects/")
+    assert err[1].endswith(f"upgrade {root}")
 
 
 def test_praxis_gc_says_what_it_removed_and_keeps_what_runs_hold(

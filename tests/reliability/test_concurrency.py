@@ -15,7 +15,8 @@ import pytest
 
 from praxis.flows.definition import contract
 from praxis.flows.engine import runner
-from praxis.flows.model.events import EventLog, PhaseStarted
+from praxis.flows.model.events import PhaseStarted
+from praxis.flows.store.event_log import EventLog
 from praxis.flows.store.lock import Lock
 
 from . import _child

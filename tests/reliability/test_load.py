@@ -124,7 +124,6 @@ def test_item32_load_through_serve_on_docker(tmp_path: Path, docker_image: str) 
 
 @pytest.fixture(scope="module")
 def cluster(docker_image: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    pytest.importorskip("ray")
     from ..ray_nodes import two_nodes
 
     with two_nodes(tmp_path_factory.mktemp("ray-nodes")) as nodes:

@@ -23,8 +23,8 @@ from typing import Any
 
 import pytest
 
-from praxis.flows.model.events import EventLog
 from praxis.flows.store import state_file
+from praxis.flows.store.event_log import EventLog
 
 from ..route_agent import Drive, agent_env, drive, program_of, venv_program
 from ..test_examples import EXAMPLES, copy_flow

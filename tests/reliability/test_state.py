@@ -15,8 +15,12 @@ import pytest
 
 from praxis.flows.definition import contract
 from praxis.flows.model import state as st
-from praxis.flows.model.events import EventLog, EventLogCorrupt, RunStateChanged
+from praxis.flows.model.events import RunStateChanged
+from praxis.flows.model.machine import apply
+from praxis.flows.model.moves import Transition
+from praxis.flows.model.transitions import Fail, Finish, Rerun, Start
 from praxis.flows.store import state_file
+from praxis.flows.store.event_log import EventLog, EventLogCorrupt
 from praxis.flows.store.handle import RunHandle, held
 
 from ._flows import begin, one_line_error, praxis, praxis_here, write_flow
@@ -40,20 +44,19 @@ TWO_PHASES = """
 FILES = {"a.py": "open('a.txt', 'w').write('a')\n", "b.py": "open('b.txt', 'w').write('b')\n"}
 
 # A cycle of real transitions that returns to where it began: paused at phase a.
-CYCLE: list[tuple[str, dict[str, Any]]] = [
-    ("start", {"phase": "a", "pid": 1}),
-    ("finish", {"phase": "a", "hashes": {"a.txt": "0" * 64}}),
-    ("start", {"phase": "b", "pid": 1}),
-    ("fail", {"phase": "b", "error": "boom"}),
-    ("rerun", {"phase": "a"}),
+CYCLE: list[Transition] = [
+    Start(phase="a", pid=1),
+    Finish(phase="a", hashes={"a.txt": "0" * 64}),
+    Start(phase="b", pid=1),
+    Fail(phase="b", error="boom"),
+    Rerun(phase="a"),
 ]
 
 
 def _state(revision: int = 0) -> st.RunState:
     state = st.new_run("r1", "tiny", ["a", "b"], now=1.0)
     for _ in range(revision):
-        event, kw = CYCLE[state.revision % len(CYCLE)]
-        state = st.apply(state, event, now=2.0, **kw).state
+        state = apply(state, CYCLE[state.revision % len(CYCLE)], now=2.0).state
     return state
 
 
@@ -198,9 +201,9 @@ def _writer(flow_root: Path, run_id: str, announce: int) -> None:
     flow = contract.require(flow_root)
     run = RunHandle.open(flow, run_id)
     while True:
-        event, kw = CYCLE[run.state.revision % len(CYCLE)]
+        transition = CYCLE[run.state.revision % len(CYCLE)]
         os.write(announce, f"{run.state.revision + 1}\n".encode())
-        run.change(event, **kw)
+        run.change(transition)
 
 
 def test_item10_sigkill_sweep_never_leaves_an_unreadable_run(tmp_path: Path) -> None:
@@ -271,8 +274,7 @@ def _expected_counts(run_dir: Path, last: int) -> dict[int, int]:
     state = st.new_run(data["run"], data["flow"], [p["id"] for p in data["phases"]], now=1.0)
     counts = {0: 1}  # run_begun
     while state.revision < last:
-        event, kw = CYCLE[state.revision % len(CYCLE)]
-        change = st.apply(state, event, now=2.0, **kw)
+        change = apply(state, CYCLE[state.revision % len(CYCLE)], now=2.0)
         state = change.state
         counts[state.revision] = len(change.events)
     return counts

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import tempfile
 import time
 from pathlib import Path
 
@@ -57,6 +58,8 @@ def test_a_sigkilled_runner_leaves_no_container_and_the_next_command_says_so(
         deadline = killed + BOUND
         while not (run / "watchdog.json").exists() and time.monotonic() < deadline:
             time.sleep(0.05)  # written once the daemon answered the kill
+        # nor its runtime folder (a tmpfs mount of its own): the report is written after it
+        assert list(Path(tempfile.gettempdir()).glob(f"praxis-rt-{run.name}-*")) == []
         res = praxis("status", str(flow))
         assert res.returncode == 0, res.stderr
         assert "was killed; its watchdog ended container praxis-" in res.stdout, res.stdout

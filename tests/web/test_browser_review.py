@@ -16,7 +16,8 @@ import pytest
 
 from praxis.flows.engine import runner
 from praxis.flows.engine.runner import load_flow
-from praxis.flows.model.events import ArtifactEdited, EventLog
+from praxis.flows.model.events import ArtifactEdited
+from praxis.flows.store.event_log import EventLog
 from praxis.flows.store.handle import RunHandle
 
 from .conftest import GatedRun

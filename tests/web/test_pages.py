@@ -8,8 +8,9 @@ import io
 import re
 
 from praxis.flows.engine.runner import load_flow
-from praxis.flows.model.events import ArtifactEdited, EventLog
+from praxis.flows.model.events import ArtifactEdited
 from praxis.flows.model.state import RunState
+from praxis.flows.store.event_log import EventLog
 from praxis.flows.store.handle import RunHandle
 
 from .conftest import Served

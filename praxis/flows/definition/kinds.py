@@ -114,12 +114,6 @@ def get(name: str) -> PhaseKind:
     return _load(name)
 
 
-def reload() -> None:
-    """Forget the kinds found so far (after a distribution was installed into this process)."""
-    _declared.cache_clear()
-    _load.cache_clear()
-
-
 @functools.cache
 def _load(name: str) -> PhaseKind:
     found = plugins.find(

@@ -24,9 +24,9 @@ from sandbox import Options, SandboxError, close_thread_loop, open_backend
 from ...errors import PraxisError
 from ..definition import flow_files, isolation, packages, sandbox_config
 from ..model.flow import Flow
-from .checks import SCRIPT_TIMEOUT
 
 MAX_SCRIPT_BYTES = 1 << 20
+SCRIPT_TIMEOUT = 120.0  # seconds a check script may run
 _seen: dict[tuple[str, str, str, str], str | None] = {}  # -> the failure's message, or None
 _lock = threading.Lock()
 

@@ -44,6 +44,8 @@ from ..model.check_spec import CHECK_KEYS, DTYPES, TABULAR, validate
 from ..model.flow import Flow, Phase
 from ..store import csvread
 from ..store.csvread import Unreadable
+from .check_sandbox import SCRIPT_TIMEOUT, prologue, run_at_gate, script_text
+from .context import PhaseError
 
 # flow.yaml's part is in check_spec, a file's sha256 in digest
 __all__ = ["CHECK_KEYS", "DTYPES", "TABULAR", "Unreadable", "sha256_of", "validate"]
@@ -51,7 +53,6 @@ __all__ = ["CHECK_KEYS", "DTYPES", "TABULAR", "Unreadable", "sha256_of", "valida
 MAX_BYTES = 256 * 1024 * 1024
 MAX_SHOWN_ROWS = 5
 MAX_UNIQUE_ROWS = 4_000_000  # rows a unique check hashes (8 bytes each, 3x while sorted)
-SCRIPT_TIMEOUT = 120.0
 BOOLS = {"true", "false", "0", "1", "yes", "no", "t", "f", "y", "n"}
 
 
@@ -334,8 +335,6 @@ def _is(kind: str, value: str) -> bool:
 
 def script_at_gate(flow: Flow, name: str, script: str, data: bytes) -> list[Failure]:
     """Run a ``script:`` check on ``data`` in a sandbox opened for it (check_sandbox)."""
-    from .check_sandbox import run_at_gate
-
     why = run_at_gate(flow, name, script, data)
     return [] if why is None else [Failure(name, "script", why)]
 
@@ -343,8 +342,6 @@ def script_at_gate(flow: Flow, name: str, script: str, data: bytes) -> list[Fail
 def script_in_kernel(sandbox: Any, flow: Flow, name: str, script: str) -> list[Failure]:
     """Run a ``script:`` check in a fresh kernel of the run's sandbox (the table is in its
     working directory, as the phase left it)."""
-    from .check_sandbox import prologue, script_text
-
     text = script_text(flow, script)
     kernel = sandbox.kernel()
     try:
@@ -363,8 +360,6 @@ def script_in_kernel(sandbox: Any, flow: Flow, name: str, script: str) -> list[F
 def after_phase(run: Any, phase: Phase, sandbox: Any = None) -> None:
     """Every check of ``phase``'s outputs, as the phase wrote them; PhaseError naming every
     one that fails (each with its check, column and up to 5 rows), not only the first."""
-    from .context import PhaseError
-
     failures: list[Failure] = []
     for name, spec in phase.checks.items():
         path = run.paths.out(name)

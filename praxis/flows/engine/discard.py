@@ -17,7 +17,8 @@ import re
 
 from sandbox.files import hash_file
 
-from ..model.state import allows
+from ..model.machine import allows
+from ..model.transitions import Rerun
 from ..store.handle import RunHandle
 from ..store.objects import RunStore
 from . import collect
@@ -25,14 +26,15 @@ from . import collect
 SHA = re.compile(r"[0-9a-f]{64}")
 
 
-def put_back(run: RunHandle, from_phase: str, event: str) -> list[str]:
+def put_back(run: RunHandle, back: Rerun) -> list[str]:
     """Put every output edited at a Gate of a phase after ``from_phase`` back as its phase
     wrote it, where the store holds that version intact; the outputs put back. Nothing when
-    the run's state refuses ``event`` (rerun, reject) from there: the change that follows
-    is refused, and no file may have moved for it."""
+    the run's state refuses ``back`` (a Rerun or a Reject) from there: the change that
+    follows is refused, and no file may have moved for it."""
     state = run.state
-    if not allows(state, event, phase=from_phase):
+    if not allows(state, back):
         return []
+    from_phase = back.phase
     store = RunStore(run.paths)
     done = []
     for p in state.phases[state.index(from_phase) + 1 :]:

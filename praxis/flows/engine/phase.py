@@ -16,15 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from sandbox import Kernel, Sandbox
-from sandbox.files import confined
 
 from ..definition import digests as definition
 from ..definition import kinds
 from ..definition.sandbox_config import MAX_DISK, MIN_COLLECT
-from ..model.events import FilesCollected, InputsUploaded, WorkspaceRecorded
+from ..model.events import FilesCollected, WorkspaceRecorded
 from ..model.flow import Phase
 from ..model.hints import with_hint
 from ..model.state import STOPPED
+from ..model.transitions import Fail, Finish, Reuse, Start, Wait
 from ..store import live, snapshot
 from ..store.handle import RunHandle
 from ..store.intact import ObjectTampered
@@ -34,6 +34,7 @@ from . import checks, collect
 from . import reuse as other_runs
 from .context import OnMessage, PhaseContext, PhaseError
 from .handout import Handout
+from .inputs import base_state, settle
 
 log = logging.getLogger("praxis")
 MAX_ERROR = 4000  # characters of an error message kept in run.json, events and the record
@@ -131,32 +132,18 @@ def _stopped(sandbox: Sandbox, error: str) -> str:
     return error
 
 
-def base_state(
-    run: RunHandle, phase: Phase, ws: snapshot.Workspace | None = None
-) -> snapshot.Manifest | None:
-    """The workspace a phase starts from: as the phase before it left it (empty for the
-    first). None when that was not recorded (a run from before snapshots); ValueError when
-    the record is damaged (the phase fails, saying so). ``ws`` gives the manifest it saved
-    in this process, not read back."""
-    index = run.flow.index(phase.id)
-    if index == 0:
-        return {}
-    before = run.state.phase(run.flow.phases[index - 1].id)
-    path = run.paths.snapshot(before.id, before.attempt, "post")
-    return ws.load(path) if ws is not None else snapshot.load_manifest(path)
-
-
 def mark_running(run: RunHandle, phase: Phase, previous: int, sandbox: Sandbox) -> None:
     """Step 1: keep the previous attempt's files, mark the phase (and the run) running."""
     if previous:
         collect.archive_attempt(run.paths, phase, previous)
     info = sandbox.describe()
     run.change(
-        "start",
-        phase=phase.id,
-        pid=os.getpid(),
-        backend=str(info.get("backend")),
-        isolated=bool(info.get("isolated")),
+        Start(
+            phase=phase.id,
+            pid=os.getpid(),
+            backend=str(info.get("backend")),
+            isolated=bool(info.get("isolated")),
+        )
     )
 
 
@@ -177,25 +164,6 @@ def prepare(
     digests |= definition.digests_of(run.flow, phase, run.state.params)
     ws.save(run.paths.snapshot(phase.id, attempt), pre, **digests)
     return pre, digests
-
-
-def settle(
-    run: RunHandle,
-    phase: Phase,
-    sandbox: Sandbox,
-    ws: snapshot.Workspace,
-    base: snapshot.Manifest | None,
-) -> snapshot.Manifest:
-    """Restore ``base``, upload the inputs; the manifest. The caller has stopped every
-    sandbox process (``quiesce``). A phase settled a moment ago (a reuse that did not apply;
-    nothing ran since) is not settled twice."""
-    settled, ws.settled = ws.settled, None
-    if settled is not None and settled[0] == phase.id:
-        return settled[1]
-    if base is not None:
-        ws.restore(base)
-    gather(run, phase, ws)
-    return ws.snapshot(settled=True)
 
 
 def collect_limit(run: RunHandle) -> int:
@@ -274,29 +242,8 @@ def try_reuse(run: RunHandle, phase: Phase, sandbox: Sandbox, ws: snapshot.Works
     except Exception:  # whatever failed here fails the phase for real when it runs
         log.debug("phase %s cannot be reused", phase.id, exc_info=True)
         return False
-    run.change("reuse", phase=phase.id)
+    run.change(Reuse(phase=phase.id))
     return True
-
-
-def gather(run: RunHandle, phase: Phase, ws: snapshot.Workspace) -> None:
-    """Step 2: upload every working input (replacing what the workspace holds), unless the
-    workspace holds it already (an earlier phase's output where that phase left it)."""
-    t0 = run.clock()
-    for name in phase.working:
-        if run.flow.producer(name) is None:  # a flow file: by descriptor, no link followed
-            sha, size = ws.store.add_flow_file(run.flow.root, name)
-        else:
-            sha, size = ws.store.add_file(source_of(run, name))
-        if not ws.holds(name, sha):
-            ws.place(name, sha, size)
-    run.emit(InputsUploaded(phase=phase.id, files=list(phase.working), seconds=run.clock() - t0))
-
-
-def source_of(run: RunHandle, name: str) -> Path:
-    """Where a working/reference input lives on the host: an earlier output, or a flow file."""
-    if run.flow.producer(name) is not None:
-        return confined(run.paths.output, name)
-    return confined(run.flow.root, name)
 
 
 def execute(
@@ -353,7 +300,7 @@ def timeout_of(run: RunHandle, phase: Phase) -> float:
 
 
 def _set_waiting(run: RunHandle, phase: Phase, what: str | None) -> None:
-    run.change("waiting", phase=phase.id, what=what)
+    run.change(Wait(phase=phase.id, what=what))
 
 
 def finish(
@@ -367,7 +314,7 @@ def finish(
     """Step 7: record hashes, mark later done phases stale, write the record and run.json."""
     _save_record(run, phase, record, "done")
     seconds = run.clock() - started
-    run.change("finish", phase=phase.id, hashes=hashes, digests=digests, seconds=seconds)
+    run.change(Finish(phase=phase.id, hashes=hashes, digests=digests, seconds=seconds))
 
 
 def fail(
@@ -383,7 +330,7 @@ def fail(
         _save_record(run, phase, record, "failed")
     finally:
         seconds = run.clock() - started
-        run.change("fail", phase=phase.id, error=error, digests=digests, seconds=seconds)
+        run.change(Fail(phase=phase.id, error=error, digests=digests or {}, seconds=seconds))
 
 
 def _save_record(run: RunHandle, phase: Phase, record: Record, status: str) -> None:

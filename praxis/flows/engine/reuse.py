@@ -49,11 +49,13 @@ from sandbox.files import READ_FLAGS, replace_file
 from ..definition import digests as definition
 from ..definition import kinds
 from ..model.flow import Phase, SandboxSettings
+from ..model.transitions import Reuse
 from ..store import intact, snapshot
 from ..store.handle import RunHandle
 from ..store.layout import list_run_ids, run_paths, store_dir
 from ..store.objects import RunStore
 from . import collect
+from .inputs import base_state, settle, source_of
 
 log = logging.getLogger("praxis")
 SHA = re.compile(r"[0-9a-f]{64}")
@@ -198,8 +200,6 @@ def try_other_runs(
 ) -> bool:
     """Restore the phase from a done attempt with its key, if any run has one; the workspace
     is settled for the phase (its pre-state) when it is not (``ws.settled``)."""
-    from .phase import base_state, settle
-
     try:
         sandbox.quiesce()
         pre = settle(run, phase, sandbox, ws, base_state(run, phase, ws))
@@ -254,8 +254,6 @@ def ahead(run: RunHandle, store: RunStore) -> int:
 def planned(run: RunHandle, phase: Phase, store: RunStore) -> snapshot.Manifest | None:
     """The pre-state ``settle`` would make, from the records alone: the phase before's
     post-state, each working input placed at its name (and the folders above it)."""
-    from .phase import base_state, source_of
-
     base = base_state(run, phase)
     if base is None:
         return None
@@ -319,7 +317,7 @@ def _adopt(
     save = ws.save if ws is not None else snapshot.save_manifest
     save(run.paths.snapshot(phase.id, attempt), pre, **digests)
     save(run.paths.snapshot(phase.id, attempt, "post"), post)
-    run.change("reuse", phase=phase.id, source=source, hashes=outputs, digests=digests)
+    run.change(Reuse(phase=phase.id, source=source, hashes=outputs, digests=digests))
     remember(run, phase, store, pre, post, outputs)
     return True
 

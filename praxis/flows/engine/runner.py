@@ -30,8 +30,23 @@ from ..definition.digest import sha256_of
 from ..model import decisions
 from ..model.events import DecisionRefused, EditsCarried, Event, SandboxEnded, SandboxOpened
 from ..model.flow import Flow
+from ..model.machine import IllegalTransition
+from ..model.moves import Transition
 from ..model.params import resolve as resolve_params
-from ..model.state import IllegalTransition, RunState
+from ..model.state import RunState
+from ..model.transitions import (
+    Accept,
+    Approve,
+    Cancel,
+    End,
+    Gate,
+    Manage,
+    Params,
+    Pause,
+    Recover,
+    Reject,
+    Rerun,
+)
 from ..store import snapshot
 from ..store.handle import Clock, RunHandle, held
 from ..store.killed import report_of
@@ -45,7 +60,8 @@ from ..store.layout import (
     writable,
 )
 from ..store.lock import ADVANCING, PATIENCE, Busy, Lock
-from ..store.objects import RunStore, Swept, migrate, sweep
+from ..store.objects import RunStore, Swept, sweep
+from ..store.upgrade import refuse_old
 from . import acks as acks_of
 from . import binding, carry, checks, collect, reconcile
 from .binding import Unbound as Unbound  # where callers found it
@@ -257,12 +273,12 @@ def _advance(
         if make_sandbox is default_sandbox:
             isolation.confine(flow.sandbox)  # refused before anything of the run changes
         run = RunHandle.open(flow, run_id, clock)
+        refuse_old(run.paths)  # a run from before the flow's store: praxis upgrade, once
         run.catch_up()  # the events of a change a process that died did not append
         _check_revision(run, expect_revision)  # before recover: what the caller saw
         if on_event is not None:
             run.listeners.append(on_event)
         recover(run)
-        migrate(run.paths)  # a run from before the flow's store: its objects move there
         reconcile.reconcile(run)
         if not _runnable(run.state):
             if opening is not None:
@@ -278,7 +294,7 @@ def _advance(
                 _do_cancel(run)
                 return run.state
             if run.state.next_phase is None:
-                run.change("end")  # every phase left was settled work: no sandbox needed
+                run.change(End())  # every phase left was settled work: no sandbox needed
                 return run.state
         opening = opening or Opening(partial(make_sandbox, flow, run))
     except BaseException:
@@ -353,7 +369,7 @@ def _loop(
             return
         nxt = run.state.next_phase
         if nxt is None:
-            run.change("end")
+            run.change(End())
             return
         phase = run.flow.phase(nxt.id)
         ok = run_phase(
@@ -372,7 +388,7 @@ def _loop(
             return
         if phase.gated:
             carried = carry.carry_over(run, phase) if run.state.phase(phase.id).carry else []
-            run.change("gate", phase=phase.id, writable=list(phase.outputs))
+            run.change(Gate(phase=phase.id, writable=list(phase.outputs)))
             for name, outcome in carried:
                 _record_carried(run, phase.id, name, outcome)
             return
@@ -467,9 +483,9 @@ def recover(run: RunHandle) -> None:
         run.paths.watchdog.unlink(missing_ok=True)
     for p in run.state.phases:
         if p.status == "running":
-            run.change("recover", phase=p.id)
+            run.change(Recover(phase=p.id))
     if run.state.status == "running":
-        run.change("pause")
+        run.change(Pause())
 
 
 @contextmanager
@@ -487,22 +503,13 @@ def _opened(
     flow = load_flow(flow_ref)
     with held(flow, run_id, "changing") as lock:
         run = RunHandle.open(flow, lock.run, clock)
+        refuse_old(run.paths)  # a run from before the flow's store: praxis upgrade, once
         run.catch_up()  # the events of a change a process that died did not append
-        migrate(run.paths)
         reconcile.reconcile(run)
         if bound is not None and expect_revision is None and bound[1:] == (None, None):
             binding.unbound(run, bound[0])
         _check_revision(run, expect_revision)
         yield run
-
-
-def reconcile_run(
-    flow_ref: Flow | str | Path, run_id: str | None = None, *, clock: Clock = time.time
-) -> RunState:
-    """Record what changed by hand in the run's files since the last command (status does
-    this first when the run's lock is free)."""
-    with _opened(flow_ref, run_id, None, clock) as run:
-        return run.state
 
 
 def read(
@@ -559,7 +566,7 @@ def _person_only(actor: str | None, what: str) -> str:
 
 
 def _set_managed(run: RunHandle, granted: bool, actor: str) -> None:
-    run.change("manage", managed=granted, actor=actor)
+    run.change(Manage(managed=granted, actor=actor))
 
 
 def manage(
@@ -599,7 +606,7 @@ def accept(
         if not c.now:
             raise Refused(f"run {run.id}: output {name} is missing: re-run {c.phase}")
         sha, _ = RunStore(run.paths).add_file(run.paths.out(name))
-        return _change(run, "accept", phase=c.phase, name=name, sha256=sha, actor=who)
+        return _change(run, Accept(phase=c.phase, output=name, sha256=sha, actor=who))
 
 
 def _check_revision(run: RunHandle, expect: int | None) -> None:
@@ -611,9 +618,9 @@ def _check_revision(run: RunHandle, expect: int | None) -> None:
         )
 
 
-def _change(run: RunHandle, event: str, **kw: Any) -> RunState:
+def _change(run: RunHandle, transition: Transition) -> RunState:
     try:
-        return run.change(event, **kw)
+        return run.change(transition)
     except IllegalTransition as exc:
         raise Refused(f"run {run.id}: {exc}", revision=run.state.revision) from None
 
@@ -643,7 +650,7 @@ def approve(
         check_definition(run)
         binding.refuse_changed(run, "approve", at)
         acked = _authorize(run, who, "approve", at, receipts)
-        return _change(run, "approve", phase=at, actor=who, acked=acked)
+        return _change(run, Approve(actor=who, acked=acked))
 
 
 def edit(
@@ -722,10 +729,13 @@ def reject(
             "--reopen", reopen, "--note", "'...'", "--expect-revision", str(run.state.revision),
         )  # fmt: skip
         choice, edited = _choose_edits(run, reopen, edits, command)
-        back = put_back(run, reopen, "reject") if choice == "discard" else []
+        back = put_back(run, Reject(phase=reopen)) if choice == "discard" else []
         _change(
-            run, "reject", phase=reopen, note=note, edits=choice or None, put_back=back,
-            actor=who, acked=acked, kept=_kept(run, reopen), edited=edited,
+            run,
+            Reject(
+                phase=reopen, note=note, edits=choice or None, put_back=back,
+                actor=who, acked=acked, kept=_kept(run, reopen), edited=edited,
+            ),
         )  # fmt: skip
         _archive(run, reopen)
         return run.state
@@ -755,11 +765,14 @@ def rerun(
         choice, edited = _choose_edits(run, from_phase, edits, command)
         if params:
             base = {**run.flow.params, **run.state.params}
-            _change(run, "params", params=resolve_params(base, params))
-        back = put_back(run, from_phase, "rerun") if choice == "discard" else []
+            _change(run, Params(params=resolve_params(base, params)))
+        back = put_back(run, Rerun(phase=from_phase)) if choice == "discard" else []
         _change(
-            run, "rerun", phase=from_phase, reuse=reuse, edits=choice or None, put_back=back,
-            kept=_kept(run, from_phase), edited=edited,
+            run,
+            Rerun(
+                phase=from_phase, reuse=reuse, edits=choice or None, put_back=back,
+                kept=_kept(run, from_phase), edited=edited,
+            ),
         )  # fmt: skip
         _archive(run, from_phase)
         return run.state
@@ -829,7 +842,7 @@ def cancel(
 
 def _do_cancel(run: RunHandle) -> None:
     run.paths.cancel_request.unlink(missing_ok=True)
-    _change(run, "cancel")
+    _change(run, Cancel())
 
 
 def _known_phase(flow: Flow, phase_id: str) -> None:

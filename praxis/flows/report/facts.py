@@ -20,7 +20,9 @@ from ..engine import reconcile
 from ..engine.acks import current as current_receipts
 from ..engine.acks import to_read
 from ..model.flow import Flow
-from ..model.state import RunState, allows
+from ..model.machine import allows
+from ..model.state import RunState
+from ..model.transitions import Rerun
 from ..store.handle import RunHandle
 from ..store.lock import is_held
 from .route import Facts, route
@@ -32,7 +34,7 @@ if TYPE_CHECKING:
 def state_facts(state: RunState, flow: Flow, *, flow_arg: str, program: Sequence[str]) -> Facts:
     """The facts run.json and flow.yaml give: where the run is, the Gate and who may decide
     it, the failed phase's error and repeats, the phases a re-run may start from (by the
-    state tables themselves: ``state.allows``)."""
+    state machine itself: ``machine.allows``)."""
     gate = state.gate if state.waiting == "gate" else None
     at = min(state.cursor, len(state.phases) - 1)
     began = state.definition.get("phases")
@@ -56,7 +58,7 @@ def state_facts(state: RunState, flow: Flow, *, flow_arg: str, program: Sequence
         repeats=repeats,
         retries=retries,
         flow_changed=began is not None and began != [p.id for p in flow.phases],
-        rerunnable=tuple(p.id for p in state.phases if allows(state, "rerun", phase=p.id)),
+        rerunnable=tuple(p.id for p in state.phases if allows(state, Rerun(phase=p.id))),
         phases=tuple(p.id for p in state.phases),
         edited=edited,
         keyless=tuple(_keyless(flow, edited)),
@@ -64,12 +66,19 @@ def state_facts(state: RunState, flow: Flow, *, flow_arg: str, program: Sequence
     )
 
 
-def _keyless(flow: Flow, edited: tuple[tuple[str, str], ...]) -> list[str]:
+def _keyless(
+    flow: Flow, edited: tuple[tuple[str, str], ...], run: RunHandle | None = None
+) -> list[str]:
+    """The edited outputs --keep-edits cannot re-apply: no row key (flow.yaml says), and, when
+    the run's files are at hand, a header that repeats a column name (carry refuses those)."""
     if not edited:
         return []
-    from ..engine.carry import keyless  # tables of a run with Gate edits only
+    from ..engine.carry import keyless, repeated_columns  # a run with Gate edits only
 
-    return keyless(flow, edited)
+    found = keyless(flow, edited)
+    if run is not None:
+        found += [n for n, _ in repeated_columns(run, edited) if n not in found]
+    return found
 
 
 def _delegatable(flow: Flow, gate: str | None) -> bool:
@@ -113,6 +122,7 @@ def facts(
         receipts=tuple(receipts),
         params_changed=tuple(p for p in params_changed if p in done),
         missing_outputs=tuple(dict.fromkeys(c.name for c, _ in blocking if not c.now)),
+        keyless=tuple(_keyless(run.flow, base.edited, run)),
     )
 
 

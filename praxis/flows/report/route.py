@@ -284,8 +284,9 @@ def edits_option(f: Facts, phase: str) -> list[str] | None:
 def _keyless(f: Facts) -> str:
     names = ", ".join(f.keyless)
     return (
-        f"{names} carries Gate edits --keep-edits cannot re-apply (no row key): a reopen is a "
-        "person's choice (--keep-edits after declaring key:, or --discard-edits)"
+        f"{names} carries Gate edits --keep-edits cannot re-apply (no row key, or a column "
+        "name repeated): a reopen is a person's choice (--keep-edits after declaring key: or "
+        "naming the columns apart, or --discard-edits)"
     )
 
 

@@ -205,15 +205,3 @@ def _typed(word: str, flow: str, before: str) -> str:
     if before == "--note":
         return "'" + word.replace("'", "'\\''") + "'"
     return shlex.quote(word)
-
-
-def edits_words(flow: Flow, state: RunState, phase: str) -> str:
-    """What a re-run or reopen of ``phase`` must add for the Gate edits it would replace:
-    `` --keep-edits``, `` --discard-edits`` where none can be kept (said so beside it), or
-    nothing."""
-    from ..engine import carry
-
-    found = carry.at_risk(state, phase)
-    if not found:
-        return ""
-    return " --discard-edits" if carry.keyless(flow, found) else " --keep-edits"

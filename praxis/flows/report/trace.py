@@ -13,7 +13,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..model.events import Event, EventLog, Traced, TraceFull, TraceStarted
+from ..model.events import Event, Traced, TraceFull, TraceStarted
+from ..store.event_log import EventLog
 from ..store.handle import RunHandle
 from .facts import facts_and_route
 

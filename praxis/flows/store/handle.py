@@ -1,7 +1,7 @@
 """An open run: its Flow, its folder, its state, and the one way to change the state.
 
-``RunHandle.change`` applies a transition (pure, in state.py), which gives the new state and
-the events that record it, and writes both:
+``RunHandle.change`` applies a transition (pure: ``model/machine.py``), which gives the new
+state and the events that record it, and writes both:
 
 1. run.json, atomically, holding the change's events as its outbox: the commit point;
 2. events.jsonl: the same events appended, each stamped with the revision (``"rev"``).
@@ -29,6 +29,8 @@ from sandbox.files import fsync_folder
 from ...errors import UsageError
 from ..model import state as st
 from ..model.flow import Flow
+from ..model.machine import apply
+from ..model.moves import Transition
 from .layout import (
     RunPaths,
     list_run_ids,
@@ -43,7 +45,8 @@ from .lock import ADVANCING, PATIENCE, Lock, Vanished
 from .state_file import StateCorrupt, load_saved, save
 
 if TYPE_CHECKING:
-    from ..model.events import Event, EventLog
+    from ..model.events import Event
+    from .event_log import EventLog
 
 Clock = Callable[[], float]
 
@@ -154,7 +157,8 @@ class RunHandle:
         name and renamed into ``runs/`` complete; ``staged`` sees it just before (to take its
         lock). The caller holds the Flow's lock: ``seq`` orders runs by creation. The run's
         events.jsonl begins with its ``run_begun``."""
-        from ..model.events import EventLog, RunBegun
+        from ..model.events import RunBegun
+        from .event_log import EventLog
 
         now = clock()
         seq = newest_seq(flow.root) + 1
@@ -194,11 +198,11 @@ class RunHandle:
         handle._caught_up = True
         return handle
 
-    def change(self, event: str, *, phase: str | None = None, **kw: Any) -> st.RunState:
-        """Apply ``event`` and write the new state and its events (the caller holds the
-        run's lock); ``kw`` are the event's keywords and its events' facts (state.py)."""
+    def change(self, transition: Transition) -> st.RunState:
+        """Apply ``transition`` and write the new state and its events (the caller holds
+        the run's lock)."""
         self.catch_up()
-        made = st.apply(self.state, event, phase=phase, now=self.clock(), **kw)
+        made = apply(self.state, transition, now=self.clock())
         outbox = [e.stamped(made.state.revision) for e in made.events]
         save(made.state, self.paths.state, outbox)  # the commit point
         self.state, self.outbox = made.state, outbox
@@ -231,7 +235,7 @@ class RunHandle:
     def log(self) -> EventLog:
         """The run's events.jsonl (events load when a command first reads or writes one:
         `praxis runs` and `check` never do)."""
-        from ..model.events import EventLog
+        from .event_log import EventLog
 
         return EventLog(self.paths.events)
 

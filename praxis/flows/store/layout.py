@@ -32,7 +32,6 @@ import calendar
 import json
 import os
 import secrets  # a new run only: the commands that read runs never need it
-import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -124,11 +123,6 @@ def unlist_run(paths: RunPaths) -> Path:
     trash = paths.root.parent / f".trash-{paths.id}-{secrets.token_hex(4)}"
     os.rename(paths.root, trash)
     return trash
-
-
-def remove_run(paths: RunPaths) -> None:
-    """Delete a run folder: out of the listing first, then its files."""
-    shutil.rmtree(unlist_run(paths))
 
 
 def leftovers(flow_root: Path) -> list[Path]:

@@ -11,8 +11,8 @@ A run holds an object once its ``refs`` names it. It names it before it relies o
 sure the object is there, and ``sweep`` (gc) lists the objects and reads every run's
 references under the exclusive lock. So an object is removed only when no run, not even
 one advancing now, holds it. A run folder from before the flow had a store keeps its own
-``objects/``: it is read as it is (``RunPaths.object``) and moved into the store the first
-time the run is changed (``migrate``).
+``objects/``: it is read as it is (``RunPaths.object``) and moved into the store once, by
+``praxis upgrade`` (upgrade.py).
 """
 
 from __future__ import annotations
@@ -107,24 +107,6 @@ def read_refs(run_root: Path) -> list[str]:
     return [line for line in text.split("\n") if len(line) == 64]
 
 
-def migrate(paths: RunPaths) -> int:
-    """Move a run's own ``objects/`` (a run from before the flow's store) into the store,
-    holding each; the objects moved. The caller holds the run's lock."""
-    legacy = paths.legacy_objects
-    if legacy.is_symlink() or not legacy.is_dir():
-        return 0
-    store = RunStore(paths)
-    names = [e.name for e in os.scandir(legacy) if len(e.name) == 64 and e.is_file()]
-    with store_lock(store.flow_root):
-        store.root.mkdir(parents=True, exist_ok=True)
-        store._hold(names)
-        for name in names:
-            if not store.has(name):
-                os.link(legacy / name, store.path(name))  # the same read-only inode
-    shutil.rmtree(legacy)
-    return len(names)
-
-
 @dataclass(frozen=True)
 class Swept:
     objects: int  # removed
@@ -167,12 +149,3 @@ def holders(flow_root: Path) -> set[str]:
         if entry.is_dir(follow_symlinks=False):
             held.update(read_refs(Path(entry.path)))
     return held
-
-
-def disk_usage(flow_root: Path) -> int:
-    """Bytes the store's objects take (each counted once)."""
-    objects = store_dir(flow_root) / "objects"
-    try:
-        return sum(e.stat().st_size for e in os.scandir(objects) if e.is_file())
-    except FileNotFoundError:
-        return 0
