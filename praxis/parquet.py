@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sandbox.files import open_nofollow
+
 from . import parquet_cells as cells
 
 MAX_FOOTER = 16 * 1024 * 1024  # bytes of metadata
@@ -68,7 +70,7 @@ def _open(path: Path, *, as_dictionary: bool = False) -> Iterator[Any]:
     With ``as_dictionary``, every text leaf is decoded as a dictionary (never expanded).
     """
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        fd = open_nofollow(path)
     except OSError as exc:
         raise NotReadable(f"{path.name} cannot be opened ({exc.strerror})") from None
     with os.fdopen(fd, "rb") as fh:

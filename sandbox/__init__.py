@@ -1,9 +1,20 @@
 """sandbox: Jupyter kernels in hardened containers, files in and out. Knows nothing of flows."""
 
 from .backends import Backend, UnknownBackend
-from .base import ExecResult, FileStat, Kernel, Sandbox, close_thread_loop
+from .base import (
+    ExecResult,
+    FileStat,
+    Kernel,
+    Sandbox,
+    SandboxCore,
+    Sweeps,
+    WorkspaceEdits,
+    close_thread_loop,
+)
 from .errors import (
     BadOption,
+    DockerConflict,
+    DockerMissing,
     ExecTimeout,
     KernelDied,
     OutputTooLarge,
@@ -18,6 +29,8 @@ from .options import DockerOptions, FakeOptions, LocalOptions, Options, RayOptio
 __all__ = [
     "Backend",
     "BadOption",
+    "DockerConflict",
+    "DockerMissing",
     "DockerOptions",
     "ExecResult",
     "ExecTimeout",
@@ -33,6 +46,9 @@ __all__ = [
     "WalkRefused",
     "PathRefused",
     "Sandbox",
+    "SandboxCore",
+    "Sweeps",
+    "WorkspaceEdits",
     "SandboxError",
     "SandboxUnavailable",
     "close_thread_loop",

@@ -2,7 +2,19 @@
 
 Modelled on jupyter_client's ``KernelProvisionerBase``: a few primitives, policy stays with
 the caller. The caller (the flows runner) decides what to upload, when to snapshot and what
-to collect; a backend only moves files and runs code.
+to collect; a backend only moves files and runs code. The contract in three parts:
+
+    SandboxCore          DESIGN.md §2: open, upload, listing, fetch, kernel, close
+                         (+ optional hooks with defaults: describe, usable, kernel_running)
+    Sweeps               quiesce: nothing a phase started survives between phases
+    WorkspaceEdits       remove, make_folder, remove_folder, clear (+ folders, strays,
+                         survey with defaults): the runner's restores and Gate edits
+    Sandbox              SandboxCore + Sweeps + WorkspaceEdits: what the flows runner drives,
+                         and what every backend (docker, local, ray, fake) implements
+
+Each method's docstring says who calls it and when. A backend's file half may come from a
+component: ``workspace.WorkspaceFolder`` is the host-folder one the docker, local and fake
+backends share (``workspace.OnFolder``).
 """
 
 from __future__ import annotations
@@ -12,7 +24,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 OutputCallback = Callable[[str, str], None]  # (stream name, text) as output arrives
 GRACE = 5.0  # seconds an interrupted kernel gets to go idle before it is killed
@@ -69,6 +81,10 @@ class ExecResult:
 class Kernel(ABC):
     """A fresh interpreter whose working directory is the workspace."""
 
+    # True once ``shutdown`` (or a backend's own release) ran: the kernel runs nothing more.
+    # Read by ``Standby`` to forget kernels handed out and ended since.
+    closed: bool = False
+
     @abstractmethod
     def execute(
         self,
@@ -107,8 +123,8 @@ class Kernel(ABC):
         """Stop the kernel process. Idempotent; never raises for a kernel already gone."""
 
 
-class Sandbox(ABC):
-    """One per run: a workspace folder and the kernels that run in it."""
+class SandboxCore(ABC):
+    """One per run: a workspace folder and the kernels that run in it (DESIGN.md §2)."""
 
     backend: str = "?"
     isolated: bool = True
@@ -121,68 +137,66 @@ class Sandbox(ABC):
 
     @abstractmethod
     def open(self) -> None:
-        """Create or attach the workspace and whatever hosts kernels. Idempotent."""
+        """Create or attach the workspace and whatever hosts kernels. Idempotent. Called by
+        the runner before a run's first phase (and by ``with``)."""
 
     @abstractmethod
     def upload(self, src: Path, name: str) -> None:
-        """Place host file ``src`` at workspace-relative ``name``, replacing a same-named file."""
+        """Place host file ``src`` at workspace-relative ``name``, replacing a same-named file.
+        Called by the runner for a phase's inputs and a restore's files."""
 
     @abstractmethod
     def listing(self) -> dict[str, FileStat]:
-        """Every regular file of the workspace: relative posix path -> FileStat. Cheap."""
+        """Every regular file of the workspace: relative posix path -> FileStat. Cheap.
+        Called by the runner after each phase, to see what it wrote."""
 
     @abstractmethod
     def fetch(self, name: str, dest: Path) -> str | None:
         """Copy workspace file ``name`` to host path ``dest`` (regular files only). Returns
-        the sha256 of what was copied when the backend computed it on the way, else None."""
-
-    @abstractmethod
-    def remove(self, name: str) -> None:
-        """Remove workspace file (or link, FIFO, ...) ``name``, never following a link, and
-        the folders it leaves empty; a name that is not there is not an error."""
-
-    def folders(self) -> set[str]:
-        """Every folder of the workspace (relative posix paths), empty ones included.
-        Backends that cannot list folders report those that hold a file."""
-        found: set[str] = set()
-        for name in self.listing():
-            parts = name.split("/")[:-1]
-            found.update("/".join(parts[: i + 1]) for i in range(len(parts)))
-        return found
-
-    def strays(self) -> set[str]:
-        """Workspace entries that are neither regular files nor folders (links, FIFOs,
-        sockets, devices), never followed. Backends that cannot tell report none."""
-        return set()
-
-    def survey(self) -> tuple[dict[str, FileStat], set[str], set[str]]:
-        """``listing()``, ``folders()`` and ``strays()`` at once; a backend that can look at
-        its workspace once for all three does."""
-        return self.listing(), self.folders(), self.strays()
-
-    def make_folder(self, name: str) -> None:
-        """Create workspace folder ``name`` (and those above it)."""
-        raise NotImplementedError(f"the {self.backend} sandbox cannot make empty folders")
-
-    def remove_folder(self, name: str) -> None:
-        """Remove workspace folder ``name`` if it is empty; otherwise leave it."""
-        raise NotImplementedError(f"the {self.backend} sandbox cannot remove folders")
-
-    def clear(self) -> None:
-        """Remove everything in the workspace, whatever its depth or number of entries (a
-        restore of a workspace a walk refused starts from nothing)."""
-        raise NotImplementedError(f"the {self.backend} sandbox cannot empty its workspace")
+        the sha256 of what was copied when the backend computed it on the way, else None.
+        Called by the runner to collect a phase's outputs into the run folder."""
 
     @abstractmethod
     def kernel(self) -> Kernel:
-        """A FRESH interpreter for one phase; a warm standby makes this fast."""
+        """A FRESH interpreter for one phase; a warm standby makes this fast. Called by the
+        runner once per phase (and per check run at a Gate)."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Stop kernels and remove the container. Never deletes the workspace. Idempotent.
+        Called by the runner when a run stops or waits at a Gate (and by ``with``)."""
+
+    # -- optional hooks: a backend overrides them when it can do better --------------------
 
     def kernel_running(self, code: str, *, timeout: float) -> tuple[Kernel, ExecResult]:
-        """A fresh kernel, and the result of ``code`` run in it first, once. A backend may
-        send ``code`` as part of the hand-over (one round trip fewer); this default runs it
-        after ``kernel()``."""
+        """A fresh kernel, and the result of ``code`` run in it first, once. Called by the
+        runner's hand-out (a phase's prologue). A backend may send ``code`` as part of the
+        hand-over (one round trip fewer); this default runs it after ``kernel()``."""
         kernel = self.kernel()
         return kernel, kernel.execute(code, timeout=timeout)
+
+    def usable(self) -> bool:
+        """Whether this opened sandbox can still run code (docker: its container is still
+        there and running). Called by the runner before it reuses a sandbox kept open at a
+        Gate. Backends that cannot tell say True."""
+        return True
+
+    def describe(self) -> dict[str, Any]:
+        """What the run's record says about this sandbox (backend, image, isolation). Called
+        by the runner when a run's sandbox opens and when a phase's error is worded."""
+        return {"backend": self.backend, "isolated": self.isolated}
+
+    def __enter__(self) -> Self:
+        self.open()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class Sweeps(ABC):
+    """The extension that ends what a phase started: the flows runner needs it, so that files
+    carry state between phases and processes never do."""
 
     @abstractmethod
     def quiesce(self) -> None:
@@ -193,25 +207,60 @@ class Sandbox(ABC):
         root's, 0444). Backends without processes of their own (the fake) have nothing to
         stop."""
 
+
+class WorkspaceEdits(ABC):
+    """The extension that changes the workspace beyond ``upload``: the runner's restore of a
+    recorded workspace (a rerun from a phase, a reused result) and a Gate's edits call it."""
+
     @abstractmethod
-    def close(self) -> None:
-        """Stop kernels and remove the container. Never deletes the workspace. Idempotent."""
+    def listing(self) -> dict[str, FileStat]:
+        """As ``SandboxCore.listing``: the defaults below are built on it."""
 
-    def usable(self) -> bool:
-        """Whether this opened sandbox can still run code (docker: its container is still
-        there and running). Backends that cannot tell say True."""
-        return True
+    @abstractmethod
+    def remove(self, name: str) -> None:
+        """Remove workspace file (or link, FIFO, ...) ``name``, never following a link, and
+        the folders it leaves empty; a name that is not there is not an error. Called by a
+        restore for a file the recorded workspace does not hold."""
 
-    def describe(self) -> dict[str, Any]:
-        """What the run's record says about this sandbox (backend, image, isolation)."""
-        return {"backend": self.backend, "isolated": self.isolated}
+    @abstractmethod
+    def make_folder(self, name: str) -> None:
+        """Create workspace folder ``name`` (and those above it). Called by a restore for a
+        recorded empty folder."""
 
-    def __enter__(self) -> Sandbox:
-        self.open()
-        return self
+    @abstractmethod
+    def remove_folder(self, name: str) -> None:
+        """Remove workspace folder ``name`` if it is empty; otherwise leave it. Called by a
+        restore, deepest first, for a folder the recorded workspace does not hold."""
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    @abstractmethod
+    def clear(self) -> None:
+        """Remove everything in the workspace, whatever its depth or number of entries.
+        Called by a restore of a workspace a walk refused: it starts from nothing."""
+
+    def folders(self) -> set[str]:
+        """Every folder of the workspace (relative posix paths), empty ones included. Called
+        by a restore and by the runner's record of a workspace. Backends that cannot list
+        folders report those that hold a file (this default)."""
+        found: set[str] = set()
+        for name in self.listing():
+            parts = name.split("/")[:-1]
+            found.update("/".join(parts[: i + 1]) for i in range(len(parts)))
+        return found
+
+    def strays(self) -> set[str]:
+        """Workspace entries that are neither regular files nor folders (links, FIFOs,
+        sockets, devices), never followed. Called by the runner's record of a workspace, to
+        remove them. Backends that cannot tell report none (this default)."""
+        return set()
+
+    def survey(self) -> tuple[dict[str, FileStat], set[str], set[str]]:
+        """``listing()``, ``folders()`` and ``strays()`` at once; a backend that can look at
+        its workspace once for all three does. Called by the runner after each phase."""
+        return self.listing(), self.folders(), self.strays()
+
+
+class Sandbox(SandboxCore, Sweeps, WorkspaceEdits):
+    """What the flows runner drives: the core and both extensions. Every backend is one."""
 
 
 def close_thread_loop() -> None:

@@ -75,7 +75,7 @@ class JupyterKernel(Kernel):
         self.grace = grace
         self.poll = poll
         self.name = name  # the backend's name for this kernel (its zygote key)
-        self._closed = False
+        self.closed = False
         self._unfinished: ExecResult | None = None
         if not self.client.channels_running:
             self._start_channels()
@@ -208,17 +208,23 @@ class JupyterKernel(Kernel):
             log.debug("interrupt failed", exc_info=True)
 
     def shutdown(self) -> None:
-        if self._closed:
+        if self.closed:
             return
-        self._closed = True
-        try:
-            self.client.stop_channels()
-        except Exception:
-            log.debug("stop_channels failed", exc_info=True)
+        self.abandon()
         try:
             self._kill()
         except Exception:
             log.debug("kill failed", exc_info=True)
+
+    def abandon(self) -> None:
+        """Close this end only: stop the client's channels and mark the kernel closed, without
+        killing its process. Called by a backend that is about to end every process at once
+        (the docker backend's close, which ends the container). Idempotent."""
+        self.closed = True
+        try:
+            self.client.stop_channels()
+        except Exception:
+            log.debug("stop_channels failed", exc_info=True)
 
     # -- execute ---------------------------------------------------------------------------
 
@@ -232,7 +238,7 @@ class JupyterKernel(Kernel):
         stop_on_error: bool = True,
     ) -> ExecResult:
         """Run ``code``; success is the kernel's word (the execute_reply's status)."""
-        if self._closed:
+        if self.closed:
             raise KernelDied("the kernel was shut down")
         started = time.monotonic()
         collector = Collector(self.stream_limit, self.display_limit, on_output=on_output)

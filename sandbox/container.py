@@ -18,7 +18,7 @@ Transport is ZMQ ``ipc``: the host's jupyter_client connects to the kernel's soc
 host path. The container has no network at all and its own IPC namespace.
 
 Hardening (docs/reliability.md item 1) is in ``_host_config``; the workspace is a host folder
-bind-mounted at ``/workspace`` and moved with plain file operations (``Workspace``).
+bind-mounted at ``/workspace`` and moved with plain file operations (``WorkspaceFolder``).
 Kernels run with umask 022; the host (root) reads what they write by descriptor.
 """
 
@@ -40,7 +40,8 @@ from typing import TYPE_CHECKING, Any
 
 from .cgroup import oom_kills
 from .daemon import connect as connect_docker
-from .errors import SandboxUnavailable
+from .daemon import docker_errors
+from .errors import DockerConflict, DockerMissing, SandboxUnavailable
 from .forkserver import (
     SOCKET,
     ForkedKernel,
@@ -55,7 +56,7 @@ from .options import DockerOptions
 from .standby import Standby
 from .values import disk_bytes
 from .watchdog import Watchdog
-from .workspace import FolderSandbox, Workspace, unmount
+from .workspace import FolderSandbox, WorkspaceFolder, unmount
 from .zygote_kernels import ZygoteKernels
 
 if TYPE_CHECKING:
@@ -115,7 +116,7 @@ class DockerSandbox(ZygoteKernels, FolderSandbox):
     def __init__(self, *, workspace: Path, name: str, options: DockerOptions | None = None) -> None:
         o = self.options = options or DockerOptions()
         # Inputs and recorded files go in as read-only links: the kernel's uid cannot write them.
-        self.workspace = Workspace(
+        self.workspace = WorkspaceFolder(
             Path(workspace), kernel_uid=KERNEL_UID, disk=disk_bytes(o.disk) if o.disk else None
         )
         self.name = name
@@ -148,20 +149,19 @@ class DockerSandbox(ZygoteKernels, FolderSandbox):
     def open(self) -> None:
         if self.container is not None:
             return
-        import docker.errors
-
         self.image = self.image or image_tag()
         client = connect_docker()
         try:
-            client.images.get(self.image)
-        except docker.errors.DockerException as exc:
+            with docker_errors(f"inspect image {self.image}"):
+                client.images.get(self.image)
+        except SandboxUnavailable as exc:
             client.close()
-            if isinstance(exc, docker.errors.ImageNotFound):
+            if isinstance(exc, DockerMissing):
                 raise SandboxUnavailable(
                     f"the sandbox image {self.image} is missing; build it with "
                     "`praxis sandbox build` (python -m sandbox.image.build)"
                 ) from None
-            raise SandboxUnavailable(f"cannot inspect image {self.image}: {exc}") from exc
+            raise
         self._client = client
         self._remove_leftovers()
         self.workspace.open()
@@ -174,26 +174,25 @@ class DockerSandbox(ZygoteKernels, FolderSandbox):
         _mount_runtime(self._runtime)  # its own tmpfs: its host path is not in mountinfo
         self._watchdog.watch("runtime", str(self._runtime))  # unmounted, removed if we die
         try:
-            self.container = self._client.containers.run(
-                self.image,
-                [*COMMAND, "zygote", *self._zygote_args()],
-                name=name,
-                detach=True,
-                labels={**self.labels, RUN_LABEL: self.name},
-                environment=dict(ENVIRONMENT),
-                user=ROOT,
-                working_dir=WORKSPACE,
-                auto_remove=True,  # close() only kills it: the daemon removes it meanwhile
-                **self._host_config(),
-            )
-        except docker.errors.DockerException as exc:
+            with docker_errors(f"start the sandbox container from {self.image}"):
+                self.container = self._client.containers.run(
+                    self.image,
+                    [*COMMAND, "zygote", *self._zygote_args()],
+                    name=name,
+                    detach=True,
+                    labels={**self.labels, RUN_LABEL: self.name},
+                    environment=dict(ENVIRONMENT),
+                    user=ROOT,
+                    working_dir=WORKSPACE,
+                    auto_remove=True,  # close() only kills it: the daemon removes it meanwhile
+                    **self._host_config(),
+                )
+        except SandboxUnavailable:
             self._remove_runtime()
             self._client.close()
             self._client = None
             self._end_watch()
-            raise SandboxUnavailable(
-                f"cannot start the sandbox container from {self.image}: {exc}"
-            ) from exc
+            raise
         try:
             server = ForkServer(self._runtime)
             self._launches = 0  # this container's command is its zygote's first start
@@ -211,8 +210,7 @@ class DockerSandbox(ZygoteKernels, FolderSandbox):
             from .client import JupyterKernel  # jupyter_client: heavy, once kernels were made
 
             if isinstance(kernel, JupyterKernel):
-                kernel.client.stop_channels()  # the container goes next, with every process
-                kernel._closed = True
+                kernel.abandon()  # the container goes next, with every process
         self._zygote = None
         container, self.container = self.container, None
         stopping = None
@@ -229,13 +227,12 @@ class DockerSandbox(ZygoteKernels, FolderSandbox):
             self._client = None
 
     def usable(self) -> bool:
-        import docker.errors
-
         if self.container is None or self._client is None:
             return False
         try:
-            state = self._client.api.inspect_container(self.container.id)["State"]
-        except docker.errors.DockerException:
+            with docker_errors("inspect the sandbox container"):
+                state = self._client.api.inspect_container(self.container.id)["State"]
+        except SandboxUnavailable:
             return False
         return bool(state.get("Running"))
 
@@ -281,32 +278,19 @@ class DockerSandbox(ZygoteKernels, FolderSandbox):
     def _remove_leftovers(self) -> None:
         """Remove what a runner of this sandbox's name left when it died (SIGKILL): its
         container (with every process in it) and its runtime folders. Before anything runs."""
-        import docker.errors
-
-        try:
-            found = self._client.api.containers(
-                all=True, filters={"label": f"{RUN_LABEL}={self.name}"}
-            )
-        except docker.errors.DockerException as exc:
-            raise SandboxUnavailable(f"cannot list containers: {exc}") from exc
+        found = self._leftovers()
         going = [row["Id"] for row in found if _closed(row)]
         if going:  # the last close's container, ending by itself: a moment
             self._wait_gone(going, timeout=GOING, quiet=True)
-            found = self._client.api.containers(
-                all=True, filters={"label": f"{RUN_LABEL}={self.name}"}
-            )
+            found = self._leftovers()
         for row in found:
             if row.get("State") not in ("exited", "dead", "removing"):  # killed: going by itself
                 log.warning("removing a container left by a runner that died: %s", row["Names"])
             try:
-                self._client.api.remove_container(row["Id"], force=True)
-            except docker.errors.NotFound:
+                with docker_errors("remove a leftover container"):
+                    self._client.api.remove_container(row["Id"], force=True)
+            except (DockerMissing, DockerConflict):  # gone, or its removal is under way
                 pass
-            except docker.errors.APIError as exc:
-                if exc.status_code != 409:  # 409: its removal is under way already
-                    raise SandboxUnavailable(f"cannot remove a leftover container: {exc}") from exc
-            except docker.errors.DockerException as exc:
-                raise SandboxUnavailable(f"cannot remove a leftover container: {exc}") from exc
         self._wait_gone([row["Id"] for row in found])
         prefix = f"{RUNTIME_PREFIX}{_safe(self.name)}-"
         for folder in Path(tempfile.gettempdir()).glob(f"{glob.escape(prefix)}*"):
@@ -314,18 +298,25 @@ class DockerSandbox(ZygoteKernels, FolderSandbox):
                 unmount(folder / "rt")
                 shutil.rmtree(folder, ignore_errors=True)
 
+    def _leftovers(self) -> list[dict[str, Any]]:
+        """The daemon's rows of every container labelled with this sandbox's name."""
+        with docker_errors("list containers"):
+            found: list[dict[str, Any]] = self._client.api.containers(
+                all=True, filters={"label": f"{RUN_LABEL}={self.name}"}
+            )
+        return found
+
     def _wait_gone(self, ids: list[str], timeout: float = 30.0, quiet: bool = False) -> None:
         """Return once no container of ``ids`` exists: the workspace (and its disk image) is
         then no longer in use by a container of an earlier open. Past ``timeout``: raise, or
         with ``quiet`` return."""
-        import docker.errors
-
         deadline = time.monotonic() + timeout
         for cid in ids:
             while True:
                 try:
-                    self._client.api.inspect_container(cid)
-                except docker.errors.NotFound:
+                    with docker_errors("inspect a container"):
+                        self._client.api.inspect_container(cid)
+                except DockerMissing:
                     break
                 if time.monotonic() > deadline:
                     if quiet:
@@ -370,13 +361,12 @@ class DockerSandbox(ZygoteKernels, FolderSandbox):
 
     def _command_ended(self) -> bool:
         """Whether the zygote the container started has ended (its shell said so)."""
-        import docker.errors
-
         try:
-            return ENDED.encode() in self._client.api.logs(self.container.id, tail=3)
-        except docker.errors.NotFound:
+            with docker_errors("read the sandbox container's log"):
+                return ENDED.encode() in self._client.api.logs(self.container.id, tail=3)
+        except DockerMissing:
             return True  # the container is gone, and the zygote with it
-        except docker.errors.DockerException:
+        except SandboxUnavailable:
             return False
 
     def _start(self) -> JupyterKernel:
@@ -425,9 +415,7 @@ class DockerSandbox(ZygoteKernels, FolderSandbox):
 
     def _exec(self, cmd: list[str], *, user: str = UID) -> str:
         """Start ``cmd`` in the container as ``user``, detached; the exec's id."""
-        import docker.errors
-
-        try:
+        with docker_errors("run in the sandbox container"):
             api = self._client.api
             created = api.exec_create(
                 self.container.id,
@@ -438,25 +426,18 @@ class DockerSandbox(ZygoteKernels, FolderSandbox):
             )
             exec_id: str = created["Id"]
             api.exec_start(exec_id, detach=True)
-        except docker.errors.DockerException as exc:
-            raise SandboxUnavailable(f"cannot run in the sandbox container: {exc}") from exc
         return exec_id
 
     def _exec_wait(self, cmd: list[str], *, user: str) -> None:
         """Run ``cmd`` in the container as ``user`` and wait for it (its output is dropped)."""
-        import docker.errors
-
-        try:
+        with docker_errors("run in the sandbox container"):
             self.container.exec_run(cmd, user=user)
-        except docker.errors.DockerException as exc:
-            raise SandboxUnavailable(f"cannot run in the sandbox container: {exc}") from exc
 
     def _running(self, exec_id: str) -> bool:
-        import docker.errors
-
         try:
-            return bool(self._client.api.exec_inspect(exec_id).get("Running"))
-        except docker.errors.NotFound:
+            with docker_errors("inspect an exec of the sandbox container"):
+                return bool(self._client.api.exec_inspect(exec_id).get("Running"))
+        except DockerMissing:
             return False  # the container is gone, and the kernel with it
 
     def _kill_group(self, pid: int) -> None:
@@ -469,11 +450,10 @@ class DockerSandbox(ZygoteKernels, FolderSandbox):
             log.debug("could not kill kernel %s", pid, exc_info=True)
 
     def _death_cause(self, forked: ForkedKernel, baseline: int | None) -> str | None:
-        import docker.errors
-
         try:
-            state = self._client.api.inspect_container(self.container.id)["State"]
-        except docker.errors.NotFound:
+            with docker_errors("inspect the sandbox container"):
+                state = self._client.api.inspect_container(self.container.id)["State"]
+        except DockerMissing:
             return "the sandbox container is gone (it stopped, or prune or a person removed it)"
         except Exception:
             state = {"Running": True}
@@ -523,18 +503,18 @@ def _stop(container: Any) -> None:
     once the container has stopped (80-100 ms here); this returns once the signal is sent
     (about 20 ms), and the container goes in the next moments. If the signal cannot be sent,
     the container is removed here (force)."""
-    import docker.errors
-
     try:
-        container.kill(signal="SIGTERM")
+        with docker_errors(f"kill container {container.name}"):
+            container.kill(signal="SIGTERM")
         return
-    except docker.errors.NotFound:
+    except DockerMissing:
         return
-    except docker.errors.DockerException as exc:
-        log.debug("could not kill container %s (%s); removing it", container.name, exc)
+    except SandboxUnavailable as exc:
+        log.debug("%s; removing it", exc)
     try:
-        container.remove(force=True)
-    except docker.errors.NotFound:
+        with docker_errors(f"remove container {container.name}"):
+            container.remove(force=True)
+    except DockerMissing:
         pass
-    except docker.errors.DockerException as exc:
-        log.warning("could not remove container %s: %s", container.name, exc)
+    except SandboxUnavailable as exc:
+        log.warning("%s", exc)

@@ -2,7 +2,9 @@
 
 SandboxError
 ├── SandboxUnavailable      the backend cannot be reached or started (no daemon, no image)
-│   └── UnknownBackend      no backend of that name (sandbox.backends)
+│   ├── UnknownBackend      no backend of that name (sandbox.backends)
+│   ├── DockerMissing       the daemon has no such container, exec or image (gone, or never was)
+│   └── DockerConflict      the daemon refused a change already under way (409: a removal)
 ├── BadOption               an option the backend does not take, or a value it cannot use
 ├── PathRefused             a workspace name escapes, or names a non-regular file
 ├── KernelDied              the kernel process ended while running code (cause: exit, out of memory)
@@ -21,6 +23,16 @@ class SandboxError(Exception):
 
 class SandboxUnavailable(SandboxError):
     """Raised by ``open``/``kernel`` when the backend cannot be reached or started."""
+
+
+class DockerMissing(SandboxUnavailable):
+    """Raised by ``daemon.docker_errors`` for the daemon's 404: the container, exec or image
+    named is not there (it ended and was removed, or never existed)."""
+
+
+class DockerConflict(SandboxUnavailable):
+    """Raised by ``daemon.docker_errors`` for the daemon's 409: a change of a container
+    already under way (its removal), which a caller that only wants it gone may ignore."""
 
 
 class BadOption(SandboxError, ValueError):

@@ -23,7 +23,7 @@ from typing import Any
 from .base import ExecResult, Kernel, OutputCallback
 from .errors import KernelDied, SandboxUnavailable
 from .options import FakeOptions
-from .workspace import FolderSandbox, Workspace
+from .workspace import FolderSandbox, WorkspaceFolder
 
 Handler = Callable[[str, Path], ExecResult]
 
@@ -123,7 +123,7 @@ class FakeSandbox(FolderSandbox):
         options: FakeOptions | None = None,
         handler: Handler | None = None,
     ) -> None:
-        self.workspace = Workspace(Path(workspace), mode=None)
+        self.workspace = WorkspaceFolder(Path(workspace), mode=None)
         self.name = name
         self.handler = handler
         self.options = options or FakeOptions()

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import SandboxUnavailable
+from .files import open_nofollow
 
 if TYPE_CHECKING:
     from jupyter_client.blocking.client import BlockingKernelClient
@@ -187,7 +188,7 @@ TAIL_BYTES = 2048
 def read_tail(path: Path, limit: int) -> str | None:
     """The last ``limit`` bytes of a regular file, never following a link; None if absent."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = open_nofollow(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError:
         return None
     try:

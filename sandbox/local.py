@@ -35,7 +35,7 @@ from .forkserver import (
 from .options import LocalOptions
 from .standby import Standby
 from .watchdog import Watchdog
-from .workspace import FolderSandbox, Workspace
+from .workspace import FolderSandbox, WorkspaceFolder
 from .zygote_kernels import ZygoteKernels
 
 log = logging.getLogger("sandbox")
@@ -61,7 +61,7 @@ class LocalSandbox(ZygoteKernels, FolderSandbox):
 
     def __init__(self, *, workspace: Path, name: str, options: LocalOptions | None = None) -> None:
         o = self.options = options or LocalOptions()
-        self.workspace = Workspace(Path(workspace), mode=None)
+        self.workspace = WorkspaceFolder(Path(workspace), mode=None)
         self.name = name
         self.stream_limit = o.stream_limit
         self.display_limit = o.display_limit

@@ -17,7 +17,8 @@ from typing import Any
 
 from .container import RUN_LABEL, RUNTIME, RUNTIME_PREFIX
 from .daemon import connect as connect_docker
-from .errors import SandboxUnavailable
+from .daemon import docker_errors
+from .errors import DockerConflict, DockerMissing
 from .workspace import unmount
 
 
@@ -36,15 +37,12 @@ class SandboxContainer:
 
 def list_sandboxes(client: Any = None) -> list[SandboxContainer]:
     """Every container labelled ``praxis.run``, running or not."""
-    import docker.errors
-
     own = client is None
     client = client or connect_docker()
     try:
-        found = client.api.containers(all=True, filters={"label": RUN_LABEL})
+        with docker_errors("list sandbox containers"):
+            found = client.api.containers(all=True, filters={"label": RUN_LABEL})
         return [_describe(c) for c in found]
-    except docker.errors.DockerException as exc:
-        raise SandboxUnavailable(f"cannot list sandbox containers: {exc}") from exc
     finally:
         if own:
             client.close()
@@ -55,8 +53,6 @@ def prune(keep: Callable[[str], bool] | None = None, client: Any = None) -> list
 
     Without ``keep`` every labelled container goes. Returns the names removed.
     """
-    import docker.errors
-
     own = client is None
     client = client or connect_docker()
     removed = []
@@ -65,14 +61,11 @@ def prune(keep: Callable[[str], bool] | None = None, client: Any = None) -> list
             if keep is not None and keep(box.run):
                 continue
             try:
-                client.api.remove_container(box.id, force=True)
-            except docker.errors.NotFound:
-                pass  # gone meanwhile (its run's watchdog ended it): its runtime folder is not
-            except docker.errors.APIError as exc:
-                if exc.status_code != 409:  # 409: the daemon is removing it already
-                    raise SandboxUnavailable(f"cannot remove container {box.name}: {exc}") from exc
-            except docker.errors.DockerException as exc:
-                raise SandboxUnavailable(f"cannot remove container {box.name}: {exc}") from exc
+                with docker_errors(f"remove container {box.name}"):
+                    client.api.remove_container(box.id, force=True)
+            except (DockerMissing, DockerConflict):
+                pass  # gone meanwhile (its run's watchdog ended it), or the daemon is removing
+                # it already: its runtime folder is not
             else:
                 removed.append(box.name)
             _remove_runtime(box.runtime)

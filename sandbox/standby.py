@@ -93,7 +93,7 @@ class Standby:
                         error = exc
                         continue
                 with self._lock:
-                    self._out = [k for k in self._out if not getattr(k, "_closed", False)]
+                    self._out = [k for k in self._out if not k.closed]
                     self._out.append(kernel)
                     self._fill()  # after the hand-over: the kernel taken started alone
                 if code is not None and result is None:
@@ -107,7 +107,7 @@ class Standby:
     def handed_out(self) -> list[Kernel]:
         """The kernels handed out and not yet shut down."""
         with self._lock:
-            self._out = [k for k in self._out if not getattr(k, "_closed", False)]
+            self._out = [k for k in self._out if not k.closed]
             return list(self._out)
 
     def close(self) -> list[Kernel]:
@@ -116,7 +116,7 @@ class Standby:
         with self._lock:
             spares, self._ready = list(self._ready), deque()
             pool, self._pool = self._pool, None
-            out, self._out = [k for k in self._out if not getattr(k, "_closed", False)], []
+            out, self._out = [k for k in self._out if not k.closed], []
         for spare in spares:
             if spare.cancel():
                 continue

@@ -31,6 +31,8 @@ import sys
 from pathlib import Path
 from typing import IO
 
+from .files import open_nofollow
+
 log = logging.getLogger("sandbox")
 
 GRACE = 2.0  # seconds a kernel server gets to end its kernels after SIGTERM
@@ -181,7 +183,7 @@ def report_of(path: Path) -> dict[str, object] | None:
     """A watchdog's report at ``path`` (bounded, no link followed); None when there is none or
     it is not one."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        fd = open_nofollow(path)
     except OSError:
         return None
     try:

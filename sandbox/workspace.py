@@ -2,7 +2,10 @@
 
 Every backend keeps its workspace as a host folder (the docker backend bind-mounts it), so
 files move by hardlink or copy, never through the kernel, and always through ``Tree``
-(descriptor-relative, no-follow: ``sandbox/tree.py``).
+(descriptor-relative, no-follow: ``sandbox/tree.py``). ``WorkspaceFolder`` is that folder;
+``FolderSandbox`` is a sandbox composed of one: the file half of its contract (upload,
+listing, fetch and the workspace edits) IS its ``workspace``'s methods, bound when looked up
+(``Composed``), checked by mypy against the contract's signatures.
 
 What a kernel may do with a file the host placed, decided once for every backend:
 
@@ -30,7 +33,9 @@ import shutil
 import stat
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
 from .base import FileStat, Sandbox
 from .errors import PathRefused, SandboxUnavailable
@@ -41,9 +46,11 @@ log = logging.getLogger("sandbox")
 
 WORLD = 0o777
 READ_ONLY = 0o444
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
-class Workspace:
+class WorkspaceFolder:
     """A host folder holding one run's working files."""
 
     def __init__(
@@ -182,40 +189,49 @@ class Workspace:
         self.tree.seal(owner)
 
 
+class Composed(Generic[P, R]):
+    """A method of the contract that is the sandbox's ``workspace``'s own: looked up on a
+    sandbox, it is ``sandbox.workspace.<name>``, bound. Its type is that method's, so mypy
+    checks it against the contract's signature as it would a method written out."""
+
+    def __init__(self, method: Callable[Concatenate[WorkspaceFolder, P], R]) -> None:
+        self.name = method.__name__
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        if name != self.name:  # the contract's method is the folder's method of that name
+            raise TypeError(f"{owner.__name__}.{name} is composed of the folder's {self.name}")
+
+    @overload
+    def __get__(self, sandbox: None, owner: Any = None) -> Composed[P, R]: ...
+
+    @overload
+    def __get__(self, sandbox: FolderSandbox, owner: Any = None) -> Callable[P, R]: ...
+
+    def __get__(
+        self, sandbox: FolderSandbox | None, owner: Any = None
+    ) -> Composed[P, R] | Callable[P, R]:
+        if sandbox is None:
+            return self
+        bound: Callable[P, R] = getattr(sandbox.workspace, self.name)
+        return bound
+
+
 class FolderSandbox(Sandbox):
-    """A sandbox whose workspace is a host folder: files move by descriptor operations."""
+    """A sandbox composed of a host folder (``workspace``) and the kernels a subclass starts
+    in it: files move by descriptor operations, in the folder's own methods."""
 
-    workspace: Workspace
+    workspace: WorkspaceFolder
 
-    def upload(self, src: Path, name: str) -> None:
-        self.workspace.upload(src, name)
-
-    def listing(self) -> dict[str, FileStat]:
-        return self.workspace.listing()
-
-    def fetch(self, name: str, dest: Path) -> str | None:
-        return self.workspace.fetch(name, dest)
-
-    def remove(self, name: str) -> None:
-        self.workspace.remove(name)
-
-    def folders(self) -> set[str]:
-        return self.workspace.folders()
-
-    def strays(self) -> set[str]:
-        return self.workspace.strays()
-
-    def survey(self) -> tuple[dict[str, FileStat], set[str], set[str]]:
-        return self.workspace.survey()
-
-    def make_folder(self, name: str) -> None:
-        self.workspace.make_folder(name)
-
-    def remove_folder(self, name: str) -> None:
-        self.workspace.remove_folder(name)
-
-    def clear(self) -> None:
-        self.workspace.clear()
+    upload = Composed(WorkspaceFolder.upload)
+    listing = Composed(WorkspaceFolder.listing)
+    fetch = Composed(WorkspaceFolder.fetch)
+    remove = Composed(WorkspaceFolder.remove)
+    folders = Composed(WorkspaceFolder.folders)
+    strays = Composed(WorkspaceFolder.strays)
+    survey = Composed(WorkspaceFolder.survey)
+    make_folder = Composed(WorkspaceFolder.make_folder)
+    remove_folder = Composed(WorkspaceFolder.remove_folder)
+    clear = Composed(WorkspaceFolder.clear)
 
 
 def _run(cmd: list[str]) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict
 
 from praxis.errors import UsageError
+from sandbox.files import open_nofollow
 
 SESSION = re.compile(r"^[0-9]{8}-[0-9]{6}(-[0-9]+)?$")
 MAX_TRANSCRIPT_BYTES = 32 * 1024 * 1024
@@ -80,9 +81,9 @@ class Transcript:
 
     def append(self, message: BaseMessage) -> None:
         line = json.dumps(message_to_dict(message), ensure_ascii=False)
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
         try:
-            fd = os.open(self.path, flags, 0o600)
+            fd = open_nofollow(self.path, flags, 0o600)
         except OSError as exc:
             raise TranscriptError(f"{self.path} cannot be written ({exc.strerror})") from None
         with os.fdopen(fd, "a", encoding="utf-8") as out:

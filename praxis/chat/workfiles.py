@@ -23,7 +23,7 @@ from typing import TypeVar
 
 from praxis.errors import Refused
 from sandbox.errors import PathRefused
-from sandbox.files import folder_below, open_regular, replace_at
+from sandbox.files import folder_below, open_nofollow, open_regular, replace_at
 from sandbox.paths import name_problem
 
 MAX_WRITE_BYTES = 1 << 20  # a definition, a script or a prompt; not a data set
@@ -314,9 +314,8 @@ def _open_regular(dfd: int, name: str, shown: str) -> int:
 
 def _plain_read(path: Path) -> bytes:
     """A journal file's bytes; a link or a non-file there is refused."""
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
     try:
-        fd = os.open(path, flags)
+        fd = open_nofollow(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as exc:
         raise FileRefused(f"{path} cannot be read ({exc.strerror}); start a new chat") from None
     try:
@@ -329,8 +328,7 @@ def _plain_read(path: Path) -> bytes:
 
 
 def _plain_write(path: Path, data: bytes) -> None:
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
-    fd = os.open(path, flags, 0o600)
+    fd = open_nofollow(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "wb") as out:
         out.write(data)
 

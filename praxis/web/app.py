@@ -22,6 +22,7 @@ from urllib.parse import urlencode
 import uvicorn
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
@@ -44,7 +45,7 @@ from .chat_routes import ChatPanel
 from .files import file_response
 from .reading import Reader, rendered
 from .refusals import RequestRefused, TokenRefused
-from .security import Guard, GuardMiddleware
+from .security import Guard, GuardMiddleware, host_names
 from .tracing import code_of, traced
 
 HERE = Path(__file__).parent
@@ -71,7 +72,9 @@ def create_app(
     advancer: Advancer | None = None,
     allowed_hosts: set[str] | None = None,
 ) -> Starlette:
-    """The ASGI app over every flow below ``root``. ``allowed_hosts`` None accepts any Host."""
+    """The ASGI app over every flow below ``root``. ``allowed_hosts``: the hosts a request may
+    name in its Host header (Starlette's TrustedHostMiddleware; a port given is ignored);
+    None accepts any Host."""
     guard = guard or Guard()
     templates = Jinja2Templates(directory=str(HERE / "templates"))
     templates.env.globals["when"] = views.when
@@ -111,7 +114,10 @@ def create_app(
         Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),
     ]
     app = Starlette(routes=routes)
-    app.add_middleware(GuardMiddleware, guard=guard, allowed_hosts=allowed_hosts)
+    app.add_middleware(GuardMiddleware, guard=guard)
+    if allowed_hosts is not None:  # outermost: a request for another Host meets nothing else
+        hosts = host_names(allowed_hosts)
+        app.add_middleware(TrustedHostMiddleware, allowed_hosts=hosts, www_redirect=False)
     app.state.ui = ui
     app.state.chat = chat
     return app

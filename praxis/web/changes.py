@@ -11,7 +11,6 @@ larger than ``MAX_DIFF_BYTES`` or with more than ``MAX_SHOWN`` entries says so.
 from __future__ import annotations
 
 import difflib
-import os
 import shutil
 from dataclasses import dataclass, field
 from functools import partial
@@ -22,7 +21,7 @@ from praxis.flows.definition.digest import sha256_of
 from praxis.flows.model.events import PhaseDone
 from praxis.flows.store.event_log import EventLog, EventLogCorrupt
 from praxis.flows.store.handle import RunHandle
-from sandbox.files import replace_file
+from sandbox.files import nofollow_opener, replace_file
 
 from . import csvedit, tables
 
@@ -100,12 +99,8 @@ def keep_original(run: RunHandle, name: str) -> None:
     if sha256_of(src) != recorded:
         return  # already changed (by hand, or through another tool): not the phase's version
     dest.parent.mkdir(parents=True, exist_ok=True)
-    with open(src, "rb", opener=_nofollow) as fh:
+    with open(src, "rb", opener=nofollow_opener) as fh:
         replace_file(dest, partial(shutil.copyfileobj, fh), mode=0o444, durable=False)
-
-
-def _nofollow(path: str, flags: int) -> int:
-    return os.open(path, flags | os.O_NOFOLLOW)
 
 
 def phase_version(run: RunHandle, phase: str, attempt: int, name: str) -> Path | None:

@@ -5,7 +5,8 @@ token gets a session cookie (HttpOnly, SameSite=Strict) and is redirected to the
 without the token; every later request must carry that cookie. State-changing requests are
 POSTs; each form carries a CSRF token derived from the session (HMAC), and a request whose
 ``Origin`` is another site or whose ``Sec-Fetch-Site`` says cross-site is refused before any
-handler runs. The Host header must be one the server listens on (DNS rebinding).
+handler runs. The Host header must name a host the server listens on (DNS rebinding):
+Starlette's ``TrustedHostMiddleware`` holds that, outside every other check.
 """
 
 from __future__ import annotations
@@ -13,18 +14,13 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
-from urllib.parse import urlencode
+from collections.abc import Iterable
+from urllib.parse import urlencode, urlsplit
 
-from starlette.datastructures import URL
+from starlette.datastructures import URL, MutableHeaders
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
-
-Scope = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
-Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 SAFE_METHODS = {"GET", "HEAD"}
 SECURITY_HEADERS = {
@@ -99,10 +95,9 @@ def cross_site(request: Request) -> str | None:
 class GuardMiddleware:
     """Refuses requests without a session (or the start-up token), and cross-site POSTs."""
 
-    def __init__(self, app: ASGIApp, guard: Guard, allowed_hosts: set[str] | None) -> None:
+    def __init__(self, app: ASGIApp, guard: Guard) -> None:
         self.app = app
         self.guard = guard
-        self.allowed_hosts = allowed_hosts
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -114,21 +109,16 @@ class GuardMiddleware:
             await response(scope, receive, send)
             return
 
-        async def send_with_headers(message: MutableMapping[str, Any]) -> None:
+        async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
-                headers = message.setdefault("headers", [])
-                present = {k.lower() for k, _ in headers}
+                headers = MutableHeaders(scope=message)
                 for name, value in SECURITY_HEADERS.items():
-                    if name.lower().encode() not in present:
-                        headers.append((name.lower().encode(), value.encode()))
+                    headers.setdefault(name, value)
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
 
     def check(self, request: Request) -> Response | None:
-        host = request.headers.get("host", "")
-        if self.allowed_hosts is not None and host not in self.allowed_hosts:
-            return refuse(400, f"praxis: refused: unknown Host {host!r}; open the printed URL")
         sid = request.cookies.get(self.guard.cookie)
         if not self.guard.session_ok(sid):
             if self.guard.token_ok(request.query_params.get("token")):
@@ -158,3 +148,15 @@ class GuardMiddleware:
             path="/",
         )
         return response
+
+
+def host_names(hosts: Iterable[str]) -> list[str]:
+    """The host names of ``hosts`` (``name``, ``name:port``, ``[::1]:port``), as
+    ``TrustedHostMiddleware`` compares them: without their port."""
+    names = []
+    for host in hosts:
+        name = urlsplit(f"//{host}").hostname
+        if not name:
+            raise ValueError(f"not a host: {host!r}")
+        names.append(name)
+    return sorted(set(names))

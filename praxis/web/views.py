@@ -21,6 +21,7 @@ from praxis.flows.model.state import PhaseState, RunState
 from praxis.flows.store.event_log import EventLog, EventLogCorrupt
 from praxis.flows.store.handle import RunHandle
 from praxis.flows.store.layout import RunPaths, writable_names
+from sandbox.files import open_nofollow
 
 from . import columnar, csvedit, parquet_view, render, tables
 
@@ -314,7 +315,7 @@ def read_live(path: Path, offset: int, limit: int = LIVE_CHUNK) -> tuple[str, in
     (shorter than ``offset``) is read from its beginning.
     """
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        fd = open_nofollow(path)
     except OSError:
         return "", 0
     try:

@@ -1,6 +1,11 @@
 """Files at the boundary, handled one way: praxis's runs, a flow's folder and a workspace are
 all written by someone the host does not trust, so every path is opened here.
 
+- **One file, no link** (``open_nofollow``, ``nofollow_opener``): ``os.open`` of a path whose
+  last component is never followed (``O_NOFOLLOW``, ``O_CLOEXEC``): the one place outside this
+  module's walks where a praxis or sandbox module opens a file a stranger may have replaced
+  with a link (a run's records, a flow's files, a chat's journal). Nothing else names
+  ``O_NOFOLLOW`` (tests/sandbox/test_files.py holds that).
 - **The walk** (``walk``): every entry below a root, folders entered by descriptor only, bounded
   in entries and depth; and ``clear``, which empties a folder the same way.
 - **Confinement**: ``folder_below`` and ``open_below`` walk from a descriptor of a root one
@@ -42,6 +47,24 @@ def refused(name: str, exc: OSError) -> PathRefused:
     if exc.errno == errno.ENOENT:
         return PathRefused(name, "does not exist")
     return PathRefused(name, f"cannot be opened ({exc.strerror})")
+
+
+# -- one file, no link ---------------------------------------------------------------------
+
+
+def open_nofollow(
+    path: Path | str, flags: int = os.O_RDONLY, mode: int = 0o600, *, dir_fd: int | None = None
+) -> int:
+    """``os.open(path, flags | O_NOFOLLOW | O_CLOEXEC, mode)``: a descriptor of ``path``, its
+    last component never a link followed (OSError ELOOP for one). Whatever else the caller
+    needs (regular file only, a bound) it checks on the descriptor."""
+    return os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=dir_fd)
+
+
+def nofollow_opener(path: str, flags: int) -> int:
+    """``open(path, ..., opener=nofollow_opener)``: the built-in ``open`` never through a link
+    (files it creates are 0666 less the umask, as ``open``'s are)."""
+    return os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
 
 
 # -- confinement: the walk ----------------------------------------------------------------
@@ -151,7 +174,7 @@ def hash_fd(fd: int) -> str:
 
 def hash_file(path: Path | str, *, dir_fd: int | None = None) -> str:
     """The hex sha256 of file ``path``; OSError (ELOOP for a link) when it cannot be read."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+    fd = open_nofollow(path, dir_fd=dir_fd)
     try:
         return hash_fd(fd)
     finally:

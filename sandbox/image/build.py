@@ -23,8 +23,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ..daemon import connect
-from ..errors import SandboxUnavailable
+from ..daemon import connect, docker_errors
+from ..errors import DockerMissing, SandboxUnavailable
 from . import debian
 
 HERE = Path(__file__).resolve().parent
@@ -62,11 +62,10 @@ def docker_client() -> Any:
 
 
 def image_exists(client: Any, tag: str) -> bool:
-    import docker.errors
-
     try:
-        client.images.get(tag)
-    except docker.errors.ImageNotFound:
+        with docker_errors(f"inspect image {tag}"):
+            client.images.get(tag)
+    except DockerMissing:
         return False
     return True
 
@@ -142,17 +141,16 @@ def download_wheels(dest: Path, progress: Progress) -> Path:
 
 def choose_base(client: Any, progress: Progress) -> str:
     """``python:3.11-slim`` if the daemon has it or can pull it, else the debootstrap base."""
-    import docker.errors
-
     if image_exists(client, SLIM_BASE):
         progress(f"base {SLIM_BASE} (already present)")
         return SLIM_BASE
     try:
         progress(f"pulling {SLIM_BASE}")
-        client.images.pull(SLIM_BASE)
+        with docker_errors(f"pull {SLIM_BASE}"):
+            client.images.pull(SLIM_BASE)
         return SLIM_BASE
-    except docker.errors.DockerException as exc:
-        progress(f"cannot pull {SLIM_BASE} ({str(exc).splitlines()[0][:120]})")
+    except SandboxUnavailable as exc:
+        progress(f"{str(exc).splitlines()[0][:160]}")
     tag = debian.base_tag()
     if image_exists(client, tag):
         progress(f"base {tag} (Debian {debian.SUITE}, built earlier)")
@@ -181,10 +179,8 @@ def docker_build(
     labels: dict[str, str] | None = None,
 ) -> None:
     """Build ``context`` (its Dockerfile takes ``ARG BASE``) as ``tag``; drop the install stage."""
-    import docker.errors
-
     progress(f"docker build {tag} from {base}")
-    try:
+    with docker_errors(f"docker build {tag}"):
         stream = client.api.build(
             path=str(context),
             tag=tag,
@@ -200,8 +196,6 @@ def docker_build(
             line = str(chunk.get("stream", "")).strip()
             if line.startswith("Step "):
                 progress(line)
-    except docker.errors.DockerException as exc:
-        raise SandboxUnavailable(f"docker build of {tag} failed: {exc}") from exc
     if not image_exists(client, tag):
         raise SandboxUnavailable(f"docker build finished without creating {tag}")
     _drop_install_stage(client)
@@ -209,11 +203,10 @@ def docker_build(
 
 def _drop_install_stage(client: Any) -> None:
     """Remove the untagged image of the Dockerfile's install stage (it holds the wheels)."""
-    import docker.errors
-
     try:
-        client.images.prune(filters={"dangling": True, "label": "praxis.build-stage=install"})
-    except docker.errors.DockerException:
+        with docker_errors("prune the install stage's image"):
+            client.images.prune(filters={"dangling": True, "label": "praxis.build-stage=install"})
+    except SandboxUnavailable:
         pass  # only disk space is at stake
 
 

@@ -18,7 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..errors import SandboxUnavailable
+from ..daemon import docker_errors
+from ..errors import DockerMissing, SandboxUnavailable
 
 SUITE = "bookworm"
 INCLUDE = ("python3", "python3-venv")
@@ -161,11 +162,10 @@ def _import(client: Any, root: Path, tag: str) -> None:
 
 
 def _exists(client: Any, tag: str) -> bool:
-    import docker.errors
-
     try:
-        client.images.get(tag)
-    except docker.errors.ImageNotFound:
+        with docker_errors(f"inspect image {tag}"):
+            client.images.get(tag)
+    except DockerMissing:
         return False
     return True
 

@@ -41,3 +41,17 @@ def test_ready_names_the_cause_when_the_kernel_is_gone(tmp_path: Path) -> None:
     with pytest.raises(KernelDied, match="out of memory"):
         kernel.ready(30)
     kernel.shutdown()
+
+
+def test_abandon_closes_this_end_and_leaves_the_process_to_its_backend(tmp_path: Path) -> None:
+    killed: list[bool] = []
+    kernel = JupyterKernel(
+        _silent_client(tmp_path), is_alive=lambda: True, kill=lambda: killed.append(True)
+    )
+    assert not kernel.closed
+    kernel.abandon()
+    assert kernel.closed and not kernel.client.channels_running
+    with pytest.raises(KernelDied, match="shut down"):
+        kernel.execute("1", timeout=5)
+    kernel.shutdown()  # already closed: nothing more, the backend ends the process
+    assert killed == []

@@ -3,6 +3,7 @@ asked), hashed and opened below a folder never through a link."""
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -10,7 +11,15 @@ from pathlib import Path
 import pytest
 
 from sandbox.errors import PathRefused
-from sandbox.files import confined, hash_file, open_below, replace_at, replace_file
+from sandbox.files import (
+    confined,
+    hash_file,
+    nofollow_opener,
+    open_below,
+    open_nofollow,
+    replace_at,
+    replace_file,
+)
 
 
 def test_a_file_is_replaced_whole_with_the_mode_asked(tmp_path: Path) -> None:
@@ -93,3 +102,40 @@ def test_open_below_walks_no_link_even_one_pointing_back_inside(tmp_path: Path) 
         confined(tmp_path, "alias/f.txt")
     with pytest.raises(PathRefused, match=r"'\.\.' component"):
         confined(tmp_path, "../f.txt")
+
+
+def test_open_nofollow_refuses_a_link_and_keeps_its_descriptor_from_children(
+    tmp_path: Path,
+) -> None:
+    target = tmp_path / "secret.txt"
+    target.write_text("host")
+    os.symlink(target, tmp_path / "link.txt")
+    with pytest.raises(OSError) as caught:
+        open_nofollow(tmp_path / "link.txt")
+    assert caught.value.errno == errno.ELOOP
+    fd = open_nofollow(tmp_path / "new.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o640)
+    try:
+        assert not os.get_inheritable(fd)
+        os.write(fd, b"line\n")
+    finally:
+        os.close(fd)
+    assert stat.S_IMODE((tmp_path / "new.log").stat().st_mode) == 0o640 & ~_umask()
+
+
+def test_the_opener_makes_the_builtin_open_refuse_a_link(tmp_path: Path) -> None:
+    target = tmp_path / "elsewhere.txt"
+    target.write_text("kept")
+    os.symlink(target, tmp_path / "out.txt")
+    with pytest.raises(OSError) as caught:
+        open(tmp_path / "out.txt", "w", opener=nofollow_opener)
+    assert caught.value.errno == errno.ELOOP
+    assert target.read_text() == "kept"
+    with open(tmp_path / "plain.txt", "w", opener=nofollow_opener) as fh:
+        fh.write("ok")
+    assert (tmp_path / "plain.txt").read_text() == "ok"
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

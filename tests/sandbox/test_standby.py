@@ -20,7 +20,7 @@ class Made(Kernel):
     def __init__(self, n: int) -> None:
         self.n = n
         self.activated = False
-        self._closed = False
+        self.closed = False
 
     def execute(self, code: str, *, timeout: float, on_output: Any = None) -> ExecResult:
         return ExecResult(status="ok")
@@ -29,7 +29,7 @@ class Made(Kernel):
         pass
 
     def shutdown(self) -> None:
-        self._closed = True
+        self.closed = True
 
 
 class Starts:
@@ -85,7 +85,7 @@ def test_warm_starts_one_kernel_and_each_take_fills_the_spares(made: Any) -> Non
     assert standby.handed_out() == [first, second]
     standby.close()
     # a spare still queued at close is cancelled, never started; one started is shut down
-    assert all(k._closed for k in starts.made if k not in (first, second))
+    assert all(k.closed for k in starts.made if k not in (first, second))
 
 
 def test_a_kernel_that_failed_to_start_is_skipped(made: Any) -> None:
@@ -113,7 +113,7 @@ def test_a_kernel_usable_rejects_is_shut_down_and_the_next_handed_out(made: Any)
         return True
 
     kernel = standby.take(usable)
-    assert kernel is not rejected[0] and rejected[0]._closed  # type: ignore[attr-defined]
+    assert kernel is not rejected[0] and rejected[0].closed
     with pytest.raises(KernelDied, match="ended before it was handed out"):
         standby.take(lambda k: False)
 
@@ -134,7 +134,7 @@ def test_activate_runs_on_the_kernel_handed_out_and_a_failure_tries_the_next(
     standby, _ = made(spares=2, activate=activate)
     kernel = standby.take()
     assert isinstance(kernel, Made) and kernel.activated
-    assert seen[0]._closed and seen[0] is not kernel
+    assert seen[0].closed and seen[0] is not kernel
     assert standby.handed_out() == [kernel]
 
 
@@ -176,8 +176,8 @@ def test_close_shuts_the_spares_and_returns_the_kernels_still_out(made: Any) -> 
     assert standby.handed_out() == [kept]
     assert standby.close() == [kept]
     spares = [k for k in starts.made if k not in (kept, ended)]
-    assert len(spares) == 2 and all(k._closed for k in spares)
-    assert not kept._closed  # the caller releases it
+    assert len(spares) == 2 and all(k.closed for k in spares)
+    assert not kept.closed  # the caller releases it
     assert standby.close() == []
 
 

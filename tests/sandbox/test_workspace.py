@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from sandbox import OutputTooLarge, PathRefused
+from sandbox.fake import FakeSandbox
 from sandbox.values import disk_bytes as parse_size
-from sandbox.workspace import Workspace
+from sandbox.workspace import Composed, WorkspaceFolder
 
 KERNEL_UID = 1000  # the docker backend's kernels
 
@@ -33,8 +34,8 @@ def test_a_size_that_is_not_one_is_refused_with_the_value(value: object) -> None
 
 
 @pytest.fixture
-def ws(tmp_path: Path) -> Workspace:
-    workspace = Workspace(tmp_path / "runs" / "r1" / "workspace", kernel_uid=KERNEL_UID)
+def ws(tmp_path: Path) -> WorkspaceFolder:
+    workspace = WorkspaceFolder(tmp_path / "runs" / "r1" / "workspace", kernel_uid=KERNEL_UID)
     workspace.open()
     return workspace
 
@@ -46,16 +47,16 @@ def source(tmp_path: Path, mode: int, name: str = "src.csv") -> Path:
     return path
 
 
-def test_open_makes_the_folder_with_its_mode(tmp_path: Path, ws: Workspace) -> None:
+def test_open_makes_the_folder_with_its_mode(tmp_path: Path, ws: WorkspaceFolder) -> None:
     assert ws.root.is_dir() and stat.S_IMODE(ws.root.stat().st_mode) == 0o777
-    plain = Workspace(tmp_path / "plain", mode=None)
+    plain = WorkspaceFolder(tmp_path / "plain", mode=None)
     plain.root.mkdir(mode=0o700)
     plain.open()
     assert stat.S_IMODE(plain.root.stat().st_mode) == 0o700
     assert ws.quota is None  # no disk quota asked: a plain folder
 
 
-def test_an_upload_is_a_read_only_copy_by_default(tmp_path: Path, ws: Workspace) -> None:
+def test_an_upload_is_a_read_only_copy_by_default(tmp_path: Path, ws: WorkspaceFolder) -> None:
     src = source(tmp_path, 0o644)
     ws.upload(src, "data/in.csv")
     placed = ws.root / "data" / "in.csv"
@@ -66,7 +67,7 @@ def test_an_upload_is_a_read_only_copy_by_default(tmp_path: Path, ws: Workspace)
 
 def test_a_read_only_source_no_kernel_owns_is_linked_not_copied(tmp_path: Path) -> None:
     me = os.getuid()
-    others = Workspace(tmp_path / "others", kernel_uid=me + 1)  # kernels of another uid
+    others = WorkspaceFolder(tmp_path / "others", kernel_uid=me + 1)  # kernels of another uid
     others.open()
     linked = source(tmp_path, 0o444, name="object")
     others.upload(linked, "a.csv")
@@ -74,14 +75,14 @@ def test_a_read_only_source_no_kernel_owns_is_linked_not_copied(tmp_path: Path) 
     writable = source(tmp_path, 0o644, name="writable")
     others.upload(writable, "w.csv")  # a kernel could write through a link: a copy
     assert (others.root / "w.csv").stat().st_ino != writable.stat().st_ino
-    mine = Workspace(tmp_path / "mine", kernel_uid=me)  # kernels own the source: a copy
+    mine = WorkspaceFolder(tmp_path / "mine", kernel_uid=me)  # kernels own the source: a copy
     mine.open()
     mine.upload(linked, "a.csv")
     assert (mine.root / "a.csv").stat().st_ino != linked.stat().st_ino
 
 
 def test_an_upload_replaces_the_file_and_never_writes_through_a_link(
-    tmp_path: Path, ws: Workspace
+    tmp_path: Path, ws: WorkspaceFolder
 ) -> None:
     (tmp_path / "host.txt").write_text("host")
     os.symlink(tmp_path / "host.txt", ws.root / "in.csv")
@@ -91,7 +92,7 @@ def test_an_upload_replaces_the_file_and_never_writes_through_a_link(
 
 
 def test_an_upload_of_what_is_not_a_regular_host_file_is_refused(
-    tmp_path: Path, ws: Workspace
+    tmp_path: Path, ws: WorkspaceFolder
 ) -> None:
     os.symlink(source(tmp_path, 0o644), tmp_path / "link.csv")
     for src in (tmp_path / "link.csv", tmp_path / "missing.csv", tmp_path):
@@ -102,7 +103,9 @@ def test_an_upload_of_what_is_not_a_regular_host_file_is_refused(
     assert ws.listing() == {}
 
 
-def test_a_fetch_is_a_copy_with_its_sha256_and_its_bound(tmp_path: Path, ws: Workspace) -> None:
+def test_a_fetch_is_a_copy_with_its_sha256_and_its_bound(
+    tmp_path: Path, ws: WorkspaceFolder
+) -> None:
     (ws.root / "out.csv").write_bytes(b"id\n1\n")
     dest = tmp_path / "fetched" / "out.csv"
     assert ws.fetch("out.csv", dest) == hashlib.sha256(b"id\n1\n").hexdigest()
@@ -113,7 +116,7 @@ def test_a_fetch_is_a_copy_with_its_sha256_and_its_bound(tmp_path: Path, ws: Wor
     assert not (tmp_path / "small").exists()
 
 
-def test_the_listing_names_files_with_their_identity(ws: Workspace) -> None:
+def test_the_listing_names_files_with_their_identity(ws: WorkspaceFolder) -> None:
     (ws.root / "d").mkdir()
     (ws.root / "d" / "a.txt").write_text("abc")
     os.symlink("/etc/passwd", ws.root / "link")
@@ -125,7 +128,7 @@ def test_the_listing_names_files_with_their_identity(ws: Workspace) -> None:
     assert ws.survey() == (listing, {"d"}, {"link"})  # the three from one walk
 
 
-def test_sealing_makes_every_file_read_only(ws: Workspace) -> None:
+def test_sealing_makes_every_file_read_only(ws: WorkspaceFolder) -> None:
     (ws.root / "a.txt").write_text("a")
     (ws.root / "d").mkdir()
     (ws.root / "d" / "b.txt").write_text("b")
@@ -133,3 +136,28 @@ def test_sealing_makes_every_file_read_only(ws: Workspace) -> None:
     ws.seal()
     for name in ("a.txt", "d/b.txt"):
         assert stat.S_IMODE((ws.root / name).stat().st_mode) == 0o444, name
+
+
+def test_a_folder_backends_file_half_is_its_workspaces_own_methods(tmp_path: Path) -> None:
+    box = FakeSandbox(workspace=tmp_path / "ws", name="composed")
+    half = ["upload", "listing", "fetch", "remove", "folders", "strays", "survey"]
+    half += ["make_folder", "remove_folder", "clear"]
+    for name in half:
+        method = getattr(box, name)
+        assert method.__self__ is box.workspace, name
+        assert method.__func__ is getattr(WorkspaceFolder, name), name
+    box.open()
+    src = tmp_path / "in.txt"
+    src.write_text("x")
+    box.upload(src, "in.txt")
+    assert set(box.workspace.listing()) == {"in.txt"}
+
+
+def test_a_contract_method_is_composed_only_of_the_folders_method_of_its_name() -> None:
+    with pytest.raises((TypeError, RuntimeError)) as caught:  # 3.11 wraps it in RuntimeError
+
+        class Wrong(FakeSandbox):
+            fetch = Composed(WorkspaceFolder.listing)  # type: ignore[assignment]
+
+    error = caught.value if isinstance(caught.value, TypeError) else caught.value.__cause__
+    assert str(error) == "Wrong.fetch is composed of the folder's listing"

@@ -9,7 +9,7 @@ from starlette.testclient import TestClient
 from praxis.flows.engine.runner import load_flow
 from praxis.flows.store.handle import RunHandle
 from praxis.web.app import create_app
-from praxis.web.security import Guard
+from praxis.web.security import Guard, host_names
 
 from .conftest import GatedRun, Served
 
@@ -90,7 +90,16 @@ def test_an_unknown_host_is_refused(gated: GatedRun) -> None:
     with TestClient(app, base_url="http://rebound.example:8765") as client:
         r = client.get(f"/?token={guard.token}")
         assert r.status_code == 400
-        assert "unknown Host" in r.text
+        assert "Invalid host header" in r.text  # Starlette's TrustedHostMiddleware
+        assert "set-cookie" not in r.headers  # refused before the guard saw the token
+    with TestClient(app, base_url="http://127.0.0.1:8765") as client:
+        r = client.get(f"/?token={guard.token}", follow_redirects=False)
+        assert r.status_code == 303 and "set-cookie" in r.headers
+
+
+def test_allowed_hosts_are_compared_by_name_as_starlette_does() -> None:
+    given = ["127.0.0.1:8765", "localhost:8765", "localhost", "[::1]:8765", "Host.Example"]
+    assert host_names(given) == ["127.0.0.1", "::1", "host.example", "localhost"]
 
 
 def test_paths_outside_the_run_folder_are_refused(served: Served) -> None:

@@ -13,7 +13,7 @@ import os
 import time
 from pathlib import Path
 
-from sandbox.files import hash_fd
+from sandbox.files import hash_fd, open_nofollow
 
 from ...lru import LRU
 
@@ -24,7 +24,7 @@ _cache: LRU[tuple[int, int, int, int, int], str] = LRU(CACHE_SIZE)
 
 def sha256_of(path: Path) -> str:
     """Hex sha256 of ``path``'s content; OSError (ELOOP for a link) when it cannot be read."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    fd = open_nofollow(path)
     try:
         st = os.fstat(fd)
         key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)

@@ -18,6 +18,8 @@ from typing import Any
 
 import yaml
 
+from sandbox.files import open_nofollow
+
 MAX_NODES = 10_000  # values (scalars, lists, mappings) in one document
 MAX_DEPTH = 32  # nesting of lists and mappings
 _PLAIN_TAGS = {f"tag:yaml.org,2002:{t}" for t in ("str", "seq", "map")}
@@ -42,7 +44,7 @@ class Document:
 def read(path: Path, *, max_bytes: int) -> Document:
     """The document in ``path``; problems are collected, never raised (OSError aside)."""
     doc = Document()
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    fd = open_nofollow(path, os.O_RDONLY | os.O_NONBLOCK)
     with os.fdopen(fd, "rb") as f:  # never through a link
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise IsADirectoryError(errno.EISDIR, "not a regular file", str(path))

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sandbox.files import replace_file
+from sandbox.files import open_nofollow, replace_file
 
 from ..model.check_spec import TABULAR
 from ..model.flow import Flow, Phase
@@ -113,7 +113,7 @@ def repeated_columns(run: Any, found: Sequence[tuple[str, str]]) -> list[tuple[s
 def _recorded_header(path: Path, name: str) -> list[str]:
     """The header of a recorded table (its first ``HEADER_BYTES``); [] when unreadable."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        fd = open_nofollow(path)
     except OSError:
         return []
     with os.fdopen(fd, "rb") as fh:

@@ -39,6 +39,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from sandbox.files import open_nofollow
+
 from ..definition.digest import sha256_of
 from ..model.check_spec import CHECK_KEYS, DTYPES, TABULAR, validate
 from ..model.flow import Flow, Phase
@@ -124,7 +126,7 @@ def parse(data: bytes, name: str) -> Table:
 
 def read(path: Path) -> bytes:
     """At most ``MAX_BYTES + 1`` bytes of ``path`` (never through a link)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    fd = open_nofollow(path)
     with os.fdopen(fd, "rb") as fh:
         return fh.read(MAX_BYTES + 1)
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sandbox import Sandbox, open_backend
-from sandbox.files import fsync_folder, replace_file
+from sandbox.files import fsync_folder, open_nofollow, replace_file
 
 from ...argv import flow_arg
 from ...errors import Refused
@@ -686,7 +686,7 @@ def _write_atomic(path: Path, data: bytes | Path) -> None:
     except FileNotFoundError:
         mode = 0o644
     if isinstance(data, Path):
-        fd = os.open(data, os.O_RDONLY | os.O_NOFOLLOW)
+        fd = open_nofollow(data)
         try:
             os.fchmod(fd, mode)
             os.fsync(fd)

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sandbox.files import open_nofollow
+
 from ..model.flow import Flow
 from ..model.state import RunState
 from ..store.handle import RunHandle, listing
@@ -105,7 +107,7 @@ def decisions(events: Path) -> list[Decision]:
 def _decided(path: Path) -> Iterator[bytes]:
     """The lines of a Gate decision (found by their start; the rest is not split)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        fd = open_nofollow(path)
     except OSError:
         return
     with os.fdopen(fd, "rb") as fh:

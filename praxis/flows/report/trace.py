@@ -13,6 +13,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from sandbox.files import open_nofollow
+
 from ..model.events import Event, Traced, TraceFull, TraceStarted
 from ..store.event_log import EventLog
 from ..store.handle import RunHandle
@@ -62,7 +64,7 @@ def _size(path: Path) -> int:
 
 def _full(path: Path, size: int) -> bool:
     """The trace ends with its ``trace_full`` line."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    fd = open_nofollow(path)
     try:
         tail = os.pread(fd, 256, max(0, size - 256))
     finally:

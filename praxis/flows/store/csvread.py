@@ -17,6 +17,8 @@ from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
+from sandbox.files import open_nofollow
+
 from ..model.check_spec import TABULAR
 
 MAX_LINE = 1 << 20  # characters of one line
@@ -35,7 +37,7 @@ def opened(source: bytes | Path) -> Iterator[BinaryIO]:
     if isinstance(source, bytes):
         yield io.BytesIO(source)
         return
-    fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    fd = open_nofollow(source)
     with os.fdopen(fd, "rb") as fh:
         yield fh
 

@@ -16,6 +16,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from sandbox.files import open_nofollow
+
 from ...errors import RecordCorrupt
 from ..model.events import REV, Event, plain
 
@@ -56,7 +58,7 @@ class EventLog:
         if not lines:
             return []
         try:
-            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            fd = open_nofollow(self.path)
         except FileNotFoundError:
             return list(lines)
         try:

@@ -14,6 +14,8 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from sandbox.files import open_nofollow
+
 from .layout import RunPaths
 
 log = logging.getLogger("praxis")
@@ -25,7 +27,7 @@ SHOWN_MARKER = (
     "runs/<run>/live/<phase>.log have it]\n"
 )
 MARKER = "\n[praxis: live output stops here at 1 MiB; the record holds the phase's output]\n"
-FLAGS = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC
+FLAGS = os.O_WRONLY | os.O_CREAT | os.O_APPEND
 
 
 class Output(str):
@@ -63,7 +65,7 @@ class LiveLog:
         try:
             file.parent.mkdir(parents=True, exist_ok=True)
             file.unlink(missing_ok=True)  # a new attempt starts an empty log
-            os.close(os.open(file, FLAGS, 0o644))
+            os.close(open_nofollow(file, FLAGS, 0o644))
         except OSError as exc:
             self._broke(exc)
 
@@ -88,7 +90,7 @@ class LiveLog:
             data += MARKER.encode("utf-8")
             self.full = True
         try:
-            fd = os.open(self.file, FLAGS, 0o644)
+            fd = open_nofollow(self.file, FLAGS, 0o644)
             try:
                 os.write(fd, data)
             finally:

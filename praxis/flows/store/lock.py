@@ -22,6 +22,8 @@ import time
 from pathlib import Path
 from types import TracebackType
 
+from sandbox.files import open_nofollow
+
 from ...errors import EXIT, PraxisError
 
 ADVANCING = "advancing"  # the one long hold: phases run under it
@@ -107,7 +109,7 @@ class Lock:
 
     def acquire(self) -> None:
         try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+            fd = open_nofollow(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         except FileNotFoundError:
             raise Vanished(self.path) from None
         try:
@@ -187,7 +189,7 @@ def is_held(path: Path) -> int | None:
     None. Looks without taking it: nothing is written, and a contender meanwhile is never
     told that this process holds it."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        fd = open_nofollow(path)
     except OSError:
         return None
     try:
