@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from sandbox.files import replace_file
+from sandbox.files import open_nofollow, replace_file
 
 from .checks import Failure
 
@@ -52,7 +52,7 @@ def _key(name: str, spec: dict[str, Any], original: str | None, ident: list[int]
 
 def _load(store: Path) -> dict[str, Any]:
     try:
-        fd = os.open(store, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        fd = open_nofollow(store)
         with os.fdopen(fd, "rb") as fh:
             raw = fh.read(MAX_BYTES + 1)
         data = json.loads(raw) if len(raw) <= MAX_BYTES else {}
