@@ -89,6 +89,7 @@ def main(argv: list[str] | None = None) -> int:
             runner_costs.transfer(results, WORK, max(3, args.repeats // 2), backends[-1])
         if "scale" in sections:
             scale.measure(results, WORK, args.repeats)
+            scale.big_input(results, WORK, args.repeats)
     except BenchmarkFailed as exc:
         print(f"BenchmarkFailed: {exc}", file=sys.stderr)
         print("  next: fix the failing run (its command is above), then run again", file=sys.stderr)

@@ -4,14 +4,18 @@ Runs flows/sales-report to its Gate (local kernels) in a temporary folder, repla
 writable review.csv with ROWS rows (default 1,000,000), then through the real app:
 opens the run page (first page: builds the row index), opens it again (index cached),
 fetches rows from the middle by offset, filters, searches, sorts and asks for the flagged
-rows (the first builds the table's columnar copy), and saves one cell. Prints bytes, wall
-seconds and CPU seconds of this process (the app runs in it; CPU time says what a step
-costs on a machine shared with other work) of each step, and the save's time over one plain
-read of the file. Not a test: nothing here asserts on time.
+rows (the first builds the table's columnar copy), and saves one cell; then `praxis status`
+after a hand edit of the file (another tool rewrites it: the command records the edit), and
+the Approve click (answered when the page is back; the run goes on in the background).
+Prints bytes, wall seconds and CPU seconds of this process (the app runs in it; CPU time
+says what a step costs on a machine shared with other work) of each step, and each of the
+save, status and approve over one plain read of the file. Not a test: nothing here asserts
+on time.
 """
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import tempfile
 import time
@@ -64,7 +68,12 @@ def main(rows: int) -> None:
         runner.edit(flow, "review.csv", draft.read_bytes(), run.id, by="hand")
         print(f"review.csv: {rows} rows, {review.stat().st_size} bytes")
         guard = Guard()
-        app = create_app(Path(tmp), guard=guard, advancer=Advancer())
+        local = Advancer(
+            make_sandbox=lambda f, r: open_sandbox(
+                {"backend": "local"}, workspace=r.paths.workspace, name=r.id
+            )
+        )
+        app = create_app(Path(tmp), guard=guard, advancer=local)
         with TestClient(app, base_url="http://127.0.0.1:8765") as client:
             client.get(f"/?token={guard.token}")
             q = f"flow=flows/sales-report&run={run.id}"
@@ -130,6 +139,33 @@ def main(rows: int) -> None:
                  follow_redirects=False)  # fmt: skip
             print(f"second save / one read of the file: {(time.perf_counter() - t0) / once:.1f}x")
             step("filter after the saves (copy carried)", "GET", f"{rq}&f0=6&op0=eq&v0=keep")
+
+            with review.open("r+b") as fh:  # a hand edit: another tool changes the last row
+                fh.seek(-5, 2)
+                fh.write(b"keep\n")
+            for label in ("status after a hand edit (records it)", "status again"):
+                t0 = time.perf_counter()
+                done = subprocess.run(
+                    [sys.executable, "-m", "praxis", "status", str(flow)],
+                    capture_output=True,
+                    check=False,
+                )
+                took = time.perf_counter() - t0
+                print(f"{label:<44} {done.returncode:>4} {'':>12} {took:7.3f} s "
+                      f"({took / once:.1f}x one read)")  # fmt: skip
+
+            page = client.get(f"/run?{q}").text
+            decision = {
+                "csrf": csrf,
+                "flow": "flows/sales-report",
+                "run": run.id,
+                "revision": page.split('name="revision" value="', 1)[1].split('"', 1)[0],
+            }
+            t0 = time.perf_counter()
+            step("approve (answered; the run goes on)", "POST", "/approve", data=decision,
+                 follow_redirects=False)  # fmt: skip
+            print(f"approve / one read of the file: {(time.perf_counter() - t0) / once:.1f}x")
+            local.wait(600)
 
 
 if __name__ == "__main__":

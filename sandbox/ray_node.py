@@ -30,8 +30,9 @@ from typing import Any, TypeVar
 from .base import ExecResult, Kernel
 from .container import DockerSandbox
 from .daemon import available as docker_available
-from .daemon import connect
+from .daemon import connect, docker_errors
 from .errors import (
+    DockerMissing,
     ExecTimeout,
     KernelDied,
     OutputTooLarge,
@@ -40,6 +41,7 @@ from .errors import (
     SandboxUnavailable,
     WalkRefused,
 )
+from .files import open_nofollow
 from .image.build import image_tag
 from .options import DockerOptions
 
@@ -148,20 +150,16 @@ def check_node(image: str | None) -> str:
             f"no Docker daemon answers on Ray node {host} ({reason}): start Docker there, "
             "or start that node without the praxis-docker resource"
         )
-    import docker
-    import docker.errors
-
     tag = image or image_tag()
     client = connect()
     try:
-        client.images.get(tag)
-    except docker.errors.ImageNotFound:
+        with docker_errors(f"inspect image {tag} on Ray node {host}"):
+            client.images.get(tag)
+    except DockerMissing:
         raise SandboxUnavailable(
             f"the sandbox image {tag} is missing on Ray node {host}: run `praxis sandbox "
             f"build` there, or copy it: docker save {tag} | ssh {host} docker load"
         ) from None
-    except docker.errors.DockerException as exc:
-        raise SandboxUnavailable(f"cannot inspect image {tag} on Ray node {host}: {exc}") from exc
     finally:
         client.close()
     return tag
@@ -316,7 +314,7 @@ class NodeSandbox:
         token = uuid.uuid4().hex
         path = self.staging / token
         self.sandbox.fetch(name, path)
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        fd = open_nofollow(path)
         path.unlink()
         self.files[token] = fd
         size = os.fstat(fd).st_size
@@ -337,8 +335,8 @@ class NodeSandbox:
 
     def _new_file(self) -> str:
         token = uuid.uuid4().hex
-        flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
-        self.files[token] = os.open(self.staging / token, flags, 0o600)
+        flags = os.O_RDWR | os.O_CREAT | os.O_EXCL
+        self.files[token] = open_nofollow(self.staging / token, flags, 0o600)
         return token
 
     def _place(self, token: str, name: str, size: int) -> None:

@@ -81,6 +81,7 @@ def create_app(
     templates.env.globals["when"] = views.when
     templates.env.globals["chart_width"] = views.CHART_WIDTH
     templates.env.globals["duration"] = units.duration
+    templates.env.filters["bytes"] = units.size  # {{ n|bytes }}: 50.6 MiB, not 53064342 B
     templates.env.globals["page_rows"] = tables.PAGE_ROWS
     templates.env.globals["row_links"] = refusals.row_links
     templates.env.globals["max_find_columns"] = columnar.MAX_COLUMNS

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from praxis import units
 from praxis.errors import Refused
 from praxis.lru import LRU
 
@@ -253,7 +254,7 @@ def build_index(path: Path) -> Index:
     version = _version(path)
     size = version[0]
     if size > MAX_TABLE_BYTES:
-        raise NotATable(path.name, f"is {size} bytes, more than this page edits as a table")
+        raise NotATable(path.name, f"is {units.size(size)}, more than this page edits as a table")
     tsv = path.name.lower().endswith(".tsv")
     if size == 0:
         d = Dialect("utf-8", b"", "\t" if tsv else ",", b"\n")

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from praxis import parquet
+from praxis import parquet, units
 from praxis.flows.engine import carry
 from praxis.flows.model.events import EditsCarried, Event
 from praxis.flows.model.state import PhaseState, RunState
@@ -214,7 +214,7 @@ def artifact(path: Path, page: int) -> Artifact:
 
 def _text_artifact(path: Path, size: int, problem: str | None = None) -> Artifact:
     if size > MAX_TEXT_EDIT:
-        why = f"{path.name} is {size} bytes: too large to edit in the page; edit it by hand"
+        why = f"{path.name} is {units.size(size)}: too large to edit in the page; edit it by hand"
         return Artifact(path.name, "binary", size, problem=problem or why)
     if size > MAX_INLINE_TEXT:
         return Artifact(path.name, "text", size, text="", problem=problem, lazy=True)

@@ -526,15 +526,19 @@ def test_a_symlink_is_refused_even_inside_the_flow(tmp_path: Path) -> None:
     ]
 
 
-def test_definition_file_must_be_regular_and_not_huge(tmp_path: Path) -> None:
+def test_definition_file_must_be_regular_and_a_script_not_huge(tmp_path: Path) -> None:
     text = SCRIPT_PHASE + "    inputs: {working: [data, big.csv]}\n"
     folder = make(tmp_path, text)
     (folder / "data").mkdir()
     with open(folder / "big.csv", "wb") as f:
-        f.truncate(51 << 20)  # sparse
+        f.truncate(51 << 20)  # sparse; a data input is streamed: no limit
+    with open(folder / "clean.py", "ab") as f:
+        f.truncate(51 << 20)  # a script is read whole: limited
     assert lines(folder) == [
+        "flow.yaml: phases[clean].script: 'clean.py' is 51.0 MiB, over the 50 MiB praxis reads"
+        " whole of a script, notebook, prompt or query: keep data out of it and list the data"
+        " under inputs (a working input of any size is streamed)",
         "flow.yaml: phases[clean].inputs.working[0]: 'data' is not a regular file",
-        "flow.yaml: phases[clean].inputs.working[1]: 'big.csv' is 51.0 MiB, over the 50 MiB limit",
     ]
 
 

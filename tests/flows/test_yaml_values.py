@@ -99,8 +99,13 @@ def test_a_flow_file_must_exist_inside_be_regular_and_not_huge(tmp_path: Path) -
         "missing.py": "does not exist in the flow folder",
         "out.py": "leads outside the flow folder",
         "folder.py": "is not a regular file",
-        "huge.csv": "is 50.0 MiB, over the 50 MiB limit",
+        "huge.csv": "is 50.0 MiB, over the 50 MiB praxis reads whole of a script, notebook,"
+        " prompt or query: keep data out of it and list the data under inputs (a working"
+        " input of any size is streamed)",
     }
+    reader.said.clear()
+    reader.flow_file("huge.csv", "inputs.working[0]", streamed=True)  # data: no limit
+    assert reader.said == []
 
 
 def test_values_are_described_by_type_and_long_ones_shortened() -> None:

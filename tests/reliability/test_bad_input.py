@@ -30,7 +30,9 @@ def _huge_definition(folder: Path) -> None:
 def _huge_file(folder: Path) -> None:
     (folder / "data").mkdir()
     with open(folder / "data" / "big.csv", "wb") as f:
-        f.truncate(60 * MIB)  # sparse: costs no disk space
+        f.truncate(60 * MIB)  # sparse: costs no disk space; data is streamed, no limit
+    with open(folder / "clean.py", "ab") as f:
+        f.truncate(60 * MIB)  # a script is read whole: refused
 
 
 def _symlink_out(folder: Path) -> None:

@@ -219,3 +219,48 @@ def test_a_save_from_a_filtered_view_changes_that_cell_only(
     expect(page.get_by_role("status")).to_contain_text("Saved.")
     row = b"O0015151,North,widget,1,15151.5,negative amount,"
     assert review_path(gated).read_bytes() == before.replace(row + b"drop\n", row + b"keep\n")
+
+
+def test_a_save_keeps_the_filter_the_sort_and_the_page(
+    gated: GatedRun, server: LiveServer, browser: Any
+) -> None:
+    from playwright.sync_api import expect
+
+    before = big_review(gated)
+    page = open_run(browser, server, gated.run_id)
+    form = page.locator("form.table-edit")
+    form.get_by_role("button", name="+ filter").click()
+    f = form.locator(".find-filters .filter").first
+    f.get_by_label("Filter column").select_option(label="units")
+    f.get_by_label("Filter operation").select_option("eq")
+    f.get_by_label("Filter value").fill("7")
+    form.get_by_label("descending").check()
+    form.get_by_label("Sort review.csv by").select_option(label="amount")
+    count = form.locator(".find-count")
+    expect(count).to_have_text(f"{ROWS // 50} of {ROWS} rows match")
+    form.locator("a.next").click()
+    label = form.locator(".page-label")
+    expect(label).to_have_text(f"found 101–200 of {ROWS // 50}")
+    shown = column(form, 0)
+    first = int(shown[0])  # sorted by amount descending: row 19958, 19908, ... then page 2
+    assert first == ROWS - 42 - 100 * 50
+    form.get_by_label(f"action row {first}", exact=True).fill("keep")
+    form.get_by_role("button", name="Save review.csv").click()
+    expect(page.get_by_role("status")).to_contain_text("Saved.")
+
+    form = page.locator("form.table-edit")  # the page after the save
+    expect(form.locator(".find-count")).to_have_text(f"{ROWS // 50} of {ROWS} rows match")
+    expect(form.locator(".page-label")).to_have_text(f"found 101–200 of {ROWS // 50}")
+    assert column(form, 0) == shown  # the same rows, in the same order
+    expect(form.get_by_label(f"action row {first}", exact=True)).to_have_value("keep")
+    f = form.locator(".find-filters .filter").first
+    expect(f.get_by_label("Filter value")).to_have_value("7")
+    expect(form.get_by_label("descending")).to_be_checked()
+    page.screenshot(path=str(SHOTS / "find-kept-after-save.png"), full_page=False)
+    row = b"O%07d,North,widget,7,%d.5,negative amount," % (first - 1, first - 1)
+    assert review_path(gated).read_bytes() == before.replace(row + b"drop\n", row + b"keep\n")
+
+    form.get_by_role("button", name="Show every row").click()  # a reload after: file order
+    page.reload()
+    form = page.locator("form.table-edit")
+    expect(form.locator(".page-label")).to_have_text("rows 1–100")

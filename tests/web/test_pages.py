@@ -215,3 +215,14 @@ def test_pending_approvals_are_listed_and_answered(served: Served) -> None:
     finally:
         queue.close()
         asker.join(10)
+
+
+def test_sizes_on_the_run_page_read_in_human_units(served: Served) -> None:
+    output = served.gated.flow / "runs" / served.gated.run_id / "output"
+    review = output / "review.csv"
+    served.login()
+    with open(review, "ab") as fh:  # a file of MiB reads in MiB, not a count of bytes
+        fh.write(b"\n" * (3 << 20))
+    page = served.client.get(served.run_url()).text
+    assert f"{review.stat().st_size} B" not in page
+    assert "3.0 MiB" in page

@@ -403,7 +403,8 @@ class _Builder(ValueReader):
             for at, name in d.inputs:
                 j = producer.get(name)
                 if os.path.lexists(self.root / name):
-                    self.flow_file(name, at)  # a file of the flow (a later output may replace it)
+                    # a file of the flow (a later output may replace it): data, streamed
+                    self.flow_file(name, at, streamed=True)
                 elif j is None:
                     earlier = [n for n, k in producer.items() if k < i]
                     self.error(

@@ -55,9 +55,9 @@ class Reader(Protocol):
     def names(self, value: Any, loc: str) -> list[tuple[str, str]]:
         """A list of file names, each with its location."""
 
-    def flow_file(self, name: str, loc: str) -> None:
+    def flow_file(self, name: str, loc: str, *, streamed: bool = False) -> None:
         """Report ``name`` unless it is a regular file below the flow folder, reached without
-        a link and not huge."""
+        a link and, unless ``streamed`` (a data input), not huge."""
 
     def positive(self, value: Any, loc: str, *, whole: bool = False) -> Any: ...
 

@@ -20,7 +20,7 @@ from sandbox.values import show as show
 
 from . import flow_files
 
-MAX_FILE_BYTES = 50 << 20  # a file named by a value
+MAX_FILE_BYTES = 50 << 20  # a file praxis reads whole: a script, notebook, prompt, query
 
 
 class ValueReader:
@@ -110,9 +110,10 @@ class ValueReader:
         located = [(f"{loc}[{i}]", item) for i, item in enumerate(value)]
         return [(at, n) for at, item in located if (n := self.name(item, at)) is not None]
 
-    def flow_file(self, name: str, loc: str) -> None:
+    def flow_file(self, name: str, loc: str, *, streamed: bool = False) -> None:
         """A file below root: it must exist, be reached without a link (flow_files), be a
-        regular file and not be huge."""
+        regular file and, unless it is ``streamed`` (a data input: copied and hashed in one
+        pass, never read whole), not be huge."""
 
         path = self.root / name
         try:
@@ -131,8 +132,13 @@ class ValueReader:
         except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop
             self.error(loc, f"{show(name)} cannot be read ({getattr(exc, 'strerror', exc)})")
             return
-        if size > MAX_FILE_BYTES:
-            self.error(loc, f"{show(name)} is {mib(size)}, over the 50 MiB limit")
+        if size > MAX_FILE_BYTES and not streamed:
+            self.error(
+                loc,
+                f"{show(name)} is {mib(size)}, over the 50 MiB praxis reads whole of a "
+                "script, notebook, prompt or query: keep data out of it and list the data "
+                "under inputs (a working input of any size is streamed)",
+            )
 
 
 def mib(size: int) -> str:

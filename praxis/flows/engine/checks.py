@@ -329,7 +329,16 @@ def gate_failures(run: Any, originals: dict[str, str], *, scripts: bool = True) 
         if sha and run.paths.object(sha).is_file():
             original = run.paths.object(sha)
         spec = phase.checks.get(name, {})
-        found = evaluate(name, spec, path, original=original)
+        from .checked import evaluated  # its results, kept by the file's version
+
+        found = evaluated(
+            run.paths.checked,
+            name,
+            path,
+            spec,
+            sha,
+            partial(evaluate, name, spec, path, original=original),
+        )
         if scripts and "script" in spec and not _unreadable(found):
             found += script_at_gate(run.flow, name, spec["script"], read(path))
         failures += found

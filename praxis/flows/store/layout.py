@@ -185,6 +185,11 @@ class RunPaths:
         return self.root / "trace.jsonl"
 
     @property
+    def checked(self) -> Path:
+        """The Gate's check results by the version of the file they ran on (engine/checked)."""
+        return self.root / "checked.json"
+
+    @property
     def watchdog(self) -> Path:
         """What the sandbox's watchdog ended when the process that advanced the run died
         without closing it (``sandbox/watchdog.py``); gone once a command recorded it."""

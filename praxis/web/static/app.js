@@ -87,6 +87,7 @@
         form.appendChild(input);
       });
       if (draft) { draft.submitted = true; saveDrafts(); }
+      if (form.findKeep) { form.findKeep(); }
       submitting = true;
     });
     const discard = form.querySelector(".discard");
@@ -209,6 +210,41 @@
     box.querySelector(".find-goto").addEventListener("change", function (ev) {
       goToRow(form, Number(ev.target.value));
     });
+    // A save reloads the page: it comes back to the rows found before it, where they were.
+    const key = "praxis.find." + form.dataset.name;
+    form.findKeep = function () {
+      const state = {
+        q: box.querySelector(".find-q").value,
+        sort: box.querySelector(".find-sort").value,
+        desc: box.querySelector(".find-desc").checked,
+        filters: Array.from(filters.querySelectorAll(".filter")).map(function (f) {
+          return ["f-col", "f-op", "f-v", "f-to"].map(function (c) { return f.querySelector("." + c).value; });
+        }),
+        query: form.dataset.query || "",
+        start: Number(form.dataset.start || 0),
+      };
+      try { sessionStorage.setItem(key, JSON.stringify(state)); } catch (e) { /* not kept */ }
+    };
+    let kept = null;
+    try {
+      kept = JSON.parse(sessionStorage.getItem(key) || "null");
+      sessionStorage.removeItem(key);
+    } catch (e) { kept = null; }
+    if (kept && typeof kept === "object" && (kept.query || kept.start > 0)) {
+      box.querySelector(".find-q").value = String(kept.q || "");
+      box.querySelector(".find-sort").value = String(kept.sort || "");
+      box.querySelector(".find-desc").checked = !!kept.desc;
+      (Array.isArray(kept.filters) ? kept.filters : []).forEach(function (values) {
+        const f = addFilter();
+        ["f-col", "f-op", "f-v", "f-to"].forEach(function (c, i) {
+          f.querySelector("." + c).value = String((values || [])[i] || "");
+        });
+        f.querySelector(".f-op").dispatchEvent(new Event("change"));
+      });
+      form.dataset.query = String(kept.query || "");
+      const size = Number(form.dataset.pageRows || 100);
+      loadRows(form, Math.max(0, Math.floor(Number(kept.start) / size) * size || 0), size);
+    }
   }
 
   function goToRow(form, row) {
