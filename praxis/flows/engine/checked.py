@@ -26,7 +26,7 @@ from typing import Any
 
 from sandbox.files import open_nofollow, replace_file
 
-from .checks import Failure
+from ..model.check_rules import Failure
 
 log = logging.getLogger(__name__)
 

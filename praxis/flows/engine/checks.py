@@ -34,6 +34,7 @@ import os
 from array import array
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,7 @@ from ..model.flow import Flow, Phase
 from ..store import csvread
 from ..store.csvread import Unreadable
 from .check_sandbox import SCRIPT_TIMEOUT, prologue, run_at_gate, script_text
+from .checked import evaluated  # its results, kept by the file's version
 from .context import PhaseError
 
 # flow.yaml's part is in check_spec, what fails a check and what it says in check_rules, a
@@ -329,8 +331,6 @@ def gate_failures(run: Any, originals: dict[str, str], *, scripts: bool = True) 
         if sha and run.paths.object(sha).is_file():
             original = run.paths.object(sha)
         spec = phase.checks.get(name, {})
-        from .checked import evaluated  # its results, kept by the file's version
-
         found = evaluated(
             run.paths.checked,
             name,
