@@ -112,6 +112,7 @@ class Bridge:
         except (OSError, ValueError):
             pass
         self._fail(why)
+        stdout.close()  # the bridge is ended now: nothing more to read
 
     def _fail(self, why: str) -> None:
         if why == "ended":  # its last words are on stderr: give them a moment
@@ -135,9 +136,10 @@ class Bridge:
     def _drain(self) -> None:
         stderr = self.process.stderr
         assert stderr is not None
-        while piece := stderr.read1(65536):  # type: ignore[attr-defined]
-            tail = self.stderr + piece.decode("utf-8", "replace")
-            self.stderr = tail[-STDERR_TAIL:]
+        with stderr:  # closed at the bridge's end of it
+            while piece := stderr.read1(65536):  # type: ignore[attr-defined]
+                tail = self.stderr + piece.decode("utf-8", "replace")
+                self.stderr = tail[-STDERR_TAIL:]
 
     def close(self) -> None:
         with self.lock:

@@ -94,8 +94,11 @@ def run(job: Job, home: Path) -> Outcome:
         try:
             proc.stdin.write(json.dumps(payload).encode())
             proc.stdin.close()
-        except BrokenPipeError:
-            pass
+        except BrokenPipeError:  # the worker ended before reading its job
+            try:
+                proc.stdin.close()
+            except BrokenPipeError:
+                pass
         _, status, usage = os.wait4(proc.pid, 0)
     finally:
         timer.cancel()

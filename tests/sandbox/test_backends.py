@@ -17,14 +17,21 @@ from sandbox import SandboxUnavailable, UnknownBackend, backends, open_sandbox, 
 from sandbox.options import DockerOptions, FakeOptions, LocalOptions, RayOptions
 
 
+def reread() -> None:
+    """Forget the backends the registry found (it caches them): the next lookup reads the
+    entry points again, after a distribution was put on the path in this process."""
+    backends._declared.cache_clear()
+    backends._load.cache_clear()
+
+
 @pytest.fixture
 def fresh() -> Iterator[None]:
     """The registry read again before and after the test (it caches what it found)."""
-    backends.reload()
+    reread()
     try:
         yield
     finally:
-        backends.reload()
+        reread()
 
 
 def test_the_names_are_the_entry_points_of_the_group() -> None:
@@ -128,7 +135,7 @@ def test_another_distribution_adds_a_backend_with_an_entry_point(
         """,
     )
     monkeypatch.syspath_prepend(str(site))
-    backends.reload()
+    reread()
     assert backends.names() == ("auto", "docker", "fake", "local", "ray", "toy")
     box = open_sandbox({"backend": "toy", "knobs": 2}, workspace=tmp_path / "ws", name="t")
     assert box.toy.knobs == 2  # type: ignore[attr-defined]
@@ -144,7 +151,7 @@ def test_a_plugin_that_cannot_be_loaded_is_named(
     site = tmp_path / "site"
     _distribution(site, "broken", f"[{backends.GROUP}]\nbroken = no_such_module:backend\n")
     monkeypatch.syspath_prepend(str(site))
-    backends.reload()
+    reread()
     assert "broken" in backends.names()
     with pytest.raises(SandboxUnavailable, match=r"backend 'broken' \(no_such_module:backend\)"):
         open_sandbox({"backend": "broken"}, workspace=tmp_path / "ws", name="b")
@@ -158,14 +165,14 @@ def test_the_first_distribution_of_a_name_wins(
     site = tmp_path / "site"
     _distribution(site, "praxis", f"[{backends.GROUP}]\nstale = no_such_module:backend\n")
     monkeypatch.setattr(sys, "path", [*sys.path, str(site)])
-    backends.reload()
+    reread()
     assert "stale" not in backends.names()
 
 
 def test_a_source_tree_not_installed_says_so(monkeypatch: pytest.MonkeyPatch, fresh: None) -> None:
     """Without praxis's metadata no backend is registered: the error says to install it."""
     monkeypatch.setattr(plugins, "_distributions", list)
-    backends.reload()
+    reread()
     assert backends.names() == ("auto",)
     with pytest.raises(UnknownBackend, match=r"no sandbox backend is registered .* install"):
         backends.get("docker")
