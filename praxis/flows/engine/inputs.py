@@ -39,25 +39,46 @@ def settle(
 ) -> snapshot.Manifest:
     """Restore ``base``, upload the inputs; the manifest. The caller has stopped every
     sandbox process (``quiesce``). A phase settled a moment ago (a reuse that did not apply;
-    nothing ran since) is not settled twice."""
+    nothing ran since) is not settled twice. An input the restore would put back and the
+    upload replace is restored as the input it is now: its earlier version is never read (a
+    person may have changed the output it came from, and accepted it)."""
     settled, ws.settled = ws.settled, None
     if settled is not None and settled[0] == phase.id:
         return settled[1]
+    t0 = run.clock()
+    stored = store_inputs(run, phase, ws)
     if base is not None:
-        ws.restore(base)
-    gather(run, phase, ws)
+        now = {n: snapshot.Item(sha, size) for n, (sha, size) in stored.items()}
+        ws.restore({**base, **now})
+    gather(run, phase, ws, stored, since=t0)
     return ws.snapshot(settled=True)
 
 
-def gather(run: RunHandle, phase: Phase, ws: snapshot.Workspace) -> None:
-    """Step 2: upload every working input (replacing what the workspace holds), unless the
-    workspace holds it already (an earlier phase's output where that phase left it)."""
-    t0 = run.clock()
+def store_inputs(
+    run: RunHandle, phase: Phase, ws: snapshot.Workspace
+) -> dict[str, tuple[str, int]]:
+    """Each working input added to the store (hashed on the way): name -> (sha256, size)."""
+    found: dict[str, tuple[str, int]] = {}
     for name in phase.working:
         if run.flow.producer(name) is None:  # a flow file: by descriptor, no link followed
-            sha, size = ws.store.add_flow_file(run.flow.root, name)
+            found[name] = ws.store.add_flow_file(run.flow.root, name)
         else:
-            sha, size = ws.store.add_file(source_of(run, name))
+            found[name] = ws.store.add_file(source_of(run, name))
+    return found
+
+
+def gather(
+    run: RunHandle,
+    phase: Phase,
+    ws: snapshot.Workspace,
+    stored: dict[str, tuple[str, int]] | None = None,
+    *,
+    since: float | None = None,
+) -> None:
+    """Step 2: upload every working input (replacing what the workspace holds), unless the
+    workspace holds it already (an earlier phase's output where that phase left it)."""
+    t0 = run.clock() if since is None else since
+    for name, (sha, size) in (store_inputs(run, phase, ws) if stored is None else stored).items():
         if not ws.holds(name, sha):
             ws.place(name, sha, size)
     run.emit(InputsUploaded(phase=phase.id, files=list(phase.working), seconds=run.clock() - t0))
