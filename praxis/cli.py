@@ -175,6 +175,8 @@ def _next(exc: PraxisError | SandboxUnavailable, args: argparse.Namespace) -> st
     run, ``run`` again with the flag (else the error's own: ``advance`` with it)."""
     if type(exc).__name__ == "LocalRefused" and args.command == "run":
         return typed("run", args.flow, allow_local=True)
+    if not getattr(args, "flow", None) and not isinstance(exc, PraxisError):
+        return "start Docker (dockerd), then: " + typed("sandbox status")  # no flow to name
     return next_of(exc, args.flow)
 
 
