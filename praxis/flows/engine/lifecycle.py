@@ -1,0 +1,437 @@
+"""The run's lifecycle: begin, run, advance (the phase loop), recover.
+
+``advance`` is the only one that runs phases. Every entry point that changes a run takes
+that run's lock (``handle.held``: a caller meeting an advancing holder gets ``Busy`` naming
+it at once; one meeting a brief holder, a decision or a sandbox closing, waits a moment)
+and, where a person looked at the run first, checks ``expect_revision``. Creating and
+deleting runs take the Flow's lock, briefly: nothing holds it while a phase runs, so the
+runs of one flow advance, and are decided, independently.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable, Mapping
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from sandbox import Sandbox, open_backend
+
+from ...errors import Refused
+from ..definition import contract, host_resources, isolation, packages, sandbox_config
+from ..definition import digests as definition
+from ..definition.digest import sha256_of
+from ..model import decisions
+from ..model.events import EditsCarried, Event, SandboxEnded, SandboxOpened
+from ..model.flow import Flow
+from ..model.machine import IllegalTransition
+from ..model.moves import Transition
+from ..model.params import resolve as resolve_params
+from ..model.state import RunState
+from ..model.transitions import Cancel, End, Gate, Manage, Pause, Recover
+from ..store import snapshot
+from ..store.handle import Clock, RunHandle, held
+from ..store.killed import report_of
+from ..store.layout import (
+    RunPaths,
+    leftovers,
+    lock_path,
+)
+from ..store.lock import ADVANCING, PATIENCE, Lock
+from ..store.objects import RunStore
+from ..store.upgrade import refuse_old
+from . import carry, reconcile
+from .context import OnMessage
+from .notify import Notifier, tell
+from .opening import Opening
+from .phase import run_phase
+from .reuse import ahead as reuse_ahead
+from .reuse import index_dir as reuse_index
+
+if TYPE_CHECKING:
+    from .notify import Notifier
+
+SandboxFactory = Callable[[Flow, RunHandle], Sandbox]
+
+
+def load_flow(flow: Flow | str | Path) -> Flow:
+    return flow if isinstance(flow, Flow) else contract.require(Path(flow))
+
+
+def begin(
+    flow_ref: Flow | str | Path,
+    *,
+    params: dict[str, str] | None = None,
+    clock: Clock = time.time,
+) -> RunHandle:
+    """A new run, paused at its first phase. Created under the Flow's lock (held a moment;
+    a flow whose lock stays busy gets Busy and no run). A flow that asks to notify a
+    connection, cluster or target the person's profile lacks gets ProfileLacks and no run."""
+    flow = load_flow(flow_ref)
+    host_resources.require(flow)
+    with flow_lock(flow, "creating"):
+        return _begin(flow, params, clock)
+
+
+def flow_lock(flow: Flow, doing: str) -> Lock:
+    """The Flow's lock, for a moment's work on its runs (waits for another such moment)."""
+    return Lock(lock_path(flow.root), doing, patience=PATIENCE)
+
+
+def _begin(
+    flow: Flow,
+    params: dict[str, str] | None,
+    clock: Clock,
+    staged: Callable[[RunPaths], None] | None = None,
+) -> RunHandle:
+    typed = resolve_params(flow.params, params or {})
+    for left in leftovers(flow.root):  # under the Flow's lock: their makers are gone
+        if left.name.startswith(".new-"):
+            shutil.rmtree(left, ignore_errors=True)
+    return RunHandle.create(
+        flow, clock, params=typed, definition=definition.of_flow(flow), staged=staged
+    )
+
+
+def run(
+    flow_ref: Flow | str | Path,
+    *,
+    params: dict[str, str] | None = None,
+    clock: Clock = time.time,
+    on_begun: Callable[[RunHandle], None] | None = None,
+    managed: bool = False,
+    actor: str | None = None,
+    make_sandbox: SandboxFactory | None = None,
+    on_message: OnMessage = lambda message: None,
+    on_event: Callable[[Event], None] | None = None,
+    given: Mapping[str, object] | None = None,
+    reuse: bool = True,
+    notifier: Notifier | None = None,
+) -> RunState:
+    """Begin a run and advance it: the run appears with its lock already held by this
+    process, so no other advances it first. ``managed``: a person lets an agent decide the
+    run's delegatable Gates (recorded before the first phase). The other options are
+    ``advance``'s; as there, the run left at a Gate, failed or done is told (``notifier``)
+    once the lock is let go."""
+    flow = load_flow(flow_ref)
+    if managed:
+        _person_only(actor, "put a run in managed mode")
+    make = default_sandbox if make_sandbox is None else make_sandbox
+    if make is default_sandbox:
+        isolation.confine(flow.sandbox)  # refused before a run is made
+    host_resources.require(flow)  # an entry the profile lacks: refused, no run made
+    locks: list[Lock] = []
+
+    def take(staging: RunPaths) -> None:
+        lock = Lock(staging.lock, ADVANCING, run=staging.id.removeprefix(".new-"))
+        lock.acquire()
+        locks.append(lock)
+
+    try:
+        with flow_lock(flow, "creating"):
+            handle = _begin(flow, params, clock, staged=take)
+        opening = None  # settled work is restored before a sandbox is asked for, if any
+        if not (reuse and reuse_index(flow.root).is_dir()):
+            opening = Opening(partial(make, flow, handle))  # starts while we go on
+        try:
+            if managed:
+                _set_managed(handle, True, "person")
+            if on_begun is not None:
+                on_begun(handle)
+        except BaseException:
+            if opening is not None:
+                opening.abandon()
+            raise
+        state = _advance(
+            flow,
+            handle.id,
+            clock=clock,
+            opening=opening,
+            lock=locks[0],
+            make_sandbox=make,
+            on_message=on_message,
+            on_event=on_event,
+            given=given,
+            reuse=reuse,
+        )
+    finally:
+        for lock in locks:
+            lock.release()
+    tell(RunHandle.open(flow, state.run, clock), notifier or Notifier.from_env())
+    return state
+
+
+def default_sandbox(flow: Flow, run: RunHandle, *, chosen: bool = False) -> Sandbox:
+    """The sandbox flow.yaml's ``sandbox:`` names, as the person allowed it (isolation.py);
+    ``chosen``: the caller, not the flow, named the backend (``praxis.advance(sandbox=)``)."""
+
+    settings = flow.sandbox
+    backend = isolation.backend_of(settings) if chosen else isolation.confine(settings)
+    options = sandbox_config.opening(settings, backend, flow.root)
+    options = packages.image_options(flow, backend, options)  # the image of the flow's packages
+    box = open_backend(backend, options, workspace=run.paths.workspace, name=run.id)
+    box.watch_report = run.paths.watchdog  # if this process dies first (recover reads it)
+    return box
+
+
+def advance(
+    flow_ref: Flow | str | Path,
+    run_id: str | None = None,
+    *,
+    clock: Clock = time.time,
+    make_sandbox: SandboxFactory | None = None,
+    on_message: OnMessage = lambda message: None,
+    on_event: Callable[[Event], None] | None = None,
+    given: Mapping[str, object] | None = None,
+    reuse: bool = True,
+    opening: Opening | None = None,
+    notifier: Notifier | None = None,
+    expect_revision: int | None = None,
+) -> RunState:
+    """Run phases until a Gate, a failure, the end, or a cancel. Returns the state reached.
+    Holds the run's lock throughout (another advance of the run gets Busy at once);
+    ``expect_revision``: refused, nothing changed, when the run is no longer at it.
+
+    ``make_sandbox`` (``(flow, run) -> Sandbox``; None: ``default_sandbox``), ``on_message``
+    (texts for a person), ``on_event`` (each ``Event`` as it is recorded), ``given`` (what
+    the phases of a kind are handed, by kind: an agent's model and approver, opaque here),
+    ``reuse`` (False: run stale phases even when nothing they depend on changed),
+    ``opening`` (a sandbox opened ahead: ``praxis serve``), ``notifier`` (default from the
+    environment). Once the lock is let go, a run left at a Gate, failed or done is told to
+    the profile's targets flow.yaml's ``notify:`` names and to the person's command; a
+    notifier's failure (a target the profile lacks included) is recorded, never raised.
+    """
+    flow = load_flow(flow_ref)
+    ahead = opening  # this call owns it: _advance uses it or closes it, else it is abandoned
+    try:
+        with held(flow, run_id, ADVANCING) as lock:
+            ahead = None
+            before = RunHandle.open(flow, lock.run, clock).state.revision
+            state = _advance(
+                flow,
+                lock.run,
+                clock=clock,
+                lock=lock,
+                make_sandbox=default_sandbox if make_sandbox is None else make_sandbox,
+                on_message=on_message,
+                on_event=on_event,
+                given=given,
+                reuse=reuse,
+                opening=opening,
+                expect_revision=expect_revision,
+            )
+    except BaseException:
+        if ahead is not None:  # Busy, NoRun: never ran, so it must not outlive this call
+            ahead.abandon()
+        raise
+    if state.revision != before:  # it moved: to a Gate, a failure or the end, it is told
+        tell(RunHandle.open(flow, state.run, clock), notifier or Notifier.from_env())
+    return state
+
+
+def _advance(
+    flow: Flow,
+    run_id: str | None,
+    *,
+    make_sandbox: SandboxFactory = default_sandbox,
+    on_message: OnMessage = lambda message: None,
+    on_event: Callable[[Event], None] | None = None,
+    clock: Clock = time.time,
+    given: Mapping[str, object] | None = None,
+    reuse: bool = True,
+    opening: Opening | None = None,
+    lock: Lock | None = None,
+    expect_revision: int | None = None,
+) -> RunState:
+    try:
+        if make_sandbox is default_sandbox:
+            isolation.confine(flow.sandbox)  # refused before anything of the run changes
+        run = RunHandle.open(flow, run_id, clock)
+        refuse_old(run.paths)  # a run from before the flow's store: praxis upgrade, once
+        run.catch_up()  # the events of a change a process that died did not append
+        _check_revision(run, expect_revision)  # before recover: what the caller saw
+        if on_event is not None:
+            run.listeners.append(on_event)
+        recover(run)
+        reconcile.reconcile(run)
+        if not _runnable(run.state):
+            if opening is not None:
+                opening.abandon()
+            return run.state
+        check_definition(run)
+        blocked = reconcile.refuse_changed(run)
+        if blocked:
+            raise Refused(f"run {run.id}: {blocked}", revision=run.state.revision)
+        store = RunStore(run.paths)
+        if reuse and opening is None and reuse_ahead(run, store):
+            if run.paths.cancel_request.exists():
+                _do_cancel(run)
+                return run.state
+            if run.state.next_phase is None:
+                run.change(End())  # every phase left was settled work: no sandbox needed
+                return run.state
+        opening = opening or Opening(partial(make_sandbox, flow, run))
+    except BaseException:
+        if opening is not None:
+            opening.abandon()
+        raise
+    try:
+        box = opening.box()  # SandboxUnavailable leaves run.json as it was: nothing ran
+        try:
+            _note_sandbox(run, box)
+            ws = snapshot.Workspace(box, store, known=_known(run))
+            _loop(run, box, ws, on_message, given, reuse)
+        finally:
+            if lock is not None:
+                lock.now("closing")  # no phase runs any more: a decision waits, not refused
+            box.close()
+    except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP: a cancel, recorded before it leaves
+        recover(run)
+        if run.state.status in ("paused", "failed", "running"):
+            _do_cancel(run)
+        raise
+    except Exception:
+        recover(run)  # an unexpected error never leaves the run `running`
+        raise
+    return run.state
+
+
+def check_definition(run: RunHandle) -> None:
+    """Refuse to go on when flow.yaml's phases are not those the run began with."""
+    began = run.state.definition.get("phases")
+    now = [p.id for p in run.flow.phases]
+    if began is not None and began != now:
+        raise Refused(
+            f"flow.yaml changed since run {run.id} began: its phases were "
+            f"{', '.join(began)}, now {', '.join(now)}; restore flow.yaml, or cancel this run "
+            "and start a new one",
+            revision=run.state.revision,
+        )
+
+
+def _known(run: RunHandle) -> snapshot.Manifest:
+    """What the workspace held when this run last stopped: as the last done phase left it."""
+    index = run.state.cursor - 1
+    if index < 0:
+        return {}
+    last = run.state.phases[index]
+    return snapshot.load_manifest(run.paths.snapshot(last.id, last.attempt, "post")) or {}
+
+
+def _runnable(state: RunState) -> bool:
+    return state.status == "paused" and state.waiting is None
+
+
+def _note_sandbox(run: RunHandle, box: Sandbox) -> None:
+    """The sandbox this advance runs its phases in (each attempt records its own backend)."""
+    info = box.describe()
+    backend, isolated = str(info.get("backend")), bool(info.get("isolated"))
+    run.emit(SandboxOpened(backend=backend, isolated=isolated, detail=info))
+
+
+def _loop(
+    run: RunHandle,
+    box: Sandbox,
+    ws: snapshot.Workspace,
+    on_message: OnMessage,
+    given: Mapping[str, object] | None,
+    reuse: bool,
+) -> None:
+    while True:
+        if run.paths.cancel_request.exists():
+            _do_cancel(run)
+            return
+        nxt = run.state.next_phase
+        if nxt is None:
+            run.change(End())
+            return
+        phase = run.flow.phase(nxt.id)
+        ok = run_phase(
+            run,
+            phase,
+            box,
+            on_message=on_message,
+            given=given,
+            workspace=ws,
+            reuse=reuse,
+        )
+        if run.paths.cancel_request.exists():
+            _do_cancel(run)
+            return
+        if not ok:
+            return
+        if phase.gated:
+            carried = carry.carry_over(run, phase) if run.state.phase(phase.id).carry else []
+            run.change(Gate(phase=phase.id, writable=list(phase.outputs)))
+            for name, outcome in carried:
+                _record_carried(run, phase.id, name, outcome)
+            return
+
+
+def _record_carried(run: RunHandle, phase: str, name: str, outcome: carry.Outcome) -> None:
+    """An edit kept across a re-run, re-applied at the Gate: recorded as an edit by
+    ``carried`` (its diff beside the attempt), and what did and did not apply."""
+    p = run.state.phase(phase)
+    old = p.hashes.get(name, "")
+    path = run.paths.out(name)
+    if outcome.applied and path.is_file() and sha256_of(path) != old:
+        reconcile.record_edit(run, name, old, by="carried", actor="person")
+    run.emit(
+        EditsCarried(
+            phase=phase,
+            attempt=p.attempt,
+            name=name,
+            applied=outcome.applied,
+            skipped=outcome.skipped,
+        )
+    )
+
+
+def recover(run: RunHandle) -> None:
+    """A phase left running by a process that died becomes failed; a run it left running
+    between two phases is paused before the next (we hold the lock). What that process's
+    sandbox watchdog ended is recorded (``sandbox_ended``)."""
+    ended = report_of(run.paths.watchdog)
+    if ended is not None:
+        run.catch_up()
+        run.emit(SandboxEnded(**ended))
+        run.paths.watchdog.unlink(missing_ok=True)
+    for p in run.state.phases:
+        if p.status == "running":
+            run.change(Recover(phase=p.id))
+    if run.state.status == "running":
+        run.change(Pause())
+
+
+def _check_revision(run: RunHandle, expect: int | None) -> None:
+    if expect is not None and expect != run.state.revision:
+        raise Refused(
+            f"run {run.id} is at revision {run.state.revision}, not {expect}: "
+            "it changed since you looked",
+            revision=run.state.revision,
+        )
+
+
+def _change(run: RunHandle, transition: Transition) -> RunState:
+    try:
+        return run.change(transition)
+    except IllegalTransition as exc:
+        raise Refused(f"run {run.id}: {exc}", revision=run.state.revision) from None
+
+
+def _do_cancel(run: RunHandle) -> None:
+    run.paths.cancel_request.unlink(missing_ok=True)
+    _change(run, Cancel())
+
+
+def _person_only(actor: str | None, what: str) -> str:
+    who = decisions.actor_of(actor)
+    if who != "person":
+        raise Refused(f"only a person may {what}")
+    return who
+
+
+def _set_managed(run: RunHandle, granted: bool, actor: str) -> None:
+    run.change(Manage(managed=granted, actor=actor))
