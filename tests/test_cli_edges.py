@@ -272,12 +272,3 @@ def test_an_interrupt_that_cut_a_library_short_prints_no_traceback() -> None:
     assert "cancelled (Ctrl-C): the run is recorded as cancelled" in done.stderr
     assert "Traceback" not in done.stderr and "never awaited" not in done.stderr, done.stderr
 
-
-def test_a_sandbox_command_without_a_flow_names_no_flow_in_its_next_command(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-daemon.sock")
-    assert main(["sandbox", "prune"]) == 5
-    err = capsys.readouterr().err
-    assert err.splitlines()[-1] == "  next: start Docker (dockerd), then: praxis sandbox status"
-    assert "None" not in err
