@@ -271,4 +271,3 @@ def test_an_interrupt_that_cut_a_library_short_prints_no_traceback() -> None:
     assert done.returncode == 130, done.stderr
     assert "cancelled (Ctrl-C): the run is recorded as cancelled" in done.stderr
     assert "Traceback" not in done.stderr and "never awaited" not in done.stderr, done.stderr
-
