@@ -20,6 +20,7 @@ from ..engine import reconcile
 from ..engine.acks import current as current_receipts
 from ..engine.acks import to_read
 from ..model.flow import Flow
+from ..model.forms import params_for
 from ..model.machine import allows
 from ..model.state import RunState
 from ..model.transitions import Rerun
@@ -153,7 +154,7 @@ def changes(run: RunHandle) -> tuple[list[str], list[str]]:
     for p in run.state.phases:
         recorded = p.digests.get("definition")
         if p.status in ("done", "stale") and recorded:
-            now = definition.digests_of(run.flow, run.flow.phase(p.id), run.state.params)
+            now = definition.digests_of(run.flow, run.flow.phase(p.id), params_for(run.state, p.id))
             if now["definition"] == recorded:
                 continue
             if p.digests.get("code") == now["code"]:
