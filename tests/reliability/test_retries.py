@@ -11,13 +11,18 @@ inputs again).
 
 from __future__ import annotations
 
+import io
 import json
+import re
 from pathlib import Path
 
 import pytest
 
+from praxis.console import Progress
 from praxis.flows.definition import contract
 from praxis.flows.engine import runner
+from praxis.flows.report.status import status_of
+from praxis.flows.store.handle import RunHandle
 
 from ._flows import docker_sandbox, write_flow
 
@@ -82,8 +87,21 @@ def test_local_a_kernel_killed_on_its_first_attempt_is_done_on_the_second(
     first = "not pathlib.Path(params['marker']).exists()"
     touch = "pathlib.Path(params['marker']).write_text('attempt 1 was here')"
     root = _flow(tmp_path / "f", LOCAL, first, touch, json.dumps(str(marker)))
-    sleeps = Sleeps()
-    state = runner.run(root, sleep=sleeps)
+    seen: list[dict[str, object]] = []
+
+    def look() -> None:  # while the retry waits: what status and the route say
+        run_id = next((root / "runs").iterdir()).name
+        st = status_of(RunHandle.open(contract.require(root), run_id))
+        seen.append({"why": st.route["why"], "message": st.message, "row": st.phases[0]["retry"]})
+
+    sleeps = Sleeps(then=look)
+    progress = io.StringIO()
+    state = runner.run(root, sleep=sleeps, on_event=Progress(1, ["load"], progress))
+    # seconds left of the real clock's 10 s: the injected sleep waited none of them
+    assert re.match(r"retrying in (10|9) s \(1 of 3\): ", str(seen[0]["why"]))
+    assert re.fullmatch(r"load failed; retrying in (10|9) s \(1 of 3\)", str(seen[0]["message"]))
+    assert re.fullmatch(r"retrying in (10|9) s \(1 of 3\)", str(seen[0]["row"]))
+    assert "↻ load: kernel died; retrying in 10 s (1 of 3)" in progress.getvalue()
     assert state.status == "done", state.error
     p = state.phase("load")
     assert (p.status, p.attempt, p.retry) == ("done", 2, {})

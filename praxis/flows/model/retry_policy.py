@@ -9,7 +9,10 @@ says so (``agent: true``): a model's turn may have acted outside its workspace.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 # The causes of a failure the engine tells apart, in the words flow.yaml uses.
 TIMEOUT = "timeout"
@@ -41,3 +44,15 @@ class RetryPolicy:
     def covers(self, cause: str | None, number: int) -> bool:
         """Whether a failure of ``cause`` is tried again as retry ``number``."""
         return cause is not None and cause in self.on and number <= self.count
+
+
+def words(retry: Mapping[str, Any], now: float) -> str:
+    """A phase's retry as status and the page say it: ``retrying in 10 s (2 of 3)`` while it
+    waits, ``retry 2 of 3`` while it runs; empty for none."""
+    if not retry:
+        return ""
+    which = f"{retry.get('number')} of {retry.get('of')}"
+    if "due" not in retry:
+        return f"retry {which}"
+    left = max(0, math.ceil(float(retry["due"]) - now))
+    return f"retrying in {left} s ({which})"
