@@ -16,6 +16,7 @@ import json
 import re
 from pathlib import Path
 
+import nbformat
 import pytest
 
 from praxis.console import Progress
@@ -196,3 +197,92 @@ def test_retries_are_checked_naming_the_phase_and_key(
     lines = [line for line in report.lines() if "retries" in line]
     assert len(lines) == 1 and message in lines[0], report.lines()
     assert "\n" not in lines[0]
+
+
+@pytest.mark.docker
+def test_docker_out_of_memory_is_told_apart_and_retried(tmp_path: Path, docker_image: str) -> None:
+    hog = "blocks = []\nwhile True:\n    blocks.append(b'x' * (16 << 20))\n"
+    root = write_flow(
+        tmp_path / "f",
+        f"""
+        {docker_sandbox(docker_image, timeout=120, memory="384m")}
+        phases:
+          - id: load
+            kind: script
+            script: s.py
+            outputs: [out.txt]
+            retries: {{count: 1, backoff: 1, on: [out_of_memory]}}
+        """,
+        {"s.py": hog},
+    )
+    sleeps = Sleeps()
+    state = runner.run(root, sleep=sleeps)
+    assert state.status == "failed"
+    run = root / "runs" / state.run
+    retrying = [e for e in read_events(run / "events.jsonl") if e["kind"] == "phase_retrying"]
+    assert [(e["cause"], e["number"], e["of"]) for e in retrying] == [("out_of_memory", 1, 1)]
+    assert "out of memory" in str(state.phase("load").error)
+    assert "retries spent: attempts 1 to 2 failed" in str(state.phase("load").error)
+
+
+def test_a_timeout_is_retried_when_flow_yaml_says_so(tmp_path: Path, allow_local: None) -> None:
+    root = write_flow(
+        tmp_path / "f",
+        """
+        sandbox: {backend: local, timeout: 120}
+        phases:
+          - id: load
+            kind: script
+            script: s.py
+            outputs: [out.txt]
+            timeout: 1
+            retries: {count: 1, on: [timeout]}
+        """,
+        {"s.py": "import time\ntime.sleep(30)\n"},
+    )
+    state = runner.run(root, sleep=Sleeps())
+    assert state.status == "failed" and state.phase("load").attempt == 2
+    error = str(state.phase("load").error)
+    assert "timed out after 1 s" in error and "retries spent: attempts 1 to 2" in error
+
+
+def test_a_cancel_while_a_retry_waits_cancels_the_run(tmp_path: Path, allow_local: None) -> None:
+    root = _flow(tmp_path / "f", LOCAL, "True")
+
+    def cancel() -> None:  # what `praxis cancel` leaves for the runner that holds the run
+        run_id = next((root / "runs").iterdir()).name
+        RunHandle.open(contract.require(root), run_id).paths.cancel_request.touch()
+
+    sleeps = Sleeps(then=cancel)
+    state = runner.run(root, sleep=sleeps)
+    assert state.status == "cancelled"
+    assert state.phase("load").attempt == 1  # the retry never started
+    assert sleeps.waits == [0.5]  # the wait ended at its first look
+
+
+def test_a_notebook_phase_whose_kernel_dies_is_retried(tmp_path: Path, allow_local: None) -> None:
+    marker = tmp_path / "host-marker"
+    cell = (
+        "import os, pathlib\n"
+        f"m = pathlib.Path({str(marker)!r})\n"
+        "if not m.exists():\n"
+        "    m.write_text('x')\n"
+        "    os.kill(os.getpid(), 9)\n"
+        "pathlib.Path('out.txt').write_text('ok')\n"
+    )
+    root = write_flow(
+        tmp_path / "f",
+        """
+        sandbox: {backend: local, timeout: 120}
+        phases:
+          - {id: load, kind: notebook, script: n.ipynb, outputs: [out.txt], retries: 1}
+        """,
+        {},
+    )
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cell)])
+    nbformat.write(nb, str(root / "n.ipynb"))
+    state = runner.run(root, sleep=Sleeps())
+    assert state.status == "done", state.error
+    assert state.phase("load").attempt == 2
+    events = read_events(root / "runs" / state.run / "events.jsonl")
+    assert [e["cause"] for e in events if e["kind"] == "phase_retrying"] == ["kernel_died"]
