@@ -82,7 +82,7 @@ def _form(flow: Flow, gate: str | None) -> tuple[tuple[str, str, bool], ...]:
 
 def _retrying(state: RunState, now: float) -> tuple[int, ...]:
     """(retry, of, seconds until it starts) of a phase waiting to be tried again."""
-    for p in state.phases:
+    for p in state.phases if state.status == "running" else ():
         if p.status == "pending" and "due" in p.retry:
             left = max(0, math.ceil(float(p.retry["due"]) - now))
             return int(p.retry["number"]), int(p.retry["of"]), left

@@ -159,7 +159,8 @@ def _phase_row(p: Any, state: RunState) -> dict[str, Any]:
         "reused": p.reused,
         "reused_from": p.reused_from,
         "backend": p.backend,
-        "retry": retry_words(p.retry, time.time()) or None,  # "retrying in 10 s (2 of 3)"
+        # "retrying in 10 s (2 of 3)" while the runner waits, "retry 2 of 3" while it runs
+        "retry": retry_words(p.retry, time.time()) if state.status == "running" else None,
     }
 
 
