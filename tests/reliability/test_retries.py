@@ -148,6 +148,9 @@ def test_retries_spent_fail_naming_the_attempts(tmp_path: Path, allow_local: Non
     assert p.attempt == 3
     assert "retries spent: attempts 1 to 3 failed, all kept" in str(p.error)
     assert sum(sleeps.waits) == 30.0  # 10 s, then 20 s: exponential
+    events = read_events(root / "runs" / state.run / "events.jsonl")
+    errors = [str(e["error"]) for e in events if e["kind"] == "phase_failed"]
+    assert ["retries spent" in e for e in errors] == [False, False, True]
     assert _kept(root / "runs" / state.run) == ["1", "2"]
 
 

@@ -41,8 +41,8 @@ def cause_of(exc: BaseException) -> str | None:
 def spent(run: RunHandle, phase: Phase, cause: str | None, error: str) -> str:
     """``error``, saying the retries were spent when this failure was one they covered."""
     policy, number = phase.retries, int(run.state.phase(phase.id).retry.get("number", 0))
-    if policy is None or number == 0 or cause not in policy.on:
-        return error
+    if policy is None or number < policy.count or cause not in policy.on:
+        return error  # no retry yet, one left, or a failure retries do not cover
     attempt = run.state.phase(phase.id).attempt
     return (
         f"{error} (retries spent: attempts {attempt - number} to {attempt} failed, all kept; "
