@@ -84,6 +84,8 @@ def test_a_non_number_is_refused_naming_the_field_and_nothing_changes(
         "--set threshold='seven': expected a number (threshold, in the form of the Gate after load)"
         in res.stderr
     )
+    next_line = [line for line in res.stderr.splitlines() if "next:" in line]
+    assert len(next_line) == 1 and next_line[0].split()[-2:] == ["status", str(root)]
     after = state_of(root / "runs" / run_id)
     assert (after.revision, after.waiting, after.phase("load").answers) == (
         before.revision, "gate", {},

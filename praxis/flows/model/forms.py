@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ...command_line import typed as typed_line
 from ...errors import UsageError
 from .params import FALSE, TRUE
 from .state import RunState
@@ -23,6 +24,9 @@ MAX_FIELDS = 50
 class BadValue(UsageError, ValueError):
     """Raised for a form value its field refuses, a field the form lacks, or a required
     field left out; the message names the field and the Gate."""
+
+    def next(self, flow: str) -> str:
+        return typed_line("status", flow)  # the Gate's proposed approve, its fields named
 
 
 @dataclass(frozen=True)
