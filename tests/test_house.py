@@ -77,3 +77,43 @@ def test_an_allowance_that_no_longer_matches_is_found() -> None:
         "tools/house.py: DEFERRED lists ('praxis.nowhere', 'praxis.cli'): no such import,"
         " remove it",
     ]
+
+
+def test_a_no_follow_open_outside_the_file_safety_module_is_found(tmp_path: Path) -> None:
+    root = package(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "files/__init__.py": "import os\nFLAGS = os.O_RDONLY | os.O_NOFOLLOW\n",
+            "store.py": "import os\n\ndef f(p):\n    return os.open(p, os.O_NOFOLLOW)\n",
+            "walk.py": "from os import O_NOFOLLOW\n",
+            "script.py": "SCRIPT = 'os.open(p, os.O_NOFOLLOW)'\n",  # another process's text
+            "image.py": "import os\nF = os.O_NOFOLLOW\n",
+        },
+    )
+    found = house().nofollow_findings(root, ("probe",), "probe/files", {"probe/image.py": "why"})
+    assert [line.split(": O_NOFOLLOW")[0] for line in found] == [
+        "probe/store.py:4",
+        "probe/walk.py:1",
+    ]
+    assert "through sandbox.files" in found[0]
+
+
+def test_a_test_that_skips_by_itself_is_found(tmp_path: Path) -> None:
+    root = package(
+        tmp_path,
+        {
+            "conftest.py": "import pytest\n\ndef f():\n    pytest.skip('the policy')\n",
+            "test_a.py": "import pytest\n\nray = pytest.importorskip('ray')\n",
+            "test_b.py": "import pytest\n\n@pytest.mark.skip\ndef test_b():\n    pass\n",
+            "test_c.py": "import os\nimport pytest\n\npytestmark = pytest.mark.skipif("
+            "os.environ.get('CI') != 'true' and not os.path.exists('/x'), reason='x')\n",
+            "test_d.py": "import pytest\n\npytestmark = pytest.mark.skipif(True, reason='x')\n",
+        },
+    )
+    found = house().skip_findings(root, "probe")
+    assert [line.split(": a test")[0] for line in found] == [
+        "probe/test_a.py:3: pytest.importorskip",
+        "probe/test_b.py:3: pytest.skip",
+        "probe/test_d.py:3: pytest.skipif",
+    ]

@@ -6,7 +6,14 @@
 - no function-local import of a praxis module, but the deliberate ones of ``DEFERRED``: each
   keeps a heavy or rarely needed module out of a quick command's start-up
   (tests/test_imports.py pins those budgets);
-- no module of praxis/flows over ``MAX_LINES`` lines, but those of ``OVERSIZE`` (not to grow).
+- no module of praxis/flows over ``MAX_LINES`` lines, but those of ``OVERSIZE`` (not to grow);
+- one file-safety module: no module of praxis or sandbox names ``O_NOFOLLOW`` outside
+  ``sandbox/files/`` (a private no-follow open is a second home of the rule), but those of
+  ``NOFOLLOW_ELSEWHERE``, each saying why it cannot import it;
+- no test skips by itself: a missing dependency fails, or skips through a marker's policy in
+  tests/conftest.py (``PRAXIS_REQUIRE_*``: CI fails instead); no ``pytest.importorskip``,
+  ``pytest.skip`` or ``skip`` mark elsewhere, and a ``skipif`` only on a condition CI cannot
+  meet silently (one naming ``CI`` or a ``PRAXIS_REQUIRE_*`` variable).
 
 An import under ``if TYPE_CHECKING:`` never runs and does not count.
 
@@ -75,6 +82,12 @@ DEFERRED: dict[tuple[str, str], str] = {
 # they are split (issue 41: the events catalogue).
 OVERSIZE: dict[str, int] = {
     "praxis/flows/model/events.py": 562,
+}
+
+# Modules that name O_NOFOLLOW outside sandbox/files/: why each cannot import it.
+NOFOLLOW_HOME = "sandbox/files"
+NOFOLLOW_ELSEWHERE: dict[str, str] = {
+    "sandbox/zygote_sweep.py": "runs inside the sandbox image, where the sandbox package is not",
 }
 
 # Cycles another change is removing: a cycle found here is not a finding (none now). An entry
@@ -227,13 +240,79 @@ def findings(root: Path, package: str = PACKAGE) -> list[str]:
     return out
 
 
+def nofollow_findings(
+    root: Path,
+    packages: tuple[str, ...] = (PACKAGE, "sandbox"),
+    home: str = NOFOLLOW_HOME,
+    elsewhere: dict[str, str] | None = None,
+) -> list[str]:
+    """Each place a module outside ``home`` names ``O_NOFOLLOW`` (in code: a string that
+    becomes another process's script is that script's business)."""
+    allowed = NOFOLLOW_ELSEWHERE if elsewhere is None else elsewhere
+    out = []
+    for package in packages:
+        for path in sorted((root / package).rglob("*.py")):
+            rel = _rel(root, path)
+            if rel.startswith(home + "/") or rel in allowed:
+                continue
+            for node in ast.walk(ast.parse(path.read_text(), rel)):
+                named = getattr(node, "attr", None) or getattr(node, "id", None)
+                if named == "O_NOFOLLOW" or (
+                    isinstance(node, ast.alias) and node.name == "O_NOFOLLOW"
+                ):
+                    out.append(
+                        f"{rel}:{getattr(node, 'lineno', 0)}: O_NOFOLLOW outside {home}/: open"
+                        " it through sandbox.files (open_nofollow, open_below, walk, replace_at)"
+                    )
+    for rel in allowed if elsewhere is None else {}:
+        if not (root / rel).is_file():
+            out.append(f"tools/house.py: NOFOLLOW_ELSEWHERE lists {rel}: gone, remove it")
+    return out
+
+
+SKIPS = ("skip", "importorskip", "skipif")
+
+
+def skip_findings(root: Path, tests: str = "tests") -> list[str]:
+    """Each place a test skips by itself, outside tests/conftest.py's marker policies."""
+    out = []
+    for path in sorted((root / tests).rglob("*.py")):
+        rel = _rel(root, path)
+        if rel == f"{tests}/conftest.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), rel)):
+            if not (isinstance(node, ast.Attribute) and node.attr in SKIPS):
+                continue
+            if ast.unparse(node.value) not in ("pytest", "pytest.mark"):
+                continue
+            line = f"{rel}:{node.lineno}: pytest.{node.attr}"
+            call = _call_of(path, node)
+            if node.attr == "skipif" and call is not None and call.args:
+                condition = ast.unparse(call.args[0])
+                if "'CI'" in condition or "PRAXIS_REQUIRE_" in condition:
+                    continue
+            out.append(
+                f"{line}: a test that skips by itself; let a missing dependency fail, or mark"
+                " it (docker, ray, ...) so tests/conftest.py skips it, and fails it in CI"
+            )
+    return out
+
+
+def _call_of(path: Path, attribute: ast.Attribute) -> ast.Call | None:
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Call) and ast.dump(node.func) == ast.dump(attribute):
+            if node.lineno == attribute.lineno:
+                return node
+    return None
+
+
 def _rel(root: Path, path: Path) -> str:
     return path.relative_to(root).as_posix()
 
 
 def main(argv: list[str]) -> int:
     root = Path(argv[0]) if argv else Path(__file__).resolve().parent.parent
-    found = findings(root)
+    found = findings(root) + nofollow_findings(root) + skip_findings(root)
     for line in found:
         print(line, file=sys.stderr)
     return 1 if found else 0
