@@ -79,7 +79,7 @@ def test_an_allowance_that_no_longer_matches_is_found() -> None:
     ]
 
 
-def test_a_no_follow_open_outside_the_file_safety_module_is_found(tmp_path: Path) -> None:
+def test_a_name_used_outside_its_one_home_is_found(tmp_path: Path) -> None:
     root = package(
         tmp_path,
         {
@@ -89,14 +89,19 @@ def test_a_no_follow_open_outside_the_file_safety_module_is_found(tmp_path: Path
             "walk.py": "from os import O_NOFOLLOW\n",
             "script.py": "SCRIPT = 'os.open(p, os.O_NOFOLLOW)'\n",  # another process's text
             "image.py": "import os\nF = os.O_NOFOLLOW\n",
+            "daemon.py": "import docker.errors\n",
+            "client.py": "from docker.errors import NotFound\n",
         },
     )
-    found = house().nofollow_findings(root, ("probe",), "probe/files", {"probe/image.py": "why"})
-    assert [line.split(": O_NOFOLLOW")[0] for line in found] == [
-        "probe/store.py:4",
-        "probe/walk.py:1",
+    rules = {
+        "O_NOFOLLOW": (("probe/files/", "probe/image.py"), "use files"),
+        "docker.errors": (("probe/daemon.py",), "use daemon"),
+    }
+    assert house().one_home_findings(root, ("probe",), rules) == [
+        "probe/client.py:1: docker.errors outside probe/daemon.py: use daemon",
+        "probe/store.py:4: O_NOFOLLOW outside probe/files/, probe/image.py: use files",
+        "probe/walk.py:1: O_NOFOLLOW outside probe/files/, probe/image.py: use files",
     ]
-    assert "through sandbox.files" in found[0]
 
 
 def test_a_test_that_skips_by_itself_is_found(tmp_path: Path) -> None:

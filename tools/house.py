@@ -7,9 +7,11 @@
   keeps a heavy or rarely needed module out of a quick command's start-up
   (tests/test_imports.py pins those budgets);
 - no module of praxis/flows over ``MAX_LINES`` lines, but those of ``OVERSIZE`` (not to grow);
-- one file-safety module: no module of praxis or sandbox names ``O_NOFOLLOW`` outside
-  ``sandbox/files/`` (a private no-follow open is a second home of the rule), but those of
-  ``NOFOLLOW_ELSEWHERE``, each saying why it cannot import it;
+- one home per rule (``ONE_HOME``): a name only the module that owns its rule may use in code
+  (a string that becomes another process's script is that script's business): ``O_NOFOLLOW``
+  in ``sandbox/files/`` (the one file-safety module), ``docker.errors`` in
+  ``sandbox/daemon.py`` (the one conversion of the SDK's errors), ``docker`` and ``zmq`` in
+  ``sandbox/`` (their errors stop there);
 - no test skips by itself: a missing dependency fails, or skips through a marker's policy in
   tests/conftest.py (``PRAXIS_REQUIRE_*``: CI fails instead); no ``pytest.importorskip``,
   ``pytest.skip`` or ``skip`` mark elsewhere, and a ``skipif`` only on a condition CI cannot
@@ -84,10 +86,17 @@ OVERSIZE: dict[str, int] = {
     "praxis/flows/model/events.py": 562,
 }
 
-# Modules that name O_NOFOLLOW outside sandbox/files/: why each cannot import it.
-NOFOLLOW_HOME = "sandbox/files"
-NOFOLLOW_ELSEWHERE: dict[str, str] = {
-    "sandbox/zygote_sweep.py": "runs inside the sandbox image, where the sandbox package is not",
+# name -> (the paths that may use it in code: a folder ends in /, what to do instead). A module
+# of sandbox that runs without the package (inside the image) keeps its own, listed with why.
+_IN_IMAGE = "sandbox/zygote_sweep.py"  # runs inside the sandbox image, without the package
+ONE_HOME: dict[str, tuple[tuple[str, ...], str]] = {
+    "O_NOFOLLOW": (
+        ("sandbox/files/", _IN_IMAGE),
+        "open it through sandbox.files (open_nofollow, open_below, walk, replace_at)",
+    ),
+    "docker.errors": (("sandbox/daemon.py",), "convert through sandbox.daemon.docker_errors"),
+    "docker": (("sandbox/",), "ask sandbox/ (its errors are the sandbox's tree)"),
+    "zmq": (("sandbox/",), "ask sandbox/ (its errors are the sandbox's tree)"),
 }
 
 # Cycles another change is removing: a cycle found here is not a finding (none now). An entry
@@ -240,34 +249,52 @@ def findings(root: Path, package: str = PACKAGE) -> list[str]:
     return out
 
 
-def nofollow_findings(
+def one_home_findings(
     root: Path,
     packages: tuple[str, ...] = (PACKAGE, "sandbox"),
-    home: str = NOFOLLOW_HOME,
-    elsewhere: dict[str, str] | None = None,
+    rules: dict[str, tuple[tuple[str, ...], str]] | None = None,
 ) -> list[str]:
-    """Each place a module outside ``home`` names ``O_NOFOLLOW`` (in code: a string that
-    becomes another process's script is that script's business)."""
-    allowed = NOFOLLOW_ELSEWHERE if elsewhere is None else elsewhere
-    out = []
+    """Each line where a module outside a name's home uses the name in code."""
+    table = ONE_HOME if rules is None else rules
+    out: list[str] = []
     for package in packages:
         for path in sorted((root / package).rglob("*.py")):
             rel = _rel(root, path)
-            if rel.startswith(home + "/") or rel in allowed:
-                continue
             for node in ast.walk(ast.parse(path.read_text(), rel)):
-                named = getattr(node, "attr", None) or getattr(node, "id", None)
-                if named == "O_NOFOLLOW" or (
-                    isinstance(node, ast.alias) and node.name == "O_NOFOLLOW"
-                ):
-                    out.append(
-                        f"{rel}:{getattr(node, 'lineno', 0)}: O_NOFOLLOW outside {home}/: open"
-                        " it through sandbox.files (open_nofollow, open_below, walk, replace_at)"
-                    )
-    for rel in allowed if elsewhere is None else {}:
-        if not (root / rel).is_file():
-            out.append(f"tools/house.py: NOFOLLOW_ELSEWHERE lists {rel}: gone, remove it")
+                for text in _dotted(node):
+                    for name, (homes, instead) in table.items():
+                        if not _names(text, name) or any(_under(rel, h) for h in homes):
+                            continue
+                        line = f"{rel}:{getattr(node, 'lineno', 0)}: {name} outside"
+                        line += f" {', '.join(homes)}: {instead}"
+                        if line not in out:
+                            out.append(line)
+    for name, (homes, _) in table.items() if rules is None else []:
+        for home in homes:
+            if not (root / home).exists():
+                out.append(f"tools/house.py: ONE_HOME[{name!r}] names {home}: gone, remove it")
     return out
+
+
+def _dotted(node: ast.AST) -> list[str]:
+    """The dotted names ``node`` uses: a name, an attribute chain, what an import imports."""
+    if isinstance(node, ast.Name):
+        return [node.id]
+    if isinstance(node, ast.Attribute):
+        return [ast.unparse(node)]
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names]
+    if isinstance(node, ast.ImportFrom) and not node.level and node.module:
+        return [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+    return []
+
+
+def _names(text: str, name: str) -> bool:
+    return text == name or text.startswith(name + ".") or text.endswith("." + name)
+
+
+def _under(rel: str, home: str) -> bool:
+    return rel.startswith(home) if home.endswith("/") else rel == home
 
 
 SKIPS = ("skip", "importorskip", "skipif")
@@ -312,7 +339,7 @@ def _rel(root: Path, path: Path) -> str:
 
 def main(argv: list[str]) -> int:
     root = Path(argv[0]) if argv else Path(__file__).resolve().parent.parent
-    found = findings(root) + nofollow_findings(root) + skip_findings(root)
+    found = findings(root) + one_home_findings(root) + skip_findings(root)
     for line in found:
         print(line, file=sys.stderr)
     return 1 if found else 0
