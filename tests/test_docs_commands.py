@@ -55,7 +55,8 @@ PRINTED = re.compile(rf"(?:^\s*|:\s)(praxis (?:{'|'.join(COMMANDS)})(?=\s|$).*)$
 
 
 def console_blocks() -> list[tuple[str, int, str]]:
-    """(page name, index of the block in its page, text) of every ```console block."""
+    """(page, from the repository's root; index of the block in its page; its text, lines
+    continued with a backslash joined) of every ```console block of the README and docs/."""
     found = []
     for page in [REPO / "README.md", *pages()]:
         for at, block in enumerate(CONSOLE_BLOCK.findall(page.read_text(encoding="utf-8"))):
@@ -77,7 +78,7 @@ def shown(block: str) -> list[list[str]]:
 
 
 def parses(words: list[str]) -> str | None:
-    """None when the CLI's parser takes ``words``, else what it printed."""
+    """None when the CLI's parser takes ``words``, else why not (its message is on stderr)."""
     try:
         parser(words[0]).parse_args(words)
     except SystemExit:
