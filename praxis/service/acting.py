@@ -23,7 +23,7 @@ from ..flows.engine.acks import READ_BYTES, Read
 from ..flows.engine.binding import Unbound
 from ..flows.engine.context import OnMessage
 from ..flows.engine.opening import Opening
-from ..flows.engine.runner import SandboxFactory, default_sandbox
+from ..flows.engine.runner import SandboxFactory, confined, default_sandbox
 from ..flows.model.events import Event
 from ..flows.model.flow import Flow
 from ..flows.model.state import RunState
@@ -49,6 +49,7 @@ __all__ = [
     "approve",
     "begin",
     "cancel",
+    "confined",
     "default_sandbox",
     "delete_runs",
     "edit",

@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import secrets
 import signal
-import socket
 import sys
 import threading
 import time
@@ -487,12 +486,6 @@ def reconciled(run: RunHandle) -> bool:
         return reconcile_if_free(run.flow, run.id)
     except (Refused, RecordCorrupt, NoRun):
         return False
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def serve(

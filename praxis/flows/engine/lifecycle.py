@@ -120,9 +120,7 @@ def run(
     flow = load_flow(flow_ref)
     if managed:
         _person_only(actor, "put a run in managed mode")
-    make = default_sandbox if make_sandbox is None else make_sandbox
-    if make is default_sandbox:
-        isolation.confine(flow.sandbox)  # refused before a run is made
+    make = confined(flow, default_sandbox if make_sandbox is None else make_sandbox)
     host_resources.require(flow)  # an entry the profile lacks: refused, no run made
     locks: list[Lock] = []
 
@@ -169,9 +167,22 @@ def run(
 def default_sandbox(flow: Flow, run: RunHandle, *, chosen: bool = False) -> Sandbox:
     """The sandbox flow.yaml's ``sandbox:`` names, as the person allowed it (isolation.py);
     ``chosen``: the caller, not the flow, named the backend (``praxis.advance(sandbox=)``)."""
-
     settings = flow.sandbox
     backend = isolation.backend_of(settings) if chosen else isolation.confine(settings)
+    return _open(flow, run, backend=backend)
+
+
+def confined(flow: Flow, make: SandboxFactory) -> SandboxFactory:
+    """``make``; for ``default_sandbox``, flow.yaml's backend confined here, once per run or
+    advance (``LocalRefused`` before anything of a run is made or changed): the sandbox
+    opened later is of that backend, not confined again."""
+    if make is not default_sandbox:
+        return make
+    return partial(_open, backend=isolation.confine(flow.sandbox))
+
+
+def _open(flow: Flow, run: RunHandle, *, backend: str) -> Sandbox:
+    settings = flow.sandbox
     options = sandbox_config.opening(settings, backend, flow.root)
     options = packages.image_options(flow, backend, options)  # the image of the flow's packages
     box = open_backend(backend, options, workspace=run.paths.workspace, name=run.id)
@@ -253,8 +264,7 @@ def _advance(
     sleep: Sleep = time.sleep,
 ) -> RunState:
     try:
-        if make_sandbox is default_sandbox:
-            isolation.confine(flow.sandbox)  # refused before anything of the run changes
+        make_sandbox = confined(flow, make_sandbox)  # refused before anything of the run changes
         run = RunHandle.open(flow, run_id, clock)
         refuse_old(run.paths)  # a run from before the flow's store: praxis upgrade, once
         run.catch_up()  # the events of a change a process that died did not append
