@@ -48,6 +48,8 @@ NOT_RUN = {
     (CHAT, 1): "a model's session; tests/chat/test_example_session.py runs the shipped one",
     (CHAT, 2): "resumes the model's session above",
     (GATES, 0): "a server that runs until Ctrl-C; tests/web/ serves the same app",
+    (GATES, 1): "approves a run of a flow the page only names (weekly);"
+    " tests/reliability/test_gate_forms.py approves a form with --set",
 }
 RUN_ID = re.compile(r"\b\d{8}-\d{6}-[0-9a-f]{4}\b")
 # A command praxis prints in a session: on a line of its own, or after ``next:`` and the like.
