@@ -26,7 +26,7 @@ from ...errors import UsageError
 from ...sources import source
 from ..model import check_spec
 from ..model.flow import REVIEW_MODES, Flow, Phase, SandboxSettings
-from . import kinds, profile, safe_yaml, sandbox_config
+from . import gate_deadline, kinds, profile, safe_yaml, sandbox_config, unattended
 from . import notify_spec as notify_of
 from .yaml_values import ValueReader, describe, mib, show
 
@@ -34,7 +34,10 @@ MAX_DEFINITION_BYTES = 1 << 20  # flow.yaml itself, refused before parsing
 FLOW_NAME = re.compile(r"[a-z0-9][a-z0-9-]*")
 PHASE_ID = re.compile(r"[a-z0-9_-]+")
 PARAM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
-TOP_KEYS = ("flow", "description", "sandbox", "model", "database", "params", "notify", "phases")
+TOP_KEYS = (
+    *("flow", "description", "sandbox", "model", "database", "params", "notify", "phases"),
+    *("schedule", "trigger"),
+)
 PHASE_KEYS = (  # the keys every kind takes; a kind reads the others into its spec (kinds.py)
     *("id", "kind", "inputs", "outputs", "may_be_empty", "review", "timeout", "description"),
     *("checks", "reuse"),
@@ -194,6 +197,9 @@ class _Builder(ValueReader):
         database = self.database(top["database"]) if "database" in top else None
         params = self.params(top.get("params", {}))
         notify = notify_of.validate(self, top["notify"]) if "notify" in top else {}
+        schedule = unattended.schedule(self, top["schedule"]) if "schedule" in top else None
+        trigger = unattended.trigger(self, top["trigger"]) if "trigger" in top else None
+        unattended.with_params(params, schedule, trigger)
         if "phases" not in top:
             self.error("", "missing required key 'phases' (the list of phases)")
         phases = self.phases(top["phases"]) if "phases" in top else ()
@@ -202,6 +208,7 @@ class _Builder(ValueReader):
         return Flow(
             name=name, root=self.root, phases=phases, description=description or "",
             sandbox=sandbox, model=model, database=database, params=params, notify=notify,
+            schedule=schedule, trigger=trigger,
         )  # fmt: skip
 
     # -- the parts of a flow ------------------------------------------------------------------
@@ -290,6 +297,7 @@ class _Builder(ValueReader):
         outputs = tuple(name for _, name in draft.outputs)
         may_be_empty = self.may_be_empty(raw, loc, outputs)
         review, delegatable = self.review(raw.get("review", "none"), f"{loc}.review")
+        deadline, escalate = self.deadline(raw.get("review"), f"{loc}.review", review)
         declared = check_spec.validate(self, raw.get("checks", {}), f"{loc}.checks", outputs)
         timeout = (
             sandbox_config.timeout(raw["timeout"], f"{loc}.timeout", self)
@@ -303,7 +311,7 @@ class _Builder(ValueReader):
                 id=draft.id, kind=kind, spec=spec, working=working, reference=reference,
                 outputs=outputs, may_be_empty=may_be_empty, review=review or "none",
                 timeout=timeout, description=description or "", delegatable=delegatable,
-                checks=declared, reuse=reuse,
+                checks=declared, reuse=reuse, deadline=deadline, escalate=escalate,
             )  # fmt: skip
         return draft
 
@@ -322,7 +330,7 @@ class _Builder(ValueReader):
     def review(self, value: Any, loc: str) -> tuple[str | None, bool]:
         """``none``, ``required``, or ``{required: true, delegatable: true}``."""
         if isinstance(value, dict):
-            raw = self.mapping(value, loc, ("required", "delegatable")) or {}
+            raw = self.mapping(value, loc, ("required", "delegatable", *gate_deadline.KEYS)) or {}
             flags = {k: raw.get(k, False) for k in ("required", "delegatable")}
             for key, flag in flags.items():
                 if not isinstance(flag, bool):
@@ -332,6 +340,14 @@ class _Builder(ValueReader):
             mode = "required" if flags["required"] is True else "none"
             return mode, flags["delegatable"] is True
         return self._review_mode(value, loc), False
+
+    def deadline(
+        self, value: Any, loc: str, review: str | None
+    ) -> tuple[float | None, tuple[str, ...]]:
+        """A Gate's ``deadline:`` and ``escalate:`` (gate_deadline.py)."""
+        if not isinstance(value, dict):
+            return None, ()
+        return gate_deadline.read(self, value, loc, review == "required")
 
     def _review_mode(self, value: Any, loc: str) -> str | None:
         if isinstance(value, bool):  # YAML reads yes/no/on/off as booleans

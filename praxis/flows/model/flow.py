@@ -38,6 +38,8 @@ class Phase:
     delegatable: bool = False  # an agent may decide its Gate in managed mode
     checks: dict[str, dict[str, Any]] = field(default_factory=dict)  # output -> checks
     reuse: str = "auto"  # auto | never: "never" for code that reads the clock or randomness
+    deadline: float | None = None  # seconds a Gate may wait before ``escalate`` is told
+    escalate: tuple[str, ...] = ()  # notify targets of the person's profile, by name
 
     @property
     def gated(self) -> bool:
@@ -51,6 +53,25 @@ class Phase:
                 f"not a {cls.__name__}"
             )
         return self.spec
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """flow.yaml's ``schedule:``: a cron expression, its timezone, what to do with missed
+    ticks (``latest``: start the newest only; ``all``: each, capped; ``none``: skip them)."""
+
+    cron: str
+    timezone: str = "UTC"
+    catchup: str = "latest"
+
+
+@dataclass(frozen=True)
+class Trigger:
+    """flow.yaml's ``trigger:``: files of the flow (a folder and a pattern of names in it)
+    that start a run each once they stopped changing for ``settle`` seconds."""
+
+    files: str
+    settle: float = 30.0
 
 
 @dataclass(frozen=True)
@@ -84,6 +105,8 @@ class Flow:
     )
     params: dict[str, Any] = field(default_factory=dict)  # run parameters and their defaults
     notify: dict[str, Any] = field(default_factory=dict)  # {to, when}: profile targets (notify.py)
+    schedule: Schedule | None = None  # runs on a calendar (praxis serve, praxis schedule)
+    trigger: Trigger | None = None  # a run per new or changed file
 
     def phase(self, phase_id: str) -> Phase:
         for p in self.phases:

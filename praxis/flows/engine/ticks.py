@@ -1,0 +1,67 @@
+"""A schedule's ticks: which are due, given the last one started and the time now.
+
+Pure: the time is passed in (epoch seconds from the keeper's clock), croniter computes the
+ticks in the schedule's timezone (so ``0 6 * * 1-5`` is six o'clock in Berlin, summer and
+winter). Missed ticks (due before now, none started) follow ``catchup``:
+
+- ``latest``: only the newest missed tick starts a run;
+- ``all``: each missed tick, oldest first, at most ``MAX_CATCHUP`` (the older ones are
+  skipped, and said so);
+- ``none``: missed ticks are skipped; only a tick due within ``GRACE`` seconds starts a run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+from croniter import croniter
+
+from ..model.flow import Schedule
+
+MAX_CATCHUP = 24  # missed ticks started at most by catchup: all, per look
+GRACE = 60.0  # seconds: a tick seen this late is on time (not missed) under catchup: none
+MAX_SCAN = 10_000  # ticks walked at most between the last one and now
+
+
+@dataclass(frozen=True)
+class Due:
+    start: tuple[float, ...]  # ticks to start a run for, oldest first
+    skipped: int  # missed ticks not started
+    last: float | None  # the newest tick due (what the record says was handled up to)
+
+
+def iso(tick: float, zone: str) -> str:
+    """A tick as its run's ``tick`` parameter: ISO 8601 in the schedule's timezone."""
+    return datetime.fromtimestamp(tick, ZoneInfo(zone)).isoformat()
+
+
+def after(schedule: Schedule, since: float) -> float:
+    """The first tick strictly after ``since``."""
+    start = datetime.fromtimestamp(since, ZoneInfo(schedule.timezone))
+    return float(croniter(schedule.cron, start).get_next(float))
+
+
+def due(schedule: Schedule, last: float, now: float) -> Due:
+    """The ticks in (``last``, ``now``] and which of them to start."""
+    ticks: list[float] = []
+    it = croniter(schedule.cron, datetime.fromtimestamp(last, ZoneInfo(schedule.timezone)))
+    skipped = 0
+    while True:
+        tick = float(it.get_next(float))
+        if tick > now:
+            break
+        ticks.append(tick)
+        if len(ticks) > MAX_SCAN:  # a schedule left alone for years: keep the newest
+            skipped += len(ticks) - MAX_CATCHUP
+            ticks = ticks[-MAX_CATCHUP:]
+    if not ticks:
+        return Due((), skipped, None)
+    if schedule.catchup == "all":
+        start = ticks[-MAX_CATCHUP:]
+    elif schedule.catchup == "latest":
+        start = ticks[-1:]
+    else:
+        start = [t for t in ticks[-1:] if now - t <= GRACE]
+    return Due(tuple(start), skipped + len(ticks) - len(start), ticks[-1])
