@@ -35,8 +35,8 @@ FLOW_NAME = re.compile(r"[a-z0-9][a-z0-9-]*")
 PHASE_ID = re.compile(r"[a-z0-9_-]+")
 PARAM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 TOP_KEYS = (
-    *("flow", "description", "sandbox", "model", "database", "params", "notify", "phases"),
-    *("schedule", "trigger"),
+    *("flow", "description", "sandbox", "model", "database", "params", "notify"),
+    *("schedule", "trigger", "phases"),
 )
 PHASE_KEYS = (  # the keys every kind takes; a kind reads the others into its spec (kinds.py)
     *("id", "kind", "inputs", "outputs", "may_be_empty", "review", "timeout", "description"),
