@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -16,6 +17,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from praxis.errors import RecordCorrupt
 from praxis.flows.definition import contract
 from praxis.flows.model.events import GateEscalated, Notified
 from praxis.flows.model.flow import Flow
@@ -27,6 +29,7 @@ from praxis.service import acting, keeper
 
 from .flows.helpers import Fakes
 from .flows.test_notify import Hook
+from .waiting import GIVE_UP, waits_for_lock
 
 UTC = ZoneInfo("UTC")
 
@@ -328,3 +331,35 @@ def test_the_record_keeps_the_newest_ticks_only(tmp_path: Path) -> None:
     clock.now = at("2026-12-07T11:00:30")
     assert len(keeper.tend(flow, clock=clock, start=lambda f, p: "r")) == 24
     assert len(keeper_state.read(flow.root)["schedule"]["ticks"]) == keeper_state.KEPT_TICKS
+
+
+def test_a_second_keeper_waits_for_the_first_and_starts_nothing_twice(tmp_path: Path) -> None:
+    """Keeper B looks while keeper A, holding the lock, begins its first run: B waits at the
+    lock (seen in the kernel, not timed) and, let in, finds every due tick started."""
+    flow = every_minute(tmp_path, "all")
+    clock = Clock(at("2026-12-07T10:00:30"))
+    keeper.tend(flow, clock=clock)
+    clock.now = at("2026-12-07T10:03:10")
+    second: list[keeper.Started] = []
+    b = threading.Thread(target=lambda: second.extend(keeper.tend(flow, clock=clock)))
+
+    def a_begins(flow: Flow, params: dict[str, str]) -> str:
+        if not b.is_alive():
+            b.start()
+            waits_for_lock(b, keeper_state.lock_path(flow.root))
+        return keeper.begin(flow, params)
+
+    first = keeper.tend(flow, clock=clock, start=a_begins)
+    b.join(GIVE_UP)
+    assert len(first) == 3 and second == []
+    assert ticks_of(flow) == [f"2026-12-07T10:0{m}:00+00:00" for m in (1, 2, 3)]
+
+
+def test_a_praxis_folder_that_is_a_link_is_refused(tmp_path: Path) -> None:
+    flow = every_minute(tmp_path, "all")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (flow.root / ".praxis").symlink_to(elsewhere)
+    with pytest.raises(RecordCorrupt, match="not a folder"):
+        keeper.tend(flow, clock=Clock(at("2026-12-07T10:00:30")))
+    assert list(elsewhere.iterdir()) == []

@@ -87,7 +87,7 @@ def tend(
     """Start what is due in ``flow`` now; tell the targets of Gates past their deadline."""
     if not kept(flow):
         return []
-    keeper_state.lock_path(flow.root).parent.mkdir(exist_ok=True)
+    keeper_state.folder(flow.root)
     with Lock(keeper_state.lock_path(flow.root), "keeping", patience=PATIENCE):
         record = keeper_state.read(flow.root)
         now = clock()

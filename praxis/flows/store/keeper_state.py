@@ -1,7 +1,8 @@
 """What a flow's keeper remembers: the ticks it started and the files it handled.
 
 ``<flow>/.praxis/keeper.json``, written atomically (a new file, fsync, ``os.replace``, fsync
-of the folder), read bounded (``MAX_BYTES``) and never through a link; ``keeper.lock`` beside
+of the folder), read bounded (``MAX_BYTES``) and never through a link (nor through a
+``.praxis`` that is one: a flow from elsewhere may ship one); ``keeper.lock`` beside
 it is held while a keeper (``praxis serve``'s, ``praxis schedule``'s) looks at the flow, so two
 keepers on one folder take turns and each tick or file starts one run.
 
@@ -26,7 +27,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from sandbox.files import open_nofollow, replace_file
+from sandbox.files import folder_below, open_nofollow, replace_at
 
 from ...errors import RecordCorrupt
 from .layout import store_dir
@@ -44,12 +45,26 @@ def lock_path(flow_root: Path) -> Path:
     return store_dir(flow_root) / "keeper.lock"
 
 
+def folder(flow_root: Path) -> Path:
+    """``<flow>/.praxis``, made if missing; RecordCorrupt when it is a link or not a folder."""
+    where = store_dir(flow_root)
+    try:
+        where.mkdir(exist_ok=True)
+        st = where.lstat()
+    except OSError as exc:
+        raise RecordCorrupt(f"{where}: cannot be made ({exc.strerror})") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise RecordCorrupt(f"{where}: not a folder (a link is never followed); move it away")
+    return where
+
+
 def read(flow_root: Path) -> dict[str, Any]:
     """The record, ``{}`` when there is none; RecordCorrupt when it cannot be trusted (a
     keeper then starts nothing rather than a tick twice)."""
     where = path(flow_root)
     try:
-        fd = open_nofollow(where)
+        with folder_below(flow_root, [where.parent.name]) as dir_fd:
+            fd = open_nofollow(where.name, dir_fd=dir_fd)
     except FileNotFoundError:
         return {}
     except OSError as exc:
@@ -75,5 +90,9 @@ def write(flow_root: Path, record: dict[str, Any]) -> None:
     ticks = record.get("schedule", {}).get("ticks")
     if isinstance(ticks, list):
         del ticks[:-KEPT_TICKS]
-    store_dir(flow_root).mkdir(exist_ok=True)
-    replace_file(path(flow_root), json.dumps(record, indent=1).encode(), mode=0o644)
+    data = json.dumps(record, indent=1).encode()
+    try:
+        with folder_below(flow_root, [folder(flow_root).name]) as dir_fd:
+            replace_at(dir_fd, path(flow_root).name, data, mode=0o644)
+    except OSError as exc:
+        raise RecordCorrupt(f"{path(flow_root)}: cannot be written ({exc.strerror})") from None
