@@ -19,8 +19,8 @@ def cmd_schedule(args: argparse.Namespace) -> int:
     flow = contract.require(Path(args.flow))
     if not keeper.kept(flow):
         raise Usage(
-            f"{flow.name} has no schedule:, trigger: nor Gate deadline: to keep "
-            "(DESIGN: docs/how-to/schedules.md)"
+            f"{flow.name} has no schedule:, trigger: nor Gate deadline: to keep; add one to "
+            "flow.yaml (docs/how-to/schedules.md)"
         )
     if not args.once:
         raise Usage(

@@ -4,7 +4,8 @@ Each look finds the flows below the root (as the index page does), and for each 
 ``schedule:``, a ``trigger:`` or a Gate ``deadline:`` calls ``keeper.tend``; a run it starts
 is advanced in the server's background (``Advancer``) as a run begun on the page is. A flow
 that does not load, a record that cannot be trusted, a Busy lock: logged, tried again next
-look. The time is the keeper's clock (``$PRAXIS_TEST_CLOCK`` in tests), the wait between
+look (said once, until it changes). A flow.yaml is read again only when it changed. The
+time is the keeper's clock (``$PRAXIS_TEST_CLOCK`` in tests), the wait between
 looks real (``INTERVAL``): a tick is started on the first look at or after its time.
 """
 
@@ -42,6 +43,8 @@ class KeeperLoop:
         self.notifier = notifier
         self.interval = interval
         self._stop = threading.Event()
+        self._flows: dict[str, tuple[tuple[int, int], Flow | None]] = {}  # ref: (stat, flow)
+        self._said: dict[str, str] = {}  # ref: the trouble last logged
         self._thread = threading.Thread(target=self._loop, name="praxis-keeper", daemon=True)
 
     def start(self) -> None:
@@ -62,7 +65,7 @@ class KeeperLoop:
         for ref in find_flows(self.root):
             if self._stop.is_set():
                 break
-            flow, _ = contract.load(self.root.resolve() / ref)
+            flow = self._flow(ref)
             if flow is None or not keeper.kept(flow):
                 continue
             try:
@@ -70,8 +73,26 @@ class KeeperLoop:
                     flow, clock=self.clock, start=self._begin, notifier=self.notifier
                 )
             except Exception as exc:  # one flow's trouble never stops the others
-                log.warning("keeper: %s: %s: %s", ref, type(exc).__name__, exc)
+                said = f"{type(exc).__name__}: {exc}"
+                if self._said.get(ref) != said:
+                    log.warning("keeper: %s: %s", ref, said)
+                self._said[ref] = said
+            else:
+                self._said.pop(ref, None)
         return started
+
+    def _flow(self, ref: str) -> Flow | None:
+        """The flow ``ref``, read again only when its flow.yaml changed."""
+        folder = self.root.resolve() / ref
+        try:
+            st = (folder / "flow.yaml").lstat()
+        except OSError:
+            return None
+        key = (st.st_mtime_ns, st.st_size)
+        known = self._flows.get(ref)
+        if known is None or known[0] != key:
+            known = self._flows[ref] = (key, contract.load(folder)[0])
+        return known[1]
 
     def _begin(self, flow: Flow, params: dict[str, str]) -> str:
         run_id = keeper.begin(flow, params)
