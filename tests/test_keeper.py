@@ -363,3 +363,43 @@ def test_a_praxis_folder_that_is_a_link_is_refused(tmp_path: Path) -> None:
     with pytest.raises(RecordCorrupt, match="not a folder"):
         keeper.tend(flow, clock=Clock(at("2026-12-07T10:00:30")))
     assert list(elsewhere.iterdir()) == []
+
+
+# -- praxis schedule --------------------------------------------------------------------------
+
+
+def schedule_cli(flow: Flow, clock_file: Path, *more: str) -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, "-m", "praxis", "schedule", str(flow.root), *more]
+    env = {**os.environ, keeper.CLOCK_ENV: str(clock_file)}
+    return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=GIVE_UP)
+
+
+def test_praxis_schedule_once_starts_and_advances_what_is_due(tmp_path: Path) -> None:
+    flow = every_minute(tmp_path, "latest")
+    clock_file = tmp_path / "clock"
+    clock_file.write_text(str(at("2026-12-07T10:00:30")))
+    first = schedule_cli(flow, clock_file, "--once", "--allow-local", "--quiet")
+    assert first.returncode == 0 and "kept: nothing due" in first.stderr
+    clock_file.write_text(str(at("2026-12-07T10:01:30")))
+    done = schedule_cli(flow, clock_file, "--once", "--allow-local", "--quiet")
+    assert done.returncode == 0, done.stderr
+    assert "(tick 2026-12-07T10:01:00+00:00)" in done.stderr
+    (run_id,) = list_run_ids(flow.root)
+    state = load_state(run_paths(flow.root, run_id).state)
+    assert state.status == "done" and state.params["tick"] == "2026-12-07T10:01:00+00:00"
+    assert (
+        "'tick': '2026-12-07T10:01:00+00:00'"
+        in (run_paths(flow.root, run_id).out("a.txt")).read_text()
+    )
+
+
+def test_praxis_schedule_says_what_is_missing_in_one_line(tmp_path: Path) -> None:
+    plain = make_flow(tmp_path / "plain", "")
+    clock_file = tmp_path / "clock"
+    clock_file.write_text("0")
+    nothing = schedule_cli(plain, clock_file, "--once")
+    assert nothing.returncode == 2
+    assert nothing.stderr.splitlines()[0].startswith("Usage: kept has no schedule:, trigger:")
+    kept = every_minute(tmp_path, "latest")
+    once = schedule_cli(kept, clock_file)
+    assert once.returncode == 2 and "add --once" in once.stderr.splitlines()[0]

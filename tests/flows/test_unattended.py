@@ -166,3 +166,17 @@ def test_catchup_none_skips_missed_ticks_and_starts_one_on_time() -> None:
 def test_nothing_due_between_ticks() -> None:
     quiet = ticks.due(WEEKDAYS, at("2026-12-04T06:00"), at("2026-12-04T23:59"))
     assert quiet.start == () and quiet.last is None and quiet.skipped == 0
+
+
+def test_a_schedule_left_alone_for_years_is_walked_back_a_bounded_way() -> None:
+    every = Schedule("* * * * *", "UTC", "all")
+    years = ticks.due(every, 0.0, 3 * 365 * 86400.0)
+    assert len(years.start) == ticks.MAX_CATCHUP and years.last == 3 * 365 * 86400.0
+    assert years.skipped == ticks.MAX_SCAN - ticks.MAX_CATCHUP
+
+
+def test_a_tick_at_now_is_due_and_one_a_moment_later_is_not() -> None:
+    every = Schedule("* * * * *", "UTC", "latest")
+    assert ticks.due(every, 0.0, 120.0).start == (120.0,)
+    assert ticks.due(every, 0.0, 119.5).start == (60.0,)
+    assert ticks.due(every, 60.0, 119.5).start == ()

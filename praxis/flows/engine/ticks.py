@@ -12,6 +12,7 @@ winter). Missed ticks (due before now, none started) follow ``catchup``:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from datetime import datetime
 from zoneinfo import ZoneInfo
@@ -22,7 +23,7 @@ from ..model.flow import Schedule
 
 MAX_CATCHUP = 24  # missed ticks started at most by catchup: all, per look
 GRACE = 60.0  # seconds: a tick seen this late is on time (not missed) under catchup: none
-MAX_SCAN = 10_000  # ticks walked at most between the last one and now
+MAX_SCAN = 10_000  # ticks walked at most, back from now (a schedule left alone for years)
 
 
 @dataclass(frozen=True)
@@ -44,24 +45,24 @@ def after(schedule: Schedule, since: float) -> float:
 
 
 def due(schedule: Schedule, last: float, now: float) -> Due:
-    """The ticks in (``last``, ``now``] and which of them to start."""
+    """The ticks in (``last``, ``now``] and which of them to start. Walked back from now,
+    at most ``MAX_SCAN`` of them (older ones are not counted among the skipped)."""
     ticks: list[float] = []
-    it = croniter(schedule.cron, datetime.fromtimestamp(last, ZoneInfo(schedule.timezone)))
-    skipped = 0
-    while True:
-        tick = float(it.get_next(float))
-        if tick > now:
+    start = datetime.fromtimestamp(math.floor(now) + 1, ZoneInfo(schedule.timezone))
+    it = croniter(schedule.cron, start)
+    while len(ticks) < MAX_SCAN:
+        tick = float(it.get_prev(float))
+        if tick <= last:
             break
-        ticks.append(tick)
-        if len(ticks) > MAX_SCAN:  # a schedule left alone for years: keep the newest
-            skipped += len(ticks) - MAX_CATCHUP
-            ticks = ticks[-MAX_CATCHUP:]
+        if tick <= now:
+            ticks.append(tick)
+    ticks.reverse()
     if not ticks:
-        return Due((), skipped, None)
+        return Due((), 0, None)
     if schedule.catchup == "all":
-        start = ticks[-MAX_CATCHUP:]
+        chosen = ticks[-MAX_CATCHUP:]
     elif schedule.catchup == "latest":
-        start = ticks[-1:]
+        chosen = ticks[-1:]
     else:
-        start = [t for t in ticks[-1:] if now - t <= GRACE]
-    return Due(tuple(start), skipped + len(ticks) - len(start), ticks[-1])
+        chosen = [t for t in ticks[-1:] if now - t <= GRACE]
+    return Due(tuple(chosen), len(ticks) - len(chosen), ticks[-1])
