@@ -21,6 +21,7 @@ from praxis.errors import RecordCorrupt
 from praxis.flows.definition import contract
 from praxis.flows.model.events import GateEscalated, Notified
 from praxis.flows.model.flow import Flow
+from praxis.flows.report import keeping
 from praxis.flows.store import keeper_state
 from praxis.flows.store.handle import RunHandle
 from praxis.flows.store.layout import list_run_ids, run_paths
@@ -284,13 +285,13 @@ def gated_run(tmp_path: Path) -> tuple[Flow, RunHandle]:
 
 def test_a_gate_past_its_deadline_is_told_once(tmp_path: Path, hook: Hook) -> None:
     flow, run = gated_run(tmp_path)
-    since, _ = keeper.waiting_since(run)
+    since, _ = keeping.waiting_since(run)
     assert since is not None
     clock = Clock(since + 86400)
     keeper.tend(flow, clock=clock)
     assert hook.seen == []
-    left = keeper.time_left(flow, RunHandle.open(flow, run.id), clock.now)
-    assert left == pytest.approx(86400) and keeper.left_words(left) == "1 d 00 h left"
+    left = keeping.time_left(flow, RunHandle.open(flow, run.id), clock.now)
+    assert left == pytest.approx(86400) and keeping.left_words(left) == "1 d 00 h left"
     clock.now = since + 2 * 86400 + 1
     keeper.tend(flow, clock=clock)
     keeper.tend(flow, clock=clock)  # a second look, as after a restart: the event says told
@@ -305,7 +306,7 @@ def test_a_gate_past_its_deadline_is_told_once(tmp_path: Path, hook: Hook) -> No
 
 def test_status_shows_the_time_left_and_the_next_tick(tmp_path: Path, hook: Hook) -> None:
     flow, run = gated_run(tmp_path)
-    since, _ = keeper.waiting_since(run)
+    since, _ = keeping.waiting_since(run)
     assert since is not None
     clock_file = tmp_path / "clock"
     clock_file.write_text(str(since + 3600))
@@ -403,3 +404,24 @@ def test_praxis_schedule_says_what_is_missing_in_one_line(tmp_path: Path) -> Non
     kept = every_minute(tmp_path, "latest")
     once = schedule_cli(kept, clock_file)
     assert once.returncode == 2 and "add --once" in once.stderr.splitlines()[0]
+
+
+def test_praxis_check_says_what_starts_the_flow_by_itself(tmp_path: Path, hook: Hook) -> None:
+    flow = make_flow(
+        tmp_path / "f",
+        'schedule: {cron: "0 6 * * 1-5", timezone: Europe/Berlin}\n'
+        'trigger: {files: "incoming/*.csv", settle: 2min}\n',
+        review="{required: true, deadline: 2d, escalate: team}",
+    )
+    clock_file = tmp_path / "clock"
+    clock_file.write_text(str(at("2026-12-04T12:00:00")))  # a Friday
+    argv = [sys.executable, "-m", "praxis", "check", str(flow.root)]
+    env = {**os.environ, keeper.CLOCK_ENV: str(clock_file)}
+    out = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=GIVE_UP).stdout
+    assert "  notify target team (phases.a.review.escalate): ok: http://127.0.0.1:" in out
+    assert (
+        "schedule: 0 6 * * 1-5 (Europe/Berlin, catchup latest): "
+        "next tick 2026-12-07T06:00:00+01:00, run parameter tick"
+    ) in out
+    assert "trigger: a run per file incoming/*.csv once unchanged for 2 min 00 s" in out
+    assert "Gate after a: after 2 d 00 h waiting, team told" in out

@@ -12,10 +12,9 @@ from ..errors import EXIT
 from ..flows.definition import contract
 from ..flows.engine.reconcile import reconcile_if_free
 from ..flows.model.flow import Flow
-from ..flows.report import route
+from ..flows.report import keeping, route
 from ..flows.report.status import status_of
 from ..flows.store.handle import NoRun, RunHandle
-from ..service import keeper
 from ..status_lines import receipt_lines, route_lines, timeline
 from ..terminal import command, escape
 
@@ -51,21 +50,21 @@ def cmd_status(args: argparse.Namespace) -> int:
 def _kept(flow: Flow, run: RunHandle) -> dict[str, Any]:
     """``status --json``'s schedule (next tick, last ticks) and the Gate's time left."""
     found: dict[str, Any] = {}
-    now = keeper.clock_from()()
+    now = keeping.clock_from()()
     if flow.schedule is not None:
-        found["schedule"] = keeper.schedule_facts(flow, now)
-    left = keeper.time_left(flow, run, now)
+        found["schedule"] = keeping.schedule_facts(flow, now)
+    left = keeping.time_left(flow, run, now)
     if left is not None:
         found["deadline_left"] = left
     return found
 
 
 def _kept_lines(flow: Flow, run: RunHandle) -> list[str]:
-    now = keeper.clock_from()()
-    out = [escape(line) for line in keeper.schedule_lines(flow, now)]
-    left = keeper.time_left(flow, run, now)
+    now = keeping.clock_from()()
+    out = [escape(line) for line in keeping.schedule_lines(flow, now)]
+    left = keeping.time_left(flow, run, now)
     if left is not None:
-        out.append(f"gate deadline: {keeper.left_words(left)}")
+        out.append(f"gate deadline: {keeping.left_words(left)}")
     return out
 
 

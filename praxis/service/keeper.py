@@ -12,7 +12,8 @@ on the folder starts one twice. ``praxis serve`` tends every flow it serves, onc
 ``praxis schedule FLOW --once`` tends one flow once, for a system cron.
 
 Time is the caller's ``Clock`` (epoch seconds): ``time.time``, or, for tests, ``file_clock``
-(``$PRAXIS_TEST_CLOCK`` names a file holding the time). Nothing here sleeps.
+(``$PRAXIS_TEST_CLOCK`` names a file holding the time). Nothing here sleeps. What status and
+the pages show of it (next tick, last ones, a Gate's time left) is ``report/keeping.py``.
 """
 
 from __future__ import annotations
@@ -21,20 +22,19 @@ import fnmatch
 import os
 import stat
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from sandbox.files import folder_below
 
-from .. import units
 from ..errors import RecordCorrupt
 from ..flows.definition import unattended
 from ..flows.engine import notify, ticks
 from ..flows.engine.notify import Notifier
-from ..flows.model.events import GateEscalated, GateWaiting
 from ..flows.model.flow import Flow
+from ..flows.report.keeping import CLOCK_ENV, Clock, clock_from, file_clock, waiting_since
 from ..flows.store import keeper_state
 from ..flows.store.handle import RunHandle
 from ..flows.store.layout import list_by_creation, newest, run_paths
@@ -42,12 +42,13 @@ from ..flows.store.lock import Lock
 from ..flows.store.state_file import load as load_state
 from . import acting
 
-Clock = Callable[[], float]
 Start = Callable[[Flow, dict[str, str]], str]  # begin a run with these params; its id
-CLOCK_ENV = "PRAXIS_TEST_CLOCK"  # tests: a file holding the time (epoch seconds)
 PATIENCE = 30.0  # seconds a keeper waits for another one looking at the same flow
 MAX_LISTED = 1000  # files of a trigger's folder looked at per look
 MAX_RUNS_LOOKED = 200  # newest runs looked at for Gates past their deadline, claims left
+
+
+__all__ = ["CLOCK_ENV", "Clock", "Started", "begin", "clock_from", "file_clock", "kept", "tend"]
 
 
 @dataclass(frozen=True)
@@ -55,21 +56,6 @@ class Started:
     flow: Path
     run: str
     why: str  # "tick 2026-12-07T06:00:00+01:00", "file incoming/a.csv"
-
-
-def file_clock(path: Path) -> Clock:
-    """A clock that reads the time from ``path`` (tests drive it by writing the file)."""
-
-    def now() -> float:
-        return float(path.read_text().strip())
-
-    return now
-
-
-def clock_from(env: Mapping[str, str] = os.environ) -> Clock:
-    """``time.time``, or the test clock ``$PRAXIS_TEST_CLOCK`` names."""
-    named = env.get(CLOCK_ENV)
-    return file_clock(Path(named)) if named else time.time
 
 
 def begin(flow: Flow, params: dict[str, str]) -> str:
@@ -245,74 +231,3 @@ def _deadlines(flow: Flow, now: float, notifier: Notifier | None) -> None:
         since, told = waiting_since(run)
         if since is not None and not told and now >= since + phase.deadline:
             notify.escalate(run, phase.escalate, since, notifier)
-
-
-def waiting_since(run: RunHandle) -> tuple[float | None, bool]:
-    """When the run's Gate began waiting, and whether its deadline was told already."""
-    since, told = None, False
-    for ev in run.log.iter():
-        if isinstance(ev, GateWaiting) and ev.phase == run.state.gate:
-            since, told = ev.at, False
-        elif isinstance(ev, GateEscalated) and ev.since == since:
-            told = True
-    return since, told
-
-
-def time_left(flow: Flow, run: RunHandle, now: float) -> float | None:
-    """Seconds until the Gate the run waits at passes its deadline (negative: past it)."""
-    if run.state.waiting != "gate" or not run.state.gate:
-        return None
-    deadline = flow.phase(run.state.gate).deadline
-    since, _ = waiting_since(run)
-    return None if deadline is None or since is None else since + deadline - now
-
-
-def left_words(left: float) -> str:
-    """``1 d 23 h left`` or ``passed 2 h 05 min ago (escalated)``."""
-    if left >= 0:
-        return f"{units.duration(left)} left"
-    return f"passed {units.duration(-left)} ago (its targets are told)"
-
-
-def schedule_facts(flow: Flow, now: float) -> dict[str, Any]:
-    """The schedule as ``status --json`` and the page show it: the next tick, the last ones."""
-    sched = flow.schedule
-    if sched is None:
-        return {}
-    try:
-        mine = keeper_state.read(flow.root).get("schedule") or {}
-    except RecordCorrupt as exc:
-        mine = {"problem": str(exc)}
-    if (mine.get("cron"), mine.get("timezone")) != (sched.cron, sched.timezone):
-        mine = {"problem": mine.get("problem")} if mine.get("problem") else {}
-    return {
-        "cron": sched.cron,
-        "timezone": sched.timezone,
-        "catchup": sched.catchup,
-        "next": ticks.iso(ticks.after(sched, now), sched.timezone),
-        "last": [
-            {"tick": t.get("tick"), "run": t.get("run")}
-            for t in (mine.get("ticks") or [])[-5:]
-            if isinstance(t, dict)
-        ],
-        "skipped": int(mine.get("skipped") or 0),
-        "problem": mine.get("problem"),
-    }
-
-
-def schedule_lines(flow: Flow, now: float) -> list[str]:
-    """``praxis status``'s lines of the schedule: the next tick and the last ones."""
-    facts = schedule_facts(flow, now)
-    if not facts:
-        return []
-    out = [
-        f"schedule: {facts['cron']} ({facts['timezone']}, catchup {facts['catchup']}); "
-        f"next tick {facts['next']}"
-    ]
-    if facts["problem"]:
-        out.append(f"  {facts['problem']}")
-    for t in facts["last"]:
-        out.append(f"  tick {t['tick']}: run {t['run'] or '(starting)'}")
-    if facts["skipped"]:
-        out.append(f"  {facts['skipped']} missed ticks skipped (catchup {facts['catchup']})")
-    return out

@@ -34,6 +34,7 @@ from praxis.command_line import typed
 from praxis.errors import PraxisError, RecordCorrupt, Refused
 from praxis.flows.engine.notify import Notifier
 from praxis.flows.engine.reconcile import reconcile_if_free
+from praxis.flows.report import keeping
 from praxis.flows.store.handle import NoRun, RunHandle
 from praxis.flows.store.layout import writable_names
 from praxis.flows.store.lock import Busy
@@ -86,7 +87,7 @@ def create_app(
     templates.env.globals["page_rows"] = tables.PAGE_ROWS
     templates.env.globals["row_links"] = refusals.row_links
     templates.env.globals["max_find_columns"] = columnar.MAX_COLUMNS
-    templates.env.globals["left_words"] = keeper.left_words
+    templates.env.globals["left_words"] = keeping.left_words
     templates.env.globals["typed"] = typed  # a command, as praxis.command_line spells it
     ui = UI(root, guard, advancer or Advancer(), templates)
     chat = ChatPanel(ui)
@@ -247,7 +248,7 @@ class UI:
             edits=views.edits_question(run),
             max_runs=self.advancer.max_runs,
             phase_status={p.id: p.status for p in run.state.phases},
-            deadline_left=keeper.time_left(run.flow, run, keeper.clock_from()()),
+            deadline_left=keeping.time_left(run.flow, run, keeping.clock_from()()),
             render_md=lambda text, folder: render.markdown(
                 text, flow=ref, run=run.id, folder=folder, budget=budget
             ),
@@ -506,7 +507,7 @@ def serve(
     notifier = Notifier.from_env(env, base_url=f"http://{host}:{port}", root=root)
     # one run at a Gate keeps its sandbox warm
     advancer = Advancer(keep=1, max_runs=max_runs, notifier=notifier)
-    keeping = KeeperLoop(root, advancer, clock=keeper.clock_from(env), notifier=notifier)
+    keeper_loop = KeeperLoop(root, advancer, clock=keeper.clock_from(env), notifier=notifier)
     hosts = {f"{host}:{port}", f"localhost:{port}", f"127.0.0.1:{port}"}
     app = create_app(root, guard=guard, advancer=advancer, allowed_hosts=hosts)
     print(
@@ -520,7 +521,7 @@ def serve(
     # below instead of the process ending at once
     main = threading.current_thread() is threading.main_thread()  # signals: only there
     previous = signal.signal(signal.SIGTERM, _terminated) if main else None
-    keeping.start()
+    keeper_loop.start()
     try:
         uvicorn.run(app, host=host, port=port, log_level="warning")
     except Terminated:
@@ -529,7 +530,7 @@ def serve(
         if main:  # a second SIGTERM cannot cut the close short
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
         try:
-            keeping.stop()
+            keeper_loop.stop()
             advancer.close()
         finally:
             if main:

@@ -19,12 +19,11 @@ from praxis.errors import UsageError
 from praxis.flows.definition import contract
 from praxis.flows.model.flow import Flow
 from praxis.flows.model.state import RunState
-from praxis.flows.report import history
+from praxis.flows.report import history, keeping
 from praxis.flows.store.handle import RunHandle
 from praxis.flows.store.layout import list_run_ids, run_paths
 from praxis.flows.store.state_file import StateCorrupt
 from praxis.flows.store.state_file import load as load_state
-from praxis.service import keeper
 from sandbox.errors import PathRefused
 from sandbox.paths import check_name
 
@@ -126,7 +125,7 @@ def flow_rows(root: Path) -> list[FlowRow]:
         row = FlowRow(ref=ref, name=flow.name, description=flow.description)
         row.params = dict(flow.params)
         if flow.schedule is not None:
-            row.schedule = keeper.schedule_facts(flow, keeper.clock_from()())
+            row.schedule = keeping.schedule_facts(flow, keeping.clock_from()())
         row.runs = run_rows(folder)
         rows.append(row)
     return rows

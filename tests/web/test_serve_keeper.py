@@ -21,6 +21,7 @@ import pytest
 from praxis.flows.definition import contract
 from praxis.flows.model.events import GateEscalated
 from praxis.flows.model.flow import Flow
+from praxis.flows.report import keeping
 from praxis.flows.store.handle import RunHandle
 from praxis.flows.store.layout import list_run_ids, run_paths
 from praxis.flows.store.state_file import load as load_state
@@ -131,7 +132,7 @@ def test_a_gate_past_its_deadline_is_told_once_across_a_restart(
     )
     state = acting.run(flow, sandbox=Fakes())
     run = RunHandle.open(flow, state.run)
-    since, _ = keeper.waiting_since(run)
+    since, _ = keeping.waiting_since(run)
     assert since is not None
     clock = tmp_path / "clock"
     clock.write_text(str(since + 2 * 86400 + 5))
