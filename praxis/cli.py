@@ -217,9 +217,9 @@ def _fail(exc: Exception, code: int, hint: str) -> int:
 
 
 COMMANDS = (
-    *("check", "run", "begin", "advance", "status", "runs", "gc", "upgrade", "approve"),
-    *("reject", "manage", "accept", "read", "rerun", "cancel", "log", "replay", "diff"),
-    *("params", "chat", "sandbox", "serve", "mcp", "schedule"),
+    *("check", "run", "begin", "advance", "status", "runs", "schedule", "gc", "upgrade"),
+    *("approve", "reject", "manage", "accept", "read", "rerun", "cancel", "log", "replay"),
+    *("diff", "params", "chat", "sandbox", "serve", "mcp"),
 )
 
 
