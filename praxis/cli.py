@@ -308,6 +308,14 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
         metavar="N",
         help="the attempt of the Gate's phase you reviewed (needed once it ran again)",
     )
+    option(
+        ("approve",),
+        "--set",
+        dest="values",
+        action="append",
+        metavar="FIELD=VALUE",
+        help="a value of the Gate's form (flow.yaml review: {form:}); repeatable",
+    )
     add("manage", "let an agent decide the run's delegatable Gates", revision=True)
     option(("manage",), "--off", action="store_true", help="take managed mode back")
     add("accept", "accept an output changed outside praxis", revision=True)

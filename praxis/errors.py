@@ -14,6 +14,7 @@ PraxisError               1  something failed                                   
 │   │   └── NoFlowHere       a folder with no flow.yaml in it or above it       terminal
 │   ├── FlowInvalid          flow.yaml has errors; ``report`` holds them flows.definition.contract
 │   ├── BadParam             a -p the flow does not declare, or a bad value     flows.model.params
+│   ├── BadValue             a Gate form's value its field refuses              flows.model.forms
 │   ├── BadActor             an actor other than person or agent          flows.model.decisions
 │   ├── NotebookProblem      a notebook that cannot be run           flows.definition.notebook_check
 │   ├── UnknownKind          a phase kind no entry point declares         flows.definition.kinds

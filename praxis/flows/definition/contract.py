@@ -26,7 +26,9 @@ from ...errors import UsageError
 from ...sources import source
 from ..model import check_spec
 from ..model.flow import REVIEW_MODES, Flow, Phase, SandboxSettings
-from . import gate_deadline, kinds, profile, safe_yaml, sandbox_config, unattended
+from ..model.forms import FormField
+from ..model.retry_policy import RetryPolicy
+from . import form_spec, kinds, profile, retry_spec, safe_yaml, sandbox_config, unattended
 from . import notify_spec as notify_of
 from .yaml_values import ValueReader, describe, mib, show
 
@@ -40,8 +42,9 @@ TOP_KEYS = (
 )
 PHASE_KEYS = (  # the keys every kind takes; a kind reads the others into its spec (kinds.py)
     *("id", "kind", "inputs", "outputs", "may_be_empty", "review", "timeout", "description"),
-    *("checks", "reuse"),
+    *("checks", "reuse", "retries"),
 )
+REVIEW_KEYS = ("required", "delegatable", "form", *unattended.DEADLINE_KEYS)  # form_spec.py
 REUSE = ("auto", "never")
 INPUT_KEYS = ("working", "reference")
 
@@ -197,9 +200,7 @@ class _Builder(ValueReader):
         database = self.database(top["database"]) if "database" in top else None
         params = self.params(top.get("params", {}))
         notify = notify_of.validate(self, top["notify"]) if "notify" in top else {}
-        schedule = unattended.schedule(self, top["schedule"]) if "schedule" in top else None
-        trigger = unattended.trigger(self, top["trigger"]) if "trigger" in top else None
-        unattended.with_params(params, schedule, trigger)
+        schedule, trigger = unattended.read(self, top, params)
         if "phases" not in top:
             self.error("", "missing required key 'phases' (the list of phases)")
         phases = self.phases(top["phases"]) if "phases" in top else ()
@@ -297,7 +298,7 @@ class _Builder(ValueReader):
         outputs = tuple(name for _, name in draft.outputs)
         may_be_empty = self.may_be_empty(raw, loc, outputs)
         review, delegatable = self.review(raw.get("review", "none"), f"{loc}.review")
-        deadline, escalate = self.deadline(raw.get("review"), f"{loc}.review", review)
+        deadline, escalate = unattended.deadline(self, raw.get("review"), f"{loc}.review", review)
         declared = check_spec.validate(self, raw.get("checks", {}), f"{loc}.checks", outputs)
         timeout = (
             sandbox_config.timeout(raw["timeout"], f"{loc}.timeout", self)
@@ -306,12 +307,14 @@ class _Builder(ValueReader):
         )
         description = self.string(raw.get("description", ""), f"{loc}.description")
         reuse = self.reuse(raw, loc, kind)
+        retries, form = self.unattended(raw, loc, kind, review)
         if draft.id is not None and kind is not None:
             draft.phase = Phase(
                 id=draft.id, kind=kind, spec=spec, working=working, reference=reference,
                 outputs=outputs, may_be_empty=may_be_empty, review=review or "none",
                 timeout=timeout, description=description or "", delegatable=delegatable,
-                checks=declared, reuse=reuse, deadline=deadline, escalate=escalate,
+                checks=declared, reuse=reuse, retries=retries, form=form,
+                deadline=deadline, escalate=escalate,
             )  # fmt: skip
         return draft
 
@@ -327,10 +330,26 @@ class _Builder(ValueReader):
             return "auto"
         return self.choice(raw["reuse"], f"{loc}.reuse", REUSE, "reuse") or "auto"
 
+    def unattended(
+        self, raw: dict[str, Any], loc: str, kind: str | None, review: str | None
+    ) -> tuple[RetryPolicy | None, tuple[FormField, ...]]:
+        """The phase's ``retries:`` (retry_spec.py) and its Gate's ``form:`` (form_spec.py)."""
+        retries = None
+        if "retries" in raw and kind is not None:
+            safe = kinds.get(kind).reusable  # re-runs from its pre-state alone
+            retries = retry_spec.read(self, raw["retries"], f"{loc}.retries", safe=safe)
+        gate = raw.get("review")
+        if not (isinstance(gate, dict) and "form" in gate):
+            return retries, ()
+        if review != "required":
+            self.error(f"{loc}.review.form", "a form needs a Gate: add required: true")
+            return retries, ()
+        return retries, form_spec.read(self, gate["form"], f"{loc}.review.form")
+
     def review(self, value: Any, loc: str) -> tuple[str | None, bool]:
         """``none``, ``required``, or ``{required: true, delegatable: true}``."""
         if isinstance(value, dict):
-            raw = self.mapping(value, loc, ("required", "delegatable", *gate_deadline.KEYS)) or {}
+            raw = self.mapping(value, loc, REVIEW_KEYS) or {}
             flags = {k: raw.get(k, False) for k in ("required", "delegatable")}
             for key, flag in flags.items():
                 if not isinstance(flag, bool):
@@ -340,14 +359,6 @@ class _Builder(ValueReader):
             mode = "required" if flags["required"] is True else "none"
             return mode, flags["delegatable"] is True
         return self._review_mode(value, loc), False
-
-    def deadline(
-        self, value: Any, loc: str, review: str | None
-    ) -> tuple[float | None, tuple[str, ...]]:
-        """A Gate's ``deadline:`` and ``escalate:`` (gate_deadline.py)."""
-        if not isinstance(value, dict):
-            return None, ()
-        return gate_deadline.read(self, value, loc, review == "required")
 
     def _review_mode(self, value: Any, loc: str) -> str | None:
         if isinstance(value, bool):  # YAML reads yes/no/on/off as booleans

@@ -13,18 +13,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import profile, unattended
+from . import profile
+from .durations import duration
 
 KEYS = ("deadline", "escalate")
 
 
 def read(
-    reader: Any, raw: dict[str, Any], loc: str, gated: bool
+    reader: Any, raw: Any, loc: str, review: str | None
 ) -> tuple[float | None, tuple[str, ...]]:
-    """(seconds, target names) from a review mapping ``raw`` at ``loc``."""
+    """(seconds, target names) from the review ``raw`` at ``loc`` (a mapping, else none);
+    ``review``: the Gate's mode as read (``required``: there is a Gate)."""
+    if not isinstance(raw, dict):
+        return None, ()
     deadline = None
     if "deadline" in raw:
-        deadline = unattended.duration(reader, raw["deadline"], f"{loc}.deadline")
+        deadline = duration(reader, raw["deadline"], f"{loc}.deadline")
     names: list[str] = []
     if "escalate" in raw:
         value = raw["escalate"]
@@ -39,6 +43,6 @@ def read(
                 names.append(name)
     if ("deadline" in raw) != ("escalate" in raw):
         reader.error(loc, "deadline: and escalate: go together (deadline: 2d, escalate: team)")
-    if ("deadline" in raw or "escalate" in raw) and not gated:
+    if ("deadline" in raw or "escalate" in raw) and review != "required":
         reader.error(loc, "a deadline needs a Gate: add required: true")
     return deadline, tuple(names)

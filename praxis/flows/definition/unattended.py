@@ -21,36 +21,21 @@ import zoneinfo
 from typing import Any
 
 from ..model.flow import Schedule, Trigger
-from .yaml_values import describe, show
+from .durations import duration
+from .gate_deadline import KEYS as DEADLINE_KEYS
+from .gate_deadline import read as deadline
+from .yaml_values import show
 
+# a Gate's deadline: and escalate: are read by gate_deadline.py, here for contract.py
+__all__ = ["DEADLINE_KEYS", "deadline", "duration", "read", "schedule", "trigger"]
 SCHEDULE_KEYS = ("cron", "timezone", "catchup")
 TRIGGER_KEYS = ("files", "settle")
 CATCHUP = ("latest", "all", "none")
 TICK_PARAM = "tick"  # the run parameter a scheduled run gets: its tick, ISO 8601 with offset
 FILE_PARAM = "file"  # the run parameter a triggered run gets: the file, relative to the flow
-UNITS = {"s": 1, "sec": 1, "min": 60, "m": 60, "h": 3600, "d": 86400}
-DURATION = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*")
-MAX_DURATION = 366 * 86400
 MAX_PATTERN = 200
 WILD = re.compile(r"[*?\[\]]")
 OWN = ("runs", ".praxis")  # a flow's record and store: never a trigger's
-
-
-def duration(reader: Any, value: Any, loc: str, *, least: float = 0.0) -> float | None:
-    """Seconds from ``30``, ``30s``, ``5min``, ``2h``, ``2d``; problems go to ``reader``."""
-    seconds: float | None = None
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        seconds = float(value)
-    elif isinstance(value, str) and (m := DURATION.fullmatch(value)):
-        unit = m.group(2) or "s"
-        seconds = float(m.group(1)) * UNITS[unit] if unit in UNITS else None
-    if seconds is None:
-        reader.error(loc, f"expected a duration (30s, 5min, 2h, 2d), got {describe(value)}")
-        return None
-    if not least < seconds <= MAX_DURATION:
-        reader.error(loc, f"must be more than {least:g} s and at most 366 days, got {value}")
-        return None
-    return seconds
 
 
 def schedule(reader: Any, value: Any) -> Schedule | None:
@@ -140,6 +125,17 @@ def split(pattern: str) -> tuple[str, str]:
     """(folder, name pattern): ``incoming/*.csv`` -> (``incoming``, ``*.csv``)."""
     folder, _, name = pattern.rpartition("/")
     return folder, name
+
+
+def read(
+    reader: Any, top: dict[str, Any], params: dict[str, Any]
+) -> tuple[Schedule | None, Trigger | None]:
+    """flow.yaml's ``schedule:`` and ``trigger:`` (each None when absent); the parameters
+    they pass are added to ``params``."""
+    sched = schedule(reader, top["schedule"]) if "schedule" in top else None
+    trig = trigger(reader, top["trigger"]) if "trigger" in top else None
+    with_params(params, sched, trig)
+    return sched, trig
 
 
 def with_params(params: dict[str, Any], sched: Schedule | None, trig: Trigger | None) -> None:

@@ -47,6 +47,7 @@ from .context import OnMessage
 from .notify import Notifier, tell
 from .opening import Opening
 from .phase import run_phase
+from .retry import Sleep, again
 from .reuse import ahead as reuse_ahead
 from .reuse import index_dir as reuse_index
 
@@ -109,6 +110,7 @@ def run(
     given: Mapping[str, object] | None = None,
     reuse: bool = True,
     notifier: Notifier | None = None,
+    sleep: Sleep = time.sleep,
 ) -> RunState:
     """Begin a run and advance it: the run appears with its lock already held by this
     process, so no other advances it first. ``managed``: a person lets an agent decide the
@@ -155,6 +157,7 @@ def run(
             on_event=on_event,
             given=given,
             reuse=reuse,
+            sleep=sleep,
         )
     finally:
         for lock in locks:
@@ -189,6 +192,7 @@ def advance(
     opening: Opening | None = None,
     notifier: Notifier | None = None,
     expect_revision: int | None = None,
+    sleep: Sleep = time.sleep,
 ) -> RunState:
     """Run phases until a Gate, a failure, the end, or a cancel. Returns the state reached.
     Holds the run's lock throughout (another advance of the run gets Busy at once);
@@ -199,8 +203,9 @@ def advance(
     the phases of a kind are handed, by kind: an agent's model and approver, opaque here),
     ``reuse`` (False: run stale phases even when nothing they depend on changed),
     ``opening`` (a sandbox opened ahead: ``praxis serve``), ``notifier`` (default from the
-    environment). Once the lock is let go, a run left at a Gate, failed or done is told to
-    the profile's targets flow.yaml's ``notify:`` names and to the person's command; a
+    environment), ``sleep`` (the wait before a retry: flow.yaml ``retries: {backoff:}``).
+    Once the lock is let go, a run left at a Gate, failed or done is told to the profile's
+    targets flow.yaml's ``notify:`` names and to the person's command; a
     notifier's failure (a target the profile lacks included) is recorded, never raised.
     """
     flow = load_flow(flow_ref)
@@ -221,6 +226,7 @@ def advance(
                 reuse=reuse,
                 opening=opening,
                 expect_revision=expect_revision,
+                sleep=sleep,
             )
     except BaseException:
         if ahead is not None:  # Busy, NoRun: never ran, so it must not outlive this call
@@ -244,6 +250,7 @@ def _advance(
     opening: Opening | None = None,
     lock: Lock | None = None,
     expect_revision: int | None = None,
+    sleep: Sleep = time.sleep,
 ) -> RunState:
     try:
         if make_sandbox is default_sandbox:
@@ -282,7 +289,7 @@ def _advance(
         try:
             _note_sandbox(run, box)
             ws = snapshot.Workspace(box, store, known=_known(run))
-            _loop(run, box, ws, on_message, given, reuse)
+            _loop(run, box, ws, on_message, given, reuse, sleep)
         finally:
             if lock is not None:
                 lock.now("closing")  # no phase runs any more: a decision waits, not refused
@@ -338,6 +345,7 @@ def _loop(
     on_message: OnMessage,
     given: Mapping[str, object] | None,
     reuse: bool,
+    sleep: Sleep = time.sleep,
 ) -> None:
     while True:
         if run.paths.cancel_request.exists():
@@ -361,6 +369,8 @@ def _loop(
             _do_cancel(run)
             return
         if not ok:
+            if again(run, phase, sleep):  # flow.yaml retries: recorded, waited for
+                continue
             return
         if phase.gated:
             carried = carry.carry_over(run, phase) if run.state.phase(phase.id).carry else []
