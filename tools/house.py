@@ -84,7 +84,7 @@ DEFERRED: dict[tuple[str, str], str] = {
 # they are split (issue 41: the events catalogue; issue 46 added phase_retrying, the Gate
 # form's values, and the Retry transition to the one table).
 OVERSIZE: dict[str, int] = {
-    "praxis/flows/model/events.py": 579,
+    "praxis/flows/model/events.py": 591,  # and gate_escalated (the Gate deadlines of §16)
     "praxis/flows/model/transitions.py": 540,
 }
 

@@ -79,7 +79,7 @@ def _commands(top: argparse.ArgumentParser) -> Iterable[tuple[str, argparse.Argu
 
 
 def flow_yaml_page() -> str:
-    from praxis.flows.definition import contract, kinds, sandbox_config
+    from praxis.flows.definition import contract, gate_deadline, kinds, sandbox_config, unattended
     from praxis.phases import kinds as builtin
     from sandbox import backends
 
@@ -101,6 +101,13 @@ def flow_yaml_page() -> str:
         "",
         f"`reuse:` takes {_alternatives(contract.REUSE)}; `inputs:` is a list of file names or "
         f"a mapping of {_alternatives(contract.INPUT_KEYS)}.",
+        "",
+        "## Schedules, triggers and Gate deadlines",
+        "",
+        f"`schedule:` takes {_alternatives(unattended.SCHEDULE_KEYS)} (or a cron string alone);"
+        f" `catchup:` is one of {_alternatives(unattended.CATCHUP)}. `trigger:` takes "
+        f"{_alternatives(unattended.TRIGGER_KEYS)}. A Gate's `review:` mapping also takes "
+        f"{_alternatives(gate_deadline.KEYS)} ([schedules](../how-to/schedules.md)).",
         "",
         "## The keys of each kind of phase",
         "",

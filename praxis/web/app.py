@@ -35,16 +35,18 @@ from praxis.errors import PraxisError, RecordCorrupt, Refused
 from praxis.flows.engine.notify import Notifier
 from praxis.flows.engine.reconcile import reconcile_if_free
 from praxis.flows.model import forms, retry_policy
+from praxis.flows.report import keeping
 from praxis.flows.store.handle import NoRun, RunHandle
 from praxis.flows.store.layout import writable_names
 from praxis.flows.store.lock import Busy
-from praxis.service import acting
+from praxis.service import acting, keeper
 from sandbox.errors import PathRefused
 
 from . import catalog, columnar, drafts, highlight, refusals, render, tables, views
 from .background import MAX_RUNS, Advancer
 from .chat_routes import ChatPanel
 from .files import file_response
+from .keeping import KeeperLoop
 from .reading import Reader, rendered
 from .refusals import RequestRefused, TokenRefused
 from .security import Guard, GuardMiddleware, host_names
@@ -86,6 +88,7 @@ def create_app(
     templates.env.globals["page_rows"] = tables.PAGE_ROWS
     templates.env.globals["row_links"] = refusals.row_links
     templates.env.globals["max_find_columns"] = columnar.MAX_COLUMNS
+    templates.env.globals["left_words"] = keeping.left_words
     templates.env.globals["typed"] = typed  # a command, as praxis.command_line spells it
     ui = UI(root, guard, advancer or Advancer(), templates)
     chat = ChatPanel(ui)
@@ -246,6 +249,7 @@ class UI:
             edits=views.edits_question(run),
             max_runs=self.advancer.max_runs,
             phase_status={p.id: p.status for p in run.state.phases},
+            deadline_left=keeping.time_left(run.flow, run, keeping.clock_from()()),
             flow_phases=[p.id for p in run.flow.phases],
             retry_words=lambda retry: retry_policy.words(retry, time.time()),
             render_md=lambda text, folder: render.markdown(
@@ -509,6 +513,7 @@ def serve(
     notifier = Notifier.from_env(env, base_url=f"http://{host}:{port}", root=root)
     # one run at a Gate keeps its sandbox warm
     advancer = Advancer(keep=1, max_runs=max_runs, notifier=notifier)
+    keeper_loop = KeeperLoop(root, advancer, clock=keeper.clock_from(env), notifier=notifier)
     hosts = {f"{host}:{port}", f"localhost:{port}", f"127.0.0.1:{port}"}
     app = create_app(root, guard=guard, advancer=advancer, allowed_hosts=hosts)
     print(
@@ -522,6 +527,7 @@ def serve(
     # below instead of the process ending at once
     main = threading.current_thread() is threading.main_thread()  # signals: only there
     previous = signal.signal(signal.SIGTERM, _terminated) if main else None
+    keeper_loop.start()
     try:
         uvicorn.run(app, host=host, port=port, log_level="warning")
     except Terminated:
@@ -530,6 +536,7 @@ def serve(
         if main:  # a second SIGTERM cannot cut the close short
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
         try:
+            keeper_loop.stop()
             advancer.close()
         finally:
             if main:

@@ -220,7 +220,7 @@ def test_unknown_key_with_nothing_close_lists_the_known_ones(tmp_path: Path) -> 
     text = "flow: f\nowner: me\nphases: [{id: a, kind: script, script: clean.py}]\n"
     assert only(make(tmp_path, text)) == (
         "flow.yaml: unknown key 'owner' (known: flow, description, sandbox, model, database, "
-        "params, notify, phases)"
+        "params, notify, schedule, trigger, phases)"
     )
 
 

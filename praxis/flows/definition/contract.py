@@ -28,7 +28,7 @@ from ..model import check_spec
 from ..model.flow import REVIEW_MODES, Flow, Phase, SandboxSettings
 from ..model.forms import FormField
 from ..model.retry_policy import RetryPolicy
-from . import form_spec, kinds, profile, retry_spec, safe_yaml, sandbox_config
+from . import form_spec, kinds, profile, retry_spec, safe_yaml, sandbox_config, unattended
 from . import notify_spec as notify_of
 from .yaml_values import ValueReader, describe, mib, show
 
@@ -36,12 +36,15 @@ MAX_DEFINITION_BYTES = 1 << 20  # flow.yaml itself, refused before parsing
 FLOW_NAME = re.compile(r"[a-z0-9][a-z0-9-]*")
 PHASE_ID = re.compile(r"[a-z0-9_-]+")
 PARAM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
-TOP_KEYS = ("flow", "description", "sandbox", "model", "database", "params", "notify", "phases")
+TOP_KEYS = (
+    *("flow", "description", "sandbox", "model", "database", "params", "notify"),
+    *("schedule", "trigger", "phases"),
+)
 PHASE_KEYS = (  # the keys every kind takes; a kind reads the others into its spec (kinds.py)
     *("id", "kind", "inputs", "outputs", "may_be_empty", "review", "timeout", "description"),
     *("checks", "reuse", "retries"),
 )
-REVIEW_KEYS = ("required", "delegatable", "form")  # form: form_spec.py
+REVIEW_KEYS = ("required", "delegatable", "form", *unattended.DEADLINE_KEYS)  # form_spec.py
 REUSE = ("auto", "never")
 INPUT_KEYS = ("working", "reference")
 
@@ -197,6 +200,7 @@ class _Builder(ValueReader):
         database = self.database(top["database"]) if "database" in top else None
         params = self.params(top.get("params", {}))
         notify = notify_of.validate(self, top["notify"]) if "notify" in top else {}
+        schedule, trigger = unattended.read(self, top, params)
         if "phases" not in top:
             self.error("", "missing required key 'phases' (the list of phases)")
         phases = self.phases(top["phases"]) if "phases" in top else ()
@@ -205,6 +209,7 @@ class _Builder(ValueReader):
         return Flow(
             name=name, root=self.root, phases=phases, description=description or "",
             sandbox=sandbox, model=model, database=database, params=params, notify=notify,
+            schedule=schedule, trigger=trigger,
         )  # fmt: skip
 
     # -- the parts of a flow ------------------------------------------------------------------
@@ -293,6 +298,7 @@ class _Builder(ValueReader):
         outputs = tuple(name for _, name in draft.outputs)
         may_be_empty = self.may_be_empty(raw, loc, outputs)
         review, delegatable = self.review(raw.get("review", "none"), f"{loc}.review")
+        deadline, escalate = unattended.deadline(self, raw.get("review"), f"{loc}.review", review)
         declared = check_spec.validate(self, raw.get("checks", {}), f"{loc}.checks", outputs)
         timeout = (
             sandbox_config.timeout(raw["timeout"], f"{loc}.timeout", self)
@@ -308,6 +314,7 @@ class _Builder(ValueReader):
                 outputs=outputs, may_be_empty=may_be_empty, review=review or "none",
                 timeout=timeout, description=description or "", delegatable=delegatable,
                 checks=declared, reuse=reuse, retries=retries, form=form,
+                deadline=deadline, escalate=escalate,
             )  # fmt: skip
         return draft
 

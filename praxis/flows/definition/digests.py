@@ -55,9 +55,10 @@ UNIFORM: dict[str, Any] = {
 def entry_of(phase: Phase) -> dict[str, Any]:
     """The phase's flow.yaml entry as a digest hashes it: every key, the kind's spec's
     among them, except ``reuse``, ``retries`` and ``form`` (whether it may be reused or
-    tried again, what its Gate asks: not what it computes)."""
+    tried again, what its Gate asks: not what it computes), and a Gate's ``deadline`` and
+    ``escalate`` (who is told when)."""
     entry = dataclasses.asdict(phase)
-    for key in ("reuse", "retries", "form"):
+    for key in ("reuse", "retries", "form", "deadline", "escalate"):
         del entry[key]
     spec = entry.pop("spec")  # a dataclass, as a dict; anything else, as itself
     own = spec if isinstance(spec, dict) else {} if spec is None else {"spec": spec}

@@ -431,6 +431,17 @@ class Notified(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
+class GateEscalated(Event):
+    """A Gate waited past its deadline: its ``escalate`` targets are told (once; recorded
+    before they are, so a keeper that restarts never tells them twice)."""
+
+    kind: ClassVar[str] = "gate_escalated"
+    phase: str
+    since: float  # when the Gate began waiting (its gate_waiting event)
+    targets: list[str]
+
+
+@dataclass(frozen=True, kw_only=True)
 class NotifyFailed(Event):
     """A notifier failed; the run goes on as it was."""
 
@@ -515,6 +526,7 @@ CATALOGUE: tuple[type[Event], ...] = (
     ApprovalAnswered,
     # notifiers
     Notified,
+    GateEscalated,
     NotifyFailed,
     # trace.jsonl
     TraceStarted,

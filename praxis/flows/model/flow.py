@@ -43,6 +43,8 @@ class Phase:
     reuse: str = "auto"  # auto | never: "never" for code that reads the clock or randomness
     retries: RetryPolicy | None = None  # a failed attempt tried again (retry_policy.py)
     form: tuple[FormField, ...] = ()  # the fields a reviewer fills in at its Gate (forms.py)
+    deadline: float | None = None  # seconds a Gate may wait before ``escalate`` is told
+    escalate: tuple[str, ...] = ()  # notify targets of the person's profile, by name
 
     @property
     def gated(self) -> bool:
@@ -56,6 +58,25 @@ class Phase:
                 f"not a {cls.__name__}"
             )
         return self.spec
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """flow.yaml's ``schedule:``: a cron expression, its timezone, what to do with missed
+    ticks (``latest``: start the newest only; ``all``: each, capped; ``none``: skip them)."""
+
+    cron: str
+    timezone: str = "UTC"
+    catchup: str = "latest"
+
+
+@dataclass(frozen=True)
+class Trigger:
+    """flow.yaml's ``trigger:``: files of the flow (a folder and a pattern of names in it)
+    that start a run each once they stopped changing for ``settle`` seconds."""
+
+    files: str
+    settle: float = 30.0
 
 
 @dataclass(frozen=True)
@@ -89,6 +110,8 @@ class Flow:
     )
     params: dict[str, Any] = field(default_factory=dict)  # run parameters and their defaults
     notify: dict[str, Any] = field(default_factory=dict)  # {to, when}: profile targets (notify.py)
+    schedule: Schedule | None = None  # runs on a calendar (praxis serve, praxis schedule)
+    trigger: Trigger | None = None  # a run per new or changed file
 
     def phase(self, phase_id: str) -> Phase:
         for p in self.phases:
