@@ -59,7 +59,7 @@ def _digest(run: RunHandle, name: str) -> str:
     try:
         if not path.is_file() or path.is_symlink():
             return ""
-        return sha256_of(path)
+        return sha256_of(path, run.paths.hashes)
     except OSError:
         return ""
 
@@ -120,7 +120,7 @@ def record_edit(
     attempt = run.state.phase(gate).attempt
     store = RunStore(run.paths)
     try:
-        new, _ = store.add_file(run.paths.out(name))
+        new, _ = store.add_file(run.paths.out(name), fresh=True)
     except (OSError, PathRefused):
         new = _digest(run, name)
     before = store.path(old) if old and store.has(old) else None
