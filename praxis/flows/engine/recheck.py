@@ -42,20 +42,18 @@ def updated(
     a_bytes, b_bytes = old[head : len(old) - tail], new[head : len(new) - tail]
     if a_bytes.count(b"\n") != b_bytes.count(b"\n"):
         return None  # the rows after the edit start on other lines
+    before = old.count(b"\n", 0, head)  # the lines before the edit
     try:
-        header, a_rows, a_lines = _region(old[:first] + a_bytes, name)
-        _, b_rows, b_lines = _region(new[:first] + b_bytes, name)
+        changed = _changed(old[:first], a_bytes, b_bytes, name, offset, before)
     except Unreadable:
         return None
-    if len(a_rows) != len(b_rows) or a_lines != b_lines:
+    if changed is None:
         return None
+    header, rows, a_rows, b_rows, lines = changed
     index = {c: i for i, c in enumerate(header)}
     fixed = [index[c] for c in [*spec.get("unique", []), *spec.get("key", [])] if c in index]
     if any(ra[i] != rb[i] for ra, rb in zip(a_rows, b_rows, strict=True) for i in fixed):
         return None  # a repeat is found over every row: the whole pass
-    before = old.count(b"\n", 0, head)  # the lines before the edit
-    rows = range(offset + 1, offset + len(a_rows) + 1)
-    lines = {r: line + before - 1 for r, line in zip(rows, b_lines, strict=True)}
     counted = {(f.check, f.column): f for f in failures if f.count}
     tests: list[Failure] = []
     for rule in rules.cell_rules(spec):
@@ -66,7 +64,7 @@ def updated(
         bad_b = [r for r, row in zip(rows, b_rows, strict=True) if rule.failing(row[i])]
         was = counted.pop((rule.check, rule.column), None)
         try:
-            found = _moved(name, rule, was, bad_a, bad_b, rows, lines)
+            found = _moved(name, rule, was, bad_a, bad_b, lines)
         except _Unknown:
             return None
         if found is not None:
@@ -93,6 +91,49 @@ def _blank(data: bytes, end: int) -> bool:
     return data.find(b"\n\n", 0, end) >= 0 or data.find(b"\n\r\n", 0, end) >= 0
 
 
+Changed = tuple[list[str], list[int], list[list[str]], list[list[str]], dict[int, int]]
+
+
+def _changed(
+    head: bytes, a: bytes, b: bytes, name: str, offset: int, before: int
+) -> Changed | None:
+    """(header, the rows that differ, as they were, as they are, the line each starts on) of
+    the regions ``a`` and ``b`` that two versions do not share (``head``: the header line;
+    ``offset``: the data rows before them, on ``before`` lines). Without quotes a line is a
+    row: only the lines that differ are parsed (an edit at row 10 and one at row 900,000
+    compare the lines between, without parsing them). None when the rows do not stay where
+    they were; Unreadable when a region does not parse."""
+    if a.find(b'"') < 0 and b.find(b'"') < 0:
+        a_lines, b_lines = a.split(b"\n"), b.split(b"\n")
+        if any(line in (b"", b"\r") for line in (*a_lines[:-1], *b_lines[:-1])):
+            return None  # a blank line is no row
+        at = [j for j, (x, y) in enumerate(zip(a_lines, b_lines, strict=True)) if x != y]
+        header, a_rows, a_at = _region(head + b"\n".join(a_lines[j] for j in at), name)
+        _, b_rows, b_at = _region(head + b"\n".join(b_lines[j] for j in at), name)
+        if len(a_rows) != len(at) or len(b_rows) != len(at):
+            return None
+        rows = [offset + j + 1 for j in at]
+        return (
+            header,
+            rows,
+            a_rows,
+            b_rows,
+            {r: before + j + 1 for r, j in zip(rows, at, strict=True)},
+        )
+    header, a_rows, a_at = _region(head + a, name)
+    _, b_rows, b_at = _region(head + b, name)
+    if len(a_rows) != len(b_rows) or a_at != b_at:
+        return None
+    rows = list(range(offset + 1, offset + len(a_rows) + 1))
+    return (
+        header,
+        rows,
+        a_rows,
+        b_rows,
+        {r: ln + before - 1 for r, ln in zip(rows, b_at, strict=True)},
+    )
+
+
 def _region(data: bytes, name: str) -> tuple[list[str], list[list[str]], list[int]]:
     """The header, the data rows and the line each starts on of ``data`` (the header and
     the rows an edit changed); Unreadable when it does not parse or a row is not as wide."""
@@ -112,11 +153,11 @@ def _moved(
     was: Failure | None,
     bad_a: list[int],
     bad_b: list[int],
-    rows: range,
     lines: dict[int, int],
 ) -> Failure | None:
-    """The failure of cell rule ``rule`` once the rows ``rows`` failing it went from
-    ``bad_a`` to ``bad_b``: None when it passes; _Unknown when its first rows are not known."""
+    """The failure of cell rule ``rule`` once the changed rows (``lines``: the line each
+    starts on) failing it went from ``bad_a`` to ``bad_b``: None when it passes; _Unknown
+    when its first rows are not known."""
     count = (was.count if was else 0) - len(bad_a) + len(bad_b)
     shown_before = list(was.rows) if was else []
     if count < 0 or (was and len(was.lines) != len(was.rows)):
@@ -124,7 +165,7 @@ def _moved(
     if count == 0:
         return None
     pairs = zip(shown_before, was.lines if was else (), strict=True)  # as long: checked above
-    known = {r: ln for r, ln in pairs if r not in rows}
+    known = {r: ln for r, ln in pairs if r not in lines}
     known.update({r: lines[r] for r in bad_b})
     order = sorted(known)
     if was and was.count > len(was.rows):  # rows past the last one shown are not known
