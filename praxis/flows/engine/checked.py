@@ -108,18 +108,36 @@ def evaluated(
     if found is None:
         found = evaluate()
     if settled(before[4], start) and _identity(path) == before:
-        kept = {k: v for k, v in kept.items() if k != key}
-        kept = dict(list(kept.items())[-(KEPT - 1) :])
-        kept[key] = {
-            "family": family,
-            "sha256": sha,
-            "failures": [dataclasses.asdict(f) for f in found],
-        }
-        try:
-            replace_file(store, json.dumps(kept).encode(), mode=0o600, durable=False)
-        except OSError as exc:  # a read-only run folder: the checks run again next time
-            log.debug("cannot keep the checks of %s: %s", name, exc)
+        _put(store, kept, family, sha, found)
     return found
+
+
+def keep(
+    store: Path,
+    name: str,
+    spec: dict[str, Any],
+    original: str | None,
+    sha: str,
+    failures: list[Failure],
+) -> None:
+    """Keep ``failures`` as the checks ``spec`` of output ``name`` on content ``sha`` (a save
+    that checked the bytes it wrote, before they were moved in place)."""
+    _put(store, _load(store), _family(name, spec, original), sha, failures)
+
+
+def _put(store: Path, kept: dict[str, Any], family: str, sha: str, failures: list[Failure]) -> None:
+    key = hashlib.sha256(f"{family}:{sha}".encode()).hexdigest()
+    kept = {k: v for k, v in kept.items() if k != key}
+    kept = dict(list(kept.items())[-(KEPT - 1) :])
+    kept[key] = {
+        "family": family,
+        "sha256": sha,
+        "failures": [dataclasses.asdict(f) for f in failures],
+    }
+    try:
+        replace_file(store, json.dumps(kept).encode(), mode=0o600, durable=False)
+    except OSError as exc:  # a read-only run folder: the checks run again next time
+        log.debug("cannot keep the checks in %s: %s", store, exc)
 
 
 def _from_earlier(

@@ -16,6 +16,7 @@ from sandbox.files import fsync_folder, open_nofollow, replace_file
 from ...argv import flow_text
 from ...command_line import NOTE, Command
 from ...errors import Refused
+from ..definition.digest import settled
 from ..model import decisions
 from ..model.events import DecisionRefused
 from ..model.flow import Flow
@@ -36,7 +37,7 @@ from ..store.lock import Busy
 from ..store.objects import RunStore
 from ..store.upgrade import refuse_old
 from . import acks as acks_of
-from . import binding, carry, checks, collect, reconcile
+from . import binding, carry, checked, checks, collect, reconcile
 from .discard import put_back
 
 if TYPE_CHECKING:
@@ -263,20 +264,37 @@ def edit(
     by: str = "reviewer",
     actor: str | None = None,
     diff: dict[str, Any] | None = None,
+    passed: bool = False,
     clock: Clock = time.time,
 ) -> RunState:
     """Replace a writable artifact at the Gate (atomically) and record the edit with its
     diff (edits/<phase>/<attempt>.json). ``data`` is the new bytes, or a file already
     written beside the artifact's folder (same file system) that is moved into its place;
     ``diff``, when the caller knows it (a cell save), is recorded instead of comparing the
-    two versions again."""
+    two versions again; ``passed``: the caller checked that file against flow.yaml's
+    declared checks and none failed (kept for its content: ``checked``)."""
     who = decisions.actor_of(actor)
     with _opened(flow_ref, run_id, expect_revision, clock) as run:
         path = writable(run.flow, run.state, run.paths, name)
-        old = run.state.phase(str(run.state.gate)).hashes.get(name, "")
+        gate = str(run.state.gate)
+        old = run.state.phase(gate).hashes.get(name, "")
+        staged = _version(data) if passed and isinstance(data, Path) else None
         _write_atomic(path, data)
-        reconcile.record_edit(run, name, old, by=by, actor=who, diff=diff)
+        new = reconcile.record_edit(run, name, old, by=by, actor=who, diff=diff)
+        if staged is not None and _version(path) == staged:  # the file checked was stored
+            spec = run.flow.phase(gate).checks.get(name, {})
+            original = reconcile.phase_version(run, gate).get(name)
+            checked.keep(run.paths.checked, name, spec, original, new, [])
         return run.state
+
+
+def _version(path: Path) -> tuple[int, int, int, int] | None:
+    """(device, inode, size, mtime) of a file written a while ago (a later write would
+    change its mtime: ``digest.settled``), else None."""
+    st = os.stat(path, follow_symlinks=False)
+    if not settled(st.st_mtime_ns):
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 def _write_atomic(path: Path, data: bytes | Path) -> None:

@@ -42,7 +42,9 @@ def updated(
     a_bytes, b_bytes = old[head : len(old) - tail], new[head : len(new) - tail]
     if a_bytes.count(b"\n") != b_bytes.count(b"\n"):
         return None  # the rows after the edit start on other lines
-    before = old.count(b"\n", 0, head)  # the lines before the edit
+    # the lines before the edit: the header's and a line a row (no blank one, no quote)
+    quoted = old.find(b'"', first, head) >= 0
+    before = old.count(b"\n", 0, head) if quoted else offset + 1
     try:
         changed = _changed(old[:first], a_bytes, b_bytes, name, offset, before)
     except Unreadable:
