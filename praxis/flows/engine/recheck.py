@@ -57,6 +57,9 @@ def updated(
     if any(ra[i] != rb[i] for ra, rb in zip(a_rows, b_rows, strict=True) for i in fixed):
         return None  # a repeat is found over every row: the whole pass
     counted = {(f.check, f.column): f for f in failures if f.count}
+    rules_of = [(r.check, r.column) for r in rules.cell_rules(spec)]
+    if len(counted) < sum(1 for f in failures if f.count) or len(set(rules_of)) < len(rules_of):
+        return None  # a check declared twice: the whole pass lists each
     tests: list[Failure] = []
     for rule in rules.cell_rules(spec):
         if rule.column not in index:
