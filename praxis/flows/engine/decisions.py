@@ -16,7 +16,6 @@ from sandbox.files import fsync_folder, open_nofollow, replace_file
 from ...argv import flow_text
 from ...command_line import NOTE, Command
 from ...errors import Refused
-from ..definition.digest import settled
 from ..model import decisions
 from ..model.events import DecisionRefused
 from ..model.flow import Flow
@@ -278,23 +277,16 @@ def edit(
         path = writable(run.flow, run.state, run.paths, name)
         gate = str(run.state.gate)
         old = run.state.phase(gate).hashes.get(name, "")
-        staged = _version(data) if passed and isinstance(data, Path) else None
+        stored = None
+        if isinstance(data, Path):  # the caller's own file: stored as it was written
+            stored, _ = RunStore(run.paths).add_file(data, fresh=True)
         _write_atomic(path, data)
-        new = reconcile.record_edit(run, name, old, by=by, actor=who, diff=diff)
-        if staged is not None and _version(path) == staged:  # the file checked was stored
+        new = reconcile.record_edit(run, name, old, by=by, actor=who, diff=diff, stored=stored)
+        if passed and stored is not None:  # the content the caller checked
             spec = run.flow.phase(gate).checks.get(name, {})
             original = reconcile.phase_version(run, gate).get(name)
             checked.keep(run.paths.checked, name, spec, original, new, [])
         return run.state
-
-
-def _version(path: Path) -> tuple[int, int, int, int] | None:
-    """(device, inode, size, mtime) of a file written a while ago (a later write would
-    change its mtime: ``digest.settled``), else None."""
-    st = os.stat(path, follow_symlinks=False)
-    if not settled(st.st_mtime_ns):
-        return None
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 def _write_atomic(path: Path, data: bytes | Path) -> None:
