@@ -296,12 +296,15 @@ def edit_with_file(
     expect_revision: int | None = None,
     by: str = "web",
     diff: dict[str, Any] | None = None,
+    passed: bool = False,
 ) -> RunState:
     """``edit`` with a file already written beside the run's outputs (same file system),
-    moved into place; ``diff``, when known (a cell save), is recorded as the edit's."""
+    moved into place; ``diff``, when known (a cell save), is recorded as the edit's;
+    ``passed``: the file passed flow.yaml's declared checks."""
     return runner.edit(
-        load(flow), name, staged, run, expect_revision=expect_revision, by=by, diff=diff
-    )
+        load(flow), name, staged, run, expect_revision=expect_revision, by=by, diff=diff,
+        passed=passed,
+    )  # fmt: skip
 
 
 def delete_runs(flow: FlowRef, ids: list[str], *, keep: int | None = None) -> list[str]:

@@ -44,7 +44,8 @@ def check_cells(
         for column in _columns(spec, key):
             if column not in header:
                 failures.append(rules.no_such_column(name, key, column))
-    for flag in find.flagged(edited, spec):
+    touched = frozenset(c for cells in edits.values() for c in cells)
+    for flag in find.flagged(edited, spec, base=copy, touched=touched):
         shown = flag.rows.slice(0, rules.MAX_SHOWN_ROWS).to_pylist()
         failures.append(
             rules.Failure(
@@ -116,4 +117,4 @@ def _with_edits(
         values = pa.array([edits[r][c] for r in rows], pa.string())
         col = pc.replace_with_mask(copy.column(c).combine_chunks(), pa.array(mask), values)
         table = table.set_column(c, f"c{c}", col)
-    return columnar.Copy(copy.key + "+edits", copy.header, table, copy.rows)
+    return columnar.Copy(copy.key + "+edits", copy.header, table, copy.rows, kept=False)

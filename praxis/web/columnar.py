@@ -54,6 +54,7 @@ class Copy:
     header: list[str]
     table: pa.Table
     rows: int
+    kept: bool = True  # a file's version (False: one with unsaved cells, not to be kept by key)
 
     def column(self, i: int) -> pa.ChunkedArray:
         return self.table.column(f"c{i}")
@@ -94,6 +95,33 @@ def key_of(idx: csvedit.Index) -> str:
 
 _open: OrderedDict[str, Copy] = OrderedDict()
 _lock = threading.Lock()
+DERIVED = 64  # results kept of a whole pass over one column of a copy
+_derived: OrderedDict[tuple[str, int, str], Any] = OrderedDict()
+
+
+def derived(key: str, column: int, what: str) -> Any:
+    """What a pass ``what`` over column ``column`` of copy ``key`` found (None if not kept)."""
+    with _lock:
+        return _derived.get((key, column, what))
+
+
+def derive(key: str, column: int, what: str, value: Any) -> None:
+    """Keep what a pass over one column found; a save carries it to the next version of the
+    file when the save left that column alone."""
+    with _lock:
+        _derived[(key, column, what)] = value
+        _derived.move_to_end((key, column, what))
+        while len(_derived) > DERIVED:
+            _derived.popitem(last=False)
+
+
+def _carry_derived(old: str, new: str, touched: set[int]) -> None:
+    with _lock:
+        found = [(c, w, v) for (k, c, w), v in _derived.items() if k == old and c not in touched]
+    for column, what, value in found:
+        derive(new, column, what, value)
+
+
 _building: dict[str, threading.Lock] = {}
 
 
@@ -186,7 +214,9 @@ def _carry(
     key = key_of(after)
     dest = cache_dir() / f"{key}.arrow"
     table = old.table
-    for c in sorted({c for cells in edits.values() for c in cells}):
+    touched = {c for cells in edits.values() for c in cells}
+    _carry_derived(old.key, key, touched)
+    for c in sorted(touched):
         if c >= len(old.header):
             continue
         rows = sorted(r for r, cells in edits.items() if c in cells)

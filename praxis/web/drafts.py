@@ -79,8 +79,9 @@ def save(run: RunHandle, drafts: Drafts, expect: int | None) -> int | None:
             changes.keep_original(run, name)
             if isinstance(new, tables.Staged):
                 state = acting.edit_with_file(
-                    run.flow, name, new.path, run.id, expect_revision=expect, diff=new.diff
-                )
+                    run.flow, name, new.path, run.id, expect_revision=expect, diff=new.diff,
+                    passed=True,  # stage_cells checked it: a save that fails is refused
+                )  # fmt: skip
                 new.carry()
             else:
                 state = acting.edit(run.flow, name, new, run.id, expect_revision=expect, by="web")

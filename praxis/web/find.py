@@ -221,16 +221,25 @@ def _union(parts: list[pa.Array]) -> pa.Array:
 # --- flagged rows: flow.yaml's declared checks, over every row ------------------------------
 
 
-def flagged(copy: columnar.Copy, spec: dict[str, Any]) -> list[Flag]:
+def flagged(
+    copy: columnar.Copy,
+    spec: dict[str, Any],
+    *,
+    base: columnar.Copy | None = None,
+    touched: frozenset[int] = frozenset(),
+) -> list[Flag]:
     """Each declared check failing on the copy, with every row it names: the rules and words
     of ``check_rules``, as the engine's checks evaluate them (``unique`` names each repeat
-    after the first)."""
+    after the first). ``base``: the copy ``copy`` was made from by changing cells of the
+    columns ``touched`` only; a ``unique`` column outside them finds what it found there."""
     index = {name: i for i, name in enumerate(copy.header)}
     flags: list[Flag] = []
 
     for column in spec.get("unique", []):
         if column in index:
-            flags += _repeats(copy, index[column], column)
+            i = index[column]
+            same = base is not None and i not in touched
+            flags += _repeats(base if same and base is not None else copy, i, column)
     for rule in rules.cell_rules(spec):
         if rule.column in index:
             bad = _failing_cells(copy.column(index[rule.column]), rule)
@@ -254,11 +263,23 @@ def _failing_cells(col: pa.ChunkedArray, rule: rules.CellRule) -> Any:
 
 def _repeats(copy: columnar.Copy, i: int, column: str) -> list[Flag]:
     """Every row whose value an earlier row holds (hash-encoded, then the first row of each
-    code kept): the rows ``checks`` names for ``unique``."""
+    code kept): the rows ``checks`` names for ``unique``. Kept by the copy's version
+    (``columnar.derived``): a column a save did not change is not hashed again."""
+    kept = columnar.derived(copy.key, i, "repeats") if copy.kept else None
+    if kept is None:
+        kept = _repeated_rows(copy, i)
+        if copy.kept:
+            columnar.derive(copy.key, i, "repeats", kept)
+    if not len(kept):
+        return []
+    return [Flag("unique", column, rules.rows_message(len(kept), rules.REPEATED), kept)]
+
+
+def _repeated_rows(copy: columnar.Copy, i: int) -> pa.Array:
     encoded = copy.column(i).combine_chunks().dictionary_encode()
     codes = encoded.indices.to_numpy(zero_copy_only=False)
     if len(codes) < 2:
-        return []
+        return pa.array([], pa.int64())
     # codes are handed out in order of first appearance: a row holds a new value when its
     # code is above every code before it (checked; else found by sorting)
     seen = np.maximum.accumulate(codes)
@@ -269,7 +290,4 @@ def _repeats(copy: columnar.Copy, i: int, column: str) -> list[Flag]:
         _, first = np.unique(codes, return_index=True)
         repeat = np.ones(len(codes), dtype=bool)
         repeat[first] = False
-    rows = pa.array(np.flatnonzero(repeat).astype(np.int64))
-    if not len(rows):
-        return []
-    return [Flag("unique", column, rules.rows_message(len(rows), rules.REPEATED), rows)]
+    return pa.array(np.flatnonzero(repeat).astype(np.int64))

@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from praxis.flows.engine import reconcile, runner
+from praxis.flows.definition import digest
+from praxis.flows.engine import checks, reconcile, runner
 from praxis.flows.report.status import status_of
 from praxis.flows.store.handle import RunHandle
 from praxis.flows.store.lock import Lock
@@ -105,3 +106,28 @@ def test_status_records_a_hand_edit_only_when_the_lock_is_free(tmp_path) -> None
     reconcile.reconcile_if_free(run.flow, None)  # the newest run
     assert RunHandle.open(run.flow, run.id).state.revision == state.revision + 1
     assert [e.by for e in events(run) if e.kind == "artifact_edited"] == ["hand"]
+
+
+def test_checks_of_a_hand_edit_come_from_the_saved_version_and_match_a_whole_pass(
+    tmp_path, monkeypatch
+) -> None:
+    monkeypatch.setattr(digest, "FINE_SETTLED_NS", -1)  # every file counts as settled
+    monkeypatch.setattr(digest, "SETTLED_NS", -1)
+    flow, run, _ = at_first_gate(tmp_path)
+    picks = run.paths.out("picks.csv")
+    staged = run.root / ".picks.save"
+    staged.write_bytes(picks.read_bytes().replace(b"1,10,keep", b"1,10,drop"))
+    runner.edit(flow, "picks.csv", staged, run.id, by="web", passed=True)  # a checked save
+    kept = json.loads(run.paths.checked.read_text())
+    saved = checks.sha256_of(picks)
+    assert [(v["sha256"], v["failures"]) for v in kept.values()] == [(saved, [])]
+    picks.write_bytes(picks.read_bytes().replace(b"2,20,keep", b"2,20,maybe"))  # by hand
+    status_of(RunHandle.open(run.flow, run.id))  # records the edit; checks the changed row
+    handle = RunHandle.open(run.flow, run.id)
+    found = checks.gate_failures(handle, reconcile.phase_version(handle, "pick"))
+    spec = run.flow.phase("pick").checks["picks.csv"]
+    assert found == checks.evaluate("picks.csv", spec, picks) != []
+    assert [str(f) for f in found] == [
+        "picks.csv: check values failed on column 'action': 1 row(s) with values not in "
+        "['keep', 'drop']; data row 2 (line 3)"
+    ]

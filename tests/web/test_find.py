@@ -221,6 +221,41 @@ def test_a_saved_files_index_and_copy_are_carried_as_a_scan_would_make_them(
     )
 
 
+@pytest.mark.parametrize("cells", [{(4, 3): "bad"}, {(2, 0): "9"}, {(0, 0): "7", (3, 1): ""}])
+def test_flagged_rows_after_a_carried_save_are_those_of_a_fresh_copy(
+    tmp_path: Path, cells: dict
+) -> None:
+    from praxis.web import tables
+
+    body = b"1,Oslo,3,ok\n2,,4,ok\n1,Oslo,x,bad\n3,Oslo,5,ok\n2,Rome,6,ok\n"
+    idx = table(tmp_path, body)
+    old = columnar.copy_of(idx)
+    find.flagged(old, SPEC)  # the unique check's rows kept for this version
+    staged = tables.stage_cells(idx.path, cells, tmp_path)
+    touched = frozenset(c for _, c in cells)
+    edited = cellchecks.check_cells(idx, "t.csv", SPEC, tables.edits_of(cells))
+    staged.path.replace(idx.path)
+    new = csvedit.carried(idx, staged.spliced)
+    assert new is not None
+    columnar._carry(old, new, staged.spliced.shifts, staged.edits)
+    carried = {
+        (f.check, f.column): f.rows.to_pylist() for f in find.flagged(columnar.copy_of(new), SPEC)
+    }
+    fresh_idx = csvedit.build_index(idx.path)
+    built = tmp_path / "fresh.arrow"
+    columnar.build(fresh_idx, built)
+    import pyarrow.ipc as ipc
+
+    fresh_copy = columnar.Copy(
+        "", old.header, ipc.open_file(str(built)).read_all(), old.rows, kept=False
+    )
+    fresh = {(f.check, f.column): f.rows.to_pylist() for f in find.flagged(fresh_copy, SPEC)}
+    assert carried == fresh
+    want = checks.evaluate("t.csv", SPEC, idx.path)
+    assert sorted(map(str, edited or [])) == sorted(map(str, want))
+    assert (0 in touched) == (fresh.get(("unique", "id")) != [2, 4])  # the case tried
+
+
 PROBE = """
 import json, sys
 from pathlib import Path

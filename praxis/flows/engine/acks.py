@@ -61,7 +61,7 @@ def to_read(run: RunHandle) -> list[tuple[str, Path, str]]:
         path = run.paths.out(name)
         try:
             if path.is_file() and not path.is_symlink():
-                found.append((name, path, sha256_of(path)))
+                found.append((name, path, sha256_of(path, run.paths.hashes)))
         except OSError:
             continue  # replaced by a link or removed meanwhile: not a file to read
     return found

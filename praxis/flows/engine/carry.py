@@ -35,7 +35,7 @@ from ..model.check_spec import TABULAR
 from ..model.flow import Flow, Phase
 from ..store import intact
 from .checks import Table, Unreadable, parse
-from .edits import _shared
+from .shared_bytes import shared as _shared
 
 
 @dataclass

@@ -325,11 +325,10 @@ def gate_failures(run: Any, originals: dict[str, str], *, scripts: bool = True) 
         if not path.is_file() or path.is_symlink():
             continue
         sha = originals.get(name)
-        if sha and sha == sha256_of(path):
+        digest = partial(sha256_of, known=run.paths.hashes)
+        if sha and sha == digest(path):
             continue  # as the phase wrote it: it passed its checks after the phase
-        original = None
-        if sha and run.paths.object(sha).is_file():
-            original = run.paths.object(sha)
+        original = _stored(run, sha) if sha else None
         spec = phase.checks.get(name, {})
         found = evaluated(
             run.paths.checked,
@@ -338,11 +337,22 @@ def gate_failures(run: Any, originals: dict[str, str], *, scripts: bool = True) 
             spec,
             sha,
             partial(evaluate, name, spec, path, original=original),
+            digest=digest,
+            stored=partial(_stored, run),
         )
         if scripts and "script" in spec and not _unreadable(found):
             found += script_at_gate(run.flow, name, spec["script"], read(path))
         failures += found
     return failures
+
+
+def _stored(run: Any, sha: str) -> Path | None:
+    """The path of version ``sha`` in the run's store, if it holds it."""
+    try:
+        path = run.paths.object(sha)
+    except ValueError:
+        return None
+    return path if path.is_file() else None
 
 
 def summary(failures: list[Failure]) -> str:

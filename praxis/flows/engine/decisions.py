@@ -36,7 +36,7 @@ from ..store.lock import Busy
 from ..store.objects import RunStore
 from ..store.upgrade import refuse_old
 from . import acks as acks_of
-from . import binding, carry, checks, collect, reconcile
+from . import binding, carry, checked, checks, collect, reconcile
 from .discard import put_back
 
 if TYPE_CHECKING:
@@ -268,19 +268,29 @@ def edit(
     by: str = "reviewer",
     actor: str | None = None,
     diff: dict[str, Any] | None = None,
+    passed: bool = False,
     clock: Clock = time.time,
 ) -> RunState:
     """Replace a writable artifact at the Gate (atomically) and record the edit with its
     diff (edits/<phase>/<attempt>.json). ``data`` is the new bytes, or a file already
     written beside the artifact's folder (same file system) that is moved into its place;
     ``diff``, when the caller knows it (a cell save), is recorded instead of comparing the
-    two versions again."""
+    two versions again; ``passed``: the caller checked that file against flow.yaml's
+    declared checks and none failed (kept for its content: ``checked``)."""
     who = decisions.actor_of(actor)
     with _opened(flow_ref, run_id, expect_revision, clock) as run:
         path = writable(run.flow, run.state, run.paths, name)
-        old = run.state.phase(str(run.state.gate)).hashes.get(name, "")
+        gate = str(run.state.gate)
+        old = run.state.phase(gate).hashes.get(name, "")
+        stored = None
+        if isinstance(data, Path):  # the caller's own file: stored as it was written
+            stored, _ = RunStore(run.paths).add_file(data, fresh=True)
         _write_atomic(path, data)
-        reconcile.record_edit(run, name, old, by=by, actor=who, diff=diff)
+        new = reconcile.record_edit(run, name, old, by=by, actor=who, diff=diff, stored=stored)
+        if passed and stored is not None:  # the content the caller checked
+            spec = run.flow.phase(gate).checks.get(name, {})
+            original = reconcile.phase_version(run, gate).get(name)
+            checked.keep(run.paths.checked, name, spec, original, new, [])
         return run.state
 
 

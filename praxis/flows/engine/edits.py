@@ -9,9 +9,7 @@ table a cell-level diff (columns before and after; rows changed, added, removed,
 
 from __future__ import annotations
 
-import csv
 import difflib
-import io
 import json
 from pathlib import Path
 from typing import Any
@@ -20,6 +18,7 @@ from sandbox.files import replace_file
 
 from ..store.layout import RunPaths
 from .checks import TABULAR, Unreadable, parse, read
+from .shared_bytes import shared as _shared
 
 MAX_CELLS = 50
 MAX_EDITS = 1000  # entries kept per attempt file
@@ -43,50 +42,6 @@ def diff_tables(name: str, old: bytes, new: bytes) -> dict[str, Any]:
     except Unreadable as exc:
         return {"problem": str(exc)}
     return _aligned(a, b, offset)
-
-
-def _shared(old: bytes, new: bytes) -> tuple[int, int, int]:
-    """(head, tail, rows in head): the bytes both start with, up to a row boundary past the
-    header; the bytes both end with, from a row boundary; the data rows in the head. A row
-    boundary is a newline with an even count of quotes before it. (0, 0, 0) when none."""
-    first = old.find(b"\n") + 1
-    if first <= 0 or new[:first] != old[:first] or b'"' in old[:first]:
-        return 0, 0, 0
-    limit = min(len(old), len(new))
-    head = first + _common(old[first:limit], new[first:limit])
-    cut = old.rfind(b"\n", first - 1, head) + 1
-    if cut <= first or old.count(b'"', first, cut) % 2:
-        cut = first
-    room = limit - cut
-    tail = _common(old[len(old) - room :][::-1], new[len(new) - room :][::-1]) if room else 0
-    if tail:
-        start = old.find(b"\n", len(old) - tail) + 1  # a row starts after a shared newline
-        tail = len(old) - start if 0 < start <= len(old) else 0
-        if tail and old.count(b'"', len(old) - tail) % 2:
-            tail = 0
-    region = old[first:cut]
-    rows = region.count(b"\n") if b'"' not in region else len(list(_rows(region)))
-    return cut, tail, rows
-
-
-def _common(a: bytes, b: bytes) -> int:
-    """How many bytes ``a`` and ``b`` share at the start (block compares, then halving)."""
-    n, size = 0, min(len(a), len(b))
-    step = 1 << 20
-    while n + step <= size and a[n : n + step] == b[n : n + step]:
-        n += step
-    low, high = n, min(n + step, size)
-    while low < high:  # a[:low] == b[:low]; the first difference is before high
-        mid = (low + high + 1) // 2
-        if a[low:mid] == b[low:mid]:
-            low = mid
-        else:
-            high = mid - 1
-    return low
-
-
-def _rows(data: bytes) -> Any:
-    return csv.reader(io.StringIO(data.decode("utf-8", "replace"), newline=""))
 
 
 def _aligned(a: Any, b: Any, offset: int) -> dict[str, Any]:

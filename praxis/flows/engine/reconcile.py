@@ -59,7 +59,7 @@ def _digest(run: RunHandle, name: str) -> str:
     try:
         if not path.is_file() or path.is_symlink():
             return ""
-        return sha256_of(path)
+        return sha256_of(path, run.paths.hashes)
     except OSError:
         return ""
 
@@ -108,9 +108,11 @@ def record_edit(
     by: str,
     actor: str,
     diff: dict[str, Any] | None = None,
+    stored: str | None = None,
 ) -> str:
-    """Store the new version, write its diff beside the attempt, record the edit (a new
-    revision, and its ``artifact_edited``)."""
+    """Store the new version (``stored``: the caller stored it already, as it wrote it: a
+    later change of the file is a hand edit the next command records), write its diff
+    beside the attempt, record the edit (a new revision, and its ``artifact_edited``)."""
     from sandbox.errors import PathRefused
 
     from ..store.objects import RunStore
@@ -120,7 +122,7 @@ def record_edit(
     attempt = run.state.phase(gate).attempt
     store = RunStore(run.paths)
     try:
-        new, _ = store.add_file(run.paths.out(name))
+        new = stored or store.add_file(run.paths.out(name), fresh=True)[0]
     except (OSError, PathRefused):
         new = _digest(run, name)
     before = store.path(old) if old and store.has(old) else None

@@ -190,6 +190,12 @@ class RunPaths:
         return self.root / "checked.json"
 
     @property
+    def hashes(self) -> Path:
+        """The sha256 of the run's files by their identity (device, inode, size, mtime,
+        ctime), so that an unchanged file is not read again (definition/digest)."""
+        return self.root / "hashes.json"
+
+    @property
     def watchdog(self) -> Path:
         """What the sandbox's watchdog ended when the process that advanced the run died
         without closing it (``sandbox/watchdog.py``); gone once a command recorded it."""

@@ -56,10 +56,10 @@ class RunStore(Store):
         self.flow_root = paths.root.parent.parent
         self._held: set[str] = set(read_refs(paths.root))
 
-    def add_fd(self, fd: int, src: str) -> tuple[str, int]:
+    def add_fd(self, fd: int, src: str, *, fresh: bool = False) -> tuple[str, int]:
         """Every host file the run keeps comes here (``add_file``, ``add_flow_file``)."""
         with store_lock(self.flow_root):
-            sha, size = super().add_fd(fd, src)
+            sha, size = super().add_fd(fd, src, fresh=fresh)
             self._hold([sha])
         return sha, size
 

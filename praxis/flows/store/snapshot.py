@@ -34,6 +34,7 @@ from sandbox.tree import copy_fd_to
 
 from ...errors import PraxisError
 from ..definition import flow_files
+from ..definition.digest import known_digest
 from . import intact
 
 log = logging.getLogger("praxis")
@@ -152,12 +153,13 @@ class Store:
     def has(self, sha: str) -> bool:
         return self.path(sha).is_file()
 
-    def add_file(self, src: Path) -> tuple[str, int]:
+    def add_file(self, src: Path, *, fresh: bool = False) -> tuple[str, int]:
         """Take a copy of host file ``src`` (never following a link); (sha256, size). Content
-        the store has already is read once, not copied."""
+        the store has already is read once, not copied; ``fresh`` (content likely new, such
+        as an edit): copied while it is hashed, read once either way."""
         fd = os.open(src, READ_FLAGS)
         try:
-            return self.add_fd(fd, str(src))
+            return self.add_fd(fd, str(src), fresh=fresh)
         finally:
             os.close(fd)
 
@@ -168,13 +170,19 @@ class Store:
         with flow_files.open_fd(root, name) as fd:
             return self.add_fd(fd, str(root / name))
 
-    def add_fd(self, fd: int, src: str) -> tuple[str, int]:
-        """Take a copy of the regular file open at ``fd`` (known as ``src``); (sha256, size)."""
+    def add_fd(self, fd: int, src: str, *, fresh: bool = False) -> tuple[str, int]:
+        """Take a copy of the regular file open at ``fd`` (known as ``src``); (sha256, size).
+        A file whose digest this process knows (``digest``) is not hashed again."""
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise PathRefused(src, "is not a regular file")
         key = (src, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-        sha = self._seen.get(key)
+        sha = self._seen.get(key) or known_digest(st)
+        if sha is None and fresh:
+            tmp = self._incoming()
+            sha = self._keep(tmp, copy_fd_to(fd, tmp))
+            self._seen[key] = sha
+            return sha, st.st_size
         if sha is None:
             sha = hash_fd(fd)
         if not intact.holds(self.path(sha), sha):  # missing, or not what its name says
