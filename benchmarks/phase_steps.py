@@ -43,7 +43,11 @@ STEPS: list[tuple[str, str, str]] = [
     ("  walk (tree listing)", "sandbox.tree", "Tree.listing"),
     ("  fetch (copy + hash)", "sandbox.tree", "copy_fd_to"),
     ("  hashing (hash_fd)", "sandbox.files", "hash_fd"),
+    ("  store: keep a fetched object", "praxis.flows.store.snapshot", "Store._keep"),
     ("collect: route outputs", "praxis.flows.engine.collect", "route"),
+    ("  object checked (intact.check_fd)", "praxis.flows.store.intact", "check_fd"),
+    ("collect: check outputs", "praxis.flows.engine.collect", "check_outputs"),
+    ("flow.yaml checks (after_phase)", "praxis.flows.engine.checks", "after_phase"),
     ("manifest writes", "praxis.flows.store.snapshot", "save_manifest"),
     ("record (finish)", "praxis.flows.engine.phase", "finish"),
     ("  record.save", "praxis.flows.store.record", "Record.save"),
@@ -173,15 +177,26 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--backend", default="local", choices=["local", "docker"])
     p.add_argument("--rounds", type=int, default=5, help="runs measured (median; default 5)")
     p.add_argument("--phases", type=int, default=workload.STEPS, help="phases of the flow")
+    p.add_argument(
+        "--transfer",
+        type=int,
+        metavar="MB",
+        help="instead: the two-phase flow of benchmark 4 (a phase writes MB, the next copies it)",
+    )
     args = p.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="praxis-steps-"))
     try:
-        flow = workload.trivial_flow(work / "flow", phases=args.phases)
+        if args.transfer:
+            flow = workload.transfer_flow(work / "flow", args.transfer << 20)
+            args.phases = 2
+        else:
+            flow = workload.trivial_flow(work / "flow", phases=args.phases)
         one_round(flow, args.backend)  # warm-up: imports, bytecode, the image's pages
         rounds = [one_round(flow, args.backend) for _ in range(args.rounds)]
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print(f"{args.backend}, {args.phases} phases, median of {args.rounds} runs:")
+    what = f"{args.transfer} MiB moved" if args.transfer else "trivial"
+    print(f"{args.backend}, {args.phases} phases ({what}), median of {args.rounds} runs:")
     print(table(rounds, args.phases))
     return 0
 
