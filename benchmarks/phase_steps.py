@@ -178,6 +178,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=5, help="runs measured (median; default 5)")
     p.add_argument("--phases", type=int, default=workload.STEPS, help="phases of the flow")
     p.add_argument(
+        "--pandas",
+        action="store_true",
+        help="instead: the 5-phase pandas flow of benchmark 1 (100,000 rows a step)",
+    )
+    p.add_argument(
         "--transfer",
         type=int,
         metavar="MB",
@@ -189,13 +194,17 @@ def main(argv: list[str] | None = None) -> int:
         if args.transfer:
             flow = workload.transfer_flow(work / "flow", args.transfer << 20)
             args.phases = 2
+        elif args.pandas:
+            data = workload.write_sales(work / "data" / "s0.csv")
+            flow = workload.pipeline_flow(work / "flow", data)
+            args.phases = workload.STEPS
         else:
             flow = workload.trivial_flow(work / "flow", phases=args.phases)
         one_round(flow, args.backend)  # warm-up: imports, bytecode, the image's pages
         rounds = [one_round(flow, args.backend) for _ in range(args.rounds)]
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    what = f"{args.transfer} MiB moved" if args.transfer else "trivial"
+    what = f"{args.transfer} MiB moved" if args.transfer else "pandas" if args.pandas else "trivial"
     print(f"{args.backend}, {args.phases} phases ({what}), median of {args.rounds} runs:")
     print(table(rounds, args.phases))
     return 0
