@@ -23,6 +23,7 @@ from ..errors import OutputTooLarge
 
 CHUNK = 1 << 20  # bytes a read, a write or a hashing step moves
 STEP = 16 << 20  # bytes one copy_file_range is asked for: the hashing thread follows by these
+SMALL = 4 << 20  # bytes up to which a file is hashed after its copy, on the caller's thread
 FICLONE = 0x40049409  # ioctl: dst shares src's blocks (btrfs, xfs with reflink, ...)
 # copy_file_range or FICLONE refused for this pair of files: fall back, never fail
 _UNSUPPORTED = {
@@ -85,6 +86,11 @@ def copy_hashed(
     """Copy the rest of ``src`` into the empty ``dst`` (read-write: the hash reads it back);
     the sha256 of what ``dst`` holds after (None with ``digest=False``). ``what`` names the
     file in ``OutputTooLarge``."""
+    st = os.fstat(src)
+    if digest and stat.S_ISREG(st.st_mode) and st.st_size <= SMALL:
+        # a small file: no thread, the copy then its digest read back, one after the other
+        copied = _copy(src, dst, max_bytes, what, None)
+        return _digest_of(dst, copied)
     follower = _Follower(dst) if digest else None
     try:
         copied = _copy(src, dst, max_bytes, what, follower)
@@ -99,6 +105,18 @@ def copy_hashed(
         return None
     follower.wrote(copied)
     return follower.finish()
+
+
+def _digest_of(fd: int, size: int) -> str:
+    digest = hashlib.sha256()
+    pos = 0
+    while pos < size:
+        chunk = os.pread(fd, min(CHUNK, size - pos), pos)
+        if not chunk:
+            raise OSError(errno.EIO, "the copy ended before the bytes it wrote")
+        digest.update(chunk)
+        pos += len(chunk)
+    return digest.hexdigest()
 
 
 def _copy(src: int, dst: int, max_bytes: int | None, what: str, follower: _Follower | None) -> int:

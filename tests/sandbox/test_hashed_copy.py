@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from sandbox import OutputTooLarge
-from sandbox.files.hashed_copy import STEP, copy_hashed
+from sandbox.files.hashed_copy import SMALL, STEP, copy_hashed
 
 
 @contextmanager
@@ -27,7 +27,7 @@ def pair(src: Path, dst: Path) -> Iterator[tuple[int, int]]:
         os.close(fd)
 
 
-@pytest.mark.parametrize("size", [0, 1, 1 << 20, 2 * STEP + 12345])
+@pytest.mark.parametrize("size", [0, 1, 1 << 20, SMALL + 1, 2 * STEP + 12345])
 def test_the_copy_holds_the_bytes_and_their_digest(tmp_path: Path, size: int) -> None:
     data = os.urandom(size)
     (tmp_path / "src").write_bytes(data)
@@ -110,8 +110,9 @@ def test_without_a_digest_it_only_copies(tmp_path: Path) -> None:
     assert (tmp_path / "dst").read_bytes() == data
 
 
-def test_a_destination_it_cannot_read_back_fails_the_copy(tmp_path: Path) -> None:
-    (tmp_path / "src").write_bytes(b"z" * 100)
+@pytest.mark.parametrize("size", [100, SMALL + 1])  # hashed after the copy; by the thread
+def test_a_destination_it_cannot_read_back_fails_the_copy(tmp_path: Path, size: int) -> None:
+    (tmp_path / "src").write_bytes(b"z" * size)
     fd = os.open(tmp_path / "src", os.O_RDONLY)
     out = os.open(tmp_path / "dst", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
