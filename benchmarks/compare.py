@@ -90,10 +90,11 @@ def main(argv: list[str] | None = None) -> int:
         if "scale" in sections:
             scale.measure(results, WORK, args.repeats)
             scale.big_input(results, WORK, args.repeats)
-    except BenchmarkFailed as exc:
-        print(f"BenchmarkFailed: {exc}", file=sys.stderr)
-        print("  next: fix the failing run (its command is above), then run again", file=sys.stderr)
-        return 1
+    except BenchmarkFailed as exc:  # what was measured before it is still written
+        failed = f"BenchmarkFailed: {exc}"
+        results.skipped.append(failed[:500])
+    else:
+        failed = ""
     finally:
         if not args.keep:
             shutil.rmtree(WORK, ignore_errors=True)
@@ -110,6 +111,10 @@ def main(argv: list[str] | None = None) -> int:
         f"{js.name}",
         file=sys.stderr,
     )
+    if failed:
+        print(failed, file=sys.stderr)
+        print("  next: fix the failing run (its command is above), then run again", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -68,6 +68,9 @@ class TimedSandbox(Sandbox):
     def remove_folder(self, name: str) -> None:
         self.inner.remove_folder(name)
 
+    def clear(self) -> None:
+        self.inner.clear()
+
     def quiesce(self) -> None:
         self._timed("quiesce", self.inner.quiesce)
 

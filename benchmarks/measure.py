@@ -56,11 +56,13 @@ def drive(
     """Run ``flow`` to the end in a fresh process (benchmarks.drive); (wall s, its report)."""
     out = workdir / f"drive-{backend}.json"
     out.unlink(missing_ok=True)
-    cmd = [PYTHON, "-m", "benchmarks.drive", str(flow), "--backend", backend, "--out", str(out)]
+    # this checkout's driver (run as a file: its folder, not the package, goes on sys.path),
+    # driving the praxis PYTHONPATH names (--code: an earlier checkout's), else this one's
+    driver = str(Path(__file__).resolve().parent / "drive.py")
+    cmd = [PYTHON, driver, str(flow), "--backend", backend, "--out", str(out)]
     cmd += ["--sync"] if sync else []
-    # `python -m` puts its working folder first on sys.path: the checkout being measured
-    code = os.environ.get("PYTHONPATH", "").split(os.pathsep)[0] or REPO
-    timed = run_timed(cmd, cwd=Path(code))
+    code = os.environ.get("PYTHONPATH", "").split(os.pathsep)[0] or str(REPO)
+    timed = run_timed(cmd, cwd=Path(code), env={"PYTHONPATH": code})
     report = json.loads(out.read_text(encoding="utf-8"))
     if report["backend"] != backend:
         raise BenchmarkFailed(f"asked for the {backend} backend, the run used {report['backend']}")

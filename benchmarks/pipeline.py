@@ -133,14 +133,14 @@ def measure(results: Results, work: Path, repeats: int, backends: list[str]) -> 
                 f"praxis {backend} / papermill",
                 ratio(s, secs["papermill"]),
                 "x",
-                limit=0.2 if docker else None,
+                limit=0.3 if docker else None,
             ),
             Row(
                 section,
                 f"praxis {backend} / bare python",
                 ratio(s, secs["bare"]),
                 "x",
-                limit=0.6 if docker else None,
+                limit=0.62 if docker else None,
             ),
         )
     for backend in backends:

@@ -16,7 +16,6 @@ it cannot open: it never skips one, ``sandbox/files/walk.py``), a copy at ``max_
 
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
 from collections.abc import Iterator
@@ -26,9 +25,8 @@ from functools import partial
 from pathlib import Path
 from typing import BinaryIO
 
-from .errors import OutputTooLarge, PathRefused
+from .errors import PathRefused
 from .files import (
-    CHUNK,
     DIR_FLAGS,
     READ_FLAGS,
     folder_below,
@@ -37,6 +35,7 @@ from .files import (
     replace_at,
     replace_file,
 )
+from .files.hashed_copy import copy_hashed
 from .files.walk import MAX_ENTRIES, clear, entries
 from .paths import check_name
 
@@ -174,8 +173,7 @@ class Tree:
                 raise PathRefused(str(src), "is not a regular file on the host")
             with self._parent(name, create=True) as (parent, last):
                 self._unlink(parent, last, name)
-                write = partial(_copy, src_fd, max_bytes=None, what=name, digest=None)
-                replace_at(parent, last, write, mode=mode, durable=False)
+                replace_at(parent, last, partial(_copy_into, src_fd), mode=mode, durable=False)
         finally:
             os.close(src_fd)
 
@@ -240,26 +238,20 @@ class Tree:
 
 
 def copy_fd_to(fd: int, dest: Path, *, max_bytes: int | None = None, what: str = "") -> str:
-    """Copy open file ``fd`` to ``dest``, replaced atomically (``sandbox.files``); its sha256."""
+    """Copy open file ``fd`` to ``dest``, replaced atomically (``sandbox.files``); its sha256,
+    hashed on the way (``copy_hashed``: of what ``dest`` holds)."""
 
     dest.parent.mkdir(parents=True, exist_ok=True)
-    digest = hashlib.sha256()
-    write = partial(_copy, fd, max_bytes=max_bytes, what=what, digest=digest)
+    got: list[str | None] = []
+
+    def write(out: BinaryIO) -> None:
+        got.append(copy_hashed(fd, out.fileno(), max_bytes=max_bytes, what=what))
+
     replace_file(dest, write, mode=0o644, durable=False)
-    return digest.hexdigest()
+    sha = got[0]
+    assert sha is not None
+    return sha
 
 
-def _copy(
-    src: int, out: BinaryIO, *, max_bytes: int | None, what: str, digest: hashlib._Hash | None
-) -> None:
-    copied = 0
-    while True:
-        chunk = os.read(src, CHUNK)
-        if not chunk:
-            return
-        copied += len(chunk)
-        if max_bytes is not None and copied > max_bytes:
-            raise OutputTooLarge(what or "a file", copied, max_bytes)
-        if digest is not None:
-            digest.update(chunk)
-        out.write(chunk)
+def _copy_into(src: int, out: BinaryIO) -> None:
+    copy_hashed(src, out.fileno(), digest=False)

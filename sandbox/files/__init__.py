@@ -13,6 +13,8 @@ all written by someone the host does not trust, so every path is opened here.
   (``PathRefused``), never followed, even when it points back inside; what is opened must be
   a regular file. ``confined`` is the same walk for a caller that needs the path.
 - **Hashing**: ``hash_file`` and ``hash_fd``, the sha256 of a file read never through a link.
+- **Copying** (``hashed_copy``): ``copy_hashed``, a copy made in the kernel (a reflink,
+  ``copy_file_range``) while a thread hashes what it wrote.
 - **Replacing**: ``replace_at`` (relative to a folder's descriptor) and ``replace_file``,
   of bytes or of what a writer writes: a new file beside the old one, made with
   ``O_EXCL`` (never a file planted there), fsync, ``os.replace``, fsync of the folder. A reader
@@ -195,7 +197,8 @@ def replace_at(
     """Replace file ``name`` of folder ``dir_fd`` with ``data`` (bytes, or a writer that
     fills the new file), atomically. ``mode``: the new file's (None: 0600, as mkstemp)."""
     tmp = f".{name[:100]}.{os.urandom(6).hex()}.tmp"
-    fd = os.open(tmp, CREATE_FLAGS, 0o600, dir_fd=dir_fd)
+    # read-write: a writer may read back what it wrote (copy_hashed hashes it so)
+    fd = os.open(tmp, CREATE_FLAGS & ~os.O_WRONLY | os.O_RDWR, 0o600, dir_fd=dir_fd)
     try:
         try:
             if isinstance(data, bytes | bytearray | memoryview):

@@ -12,7 +12,7 @@ import pytest
 from praxis.flows.engine import collect, runner
 from praxis.flows.engine.context import PhaseError
 from praxis.flows.model.flow import Phase
-from praxis.flows.store import snapshot
+from praxis.flows.store import intact, snapshot
 from praxis.flows.store.event_log import EventLog
 from praxis.flows.store.handle import RunHandle
 from praxis.flows.store.layout import RunPaths
@@ -135,6 +135,18 @@ def test_an_output_taken_as_an_input_is_not_hashed_again(
     collect.route(paths, gated, {}, post, store, paths.staging)
     store.add_file(paths.out("flags.csv"))
     assert len(read) == 1  # a reviewer may edit a gated output: it is read again
+
+
+def test_an_output_linked_into_place_is_known_as_its_object_is_now(
+    paths: RunPaths, tmp_path: Path
+) -> None:
+    # The link into output/ and its rename change the object's ctime: it is remembered as it
+    # is after both, so checking the object again (the next phase's input) reads nothing.
+    store = Store(paths.objects)
+    post: Manifest = {"clean.csv": stored(store, tmp_path, "clean.csv", b"id\n1\n")}
+    phase = Phase(id="load", kind="script", outputs=("clean.csv",))
+    sha = collect.route(paths, phase, {}, post, store, paths.staging)["clean.csv"]
+    assert intact.known(os.stat(store.path(sha)), sha)
 
 
 def test_a_gated_output_is_a_writable_copy_the_store_never_shares(

@@ -15,8 +15,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sandbox.backends import AUTO, DOCKER
-from sandbox.daemon import available as docker_available
-from sandbox.image.layer import ensure_layer, layer_exists
 from sandbox.options import DockerOptions, Options
 
 from ...command_line import typed
@@ -148,6 +146,11 @@ def image_options(
     wanted = requirements_of(flow)
     if not wanted or backend not in (AUTO, DOCKER) or not isinstance(options, DockerOptions):
         return options
+    # the image builder and the daemon probe (subprocess, the docker SDK's helpers) load only
+    # here: status and check read a flow with packages without them (DESIGN §11)
+    from sandbox.daemon import available as docker_available
+    from sandbox.image.layer import ensure_layer, layer_exists
+
     if backend == AUTO:
         if docker_available() is not None:
             return options  # auto falls back to local kernels, which say so themselves

@@ -78,14 +78,20 @@ def _file(
     tmp = staging / uuid.uuid4().hex
     obj = store.path(sha)
     editable = name in declared and phase.gated
+    checked: os.stat_result | None = None
     try:
         if editable:  # writable at the Gate: a copy, never the store's inode
             intact.copy(obj, sha, tmp, name, mode=0o644)
         else:
-            intact.link(obj, sha, tmp, name)
+            checked = intact.check(obj, sha, name)
+            os.link(obj, tmp, follow_symlinks=False)
         os.replace(tmp, dest)
     finally:
         tmp.unlink(missing_ok=True)
+    if checked is not None:
+        # the new link and its rename changed the object's ctime, nothing else: remembered as
+        # it is now, so the next phase taking the output as an input does not hash it again
+        intact.linked(obj, sha, checked)
     if name in declared and not editable:
         store.remember(dest, sha)
 

@@ -38,7 +38,6 @@ from pathlib import Path
 
 from sandbox.errors import PathRefused
 from sandbox.files import confined
-from sandbox.workspace import unmount
 
 from ...errors import Refused
 from ..model.flow import Flow
@@ -118,6 +117,8 @@ def list_by_creation(flow_root: Path) -> list[str]:
 def unlist_run(paths: RunPaths) -> Path:
     """Take a run out of ``runs/`` at once (renamed to a hidden folder beside it, unmounting a
     workspace quota mount a dead runner left first); the folder to remove."""
+    from sandbox.workspace import unmount  # the workspace module only for a run removed
+
     unmount(paths.workspace)
 
     trash = paths.root.parent / f".trash-{paths.id}-{secrets.token_hex(4)}"
