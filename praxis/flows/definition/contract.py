@@ -26,7 +26,7 @@ from ...errors import UsageError
 from ...sources import source
 from ..model import check_spec
 from ..model.flow import REVIEW_MODES, Flow, Phase, SandboxSettings
-from . import kinds, profile, safe_yaml, sandbox_config
+from . import foreach, kinds, profile, safe_yaml, sandbox_config
 from . import notify_spec as notify_of
 from .yaml_values import ValueReader, describe, mib, show
 
@@ -37,7 +37,7 @@ PARAM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 TOP_KEYS = ("flow", "description", "sandbox", "model", "database", "params", "notify", "phases")
 PHASE_KEYS = (  # the keys every kind takes; a kind reads the others into its spec (kinds.py)
     *("id", "kind", "inputs", "outputs", "may_be_empty", "review", "timeout", "description"),
-    *("checks", "reuse"),
+    *("checks", "reuse", "foreach", "parallel"),
 )
 REUSE = ("auto", "never")
 INPUT_KEYS = ("working", "reference")
@@ -175,6 +175,7 @@ class _Draft:
     phase: Phase | None = None
     inputs: list[tuple[str, str]] = field(default_factory=list)  # (location, name)
     outputs: list[tuple[str, str]] = field(default_factory=list)
+    fanned: bool = False  # a fan-out: its outputs are per partition
 
 
 class _Builder(ValueReader):
@@ -298,13 +299,15 @@ class _Builder(ValueReader):
         )
         description = self.string(raw.get("description", ""), f"{loc}.description")
         reuse = self.reuse(raw, loc, kind)
+        fanout = foreach.read(raw, loc, self)
         if draft.id is not None and kind is not None:
             draft.phase = Phase(
                 id=draft.id, kind=kind, spec=spec, working=working, reference=reference,
                 outputs=outputs, may_be_empty=may_be_empty, review=review or "none",
                 timeout=timeout, description=description or "", delegatable=delegatable,
-                checks=declared, reuse=reuse,
+                checks=declared, reuse=reuse, fanout=fanout,
             )  # fmt: skip
+            draft.fanned = fanout is not None
         return draft
 
     def unknown_key(self, loc: str, key: str, own: tuple[str, ...]) -> None:
@@ -418,6 +421,8 @@ class _Builder(ValueReader):
                         f"{show(name)} is an output of this same phase: a phase "
                         "cannot read its own output (a cycle)",
                     )
+                elif drafts[j].fanned:
+                    self.error(at, foreach.not_an_input(name, _phase(drafts[j])))
                 elif j > i:
                     self.error(
                         at,

@@ -10,6 +10,8 @@ from typing import Any, TypeVar
 from sandbox.backends import AUTO, options_for
 from sandbox.options import Options
 
+from .fanout import FanOut
+
 REVIEW_MODES = ("none", "required")
 DEFAULT_TIMEOUT = 600  # seconds a phase's code may run, unless flow.yaml says
 
@@ -38,6 +40,7 @@ class Phase:
     delegatable: bool = False  # an agent may decide its Gate in managed mode
     checks: dict[str, dict[str, Any]] = field(default_factory=dict)  # output -> checks
     reuse: str = "auto"  # auto | never: "never" for code that reads the clock or randomness
+    fanout: FanOut | None = None  # foreach: one sandbox per partition (model/fanout.py)
 
     @property
     def gated(self) -> bool:
