@@ -44,8 +44,10 @@ from ..store.objects import RunStore
 from ..store.upgrade import refuse_old
 from . import carry, reconcile
 from .context import OnMessage
+from .fanout import run_fanout
 from .notify import Notifier, tell
 from .opening import Opening
+from .partition import OpenBox
 from .phase import run_phase
 from .reuse import ahead as reuse_ahead
 from .reuse import index_dir as reuse_index
@@ -174,6 +176,19 @@ def default_sandbox(flow: Flow, run: RunHandle, *, chosen: bool = False) -> Sand
     box = open_backend(backend, options, workspace=run.paths.workspace, name=run.id)
     box.watch_report = run.paths.watchdog  # if this process dies first (recover reads it)
     return box
+
+
+def partition_sandbox(flow: Flow, run: RunHandle) -> OpenBox:
+    """Opens the sandbox of one partition of a fan-out: flow.yaml's backend, as the person
+    allowed it, over the partition's own workspace (each its own container or kernels)."""
+    backend = isolation.confine(flow.sandbox)
+    options = sandbox_config.opening(flow.sandbox, backend, flow.root)
+    options = packages.image_options(flow, backend, options)
+
+    def open_box(workspace: Path, name: str) -> Sandbox:
+        return open_backend(backend, options, workspace=workspace, name=name)
+
+    return open_box
 
 
 def advance(
@@ -348,15 +363,14 @@ def _loop(
             run.change(End())
             return
         phase = run.flow.phase(nxt.id)
-        ok = run_phase(
-            run,
-            phase,
-            box,
-            on_message=on_message,
-            given=given,
-            workspace=ws,
-            reuse=reuse,
-        )
+        if phase.fanout is not None:
+            opener = partition_sandbox(run.flow, run)
+            ok = run_fanout(run, phase, box, ws, opener, on_message=on_message, given=given,
+                            reuse=reuse)  # fmt: skip
+        else:
+            ok = run_phase(
+                run, phase, box, on_message=on_message, given=given, workspace=ws, reuse=reuse
+            )
         if run.paths.cancel_request.exists():
             _do_cancel(run)
             return
@@ -364,7 +378,8 @@ def _loop(
             return
         if phase.gated:
             carried = carry.carry_over(run, phase) if run.state.phase(phase.id).carry else []
-            run.change(Gate(phase=phase.id, writable=list(phase.outputs)))
+            writable = list(run.state.phase(phase.id).hashes if phase.fanout else phase.outputs)
+            run.change(Gate(phase=phase.id, writable=writable))
             for name, outcome in carried:
                 _record_carried(run, phase.id, name, outcome)
             return

@@ -52,6 +52,9 @@ class PhaseState:
     # Edits kept across a re-run: name -> [sha256 the phase wrote, sha256 as edited], to
     # re-apply by row key when the phase next reaches its Gate.
     carry: dict[str, list[str]] = field(default_factory=dict)
+    # A fan-out's partitions by name (model/partition_moves.py): each its status, attempt,
+    # started, ended, error, hashes (output -> sha256), node, key (its reuse key), source.
+    partitions: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def seconds(self) -> float | None:
@@ -80,6 +83,7 @@ class RunState:
     definition: dict[str, Any] = field(default_factory=dict)  # flow.yaml's digest and phases
     seq: int = 0  # creation order among the flow's runs
     managed: bool = False  # a person let an agent decide this run's delegatable Gates
+    only: str | None = None  # a backfill: the partitions of each fan-out this run runs
 
     def phase(self, phase_id: str) -> PhaseState:
         for p in self.phases:
