@@ -17,6 +17,7 @@ those files added). The reuse index of partitions is ``<flow>/.praxis/partitions
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -30,12 +31,11 @@ from typing import Any
 from sandbox import Sandbox
 from sandbox.files import confined, replace_file
 
-from ...argv import flow_text
-from ...command_line import Command
+from ...errors import Refused
 from ..definition import digests as definition
 from ..definition.foreach import NoFiles, files_of
 from ..model.fanout import FanOut, select
-from ..model.flow import Phase
+from ..model.flow import Flow, Phase
 from ..model.partition_moves import Partition
 from ..model.transitions import Fail, Finish, Start
 from ..store import intact, snapshot
@@ -54,6 +54,31 @@ def partitions_of(root: Path, fan: FanOut) -> list[tuple[str, str]]:
     if fan.files is not None:
         return files_of(root, fan.files)
     return [(v, v) for v in fan.values]
+
+
+def known_partition(flow: Flow, phase: Phase, name: str) -> None:
+    """Refused unless ``name`` is a partition of the fan-out ``phase``."""
+    if phase.fanout is None:
+        raise Refused(f"{phase.id} is not a fan-out (no foreach:): re-run it without --partition")
+    try:
+        select([n for n, _ in partitions_of(flow.root, phase.fanout)], name)
+    except (NoFiles, ValueError) as exc:
+        raise Refused(f"{phase.id}: {exc}") from None
+
+
+def check_selection(flow: Flow, spec: str) -> None:
+    """Refused unless ``spec`` (``a..b`` or ``a,b``) selects partitions of every fan-out."""
+    fanned = [p for p in flow.phases if p.fanout is not None]
+    if not fanned:
+        raise Refused(
+            f"flow {flow.name} has no fan-out phase (foreach:): run it without --partitions"
+        )
+    for phase in fanned:
+        assert phase.fanout is not None
+        try:
+            select([n for n, _ in partitions_of(flow.root, phase.fanout)], spec)
+        except (NoFiles, ValueError) as exc:
+            raise Refused(f"--partitions {spec}: {phase.id}: {exc}") from None
 
 
 def run_fanout(
@@ -76,7 +101,10 @@ def run_fanout(
     started = run.clock()
     try:
         found = partitions_of(run.flow.root, fan)
-        chosen = select([n for n, _ in found], run.state.only)
+        names = [n for n, _ in found]
+        parts = run.state.phase(phase.id).partitions
+        forced = {n for n in names if parts.get(n, {}).get("force")}
+        chosen = [n for n in names if n in set(select(names, run.state.only)) | forced]
     except (NoFiles, ValueError) as exc:
         return _failed(run, phase, started, f"{phase.id}: {exc}")
     values = dict(found)
@@ -95,11 +123,10 @@ def run_fanout(
     failed = _run_jobs(run, phase, jobs, open_box, on_message, given, ws)
     if failed:
         first = run.state.phase(phase.id).partitions[failed[0]].get("error") or ""
-        command = Command("rerun", flow_text(run.flow), from_phase=phase.id, partition=failed[0])
         return _failed(
             run, phase, started,
             f"partition {', '.join(failed)} of {phase.id} failed: {first}; the others keep "
-            f"their results; next: {command.line()}",
+            "their results",
         )  # fmt: skip
     return _finish(run, phase, chosen, started, ws, box)
 
@@ -129,10 +156,11 @@ def _key(
     files: dict[str, Path],
     ws: snapshot.Workspace,
 ) -> str:
-    """The partition's reuse key: its definition (the partition's value among the params)
-    and the content of what it is handed."""
+    """The partition's reuse key: its definition (the partition's value among the params,
+    not the other partitions) and the content of what it is handed."""
     inputs = {name: path.name for name, path in sorted(files.items())}  # objects: their sha256
-    data = {"definition": definition.digest_of(run.flow, phase, params), "inputs": inputs}
+    alone = dataclasses.replace(phase, fanout=None)
+    data = {"definition": definition.digest_of(run.flow, alone, params), "inputs": inputs}
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
 
 
@@ -144,7 +172,7 @@ def _settled(
     part = run.state.phase(phase.id).partitions.get(name, {})
     if part.get("force"):
         return False
-    folder = run.paths.output / phase.id / name
+    folder = run.paths.partition_output(phase.id, name)
     if part.get("status") == "done" and part.get("key") == key:
         if all(intact.holds(folder / n, sha) for n, sha in part.get("hashes", {}).items()):
             return True
@@ -196,8 +224,10 @@ def _job(
 ) -> Job:
     return Job(
         phase=phase, name=name, attempt=attempt, params=params,
-        folder=run.paths.root / "partitions" / phase.id / name,
-        output=run.paths.output / phase.id / name, uploads=files,
+        folder=run.paths.partition_folder(phase.id, name),
+        output=run.paths.partition_output(phase.id, name), uploads=files,
+        record=run.paths.partition_record(phase.id, name),
+        archive=run.paths.partition_attempt(phase.id, name, attempt - 1),
         timeout=float(phase.timeout or run.flow.sandbox.timeout), run_id=run.id,
         run_dir=run.root, key=key,
     )  # fmt: skip

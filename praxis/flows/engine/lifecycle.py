@@ -29,6 +29,7 @@ from ..model.flow import Flow
 from ..model.machine import IllegalTransition
 from ..model.moves import Transition
 from ..model.params import resolve as resolve_params
+from ..model.partition_moves import Backfill
 from ..model.state import RunState
 from ..model.transitions import Cancel, End, Gate, Manage, Pause, Recover
 from ..store import snapshot
@@ -44,7 +45,7 @@ from ..store.objects import RunStore
 from ..store.upgrade import refuse_old
 from . import carry, reconcile
 from .context import OnMessage
-from .fanout import run_fanout
+from .fanout import check_selection, run_fanout
 from .notify import Notifier, tell
 from .opening import Opening
 from .partition import OpenBox
@@ -111,13 +112,17 @@ def run(
     given: Mapping[str, object] | None = None,
     reuse: bool = True,
     notifier: Notifier | None = None,
+    partitions: str | None = None,
 ) -> RunState:
     """Begin a run and advance it: the run appears with its lock already held by this
     process, so no other advances it first. ``managed``: a person lets an agent decide the
     run's delegatable Gates (recorded before the first phase). The other options are
     ``advance``'s; as there, the run left at a Gate, failed or done is told (``notifier``)
-    once the lock is let go."""
+    once the lock is let go. ``partitions`` (``a..b`` or ``a,b``): a backfill, the run runs
+    only those partitions of each fan-out (refused, no run made, unless each has them)."""
     flow = load_flow(flow_ref)
+    if partitions:
+        check_selection(flow, partitions)
     if managed:
         _person_only(actor, "put a run in managed mode")
     make = default_sandbox if make_sandbox is None else make_sandbox
@@ -140,6 +145,8 @@ def run(
         try:
             if managed:
                 _set_managed(handle, True, "person")
+            if partitions:
+                handle.change(Backfill(only=partitions))
             if on_begun is not None:
                 on_begun(handle)
         except BaseException:

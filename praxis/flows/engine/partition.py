@@ -5,9 +5,10 @@ A worker never writes the run's state or its events: it tells the phase loop wha
 or failed with the error); the loop records both (``fanout.py``, the one writer). What the
 phase's executor emits is kept in the outcome, appended by the loop.
 
-A partition's folder, ``runs/<run>/partitions/<phase>/<partition>/``, holds its workspace
-and its record (``record.ipynb``; an earlier attempt's under ``attempts/<n>/``); its outputs
-go to ``output/<phase>/<partition>/``.
+A partition's outputs go to ``output/<phase>/<partition>/``, its record to
+``records/<phase>/<partition>.ipynb`` (an earlier attempt's, both, to
+``attempts/<phase>/partitions/<partition>/<n>/``); its workspace is
+``partitions/<phase>/<partition>/workspace/`` (``RunPaths``).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sandbox import Sandbox
+from sandbox import Sandbox, close_thread_loop
 
 from ..definition import kinds
 from ..definition.digest import sha256_of
@@ -43,8 +44,10 @@ class Job:
     name: str  # the partition
     attempt: int
     params: dict[str, Any]  # the run's, with the partition's value as ``fanout.param``
-    folder: Path  # runs/<run>/partitions/<phase>/<partition>
+    folder: Path  # runs/<run>/partitions/<phase>/<partition>: workspace/, staging/
     output: Path  # runs/<run>/output/<phase>/<partition>
+    record: Path  # runs/<run>/records/<phase>/<partition>.ipynb
+    archive: Path  # runs/<run>/attempts/<phase>/partitions/<partition>/<attempt - 1>
     uploads: dict[str, Path]  # workspace name -> host file (inputs, the partition's file)
     timeout: float
     run_id: str
@@ -100,8 +103,10 @@ def work(
         if box is not None:
             box.close()
         record.metadata["status"] = "done" if out.ok else "failed"
-        record.save(job.folder / "record.ipynb")
+        job.record.parent.mkdir(parents=True, exist_ok=True)
+        record.save(job.record)
         shutil.rmtree(job.folder / "staging", ignore_errors=True)
+        close_thread_loop()  # the one jupyter_client left on this worker thread
     return out
 
 
@@ -165,14 +170,13 @@ def _check(flow: Flow, box: Sandbox, job: Job, name: str, spec: dict[str, Any]) 
 
 
 def _archive(job: Job) -> None:
-    """An earlier attempt's record and outputs move to attempts/<n>/ of the partition's folder
-    (nothing a partition wrote is overwritten); its workspace starts empty."""
-    earlier = job.attempt - 1
-    kept = job.folder / "attempts" / str(earlier)
-    if earlier >= 1 and (job.folder / "record.ipynb").is_file():
-        kept.mkdir(parents=True, exist_ok=True)
-        os.replace(job.folder / "record.ipynb", kept / "record.ipynb")
+    """An earlier attempt's record and outputs move to its attempt's folder (nothing a
+    partition wrote is overwritten); the workspace starts empty."""
+    if job.attempt > 1 and (job.record.is_file() or job.output.is_dir()):
+        job.archive.mkdir(parents=True, exist_ok=True)
+        if job.record.is_file():
+            os.replace(job.record, job.archive / "record.ipynb")
         if job.output.is_dir():
-            os.replace(job.output, kept / "output")
+            os.replace(job.output, job.archive / "output")
     shutil.rmtree(job.folder / "workspace", ignore_errors=True)
     job.folder.mkdir(parents=True, exist_ok=True)
