@@ -385,7 +385,7 @@ def _loop(
             return
         if phase.gated:
             carried = carry.carry_over(run, phase) if run.state.phase(phase.id).carry else []
-            writable = list(run.state.phase(phase.id).hashes if phase.fanout else phase.outputs)
+            writable = [] if phase.fanout else list(phase.outputs)  # a fan-out's: reviewed
             run.change(Gate(phase=phase.id, writable=writable))
             for name, outcome in carried:
                 _record_carried(run, phase.id, name, outcome)

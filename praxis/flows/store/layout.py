@@ -321,8 +321,9 @@ def run_paths(flow_root: Path, run_id: str) -> RunPaths:
 
 
 def writable_names(flow: Flow, state: RunState) -> list[str]:
-    """The outputs a reviewer may edit now: those of the phase the Gate follows, else none."""
-    if state.waiting != "gate" or state.gate is None:
+    """The outputs a reviewer may edit now: those of the phase the Gate follows, else none
+    (nor those of a fan-out: its partitions' outputs are reviewed, not edited)."""
+    if state.waiting != "gate" or state.gate is None or flow.phase(state.gate).fanout:
         return []
     return list(flow.phase(state.gate).outputs)
 
