@@ -18,6 +18,7 @@ from praxis.flows.report import status as status_of
 from praxis.flows.store.event_log import EventLog
 from praxis.flows.store.handle import RunHandle
 
+from ..labels import TEST_LABELS
 from .helpers import write_flow
 
 REGIONS = """\
@@ -200,3 +201,30 @@ def test_a_gate_after_a_fan_out_shows_every_partition(tmp_path: Path, allow_loca
     assert state.status == "done", state.error
     out = root / "runs" / state.run / "output" / "all.csv"
     assert out.read_text() == "region,n\neast,7\nnorth,7\nsouth,7\nwest,7\n"
+
+
+@pytest.mark.docker
+def test_partitions_run_in_containers_of_their_own(tmp_path: Path, docker_image: str) -> None:
+    """On Docker each partition is a hardened container of its own, its workspace its own:
+    a file one partition leaves is not in another's."""
+    labels = ", ".join(f'"{k}": "{v}"' for k, v in TEST_LABELS.items())
+    sandbox = f"{{backend: docker, image: '{docker_image}', labels: {{{labels}}}, timeout: 120}}"
+    root = write_flow(
+        tmp_path / "boxed",
+        f"flow: boxed\nsandbox: {sandbox}\nphases:\n"
+        "  - id: each\n    kind: script\n    script: each.py\n"
+        "    foreach: {param: part, values: [a, b]}\n    parallel: 2\n    outputs: [seen.txt]\n",
+        {
+            "each.py": "import os, socket\n"
+            "open(params['part'] + '.mark', 'w').write('x')\n"
+            "seen = sorted(n for n in os.listdir('.') if n.endswith('.mark'))\n"
+            "open('seen.txt', 'w').write(','.join(seen) + ' ' + socket.gethostname())\n"
+        },
+    )
+    state = runner.run(root)
+    assert state.status == "done", state.error
+    assert state.backend == "docker"
+    out = root / "runs" / state.run / "output" / "each"
+    a, b = ((out / p / "seen.txt").read_text().split() for p in ("a", "b"))
+    assert (a[0], b[0]) == ("a.mark", "b.mark")  # each saw only its own workspace
+    assert a[1] != b[1]  # two containers

@@ -10,6 +10,7 @@ runs of one flow advance, and are decided, independently.
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import time
 from collections.abc import Callable, Mapping
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sandbox import Sandbox, open_backend
+from sandbox.options import RayOptions
 
 from ...errors import Refused
 from ..definition import contract, host_resources, isolation, packages, sandbox_config
@@ -191,6 +193,8 @@ def partition_sandbox(flow: Flow, run: RunHandle) -> OpenBox:
     backend = isolation.confine(flow.sandbox)
     options = sandbox_config.opening(flow.sandbox, backend, flow.root)
     options = packages.image_options(flow, backend, options)
+    if isinstance(options, RayOptions):  # a cluster's: partitions over its nodes
+        options = dataclasses.replace(options, spread=True)
 
     def open_box(workspace: Path, name: str) -> Sandbox:
         return open_backend(backend, options, workspace=workspace, name=name)
