@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -13,13 +14,14 @@ import pytest
 
 from praxis.flows.definition import contract
 from praxis.flows.engine import runner
-from praxis.flows.model.events import PartitionChanged
+from praxis.flows.model.events import Event, PartitionChanged
+from praxis.flows.model.state import STOPPED, RunState
 from praxis.flows.report import status as status_of
 from praxis.flows.store.event_log import EventLog
 from praxis.flows.store.handle import RunHandle
 
 from ..labels import TEST_LABELS
-from .helpers import write_flow
+from .helpers import in_thread, write_flow
 
 REGIONS = """\
 flow: regions
@@ -228,3 +230,35 @@ def test_partitions_run_in_containers_of_their_own(tmp_path: Path, docker_image:
     a, b = ((out / p / "seen.txt").read_text().split() for p in ("a", "b"))
     assert (a[0], b[0]) == ("a.mark", "b.mark")  # each saw only its own workspace
     assert a[1] != b[1]  # two containers
+
+
+def test_a_cancel_stops_every_partition(tmp_path: Path, allow_local: None) -> None:
+    root = write_flow(
+        tmp_path / "slow",
+        "flow: slow\nsandbox: {backend: local, timeout: 120}\nphases:\n"
+        "  - id: each\n    kind: script\n    script: each.py\n"
+        "    foreach: {param: part, values: [a, b, c]}\n    parallel: 2\n    outputs: [o.txt]\n",
+        {"each.py": "import time\ntime.sleep(60)\n"},
+    )
+    running: list[str] = []
+    both = threading.Event()
+    ended: list[RunState] = []
+
+    def seen(event: Event) -> None:
+        if isinstance(event, PartitionChanged) and event.status == "running":
+            running.append(event.partition)
+            if len(running) == 2:
+                both.set()
+
+    thread = threading.Thread(
+        target=in_thread(lambda: ended.append(runner.run(root, on_event=seen)))
+    )
+    thread.start()
+    assert both.wait(60)
+    runner.cancel(root)
+    thread.join(60)
+    assert not thread.is_alive()
+    assert ended[0].status == "cancelled"
+    parts = ended[0].phase("each").partitions
+    assert {n: p["status"] for n, p in parts.items()} == {"a": "failed", "b": "failed"}
+    assert {p["error"] for p in parts.values()} == {STOPPED}

@@ -23,6 +23,7 @@ import json
 import os
 import queue
 import shutil
+import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
@@ -37,6 +38,7 @@ from ..definition.foreach import NoFiles, files_of
 from ..model.fanout import FanOut, select
 from ..model.flow import Flow, Phase
 from ..model.partition_moves import Partition
+from ..model.state import STOPPED
 from ..model.transitions import Fail, Finish, Start
 from ..store import intact, snapshot
 from ..store.handle import RunHandle
@@ -99,6 +101,9 @@ def run_fanout(
     run.change(Start(phase=phase.id, pid=os.getpid(), backend=str(info.get("backend")),
                      isolated=bool(info.get("isolated"))))  # fmt: skip
     started = run.clock()
+    for name, part in list(run.state.phase(phase.id).partitions.items()):
+        if part.get("status") == "running":  # left so by a process that died: stopped
+            run.change(Partition(phase=phase.id, partition=name, status="failed", error=STOPPED))
     try:
         found = partitions_of(run.flow.root, fan)
         names = [n for n, _ in found]
@@ -120,7 +125,7 @@ def run_fanout(
             continue
         attempt = int(run.state.phase(phase.id).partitions.get(name, {}).get("attempt", 0)) + 1
         jobs.append(_job(run, phase, name, attempt, params, files, key))
-    failed = _run_jobs(run, phase, jobs, open_box, on_message, given, ws)
+    failed = _run_jobs(run, phase, jobs, open_box, given, ws)
     if failed:
         first = run.state.phase(phase.id).partitions[failed[0]].get("error") or ""
         return _failed(
@@ -238,7 +243,6 @@ def _run_jobs(
     phase: Phase,
     jobs: list[Job],
     open_box: OpenBox,
-    on_message: OnMessage,
     given: Mapping[str, object] | None,
     ws: snapshot.Workspace,
 ) -> list[str]:
@@ -247,6 +251,8 @@ def _run_jobs(
     fan = phase.fanout
     assert fan is not None
     starts: queue.SimpleQueue[tuple[str, str]] = queue.SimpleQueue()
+    stop = threading.Event()  # the loop's: every partition's code is interrupted
+    jobs = [dataclasses.replace(j, cancel=run.paths.cancel_request, stop=stop) for j in jobs]
     by_name = {j.name: j for j in jobs}
 
     def began(name: str, node: str) -> None:
@@ -259,18 +265,27 @@ def _run_jobs(
             except queue.Empty:
                 return
             run.change(Partition(phase=phase.id, partition=name, status="running", node=node))
-            where = f" on node {node[:12]}" if node else ""
-            on_message(f"{phase.id}[{name}] running{where}")
 
-    with ThreadPoolExecutor(max_workers=fan.parallel, thread_name_prefix="partition") as pool:
+    pool = ThreadPoolExecutor(max_workers=fan.parallel, thread_name_prefix="partition")
+    try:
         pending: set[Future[Outcome]] = {
             pool.submit(work, job, run.flow, open_box, began, given) for job in jobs
         }
         while pending:
             done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+            if run.paths.cancel_request.exists():  # `praxis cancel`: every partition stops
+                pool.shutdown(wait=False, cancel_futures=True)
+                stop.set()
+                pending = {f for f in pending if not f.cancelled()}  # those never started
             drain()
             for future in done:
-                _record(run, phase, by_name, future.result(), on_message, ws)
+                _record(run, phase, by_name, future.result(), ws)
+    except BaseException:  # Ctrl-C: nothing of the fan-out runs on once the loop leaves
+        pool.shutdown(wait=False, cancel_futures=True)
+        stop.set()
+        raise
+    finally:
+        pool.shutdown(wait=True)
     drain()
     parts = run.state.phase(phase.id).partitions
     return [j.name for j in jobs if parts.get(j.name, {}).get("status") == "failed"]
@@ -281,7 +296,6 @@ def _record(
     phase: Phase,
     jobs: dict[str, Job],
     out: Outcome,
-    on_message: OnMessage,
     ws: snapshot.Workspace,
 ) -> None:
     job = jobs[out.name]
@@ -290,10 +304,8 @@ def _record(
     for event in out.events:
         run.emit(event)
     if not out.ok:
-        run.change(Partition(phase=phase.id, partition=out.name, status="failed", error=out.error))
-        on_message(
-            f"{phase.id}[{out.name}] failed: {out.error.splitlines()[0] if out.error else ''}"
-        )
+        error = STOPPED if run.paths.cancel_request.exists() else out.error
+        run.change(Partition(phase=phase.id, partition=out.name, status="failed", error=error))
         return
     for name in out.hashes:
         ws.store.add_file(job.output / name)
@@ -302,7 +314,6 @@ def _record(
     if phase.reuse != "never":
         source = f"{run.id}/{phase.id}/{out.name}/{job.attempt}"
         _remember(run, job.key, dict(out.hashes), source)
-    on_message(f"{phase.id}[{out.name}] done")
 
 
 def _finish(

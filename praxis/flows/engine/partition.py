@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sandbox import Sandbox, close_thread_loop
+from sandbox import Kernel, Sandbox, close_thread_loop
 
 from ..definition import kinds
 from ..definition.digest import sha256_of
@@ -53,6 +54,10 @@ class Job:
     run_id: str
     run_dir: Path
     key: str = ""  # its reuse key (fanout.py)
+    # `praxis cancel`'s request file, and the loop's own stop (Ctrl-C): either interrupts
+    # the partition's code
+    cancel: Path | None = None
+    stop: threading.Event = field(default_factory=threading.Event)
 
 
 @dataclass
@@ -81,6 +86,8 @@ def work(
     _archive(job)
     box: Sandbox | None = None
     try:
+        if job.stop.is_set():
+            raise PhaseError("stopped before it began")
         box = open_box(job.folder / "workspace", f"{job.run_id}-{job.phase.id}-{job.name}")
         box.open()
         out.node = str(box.describe().get("node") or "")
@@ -137,9 +144,24 @@ def _execute(
             params=dict(job.params),
             given=(given or {}).get(job.phase.kind),
         )
-        kinds.get(job.phase.kind).run(ctx)
+        done = threading.Event()
+        watch = threading.Thread(target=_watch, args=(job, ctx.kernel, done), daemon=True)
+        watch.start()
+        try:
+            kinds.get(job.phase.kind).run(ctx)
+        finally:
+            done.set()
+            watch.join(timeout=2)
     finally:
         handout.close()
+
+
+def _watch(job: Job, kernel: Kernel, done: threading.Event) -> None:
+    """While the partition's code runs, interrupt it on a cancel or the loop's stop."""
+    while not done.wait(0.3):
+        if job.stop.is_set() or (job.cancel is not None and job.cancel.exists()):
+            kernel.interrupt()
+            return
 
 
 def _collect(job: Job, box: Sandbox) -> dict[str, str]:
