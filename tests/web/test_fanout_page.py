@@ -31,6 +31,7 @@ def test_the_gate_after_a_fan_out_shows_each_partition(tmp_path: Path, allow_loc
             page = client.get(f"/run?flow={ref}&run={state.run}")
             assert page.status_code == 200, page.text
             text = page.text
+            assert "they are reviewed here, not edited" in text
             for name in ("north", "south", "east", "west"):
                 assert f"↳ {name}" in text
                 assert f'data-partition="per_region/{name}"' in text
