@@ -288,6 +288,8 @@ class UI:
             ref=q.get("flow", ""),
             run=run,
             phase=phase,
+            partition=part,
+            path=str(path.relative_to(run.root)),
             nb=rendered(run, q.get("flow", ""), str(path.relative_to(run.root)), path),
         )
 

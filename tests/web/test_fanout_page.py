@@ -40,6 +40,8 @@ def test_the_gate_after_a_fan_out_shows_each_partition(tmp_path: Path, allow_loc
                 f"/record?flow={ref}&run={state.run}&phase=per_region&partition=east"
             )
             assert record.status_code == 200 and "summary.csv" in record.text
+            assert "Record of phase per_region, partition east" in record.text
+            assert "records/per_region/east.ipynb" in record.text
             missing = client.get(
                 f"/record?flow={ref}&run={state.run}&phase=per_region&partition=nowhere"
             )
