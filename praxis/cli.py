@@ -333,6 +333,7 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
     add("rerun", "re-run from a phase (later phases become stale)", revision=True)
     option(("rerun",), "--from", dest="from_phase", required=True, metavar="PHASE")
     option(("rerun",), "--no-reuse", action="store_true", help="run every later phase again")
+    option(("rerun",), "--partition", metavar="NAME", help="of a fan-out: only this partition")
     for flag, choice, words in (
         ("--keep-edits", "keep", "re-apply them to the new output by row key"),
         ("--discard-edits", "discard", "drop them (outputs back as their phases wrote them)"),
@@ -371,6 +372,12 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
     )
     option(
         ("run",), "--managed", action="store_true", help="let an agent decide the delegatable Gates"
+    )
+    option(
+        ("run",),
+        "--partitions",
+        metavar="A..B",
+        help="a backfill: only these partitions of each fan-out (A..B, or A,B,C)",
     )
     option(
         ("run", "advance", "schedule"),

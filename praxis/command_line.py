@@ -27,6 +27,8 @@ OPTIONS = {
     "reopen": "--reopen",
     "note": "--note",
     "from_phase": "--from",
+    "partition": "--partition",
+    "partitions": "--partitions",
     "output": "--output",
     "edits": "",  # a flag of its own: EDITS
     "expect_revision": "--expect-revision",
@@ -71,6 +73,8 @@ class Command:
     reopen: str | None = None
     note: str | None = None
     from_phase: str | None = None
+    partition: str | None = None  # one partition of a fan-out (rerun)
+    partitions: str | None = None  # a backfill: a..b or a,b (run)
     output: str | None = None
     edits: str | None = None  # keep | discard
     expect_revision: int | None = None

@@ -85,6 +85,8 @@ class Progress:
                 self._line(
                     f"↺ {event.phase} reused (attempt {event.attempt}: nothing it reads changed)"
                 )
+            elif isinstance(event, ev.PartitionChanged):
+                self._partition(event)
             elif isinstance(event, ev.RunCancelled):
                 self._line("■ run cancelled")
             elif isinstance(event, ev.SandboxEnded):
@@ -93,6 +95,21 @@ class Progress:
                     f"! the process that advanced the run before (pid {event.owner}) was "
                     f"killed; its sandbox's watchdog ended {ended}"
                 )
+
+    def _partition(self, event: ev.PartitionChanged) -> None:
+        """A fan-out's partition: started (and where), done, reused or failed."""
+        who = f"{event.phase}[{escape(event.partition)}]"
+        again = f", attempt {event.attempt}" if event.attempt > 1 else ""
+        if event.status == "running":
+            where = f" on node {escape(event.node[:12])}" if event.node else ""
+            self._line(f"  ▶ {who} running{where}{again}")
+        elif event.status == "done" and event.source:
+            self._line(f"  ↺ {who} reused from {escape(event.source.split('/')[0])}")
+        elif event.status == "done":
+            self._line(f"  ✓ {who} done in {event.seconds:.1f} s{again}")
+        elif event.status == "failed":
+            first = escape(event.error.splitlines()[0] if event.error else "")
+            self._line(f"  ✗ {who} failed after {event.seconds:.1f} s: {first}")
 
     def message(self, text: str) -> None:
         """The run's ``progress``: a phase's printed output (``live.Output``) is shown as it

@@ -62,6 +62,8 @@ or a model's tool result (tests/test_errors.py holds that every class praxis rai
 defines is drawn in the tree or listed here):
 ExtractError          a query the model wrote cannot run; its text goes to the model   agent.extract
 SourceUnavailable     (an ExtractError) the phase has no usable data source            agent.extract
+NoFiles               (a ValueError) foreach: files: finds no partition  flows.definition.foreach
+_Unknown              an edit's failing rows need a whole pass: the pass runs   flows.engine.recheck
 KindTaken             (a ValueError) an event kind registered twice               flows.model.events
 Unreadable            a table that does not parse, or is too large to check      flows.store.csvread
 Vanished              the lock's file left its folder: the run was deleted          flows.store.lock

@@ -187,13 +187,16 @@ class Tools:
         expect_revision: int,
         run: str | None = None,
         edits: str | None = None,
+        partition: str | None = None,
     ) -> dict[str, Any]:
         """Put a failed, cancelled or done run back at phase `from_phase` (later phases
         become stale); advance runs it. `edits` ("keep" or "discard") when it would replace
-        outputs edited at a Gate. Returns the status."""
+        outputs edited at a Gate; `partition`: of a fan-out, only that one runs again.
+        Returns the status."""
         args = {"flow": flow, "run": run, "from_phase": from_phase}
         return self._call("rerun", flow, run, args, lambda handle: acting.rerun(
-            handle.flow, from_phase, handle.id, expect_revision=expect_revision, edits=edits
+            handle.flow, from_phase, handle.id, expect_revision=expect_revision, edits=edits,
+            partition=partition,
         ))  # fmt: skip
 
     def cancel(self, flow: str, expect_revision: int, run: str | None = None) -> dict[str, Any]:

@@ -22,6 +22,12 @@ def timeline(state: RunState, width: int = 30, now: float | None = None) -> str:
     phase's bar reaches ``now`` and its row says how long it has been running."""
     now = time.time() if now is None else now
     spans = [(p.started, p.ended or now) for p in state.phases if p.started is not None]
+    spans += [
+        (q["started"], q.get("ended") or now)
+        for p in state.phases
+        for q in p.partitions.values()
+        if q.get("started") is not None
+    ]
     t0 = min((a for a, _ in spans), default=0.0)
     total = max((b for _, b in spans), default=t0) - t0 or 1.0
     rows = []
@@ -46,9 +52,34 @@ def timeline(state: RunState, width: int = 30, now: float | None = None) -> str:
         mark = "↺" if p.reused and p.status == "done" else MARKS.get(p.status, "?")
         word = "reused" if p.reused and p.status == "done" else p.status
         rows.append(f"  {mark} {word:<8} {p.id:<18} {secs:>8}  {bar:<{width}}  {note}".rstrip())
+        rows += [_partition_row(n, q, t0, total, width, now) for n, q in p.partitions.items()]
     if state.waiting == "gate":
         rows.append(f"  ⏸ waiting at the Gate after {state.gate}")
     return "\n".join(rows)
+
+
+def _partition_row(
+    name: str, q: dict[str, Any], t0: float, total: float, width: int, now: float
+) -> str:
+    """A fan-out's partition under its phase: its bar on the run's clock, where it ran."""
+    status = str(q.get("status", "pending"))
+    started, ended = q.get("started"), q.get("ended")
+    bar = secs = ""
+    if started is not None:
+        start = int((started - t0) / total * width)
+        end = max(start + 1, int(((ended or now) - t0) / total * width))
+        bar = " " * start + "█" * (end - start)
+        secs = f"{(ended or now) - started:.1f} s"
+    notes = [f"attempt {q['attempt']}"] if q.get("attempt", 0) > 1 else []
+    if q.get("source"):
+        notes.append(f"reused from {str(q['source']).split('/')[0]}")
+    if q.get("node"):
+        notes.append(f"node {str(q['node'])[:12]}")
+    if q.get("error"):
+        notes.append(escape(str(q["error"]).splitlines()[0]))
+    mark = MARKS.get(status, "?")
+    label = escape(name)[:16]
+    return f"      {mark} {label:<16} {secs:>10}  {bar:<{width}}  {', '.join(notes)}".rstrip()
 
 
 WHO = {

@@ -337,6 +337,9 @@ class RayOptions(DockerOptions):
     # where the node keeps workspaces, and how long placement may take: the operator's
     node_root: str | None = option(None, text("a folder on the nodes"), flow=False)
     place_timeout: float = option(600.0, seconds(7 * 24 * 3600.0), flow=False)
+    # spread sandboxes opened together over the nodes (Ray's SPREAD), rather than pack them:
+    # the caller's choice for many sandboxes of one run (a fan-out's partitions)
+    spread: bool = option(False, flag, flow=False)
 
     def docker(self) -> DockerOptions:
         """The options of the docker sandbox the node runs."""

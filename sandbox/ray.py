@@ -119,6 +119,7 @@ class RaySandbox(Sandbox):
             "demand": self.demand(),
             "place_timeout": self.place_timeout,
             "node": self.node,
+            "spread": bool(self.options.spread),
         }
         self.bridge = bridge  # answer() reads it
         try:

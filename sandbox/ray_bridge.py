@@ -143,6 +143,8 @@ class Bridge:
             options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(
                 str(message["node"]), soft=True
             )
+        elif message.get("spread"):  # one of many opened together: over the nodes
+            options["scheduling_strategy"] = "SPREAD"
         timeout = float(message["place_timeout"])
         actor = (
             _actor_class()

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
-from praxis.console import format_event, table_preview
-from praxis.flows.model.events import CodeRan, WorkspaceRecorded
+from praxis.console import Progress, format_event, table_preview
+from praxis.flows.model.events import CodeRan, PartitionChanged, WorkspaceRecorded
 
 
 def test_the_preview_shows_the_first_rows_aligned_and_counts_the_rest(tmp_path: Path) -> None:
@@ -53,3 +54,24 @@ def test_a_log_line_gives_seconds_and_bytes_in_units_a_person_reads() -> None:
         phase="a", attempt=1, which="post", files=3, stored=2, stored_bytes=53064342, seconds=125.0
     )
     assert "files=3 stored=2 stored_bytes=50.6 MiB seconds=2 min 05 s" in format_event(recorded)
+
+
+def test_progress_shows_every_partition_of_a_fan_out() -> None:
+    out = io.StringIO()
+    progress = Progress(1, ["per_region"], out)
+    for status, name, extra in (
+        ("running", "east", {"node": "0123456789abcdef"}),
+        ("running", "west", {}),
+        ("failed", "east", {"seconds": 1.5, "error": "boom\nmore"}),
+        ("done", "west", {"seconds": 2.0}),
+        ("done", "north", {"source": "20261205-000000-aaaa/per_region/north/1"}),
+    ):
+        progress(PartitionChanged(phase="per_region", partition=name, status=status,
+                                  attempt=1, **extra))  # fmt: skip
+    assert out.getvalue().splitlines() == [
+        "  ▶ per_region[east] running on node 0123456789ab",
+        "  ▶ per_region[west] running",
+        "  ✗ per_region[east] failed after 1.5 s: boom",
+        "  ✓ per_region[west] done in 2.0 s",
+        "  ↺ per_region[north] reused from 20261205-000000-aaaa",
+    ]

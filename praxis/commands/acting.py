@@ -52,6 +52,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         new_run=(params, begun),
         managed=args.managed,
         reuse=not args.no_reuse,
+        partitions=args.partitions,
     )
 
 
@@ -81,6 +82,7 @@ def _advance(
     new_run: tuple[dict[str, str], Callable[[RunHandle], None]] | None = None,
     managed: bool = False,
     expect_revision: int | None = None,
+    partitions: str | None = None,
 ) -> int:
     """Advance a run (or begin one and advance it, under one hold of the lock), showing
     progress. SIGTERM and SIGHUP stop it like Ctrl-C: the run is recorded as cancelled."""
@@ -101,6 +103,7 @@ def _advance(
                     on_event=progress,
                     on_message=progress.message,
                     reuse=reuse,
+                    partitions=partitions,
                 )
             else:
                 state = acting.advance(
@@ -162,9 +165,14 @@ def _report(flow_ref: str, state: RunState, seconds: float) -> int:
         return EXIT["ok"]
     if state.status == "failed":
         print(f"PhaseFailed: {commands_in(escape(state.error or ''))}", file=sys.stderr)
-        print(
-            f"  record: {shown(run.paths.record(state.phases[state.cursor].id))}", file=sys.stderr
+        failed = state.phases[state.cursor]
+        parts = [n for n, q in failed.partitions.items() if q.get("status") == "failed"]
+        record = (
+            run.paths.partition_record(failed.id, parts[0])
+            if parts
+            else run.paths.record(failed.id)
         )
+        print(f"  record: {shown(record)}", file=sys.stderr)
         if state.isolated and missing_package(state.error or ""):
             build = Command("sandbox build", flow_text(run.flow)).line()
             print(f"  next: {command(build)}   (once the package is in flow.yaml)", file=sys.stderr)
@@ -261,6 +269,7 @@ def cmd_rerun(args: argparse.Namespace) -> int:
             params=_params(args),
             reuse=not args.no_reuse,
             edits=args.edits,
+            partition=args.partition,
         )
     except BadParam as exc:
         raise Usage(str(exc)) from None

@@ -38,6 +38,10 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(timeline(run.state))
     for path in st.review:
         print(f"  review: {escape(path)}")
+    gated = next((p for p in st.phases if p["id"] == st.gate), None)
+    for row in gated["partitions"] if gated and st.waiting == "gate" else []:
+        shown = ", ".join(f"output/{o}" for o in row["outputs"]) or "no outputs"
+        print(f"  read: {escape(row['partition'])} ({row['status']}): {escape(shown)}")
     for line in route_lines(st.route) + receipt_lines(st.receipt, st.managed):
         print(line)
     for line in _kept_lines(flow, run):

@@ -90,10 +90,12 @@ def run(
     reuse: bool = True,
     notifier: Notifier | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    partitions: str | None = None,
 ) -> RunState:
     """Begin a run and advance it, under one hold of the run's lock (no other process
     advances it first); ``on_begun`` is told the new run before its first phase.
-    ``managed``: a person lets an agent decide its delegatable Gates. The rest as
+    ``managed``: a person lets an agent decide its delegatable Gates. ``partitions``
+    (``a..b`` or ``a,b``): a backfill of those partitions of each fan-out. The rest as
     ``advance`` (the run is told to ``notifier`` as an advance's is)."""
     return runner.run(
         load(flow),
@@ -108,6 +110,7 @@ def run(
         reuse=reuse,
         notifier=notifier,
         sleep=sleep,
+        partitions=partitions,
     )
 
 
@@ -251,13 +254,15 @@ def rerun(
     params: dict[str, str] | None = None,
     reuse: bool = True,
     edits: str | None = None,
+    partition: str | None = None,
 ) -> RunState:
     """Go back to ``from_phase``; the earlier attempt is kept under attempts/. ``params``
     override the run's for the phases run again; ``edits`` ("keep" or "discard") when it
-    would replace outputs edited at a Gate."""
+    would replace outputs edited at a Gate; ``partition``: of a fan-out, only that one runs
+    again."""
     return runner.rerun(
         load(flow), from_phase, run, expect_revision=expect_revision, params=params,
-        reuse=reuse, edits=edits,
+        reuse=reuse, edits=edits, partition=partition,
     )  # fmt: skip
 
 

@@ -279,7 +279,12 @@ class UI:
             phase = q.get("phase", "")
             if phase not in [p.id for p in run.state.phases]:
                 raise catalog.NotFound(f"{run.flow.name} has no phase {phase!r}")
-            path = run.paths.record(phase)
+            part = q.get("partition")
+            if part is not None and part not in run.state.phase(phase).partitions:
+                raise catalog.NotFound(f"phase {phase} has no partition {part!r}")
+            path = (
+                run.paths.record(phase) if part is None else run.paths.partition_record(phase, part)
+            )
             if not path.is_file():
                 raise catalog.NotFound(f"phase {phase} has no record yet: it has not run")
         except catalog.NotFound as exc:
@@ -290,7 +295,9 @@ class UI:
             ref=q.get("flow", ""),
             run=run,
             phase=phase,
-            nb=rendered(run, q.get("flow", ""), f"records/{phase}.ipynb", path),
+            partition=part,
+            path=str(path.relative_to(run.root)),
+            nb=rendered(run, q.get("flow", ""), str(path.relative_to(run.root)), path),
         )
 
     def file(self, request: Request) -> Response:

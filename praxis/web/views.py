@@ -48,6 +48,9 @@ class Bar:
     note: str | None = None
     started: float | None = None  # epoch seconds: the page grows a running phase's bar
     ended: float | None = None
+    partitions: list[Bar] = field(default_factory=list)  # a fan-out's, each as a bar
+    node: str | None = None  # a partition's: the Ray node it ran on
+    reused_from: str | None = None  # a partition's: the run it was restored from
 
 
 @dataclass
@@ -101,6 +104,9 @@ def timeline(run: RunHandle, now: float | None = None) -> list[Bar]:
     phases = run.state.phases
     starts = [p.started for p in phases if p.started is not None]
     ends = [_end(p, now) for p in phases if p.started is not None]
+    for p in phases:
+        starts += [q["started"] for q in p.partitions.values() if q.get("started")]
+        ends += [q.get("ended") or now for q in p.partitions.values() if q.get("started")]
     t0 = min(starts) if starts else 0.0
     span = max((max(ends) - t0) if ends else 0.0, 1e-6)
     bars = []
@@ -110,7 +116,7 @@ def timeline(run: RunHandle, now: float | None = None) -> list[Bar]:
             x = (p.started - t0) / span * CHART_WIDTH
             width = max((_end(p, now) - p.started) / span * CHART_WIDTH, 2.0)
         outs = []
-        for name in run.flow.phase(p.id).outputs:
+        for name in () if p.partitions else run.flow.phase(p.id).outputs:
             path = run.paths.out(name)
             outs.append((name, path.stat().st_size if path.is_file() else None))
         bars.append(
@@ -126,8 +132,31 @@ def timeline(run: RunHandle, now: float | None = None) -> list[Bar]:
                 p.note,
                 p.started,
                 p.ended,
+                _partition_bars(run, p, t0, span, now),
             )
         )
+    return bars
+
+
+def _partition_bars(run: RunHandle, p: PhaseState, t0: float, span: float, now: float) -> list[Bar]:
+    """A fan-out's partitions on the same axis: status, attempt, outputs, node, error."""
+    bars = []
+    for name, q in p.partitions.items():
+        started, ended = q.get("started"), q.get("ended")
+        x = width = 0.0
+        if started is not None:
+            x = (started - t0) / span * CHART_WIDTH
+            width = max(((ended or now) - started) / span * CHART_WIDTH, 2.0)
+        outs = []
+        for out in sorted(q.get("hashes") or {}):
+            path = run.paths.partition_output(p.id, name) / out
+            outs.append((f"{p.id}/{name}/{out}", path.stat().st_size if path.is_file() else None))
+        seconds = ended - started if started and ended else None
+        bars.append(
+            Bar(name, str(q.get("status", "pending")), int(q.get("attempt", 0)), seconds,
+                round(x, 1), round(width, 1), outs, q.get("error"), None, started, ended,
+                node=q.get("node") or None, reused_from=q.get("source") or None)
+        )  # fmt: skip
     return bars
 
 

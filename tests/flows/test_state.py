@@ -15,6 +15,7 @@ from praxis.flows.model import state as st
 from praxis.flows.model import transitions
 from praxis.flows.model.machine import TRANSITIONS, IllegalTransition, allows, apply
 from praxis.flows.model.moves import KNOCK_ONS, OfPhase, Transition
+from praxis.flows.model.partition_moves import Backfill, Partition
 from praxis.flows.model.transitions import (
     Accept,
     Approve,
@@ -333,6 +334,8 @@ EXAMPLES: tuple[Transition, ...] = (
     Params(params={}),
     Manage(),
     Pause(),
+    Partition(phase="a", partition="x", status="running"),
+    Backfill(only="x..y"),
 )
 
 

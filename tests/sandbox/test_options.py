@@ -27,9 +27,10 @@ def test_each_class_names_its_options_and_those_flow_yaml_may_set() -> None:
     )
     assert RayOptions.names() == (
         *DockerOptions.names(),
-        *("address", "resources", "node_root", "place_timeout"),
+        *("address", "resources", "node_root", "place_timeout", "spread"),
     )
     assert RayOptions.names(flow=True) == (*DockerOptions.names(), "resources")
+    assert RayOptions.takes("spread") and not RayOptions.takes("spread", flow=True)
     assert RayOptions.takes("node_root") and not RayOptions.takes("node_root", flow=True)
     assert RayOptions.takes("address") and not RayOptions.takes("address", flow=True)
 

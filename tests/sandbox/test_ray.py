@@ -319,6 +319,44 @@ def test_sales_report_flow_runs_on_the_cluster_with_its_gate(
     assert state_file.load(run_dir / "run.json").status == "done"
 
 
+FANOUT = """\
+flow: spread
+sandbox: {backend: ray, cluster: here, image: '%s', memory: 1g, timeout: 120}
+phases:
+  - id: per_region
+    kind: script
+    script: region.py
+    foreach: {param: region, values: [north, south, east, west]}
+    parallel: 4
+    outputs: [summary.csv]
+"""
+
+
+def test_a_fan_out_spreads_its_partitions_over_both_nodes(
+    nodes: TwoNodes, docker_image: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each partition opens a sandbox of its own; on a cluster they are spread over its
+    nodes: the node id each partition recorded names both."""
+    from praxis.flows.engine import runner
+
+    root = tmp_path / "spread"
+    root.mkdir()
+    (root / "flow.yaml").write_text(FANOUT % docker_image)
+    (root / "region.py").write_text(
+        "open('summary.csv', 'w').write('region\\n' + params['region'] + '\\n')\n"
+    )
+    monkeypatch.delenv("PRAXIS_RAY_ADDRESS", raising=False)
+    monkeypatch.setenv("PRAXIS_PROFILE", str(_profile(tmp_path, here=nodes.address)))
+    state = runner.run(root)
+    assert state.status == "done", state.error
+    parts = state.phase("per_region").partitions
+    assert sorted(parts) == ["east", "north", "south", "west"]
+    placed = {str(p["node"]) for p in parts.values()}
+    assert placed == {nodes.cluster.head_node.node_id, nodes.second.node_id}
+    out = root / "runs" / state.run / "output" / "per_region" / "east" / "summary.csv"
+    assert out.read_text() == "region\neast\n"
+
+
 TRAP = """
 import os, sys, ray
 

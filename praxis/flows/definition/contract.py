@@ -21,15 +21,16 @@ from typing import Any
 from sandbox.errors import SandboxError
 from sandbox.files import open_below
 
-from ...command_line import typed
-from ...errors import UsageError
 from ...sources import source
 from ..model import check_spec
 from ..model.flow import REVIEW_MODES, Flow, Phase, SandboxSettings
 from ..model.forms import FormField
 from ..model.retry_policy import RetryPolicy
-from . import form_spec, kinds, profile, retry_spec, safe_yaml, sandbox_config, unattended
+from . import foreach, form_spec, kinds, profile, retry_spec, safe_yaml, sandbox_config, unattended
 from . import notify_spec as notify_of
+from .problems import FlowInvalid as FlowInvalid
+from .problems import Problem as Problem
+from .problems import Report as Report
 from .yaml_values import ValueReader, describe, mib, show
 
 MAX_DEFINITION_BYTES = 1 << 20  # flow.yaml itself, refused before parsing
@@ -42,67 +43,11 @@ TOP_KEYS = (
 )
 PHASE_KEYS = (  # the keys every kind takes; a kind reads the others into its spec (kinds.py)
     *("id", "kind", "inputs", "outputs", "may_be_empty", "review", "timeout", "description"),
-    *("checks", "reuse", "retries"),
+    *("checks", "reuse", "retries", "foreach", "parallel"),
 )
 REVIEW_KEYS = ("required", "delegatable", "form", *unattended.DEADLINE_KEYS)  # form_spec.py
 REUSE = ("auto", "never")
 INPUT_KEYS = ("working", "reference")
-
-
-@dataclass(frozen=True)
-class Problem:
-    """One problem: ``location`` is a key path (``phases[1].outputs``, empty for the whole
-    file); ``line``/``column`` (1-based) are set when the YAML text itself is at fault."""
-
-    location: str
-    message: str
-    severity: str = "error"  # error | warning
-    file: str = "flow.yaml"
-    line: int | None = None
-    column: int | None = None
-
-    def __str__(self) -> str:
-        where = self.file
-        if self.line is not None:
-            where += f":{self.line}" + (f":{self.column}" if self.column is not None else "")
-        parts = [where, self.location, "" if self.severity == "error" else self.severity]
-        return ": ".join([p for p in parts if p] + [self.message])
-
-
-@dataclass
-class Report:
-    problems: list[Problem] = field(default_factory=list)
-
-    @property
-    def errors(self) -> list[Problem]:
-        return [p for p in self.problems if p.severity == "error"]
-
-    @property
-    def warnings(self) -> list[Problem]:
-        return [p for p in self.problems if p.severity == "warning"]
-
-    @property
-    def ok(self) -> bool:
-        return not self.errors
-
-    def lines(self) -> list[str]:
-        return [str(p) for p in self.problems]
-
-    def __str__(self) -> str:
-        return "\n".join(self.lines())
-
-
-class FlowInvalid(UsageError):
-    """Raised by ``require`` when the definition has errors; ``report`` holds all of them."""
-
-    def __init__(self, report: Report) -> None:
-        errors = report.errors
-        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        super().__init__(f"{errors[0]}{more}" if errors else "invalid flow definition")
-        self.report = report
-
-    def next(self, flow: str) -> str:
-        return typed("check", flow)
 
 
 def load(path: str | os.PathLike[str]) -> tuple[Flow | None, Report]:
@@ -181,6 +126,7 @@ class _Draft:
     phase: Phase | None = None
     inputs: list[tuple[str, str]] = field(default_factory=list)  # (location, name)
     outputs: list[tuple[str, str]] = field(default_factory=list)
+    fanned: bool = False  # a fan-out: its outputs are per partition
 
 
 class _Builder(ValueReader):
@@ -308,14 +254,16 @@ class _Builder(ValueReader):
         description = self.string(raw.get("description", ""), f"{loc}.description")
         reuse = self.reuse(raw, loc, kind)
         retries, form = self.unattended(raw, loc, kind, review)
+        fanout = foreach.read(raw, loc, self)
         if draft.id is not None and kind is not None:
             draft.phase = Phase(
                 id=draft.id, kind=kind, spec=spec, working=working, reference=reference,
                 outputs=outputs, may_be_empty=may_be_empty, review=review or "none",
                 timeout=timeout, description=description or "", delegatable=delegatable,
                 checks=declared, reuse=reuse, retries=retries, form=form,
-                deadline=deadline, escalate=escalate,
+                deadline=deadline, escalate=escalate, fanout=fanout,
             )  # fmt: skip
+            draft.fanned = fanout is not None
         return draft
 
     def unknown_key(self, loc: str, key: str, own: tuple[str, ...]) -> None:
@@ -445,6 +393,8 @@ class _Builder(ValueReader):
                         f"{show(name)} is an output of this same phase: a phase "
                         "cannot read its own output (a cycle)",
                     )
+                elif drafts[j].fanned:
+                    self.error(at, foreach.not_an_input(name, _phase(drafts[j])))
                 elif j > i:
                     self.error(
                         at,

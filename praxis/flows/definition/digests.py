@@ -60,6 +60,9 @@ def entry_of(phase: Phase) -> dict[str, Any]:
     entry = dataclasses.asdict(phase)
     for key in ("reuse", "retries", "form", "deadline", "escalate"):
         del entry[key]
+    fanout = entry.pop("fanout")  # absent unless given: settled work is found again
+    if fanout is not None:  # the partitions, not how many run at once
+        entry["foreach"] = fanout["written"]
     spec = entry.pop("spec")  # a dataclass, as a dict; anything else, as itself
     own = spec if isinstance(spec, dict) else {} if spec is None else {"spec": spec}
     return {**UNIFORM, **entry, **own}

@@ -20,6 +20,7 @@ from ..model import decisions, forms
 from ..model.events import DecisionRefused
 from ..model.flow import Flow
 from ..model.params import resolve as resolve_params
+from ..model.partition_moves import Partition
 from ..model.state import RunState
 from ..model.transitions import (
     Accept,
@@ -36,7 +37,7 @@ from ..store.lock import Busy
 from ..store.objects import RunStore
 from ..store.upgrade import refuse_old
 from . import acks as acks_of
-from . import binding, carry, checked, checks, collect, reconcile
+from . import binding, carry, checked, checks, collect, fanout, reconcile
 from .discard import put_back
 
 if TYPE_CHECKING:
@@ -364,15 +365,19 @@ def rerun(
     params: dict[str, str] | None = None,
     reuse: bool = True,
     edits: str | None = None,
+    partition: str | None = None,
     clock: Clock = time.time,
 ) -> RunState:
     """Go back to ``from_phase``: later done phases become stale (pending without ``reuse``:
     they run again whatever changed), the attempt is kept. ``params`` change the run's.
-    ``edits`` (keep or discard) is needed when it would replace outputs edited at a Gate."""
+    ``edits`` (keep or discard) is needed when it would replace outputs edited at a Gate.
+    ``partition``: of a fan-out, the one partition that runs again (the others stand)."""
     with _opened(flow_ref, run_id, expect_revision, clock) as run:
         recover(run)
         check_definition(run)
         _known_phase(run.flow, from_phase)
+        if partition is not None:
+            fanout.known_partition(run.flow, run.flow.phase(from_phase), partition)
         command = _command(run, "rerun", from_phase=from_phase)
         choice, edited = _choose_edits(run, from_phase, edits, command)
         if params:
@@ -386,6 +391,9 @@ def rerun(
                 kept=_kept(run, from_phase), edited=edited,
             ),
         )  # fmt: skip
+        if partition is not None:
+            _change(run, Partition(phase=from_phase, partition=partition, status="pending",
+                                   force=True))  # fmt: skip
         _archive(run, from_phase)
         return run.state
 

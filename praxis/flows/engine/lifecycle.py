@@ -10,6 +10,7 @@ runs of one flow advance, and are decided, independently.
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import time
 from collections.abc import Callable, Mapping
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sandbox import Sandbox, open_backend
+from sandbox.options import RayOptions
 
 from ...errors import Refused
 from ..definition import contract, host_resources, isolation, packages, sandbox_config
@@ -29,6 +31,7 @@ from ..model.flow import Flow
 from ..model.machine import IllegalTransition
 from ..model.moves import Transition
 from ..model.params import resolve as resolve_params
+from ..model.partition_moves import Backfill
 from ..model.state import RunState
 from ..model.transitions import Cancel, End, Gate, Manage, Pause, Recover
 from ..store import snapshot
@@ -44,8 +47,10 @@ from ..store.objects import RunStore
 from ..store.upgrade import refuse_old
 from . import carry, reconcile
 from .context import OnMessage
+from .fanout import check_selection, run_fanout
 from .notify import Notifier, tell
 from .opening import Opening
+from .partition import OpenBox
 from .phase import run_phase
 from .retry import Sleep, again
 from .reuse import ahead as reuse_ahead
@@ -111,13 +116,17 @@ def run(
     reuse: bool = True,
     notifier: Notifier | None = None,
     sleep: Sleep = time.sleep,
+    partitions: str | None = None,
 ) -> RunState:
     """Begin a run and advance it: the run appears with its lock already held by this
     process, so no other advances it first. ``managed``: a person lets an agent decide the
     run's delegatable Gates (recorded before the first phase). The other options are
     ``advance``'s; as there, the run left at a Gate, failed or done is told (``notifier``)
-    once the lock is let go."""
+    once the lock is let go. ``partitions`` (``a..b`` or ``a,b``): a backfill, the run runs
+    only those partitions of each fan-out (refused, no run made, unless each has them)."""
     flow = load_flow(flow_ref)
+    if partitions:
+        check_selection(flow, partitions)
     if managed:
         _person_only(actor, "put a run in managed mode")
     make = confined(flow, default_sandbox if make_sandbox is None else make_sandbox)
@@ -138,6 +147,8 @@ def run(
         try:
             if managed:
                 _set_managed(handle, True, "person")
+            if partitions:
+                handle.change(Backfill(only=partitions))
             if on_begun is not None:
                 on_begun(handle)
         except BaseException:
@@ -188,6 +199,21 @@ def _open(flow: Flow, run: RunHandle, *, backend: str) -> Sandbox:
     box = open_backend(backend, options, workspace=run.paths.workspace, name=run.id)
     box.watch_report = run.paths.watchdog  # if this process dies first (recover reads it)
     return box
+
+
+def partition_sandbox(flow: Flow, run: RunHandle) -> OpenBox:
+    """Opens the sandbox of one partition of a fan-out: flow.yaml's backend, as the person
+    allowed it, over the partition's own workspace (each its own container or kernels)."""
+    backend = isolation.confine(flow.sandbox)
+    options = sandbox_config.opening(flow.sandbox, backend, flow.root)
+    options = packages.image_options(flow, backend, options)
+    if isinstance(options, RayOptions):  # a cluster's: partitions over its nodes
+        options = dataclasses.replace(options, spread=True)
+
+    def open_box(workspace: Path, name: str) -> Sandbox:
+        return open_backend(backend, options, workspace=workspace, name=name)
+
+    return open_box
 
 
 def advance(
@@ -366,15 +392,14 @@ def _loop(
             run.change(End())
             return
         phase = run.flow.phase(nxt.id)
-        ok = run_phase(
-            run,
-            phase,
-            box,
-            on_message=on_message,
-            given=given,
-            workspace=ws,
-            reuse=reuse,
-        )
+        if phase.fanout is not None:
+            opener = partition_sandbox(run.flow, run)
+            ok = run_fanout(run, phase, box, ws, opener, on_message=on_message, given=given,
+                            reuse=reuse)  # fmt: skip
+        else:
+            ok = run_phase(
+                run, phase, box, on_message=on_message, given=given, workspace=ws, reuse=reuse
+            )
         if run.paths.cancel_request.exists():
             _do_cancel(run)
             return
@@ -384,7 +409,8 @@ def _loop(
             return
         if phase.gated:
             carried = carry.carry_over(run, phase) if run.state.phase(phase.id).carry else []
-            run.change(Gate(phase=phase.id, writable=list(phase.outputs)))
+            writable = [] if phase.fanout else list(phase.outputs)  # a fan-out's: reviewed
+            run.change(Gate(phase=phase.id, writable=writable))
             for name, outcome in carried:
                 _record_carried(run, phase.id, name, outcome)
             return

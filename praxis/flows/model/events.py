@@ -257,6 +257,21 @@ class PhaseReused(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
+class PartitionChanged(Event):
+    """A partition of a fan-out (DESIGN.md §17) started, ended, or was reused or reset."""
+
+    kind: ClassVar[str] = "partition_changed"
+    phase: str
+    partition: str
+    status: str  # running | done | failed | pending
+    attempt: int
+    node: str = ""  # where it ran: the Ray node's id, else empty
+    seconds: float = 0.0
+    error: str = ""
+    source: str = ""  # reused: "<run>/<phase>/<partition>/<attempt>" it was restored from
+
+
+@dataclass(frozen=True, kw_only=True)
 class PhasesStale(Event):
     kind: ClassVar[str] = "phases_stale"
     phases: list[str]
@@ -508,6 +523,7 @@ CATALOGUE: tuple[type[Event], ...] = (
     PhaseFailed,
     PhaseRetrying,
     PhaseReused,
+    PartitionChanged,
     PhasesStale,
     OutputAccepted,
     # a Gate

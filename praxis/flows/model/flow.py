@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 from sandbox.backends import AUTO, options_for
 from sandbox.options import Options
 
+from .fanout import FanOut
 from .forms import FormField
 from .retry_policy import RetryPolicy
 
@@ -45,6 +46,7 @@ class Phase:
     form: tuple[FormField, ...] = ()  # the fields a reviewer fills in at its Gate (forms.py)
     deadline: float | None = None  # seconds a Gate may wait before ``escalate`` is told
     escalate: tuple[str, ...] = ()  # notify targets of the person's profile, by name
+    fanout: FanOut | None = None  # foreach: one sandbox per partition (model/fanout.py)
 
     @property
     def gated(self) -> bool:

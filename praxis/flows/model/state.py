@@ -58,6 +58,9 @@ class PhaseState:
     retry: dict[str, Any] = field(default_factory=dict)
     # The values of the form approved at this attempt's Gate (cleared when an attempt starts).
     answers: dict[str, Any] = field(default_factory=dict)
+    # A fan-out's partitions by name (model/partition_moves.py): each its status, attempt,
+    # started, ended, error, hashes (output -> sha256), node, key (its reuse key), source.
+    partitions: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def seconds(self) -> float | None:
@@ -86,6 +89,7 @@ class RunState:
     definition: dict[str, Any] = field(default_factory=dict)  # flow.yaml's digest and phases
     seq: int = 0  # creation order among the flow's runs
     managed: bool = False  # a person let an agent decide this run's delegatable Gates
+    only: str | None = None  # a backfill: the partitions of each fan-out this run runs
 
     def phase(self, phase_id: str) -> PhaseState:
         for p in self.phases:

@@ -1,12 +1,10 @@
 """The transitions of a run and their one table, ``TRANSITIONS``, keyed by class (as h11
-keys its table by event class); ``machine.apply`` applies them.
-
-Each transition is a frozen dataclass with keyword-only fields: what it does to the state
-(``_move``, on the copy ``apply`` made, the statuses already set by its row of the table) and
-the events that record it (``_record``: the catalogue, ``events.py``), from the state before
-and after and the facts the state does not hold (the seconds a phase took, the folders a
-re-run kept, who decided). A new transition is a class here and its row in the table (a test
-holds that every class has one).
+keys its table by event class); ``machine.apply`` applies them. Each is a frozen dataclass
+with keyword-only fields: what it does to the state (``_move``, on the copy ``apply`` made,
+the statuses set by its row) and the events that record it (``_record``: ``events.py``), from
+the states before and after and the facts the state does not hold (seconds, kept folders, who
+decided). A new transition is a class here (a fan-out's: ``partition_moves.py``) and its row
+in the table (a test holds that every class has one).
 """
 
 from __future__ import annotations
@@ -26,6 +24,7 @@ from .moves import (
     knock_on,
     stale_after,
 )
+from .partition_moves import Backfill, Partition
 from .state import APPROVAL_LOST, RUN_STATUSES, STOPPED, PhaseStatus, RunState, RunStatus
 
 if TYPE_CHECKING:
@@ -517,7 +516,6 @@ _BEGINS: dict[PhaseStatus, PhaseStatus] = {"pending": "running", "stale": "runni
 _STANDS: dict[PhaseStatus, PhaseStatus] = {"pending": "done", "stale": "done"}
 
 TRANSITIONS: dict[type[Transition], Rule] = {
-    # transition: Rule(run status -> after, phase status -> after, guards)
     Start: Rule({"paused": "running", "running": "running"}, _BEGINS),
     Reuse: Rule({"paused": "running", "running": "running"}, _STANDS),  # nothing it reads changed
     Finish: Rule({"running": "running"}, {"running": "done"}),
@@ -536,4 +534,6 @@ TRANSITIONS: dict[type[Transition], Rule] = {
     Params: Rule(_BETWEEN),
     Manage: Rule(_STAYS),
     Pause: Rule({"running": "paused"}, guards=(BETWEEN_PHASES,)),
+    Partition: Rule(_STAYS),  # a fan-out's partition: model/partition_moves.py
+    Backfill: Rule(_BETWEEN),
 }

@@ -42,9 +42,11 @@ def state_facts(state: RunState, flow: Flow, *, flow_arg: str, program: Sequence
     at = min(state.cursor, len(state.phases) - 1)
     began = state.definition.get("phases")
     failure, repeats, retries = None, 0, 0
+    parts: tuple[str, ...] = ()
     if state.status == "failed" and state.phases:
         p = state.phases[at]
         failure, repeats, retries = one_line(p.error or "") or None, p.repeats, p.retries
+        parts = tuple(n for n, q in p.partitions.items() if q.get("status") == "failed")
     edited = tuple((n, p.id) for p in state.phases for n in sorted(p.edited))
     return Facts(
         flow=flow_arg,
@@ -68,6 +70,7 @@ def state_facts(state: RunState, flow: Flow, *, flow_arg: str, program: Sequence
         attempt=state.phase(gate).attempt if gate is not None else 0,
         form=_form(flow, gate),
         retrying=_retrying(state, time.time()),
+        failed_partitions=parts,
     )
 
 

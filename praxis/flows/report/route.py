@@ -122,6 +122,7 @@ class Facts:
     receipts: tuple[tuple[str, str], ...] = ()  # (path of read, receipt id) of the agent's
     form: tuple[tuple[str, str, bool], ...] = ()  # the Gate's form: (field, placeholder, needed)
     retrying: tuple[int, ...] = ()  # (retry, of, seconds until it starts) while a retry waits
+    failed_partitions: tuple[str, ...] = ()  # of the failed fan-out phase, those that failed
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -181,16 +182,24 @@ def route(f: Facts) -> Route:
     def cmd(verb: str, **params: Any) -> Command:
         return Command(verb, f.flow, run=f.run, program=f.program, **params)
 
-    def rerun(phase: str | None) -> list[Command]:
+    def rerun(phase: str | None, partition: str | None = None) -> list[Command]:
         """The re-run from ``phase``, if the run's state allows one from there (and any Gate
-        edit it would replace can be kept)."""
+        edit it would replace can be kept); of one ``partition`` of a fan-out."""
         if phase is None or (f.rerunnable is not None and phase not in f.rerunnable):
             return []
         keep = edits_option(f, phase)
         return (
             []
             if keep is None
-            else [cmd("rerun", from_phase=phase, edits=keep or None, expect_revision=rev)]
+            else [
+                cmd(
+                    "rerun",
+                    from_phase=phase,
+                    edits=keep or None,
+                    expect_revision=rev,
+                    partition=partition,
+                )
+            ]  # fmt: skip
         )
 
     def make(step: str, reason: str, who: str, *steps: Command, **kw: Any) -> Route:
@@ -244,7 +253,7 @@ def route(f: Facts) -> Route:
                 "fix", "failed_repeatedly", "person", *rerun(f.cursor_phase), cmd("status"),
                 problems=[*problems, times], read=read,
             )  # fmt: skip
-        again = rerun(f.cursor_phase)
+        again = rerun(f.cursor_phase, next(iter(f.failed_partitions), None))
         who = "anyone" if again else "person"
         return make("rerun", "failed", who, *again, problems=problems, read=read)
     notes = [f"{p} ran with other parameters than the run's now" for p in f.params_changed]

@@ -161,7 +161,29 @@ def _phase_row(p: Any, state: RunState) -> dict[str, Any]:
         "backend": p.backend,
         # "retrying in 10 s (2 of 3)" while the runner waits, "retry 2 of 3" while it runs
         "retry": retry_words(p.retry, time.time()) if state.status == "running" else None,
+        "partitions": partition_rows(p),
     }
+
+
+def partition_rows(p: PhaseState) -> list[dict[str, Any]]:
+    """A fan-out's partitions, in the order they were first recorded: status, attempt, time,
+    where each ran, its error, its outputs (relative to output/), what it was restored from."""
+    rows = []
+    for name, q in p.partitions.items():
+        started, ended = q.get("started"), q.get("ended")
+        rows.append(
+            {
+                "partition": name,
+                "status": q.get("status", "pending"),
+                "attempt": q.get("attempt", 0),
+                "seconds": round(ended - started, 3) if started and ended else None,
+                "node": q.get("node") or None,
+                "error": q.get("error"),
+                "outputs": [f"{p.id}/{name}/{o}" for o in sorted(q.get("hashes") or {})],
+                "reused_from": q.get("source"),
+            }
+        )
+    return rows
 
 
 def _elapsed(p: PhaseState, now: float | None = None) -> float | None:

@@ -10,6 +10,9 @@
                      output/<name>   declared outputs
                      scratch/<phase>/...
                      records/<phase>.ipynb
+                     output/<phase>/<partition>/<name>, records/<phase>/<partition>.ipynb,
+                     attempts/<phase>/partitions/<partition>/<n>/   a fan-out's partition
+                     partitions/<phase>/<partition>/workspace/     its own workspace
                      attempts/<phase>/<n>/{output,scratch,record.ipynb}
                      workspace/      the sandbox's workspace (bind-mounted)
                      refs            the objects of the store the run holds (store.py)
@@ -275,6 +278,21 @@ class RunPaths:
     def record(self, phase: str) -> Path:
         return self.records / f"{phase}.ipynb"
 
+    # A fan-out's partition (engine/fanout.py): its outputs, record, earlier attempts, and
+    # its own workspace (not among the folders a reviewer reads).
+    def partition_output(self, phase: str, partition: str) -> Path:
+        return self.output / phase / partition
+
+    def partition_record(self, phase: str, partition: str) -> Path:
+        return self.records / phase / f"{partition}.ipynb"
+
+    def partition_attempt(self, phase: str, partition: str, attempt: int) -> Path:
+        return self.attempts / phase / "partitions" / partition / str(attempt)
+
+    def partition_folder(self, phase: str, partition: str) -> Path:
+        """runs/<run>/partitions/<phase>/<partition>: its workspace, its staged files."""
+        return self.root / "partitions" / phase / partition
+
     def attempt(self, phase: str, n: int) -> Path:
         return self.attempts / phase / str(n)
 
@@ -310,8 +328,9 @@ def run_paths(flow_root: Path, run_id: str) -> RunPaths:
 
 
 def writable_names(flow: Flow, state: RunState) -> list[str]:
-    """The outputs a reviewer may edit now: those of the phase the Gate follows, else none."""
-    if state.waiting != "gate" or state.gate is None:
+    """The outputs a reviewer may edit now: those of the phase the Gate follows, else none
+    (nor those of a fan-out: its partitions' outputs are reviewed, not edited)."""
+    if state.waiting != "gate" or state.gate is None or flow.phase(state.gate).fanout:
         return []
     return list(flow.phase(state.gate).outputs)
 
