@@ -33,6 +33,8 @@ OPTIONS = {
     "actor": "--as",
     "receipts": "--receipt",
     "port": "--port",
+    "agent": "--agent",
+    "duration": "--for",
 }
 EDITS = {"keep": "--keep-edits", "discard": "--discard-edits"}
 FLAGS = {
@@ -76,6 +78,8 @@ class Command:
     actor: str | None = None
     receipts: tuple[str, ...] = ()
     port: int | None = None
+    agent: str | None = None  # the agent a grant is for (``manage``)
+    duration: str | None = None  # how long it lasts
     follow: bool = False
     json: bool = False
     allow_local: bool = False

@@ -33,6 +33,7 @@ from .yaml_values import ValueReader, describe, mib, show
 MAX_DEFINITION_BYTES = 1 << 20  # flow.yaml itself, refused before parsing
 FLOW_NAME = re.compile(r"[a-z0-9][a-z0-9-]*")
 PHASE_ID = re.compile(r"[a-z0-9_-]+")
+ROLE = re.compile(r"[a-z][a-z0-9_-]{0,31}")  # a role of review.approvers (as accounts name them)
 PARAM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 TOP_KEYS = ("flow", "description", "sandbox", "model", "database", "params", "notify", "phases")
 PHASE_KEYS = (  # the keys every kind takes; a kind reads the others into its spec (kinds.py)
@@ -303,7 +304,7 @@ class _Builder(ValueReader):
                 id=draft.id, kind=kind, spec=spec, working=working, reference=reference,
                 outputs=outputs, may_be_empty=may_be_empty, review=review or "none",
                 timeout=timeout, description=description or "", delegatable=delegatable,
-                checks=declared, reuse=reuse,
+                checks=declared, reuse=reuse, approvers=self.approvers(raw.get("review"), loc),
             )  # fmt: skip
         return draft
 
@@ -322,7 +323,7 @@ class _Builder(ValueReader):
     def review(self, value: Any, loc: str) -> tuple[str | None, bool]:
         """``none``, ``required``, or ``{required: true, delegatable: true}``."""
         if isinstance(value, dict):
-            raw = self.mapping(value, loc, ("required", "delegatable")) or {}
+            raw = self.mapping(value, loc, ("required", "delegatable", "approvers")) or {}
             flags = {k: raw.get(k, False) for k in ("required", "delegatable")}
             for key, flag in flags.items():
                 if not isinstance(flag, bool):
@@ -332,6 +333,18 @@ class _Builder(ValueReader):
             mode = "required" if flags["required"] is True else "none"
             return mode, flags["delegatable"] is True
         return self._review_mode(value, loc), False
+
+    def approvers(self, value: Any, loc: str) -> tuple[str, ...]:
+        """``review: {approvers: [finance]}``: the roles of the people who may decide the Gate."""
+        roles = value.get("approvers", []) if isinstance(value, dict) else []
+        if (
+            not isinstance(roles, list)
+            or len(roles) > 16
+            or not all(isinstance(r, str) and ROLE.fullmatch(r) for r in roles)
+        ):
+            self.error(f"{loc}.review.approvers", "expected a list of up to 16 role names")
+            return ()
+        return tuple(roles)
 
     def _review_mode(self, value: Any, loc: str) -> str | None:
         if isinstance(value, bool):  # YAML reads yes/no/on/off as booleans

@@ -28,6 +28,7 @@ from ...argv import flow_text, shown
 from ...command_line import typed
 from ...errors import Refused
 from ..definition.digest import sha256_of
+from ..model.decisions import kind_of
 from ..store.handle import RunHandle
 from ..store.layout import writable_names
 
@@ -110,9 +111,15 @@ def receipts(run: RunHandle, reader: str | None = None) -> dict[str, Any]:
     for ev in run.log.iter():
         if isinstance(ev, GateWaiting):
             found = {}
-        elif isinstance(ev, FileRead) and (reader is None or ev.reader == reader):
+        elif isinstance(ev, FileRead) and (reader is None or _reads_as(ev.reader, reader)):
             found[ev.receipt] = ev
     return found
+
+
+def _reads_as(recorded: str, reader: str) -> bool:
+    """A receipt is the reader's own (``agent:ci-bot``); a bare kind (``agent``, as the
+    route asks) takes any reader of that kind."""
+    return recorded == reader or (":" not in reader and kind_of(recorded) == reader)
 
 
 def current(run: RunHandle, reader: str) -> dict[str, str]:
@@ -131,7 +138,7 @@ def current(run: RunHandle, reader: str) -> dict[str, str]:
 def verify(run: RunHandle, actor: str, given: Sequence[str] | None) -> list[dict[str, str]]:
     """The receipts the decision passes, ``[{name, sha256, receipt}]``; NotAcknowledged when
     an agent passed none, or when a file to read has no receipt of ``actor`` as it is now."""
-    if given is None and actor != "agent":
+    if given is None and kind_of(actor) != "agent":
         return []
     ids = [g.strip() for g in given or ()]
     known = receipts(run)
