@@ -46,7 +46,7 @@ from .chat_routes import ChatPanel
 from .files import file_response
 from .reading import Reader, rendered
 from .refusals import RequestRefused, TokenRefused
-from .security import Guard, GuardMiddleware, host_names
+from .security import Guard, GuardMiddleware, McpApp, McpDoor, host_names
 from .tracing import code_of, traced
 
 HERE = Path(__file__).parent
@@ -72,6 +72,7 @@ def create_app(
     guard: Guard | None = None,
     advancer: Advancer | None = None,
     allowed_hosts: set[str] | None = None,
+    mcp: McpApp | None = None,
 ) -> Starlette:
     """The ASGI app over every flow below ``root``. ``allowed_hosts``: the hosts a request may
     name in its Host header (Starlette's TrustedHostMiddleware; a port given is ignored);
@@ -115,8 +116,10 @@ def create_app(
         Route("/approval", ui.approval, methods=["POST"]),
         Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),
     ]
-    app = Starlette(routes=routes)
+    app = Starlette(routes=routes, lifespan=mcp.lifespan if mcp is not None else None)
     app.add_middleware(GuardMiddleware, guard=guard)
+    if mcp is not None:  # /mcp: its bearer tokens, not the page's session, say who calls
+        app.add_middleware(McpDoor, mcp=mcp)
     if allowed_hosts is not None:  # outermost: a request for another Host meets nothing else
         hosts = host_names(allowed_hosts)
         app.add_middleware(TrustedHostMiddleware, allowed_hosts=hosts, www_redirect=False)
@@ -490,6 +493,7 @@ def serve(
     token: str | None = None,
     max_runs: int = MAX_RUNS,
     notify_command: str | None = None,
+    mcp: McpApp | None = None,
 ) -> int:
     """Serve the UI on 127.0.0.1 until Ctrl-C, advancing up to ``max_runs`` runs at once;
     prints the URL with its token. Returns 0."""
@@ -504,7 +508,7 @@ def serve(
     # one run at a Gate keeps its sandbox warm
     advancer = Advancer(keep=1, max_runs=max_runs, notifier=notifier)
     hosts = {f"{host}:{port}", f"localhost:{port}", f"127.0.0.1:{port}"}
-    app = create_app(root, guard=guard, advancer=advancer, allowed_hosts=hosts)
+    app = create_app(root, guard=guard, advancer=advancer, allowed_hosts=hosts, mcp=mcp)
     print(
         f"praxis: reviewing flows below {root.resolve()}; advancing up to {advancer.max_runs} "
         "runs at once",

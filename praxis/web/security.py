@@ -15,6 +15,8 @@ import hashlib
 import hmac
 import secrets
 from collections.abc import Iterable
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Protocol
 from urllib.parse import urlencode, urlsplit
 
 from starlette.datastructures import URL, MutableHeaders
@@ -90,6 +92,30 @@ def cross_site(request: Request) -> str | None:
         if origin != own:
             return f"Origin {origin} is not {own}"
     return None
+
+
+class McpApp(Protocol):
+    """An ASGI app that authenticates each request itself (``praxis.mcp_server.BearerAgents``)
+    and a lifespan to run beside the server's."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None: ...
+
+    def lifespan(self, app: Any) -> AbstractAsyncContextManager[None]: ...
+
+
+class McpDoor:
+    """Sends ``/mcp`` to the MCP app (bearer tokens), everything else on to the page's guard."""
+
+    def __init__(self, app: ASGIApp, mcp: McpApp) -> None:
+        self.app = app
+        self.mcp = mcp
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "") if scope["type"] == "http" else ""
+        if path == "/mcp" or path.startswith("/mcp/"):
+            await self.mcp(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
 
 
 class GuardMiddleware:
