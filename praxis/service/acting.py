@@ -32,7 +32,7 @@ from ..llm.given import Approver, given_to
 from . import authority
 from .accounts import Accounts, Grant, parse_duration
 from .authority import Authority
-from .principals import Principal, resolve
+from .principals import CURRENT, Principal, resolve
 from .reading import FlowRef, load
 
 if TYPE_CHECKING:
@@ -76,6 +76,8 @@ def principal_of(principal: Principal | None, actor: str | None = None) -> Princ
     """The caller: ``principal`` as a front door established it (the page's login, the MCP
     server's agent), else resolved from this process (``principals.resolve``); ``actor``
     ("agent") narrows it, and never raises an agent to a person."""
+    if principal is None:
+        principal = CURRENT.get()
     if principal is None:
         return resolve(narrow=actor)
     if actor == "agent":

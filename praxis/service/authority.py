@@ -79,6 +79,19 @@ def who_may(principal: Principal | None, flow: Flow, gate: str) -> str:
     return people
 
 
+def may_decide(
+    principal: Principal, flow: Flow, gate: str, run: str | None, accounts: Accounts
+) -> bool:
+    """Whether ``principal`` may decide the Gate after ``gate`` on run ``run`` (nothing
+    recorded): the page's "waiting for me", the route's who."""
+    phase = flow.phase(gate)
+    if principal.is_person:
+        return principal.holds(phase.approvers)
+    return (
+        phase.delegatable and accounts.live_grant(principal.name, flow_key(flow), run) is not None
+    )
+
+
 def authorize(
     principal: Principal,
     verb: str,

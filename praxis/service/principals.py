@@ -16,7 +16,9 @@ from __future__ import annotations
 import getpass
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from typing import TextIO
 
@@ -59,6 +61,21 @@ class Principal:
     def as_agent(self) -> Principal:
         """The same caller, acting as an agent (narrowed; never the other way)."""
         return self if self.kind == "agent" else replace(self, kind="agent", roles=())
+
+
+# The caller a front door established for what runs in this context (the page's signed-in
+# person, an MCP request's agent): the service's verbs act as it when given no principal.
+CURRENT: ContextVar[Principal | None] = ContextVar("praxis_principal", default=None)
+
+
+@contextmanager
+def acting_as(principal: Principal | None) -> Iterator[None]:
+    """Run the block as ``principal`` (None: as this process, ``resolve``)."""
+    reset = CURRENT.set(principal)
+    try:
+        yield
+    finally:
+        CURRENT.reset(reset)
 
 
 def of_account(account: Account, how: str) -> Principal:

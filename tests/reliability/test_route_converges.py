@@ -109,7 +109,7 @@ def converged(d: Drive, *, reason: str | None = None) -> Drive:
 def agent_decided(cwd: Path, flow: str, run: str, d: Drive, before: int) -> None:
     """The Gate decisions recorded since ``before`` that the drive took are the agent's."""
     taken = decisions(cwd, flow, run)[before:]
-    assert [actor for _, actor in taken[: len(d.decisions)]] == ["agent"] * len(d.decisions)
+    assert [actor for _, actor in taken[: len(d.decisions)]] == ["agent:tester"] * len(d.decisions)
 
 
 def replayed(cwd: Path, flow: str, run: str, **env: str) -> str:
