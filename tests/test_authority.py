@@ -19,6 +19,7 @@ from praxis.flows.store.handle import RunHandle
 from praxis.service import acting, authority
 from praxis.service.accounts import AccountError, Accounts, BadToken
 from praxis.service.principals import EVERY, NotPerson, Principal, resolve
+from praxis.service.reading import status
 
 from .flows.gates import FILES, TWO_GATES
 from .flows.helpers import Fakes, write_flow
@@ -85,6 +86,8 @@ def test_roles_alice_of_finance_approves_bob_and_an_agent_are_refused(
     accounts.add("person", "bob")
     alice, bob = accounts.issue("person", "alice"), accounts.issue("person", "bob")
     bot = agent_token("ci-bot")
+    route = status(flow, run.id).route  # who may: a person of finance
+    assert (route["who"], route["gate"]["approvers"]) == ("person", ["finance"])
     approve = ("approve", str(flow), "--run", run.id, "--gate", "total")
     monkeypatch.setenv("PRAXIS_TOKEN", bob)
     code, _, err = main(capsys, *approve)

@@ -39,7 +39,7 @@ from praxis.flows.store.layout import writable_names
 from praxis.flows.store.lock import Busy
 from praxis.service import acting
 from praxis.service.accounts import MAX_PASSWORD, Accounts
-from praxis.service.authority import may_decide, who_may
+from praxis.service.authority import flow_key, may_decide, who_may
 from praxis.service.principals import CURRENT, Principal
 from sandbox.errors import PathRefused
 
@@ -97,6 +97,7 @@ def create_app(
         *chat.routes(),
         Route("/", ui.index),
         Route("/login", ui.login_page),
+        Route("/audit", ui.audit),
         Route("/login", ui.login, methods=["POST"]),
         Route("/runs/state", ui.runs_state),
         Route("/begin", ui.begin, methods=["POST"]),
@@ -197,6 +198,16 @@ class UI:
         who = Principal("person", found.name, found.roles, "login")
         set_session(response, self.guard, self.guard.new_session(who))
         return response
+
+    def audit(self, request: Request) -> Response:
+        """Every decision, grant and refusal on a flow's runs: who, when, what revision."""
+        ref = request.query_params.get("flow", "")
+        try:
+            flow = catalog.load_flow(self.root, ref)
+        except catalog.NotFound as exc:
+            return self.render(request, "error.html", 404, message=str(exc))
+        entries = Accounts().audit(flow_key(flow))
+        return self.render(request, "audit.html", ref=ref, flow_name=flow.name, entries=entries)
 
     def here(self, ref: str, run_id: str) -> str:
         """``advancing`` or ``queued`` when this server advances the run, else ""."""

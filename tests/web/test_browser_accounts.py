@@ -102,3 +102,11 @@ def test_sign_in_waiting_for_me_and_a_refusal_naming_the_role(
     approved = [e for e in RunHandle.open(load_flow(finance.flow), finance.run_id).log.read()
                 if e.kind == "gate_approved"]  # fmt: skip
     assert [e.actor for e in approved] == ["person", "person:alice"]  # type: ignore[attr-defined]
+    page.goto(f"http://127.0.0.1:{server.port}/audit?flow=gates")
+    rows = page.locator("table.audit tbody tr")
+    expect(rows).to_have_count(2)
+    expect(rows.nth(0)).to_contain_text("person:bob")
+    expect(rows.nth(0)).to_contain_text("refused")
+    expect(rows.nth(1)).to_contain_text("person:alice")
+    expect(rows.nth(1)).to_contain_text("done")
+    page.screenshot(path=str(SHOTS / "ident-audit.png"), full_page=True)

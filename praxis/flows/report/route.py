@@ -37,7 +37,9 @@ done                   anyone     none: every phase done
 =====================  =========  ==========================================================
 
 ``who`` says who may take the step: ``anyone`` (an agent operating praxis too), ``agent`` (a
-Gate decision delegated to agents: a person may take it as well), ``person`` (only a person).
+Gate decision delegated to agents: a person may take it as well), ``person`` (only a person);
+at a Gate, ``gate.approvers`` names the roles of the people who may decide it (absent: any
+person), and an agent decides only under a person's live grant (``praxis manage --agent``).
 Every command starts with the program praxis was invoked by (``Facts.program``); one whose
 ``who`` is ``agent`` says ``--as agent``. A Gate decision names the Gate, its attempt and the
 revision (``--gate P --attempt N --expect-revision R``), ``advance`` the revision. ``read``
@@ -115,9 +117,13 @@ class Facts:
     keyless: tuple[str, ...] = ()  # of those, the ones --keep-edits cannot re-apply
     attempt: int = 0  # of the phase the Gate follows
     receipts: tuple[tuple[str, str], ...] = ()  # (path of read, receipt id) of the agent's
+    approvers: tuple[str, ...] = ()  # the roles of the people who decide the Gate (any: ())
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        found = asdict(self)
+        if not self.approvers:  # as facts were before a Gate named roles
+            del found["approvers"]
+        return found
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Facts:
@@ -251,7 +257,9 @@ def _gate_route(f: Facts, cmd: Any, make: Any, again: Any) -> Route:
     """The route at a Gate: re-run (a phase up to it changed), fix (a check fails), read
     (an agent without receipts), or decide (by an agent or by a person)."""
     assert f.gate is not None
-    gate = {"phase": f.gate, "delegatable": f.delegatable, "managed": f.managed}
+    gate: dict[str, Any] = {"phase": f.gate, "delegatable": f.delegatable, "managed": f.managed}
+    if f.approvers:  # who decides it: a person with one of these roles
+        gate["approvers"] = list(f.approvers)
     read = [{"path": p} for p, _ in f.read]
     if f.changed_phases:
         rerun = again(f.changed_phases[0])
