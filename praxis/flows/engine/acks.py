@@ -28,7 +28,6 @@ from ...argv import flow_text, shown
 from ...command_line import typed
 from ...errors import Refused
 from ..definition.digest import sha256_of
-from ..model.decisions import kind_of
 from ..store.handle import RunHandle
 from ..store.layout import writable_names
 
@@ -114,6 +113,12 @@ def receipts(run: RunHandle, reader: str | None = None) -> dict[str, Any]:
         elif isinstance(ev, FileRead) and (reader is None or _reads_as(ev.reader, reader)):
             found[ev.receipt] = ev
     return found
+
+
+def kind_of(actor: str) -> str:
+    """``person`` or ``agent`` (``agent:ci-bot`` is an agent; as ``decisions.kind_of``, which
+    ``praxis status`` must not load)."""
+    return actor.partition(":")[0]
 
 
 def _reads_as(recorded: str, reader: str) -> bool:
