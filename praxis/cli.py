@@ -300,6 +300,14 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
         metavar="N",
         help="the attempt of the Gate's phase you reviewed (needed once it ran again)",
     )
+    option(
+        ("approve",),
+        "--set",
+        dest="values",
+        action="append",
+        metavar="FIELD=VALUE",
+        help="a value of the Gate's form (flow.yaml review: {form:}); repeatable",
+    )
     add("manage", "grant an agent the delegatable Gates of a run (or the flow) for a while")
     option(
         ("manage",), "--agent", required=True, metavar="NAME", help="the agent (praxis agents add)"

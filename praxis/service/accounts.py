@@ -151,7 +151,10 @@ class Accounts:
             db = sqlite3.connect(":memory:")
         else:
             self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+            if self.path.is_symlink():  # the file is the person's own, never a link's target
+                raise AccountError(f"{self.path} is a symbolic link: remove it")
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+            os.fchmod(fd, 0o600)
             os.close(fd)
             db = sqlite3.connect(self.path, timeout=10)
         try:

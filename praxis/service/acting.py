@@ -10,6 +10,7 @@ its options keyword-only. Errors are the runner's (``Refused``, ``Unbound``, ``B
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,7 +23,7 @@ from ..flows.engine.acks import READ_BYTES, Read
 from ..flows.engine.binding import Unbound
 from ..flows.engine.context import OnMessage
 from ..flows.engine.opening import Opening
-from ..flows.engine.runner import SandboxFactory, default_sandbox
+from ..flows.engine.runner import SandboxFactory, confined, default_sandbox
 from ..flows.model.events import Event
 from ..flows.model.flow import Flow
 from ..flows.model.state import RunState
@@ -53,6 +54,7 @@ __all__ = [
     "approve",
     "begin",
     "cancel",
+    "confined",
     "default_sandbox",
     "delete_runs",
     "edit",
@@ -123,6 +125,7 @@ def run(
     model: BaseChatModel | None = None,
     reuse: bool = True,
     notifier: Notifier | None = None,
+    sleep: Callable[[float], None] = time.sleep,
     principal: Principal | None = None,
 ) -> RunState:
     """Begin a run and advance it, under one hold of the run's lock (no other process
@@ -134,37 +137,20 @@ def run(
         with _acting(principal, "manage", loaded, None, actor):
             pass
     with _acting(principal, "run", loaded, None, actor) as auth:
-        return _run(loaded, auth, params, on_begun, managed, sandbox, approver, on_event,
-                    on_message, model, reuse, notifier)  # fmt: skip
-
-
-def _run(
-    loaded: Flow,
-    auth: Authority,
-    params: dict[str, str] | None,
-    on_begun: Callable[[RunHandle], None] | None,
-    managed: bool,
-    sandbox: SandboxChoice,
-    approver: Approver | None,
-    on_event: Callable[[Event], None] | None,
-    on_message: OnMessage,
-    model: BaseChatModel | None,
-    reuse: bool,
-    notifier: Notifier | None,
-) -> RunState:
-    return runner.run(
-        loaded,
-        params=params,
-        on_begun=on_begun,
-        managed=managed,
-        actor=auth.principal.kind,
-        make_sandbox=sandbox_factory(sandbox),
-        on_event=on_event,
-        on_message=on_message,
-        given=given_to("agent", model, approver),
-        reuse=reuse,
-        notifier=notifier,
-    )
+        return runner.run(
+            loaded,
+            params=params,
+            on_begun=on_begun,
+            managed=managed,
+            actor=auth.principal.kind,
+            make_sandbox=sandbox_factory(sandbox),
+            on_event=on_event,
+            on_message=on_message,
+            given=given_to("agent", model, approver),
+            reuse=reuse,
+            notifier=notifier,
+            sleep=sleep,
+        )
 
 
 def advance(
@@ -180,6 +166,7 @@ def advance(
     opening: Opening | None = None,
     notifier: Notifier | None = None,
     expect_revision: int | None = None,
+    sleep: Callable[[float], None] = time.sleep,
     principal: Principal | None = None,
 ) -> RunState:
     """Run phases until a Gate, a failure, the end, or a cancel; returns the state reached.
@@ -196,39 +183,23 @@ def advance(
     flow.yaml's ``model`` names. ``reuse`` False runs stale phases even when nothing they
     depend on changed. ``opening``: the run's sandbox opened ahead (``praxis serve``).
     ``notifier``: who is told when the run waits, fails or is done (default: from the
-    environment).
+    environment). ``sleep``: how a retry's backoff is waited (flow.yaml ``retries:``).
     """
     loaded = load(flow)
     with _acting(principal, "advance", loaded, run):
-        return _advance(loaded, run, sandbox, approver, on_event, on_message, model, reuse,
-                        opening, notifier, expect_revision)  # fmt: skip
-
-
-def _advance(
-    loaded: Flow,
-    run: str | None,
-    sandbox: SandboxChoice,
-    approver: Approver | None,
-    on_event: Callable[[Event], None] | None,
-    on_message: OnMessage,
-    model: BaseChatModel | None,
-    reuse: bool,
-    opening: Opening | None,
-    notifier: Notifier | None,
-    expect_revision: int | None,
-) -> RunState:
-    return runner.advance(
-        loaded,
-        run,
-        make_sandbox=sandbox_factory(sandbox),
-        on_event=on_event,
-        on_message=on_message,
-        given=given_to("agent", model, approver),
-        reuse=reuse,
-        opening=opening,
-        notifier=notifier,
-        expect_revision=expect_revision,
-    )
+        return runner.advance(
+            loaded,
+            run,
+            make_sandbox=sandbox_factory(sandbox),
+            on_event=on_event,
+            on_message=on_message,
+            given=given_to("agent", model, approver),
+            reuse=reuse,
+            opening=opening,
+            notifier=notifier,
+            expect_revision=expect_revision,
+            sleep=sleep,
+        )
 
 
 def approve(
@@ -240,6 +211,7 @@ def approve(
     attempt: int | None = None,
     actor: str | None = None,
     receipts: list[str] | None = None,
+    values: Mapping[str, Any] | None = None,
     principal: Principal | None = None,
 ) -> RunState:
     """Approve the Gate the run waits at (then ``advance`` continues it). Bound to what you
@@ -247,12 +219,14 @@ def approve(
     attempt at the Gate) is required (``Unbound`` otherwise); one for another Gate or attempt
     is refused, and ``gate`` alone once the phase ran more than once. ``actor``: "person"
     (default, or $PRAXIS_ACTOR) or "agent"; ``receipts``: the receipt ids ``read`` returned
-    for each file the route asks an agent to read first."""
+    for each file the route asks an agent to read first. ``values``: the answers to the
+    Gate's form (flow.yaml ``review: {form:}``), text or JSON values by field, checked
+    (BadValue naming the field, nothing changed); they reach the later phases as params."""
     loaded = load(flow)
     with _acting(principal, "approve", loaded, run, actor) as auth:
         return runner.approve(
             loaded, run, expect_revision=expect_revision, gate=gate, attempt=attempt,
-            actor=auth.actor, receipts=receipts, granted=auth.granted,
+            actor=auth.actor, receipts=receipts, values=values, granted=auth.granted,
         )  # fmt: skip
 
 

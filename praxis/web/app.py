@@ -12,9 +12,9 @@ from __future__ import annotations
 import os
 import secrets
 import signal
-import socket
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -34,6 +34,7 @@ from praxis.command_line import typed
 from praxis.errors import PraxisError, RecordCorrupt, Refused
 from praxis.flows.engine.notify import Notifier
 from praxis.flows.engine.reconcile import reconcile_if_free
+from praxis.flows.model import forms, retry_policy
 from praxis.flows.store.handle import NoRun, RunHandle
 from praxis.flows.store.layout import writable_names
 from praxis.flows.store.lock import Busy
@@ -288,6 +289,8 @@ class UI:
             edits=views.edits_question(run),
             max_runs=self.advancer.max_runs,
             phase_status={p.id: p.status for p in run.state.phases},
+            flow_phases=[p.id for p in run.flow.phases],
+            retry_words=lambda retry: retry_policy.words(retry, time.time()),
             render_md=lambda text, folder: render.markdown(
                 text, flow=ref, run=run.id, folder=folder, budget=budget
             ),
@@ -446,11 +449,20 @@ class UI:
 
     async def approve(self, request: Request) -> Response:
         def do(form: Any, ref: str, run_id: str, expect: int | None) -> str:
+            values = form_values(form)
+            if values:  # checked before any draft is saved: a refused value changes nothing
+                flow = catalog.open_run(self.root, ref, run_id).flow
+                gate = seen_gate(form)["gate"]
+                if gate in [p.id for p in flow.phases]:
+                    forms.answers(flow.phase(gate).form, values, gate)
             unsaved = drafts.parse(form)
             if unsaved:
                 run = catalog.open_run(self.root, ref, run_id)
                 expect = drafts.save(run, unsaved, expect)
-            acting.approve(self.flow_of(ref), run_id, expect_revision=expect, **seen_gate(form))
+            acting.approve(
+                self.flow_of(ref), run_id, expect_revision=expect, values=values,
+                **seen_gate(form),
+            )  # fmt: skip
             self.continue_run(ref, run_id)
             return "saved-approved" if unsaved else "approved"
 
@@ -539,12 +551,6 @@ def reconciled(run: RunHandle) -> bool:
         return False
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def serve(
     root: Path,
     *,
@@ -601,6 +607,16 @@ class Terminated(Exception):
 
 def _terminated(signum: int, frame: object) -> None:
     raise Terminated()
+
+
+def form_values(form: Any) -> dict[str, str]:
+    """The Gate form's fields the page sent (``value.NAME``); an empty one is left out (its
+    default applies, or the form says it is required)."""
+    return {
+        str(k)[len("value.") :]: str(v)
+        for k, v in form.multi_items()
+        if str(k).startswith("value.") and str(v).strip()
+    }
 
 
 def seen_gate(form: Any) -> dict[str, Any]:

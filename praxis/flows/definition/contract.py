@@ -26,20 +26,22 @@ from ...errors import UsageError
 from ...sources import source
 from ..model import check_spec
 from ..model.flow import REVIEW_MODES, Flow, Phase, SandboxSettings
-from . import kinds, profile, safe_yaml, sandbox_config
+from ..model.forms import FormField
+from ..model.retry_policy import RetryPolicy
+from . import approvers, form_spec, kinds, profile, retry_spec, safe_yaml, sandbox_config
 from . import notify_spec as notify_of
 from .yaml_values import ValueReader, describe, mib, show
 
 MAX_DEFINITION_BYTES = 1 << 20  # flow.yaml itself, refused before parsing
 FLOW_NAME = re.compile(r"[a-z0-9][a-z0-9-]*")
 PHASE_ID = re.compile(r"[a-z0-9_-]+")
-ROLE = re.compile(r"[a-z][a-z0-9_-]{0,31}")  # a role of review.approvers (as accounts name them)
 PARAM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 TOP_KEYS = ("flow", "description", "sandbox", "model", "database", "params", "notify", "phases")
 PHASE_KEYS = (  # the keys every kind takes; a kind reads the others into its spec (kinds.py)
     *("id", "kind", "inputs", "outputs", "may_be_empty", "review", "timeout", "description"),
-    *("checks", "reuse"),
+    *("checks", "reuse", "retries"),
 )
+REVIEW_KEYS = ("required", "delegatable", "form", "approvers")  # form: form_spec.py
 REUSE = ("auto", "never")
 INPUT_KEYS = ("working", "reference")
 
@@ -299,12 +301,14 @@ class _Builder(ValueReader):
         )
         description = self.string(raw.get("description", ""), f"{loc}.description")
         reuse = self.reuse(raw, loc, kind)
+        retries, form = self.unattended(raw, loc, kind, review)
         if draft.id is not None and kind is not None:
             draft.phase = Phase(
                 id=draft.id, kind=kind, spec=spec, working=working, reference=reference,
                 outputs=outputs, may_be_empty=may_be_empty, review=review or "none",
                 timeout=timeout, description=description or "", delegatable=delegatable,
-                checks=declared, reuse=reuse, approvers=self.approvers(raw.get("review"), loc),
+                checks=declared, reuse=reuse, retries=retries, form=form,
+                approvers=approvers.read(self, raw.get("review"), loc),
             )  # fmt: skip
         return draft
 
@@ -320,10 +324,26 @@ class _Builder(ValueReader):
             return "auto"
         return self.choice(raw["reuse"], f"{loc}.reuse", REUSE, "reuse") or "auto"
 
+    def unattended(
+        self, raw: dict[str, Any], loc: str, kind: str | None, review: str | None
+    ) -> tuple[RetryPolicy | None, tuple[FormField, ...]]:
+        """The phase's ``retries:`` (retry_spec.py) and its Gate's ``form:`` (form_spec.py)."""
+        retries = None
+        if "retries" in raw and kind is not None:
+            safe = kinds.get(kind).reusable  # re-runs from its pre-state alone
+            retries = retry_spec.read(self, raw["retries"], f"{loc}.retries", safe=safe)
+        gate = raw.get("review")
+        if not (isinstance(gate, dict) and "form" in gate):
+            return retries, ()
+        if review != "required":
+            self.error(f"{loc}.review.form", "a form needs a Gate: add required: true")
+            return retries, ()
+        return retries, form_spec.read(self, gate["form"], f"{loc}.review.form")
+
     def review(self, value: Any, loc: str) -> tuple[str | None, bool]:
         """``none``, ``required``, or ``{required: true, delegatable: true}``."""
         if isinstance(value, dict):
-            raw = self.mapping(value, loc, ("required", "delegatable", "approvers")) or {}
+            raw = self.mapping(value, loc, REVIEW_KEYS) or {}
             flags = {k: raw.get(k, False) for k in ("required", "delegatable")}
             for key, flag in flags.items():
                 if not isinstance(flag, bool):
@@ -333,18 +353,6 @@ class _Builder(ValueReader):
             mode = "required" if flags["required"] is True else "none"
             return mode, flags["delegatable"] is True
         return self._review_mode(value, loc), False
-
-    def approvers(self, value: Any, loc: str) -> tuple[str, ...]:
-        """``review: {approvers: [finance]}``: the roles of the people who may decide the Gate."""
-        roles = value.get("approvers", []) if isinstance(value, dict) else []
-        if (
-            not isinstance(roles, list)
-            or len(roles) > 16
-            or not all(isinstance(r, str) and ROLE.fullmatch(r) for r in roles)
-        ):
-            self.error(f"{loc}.review.approvers", "expected a list of up to 16 role names")
-            return ()
-        return tuple(roles)
 
     def _review_mode(self, value: Any, loc: str) -> str | None:
         if isinstance(value, bool):  # YAML reads yes/no/on/off as booleans

@@ -231,6 +231,20 @@ class PhaseFailed(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
+class PhaseRetrying(Event):
+    """Failed ``attempt`` (its ``cause``) tried again: retry ``number`` of ``of``, at ``due``."""
+
+    kind: ClassVar[str] = "phase_retrying"
+    phase: str
+    attempt: int
+    number: int
+    of: int
+    cause: str
+    backoff: float = 0.0
+    due: float = 0.0
+
+
+@dataclass(frozen=True, kw_only=True)
 class PhaseReused(Event):
     """A phase whose inputs and definition were those of a done attempt: that attempt stands
     (``source_run``, ``source_attempt``: the run's own last one, or another run's)."""
@@ -292,6 +306,8 @@ class GateApproved(Event):
     revision: int
     actor: str = "person"
     acked: list[dict[str, str]] = field(default_factory=list)  # {name, sha256, receipt} read
+    attempt: int = 0  # the Gate's attempt the values belong to (0: events before forms)
+    values: dict[str, Any] = field(default_factory=dict)  # its form's answers
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -479,6 +495,7 @@ CATALOGUE: tuple[type[Event], ...] = (
     WorkspaceRecorded,
     PhaseDone,
     PhaseFailed,
+    PhaseRetrying,
     PhaseReused,
     PhasesStale,
     OutputAccepted,

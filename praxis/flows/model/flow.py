@@ -10,6 +10,9 @@ from typing import Any, TypeVar
 from sandbox.backends import AUTO, options_for
 from sandbox.options import Options
 
+from .forms import FormField
+from .retry_policy import RetryPolicy
+
 REVIEW_MODES = ("none", "required")
 DEFAULT_TIMEOUT = 600  # seconds a phase's code may run, unless flow.yaml says
 
@@ -39,6 +42,8 @@ class Phase:
     approvers: tuple[str, ...] = ()  # roles of the people who may decide its Gate (any: ())
     checks: dict[str, dict[str, Any]] = field(default_factory=dict)  # output -> checks
     reuse: str = "auto"  # auto | never: "never" for code that reads the clock or randomness
+    retries: RetryPolicy | None = None  # a failed attempt tried again (retry_policy.py)
+    form: tuple[FormField, ...] = ()  # the fields a reviewer fills in at its Gate (forms.py)
 
     @property
     def gated(self) -> bool:
