@@ -218,8 +218,8 @@ def _fail(exc: Exception, code: int, hint: str) -> int:
 
 COMMANDS = (
     *("check", "run", "begin", "advance", "status", "runs", "gc", "upgrade", "approve"),
-    *("reject", "manage", "accept", "read", "rerun", "cancel", "log", "replay", "diff"),
-    *("params", "chat", "sandbox", "serve", "mcp"),
+    *("reject", "manage", "audit", "accept", "read", "rerun", "cancel", "log", "replay"),
+    *("diff", "params", "chat", "sandbox", "users", "agents", "serve", "mcp"),
 )
 
 
