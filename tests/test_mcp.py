@@ -163,12 +163,14 @@ def test_mcp_approve_takes_the_gate_forms_values_and_refuses_a_wrong_type(
     write_flow(root / "form", FORM_FLOW, FORM_FILES)
     env = agent_env(PRAXIS_SANDBOX="fake")
     started = subprocess.run(
-        [*venv_program(), "run", "form", "--managed", "--quiet"],
+        [*venv_program(), "run", "form", "--quiet"],
         cwd=root, env=env, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert started.returncode == 0, started.stderr
-    client = Client(root)
-    client.params.env = env
+    token = agent_token("ci-bot")
+    grant(root / "form", None, agent="ci-bot")  # the person's grant, on the newest run
+    client = Client(root, token)
+    client.params.env = {**env, "PRAXIS_TOKEN": token}
 
     async def body(s: Any) -> dict[str, Any]:
         st = data(await s.call_tool("status", {"flow": "form"}))
