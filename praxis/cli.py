@@ -43,7 +43,8 @@ ALLOW_LOCAL = (
     *("run", "advance", "approve", "reject", "rerun", "status", "chat", "serve", "schedule"),
 )
 LOCAL_HELP = "let a flow asking for backend: local run its code on this host, unisolated"
-NOT_SEARCHED = ("chat", "serve", "sandbox", "mcp")  # FLOW may be new (chat), or is not a flow
+# FLOW may be new (chat), or is not a flow
+NOT_SEARCHED = ("chat", "serve", "sandbox", "mcp", "users", "agents")
 OVERVIEW = ("status", "runs")  # above several flows: list them with their newest run
 
 
@@ -72,6 +73,7 @@ HOME = {
     **{name: name for name in ("check", "status", "runs", "sandbox", "upgrade", "schedule")},
     **dict.fromkeys(("log", "replay", "params", "diff"), "history"),
     **dict.fromkeys(("serve", "mcp", "chat"), "serving"),
+    **dict.fromkeys(("users", "agents", "audit"), "accounts"),
 }
 
 
@@ -218,8 +220,8 @@ def _fail(exc: Exception, code: int, hint: str) -> int:
 
 COMMANDS = (
     *("check", "run", "begin", "advance", "status", "runs", "schedule", "gc", "upgrade"),
-    *("approve", "reject", "manage", "accept", "read", "rerun", "cancel", "log", "replay"),
-    *("diff", "params", "chat", "sandbox", "serve", "mcp"),
+    *("approve", "reject", "manage", "audit", "accept", "read", "rerun", "cancel", "log"),
+    *("replay", "diff", "params", "chat", "sandbox", "users", "agents", "serve", "mcp"),
 )
 
 
@@ -316,8 +318,20 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
         metavar="FIELD=VALUE",
         help="a value of the Gate's form (flow.yaml review: {form:}); repeatable",
     )
-    add("manage", "let an agent decide the run's delegatable Gates", revision=True)
-    option(("manage",), "--off", action="store_true", help="take managed mode back")
+    add("manage", "grant an agent the delegatable Gates of a run (or the flow) for a while")
+    option(
+        ("manage",), "--agent", required=True, metavar="NAME", help="the agent (praxis agents add)"
+    )
+    option(
+        ("manage",),
+        "--for",
+        dest="duration",
+        default="2h",
+        metavar="DURATION",
+        help="how long the grant lasts: 30m, 2h, 1d (default 2h, at most 30d)",
+    )
+    option(("manage",), "--off", action="store_true", help="revoke the agent's live grants")
+    add("audit", "every decision, grant and refusal on the flow's runs: who, when", run=False)
     add("accept", "accept an output changed outside praxis", revision=True)
     option(("accept",), "--output", required=True, metavar="NAME")
     add("read", "print a run's file and record a receipt of reading it")
@@ -328,7 +342,7 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
         "--as",
         dest="actor",
         choices=["person", "agent"],
-        help="who decides (default: $PRAXIS_ACTOR, else person)",
+        help="act as an agent (narrows who you are; never raises an agent to a person)",
     )
     add("rerun", "re-run from a phase (later phases become stale)", revision=True)
     option(("rerun",), "--from", dest="from_phase", required=True, metavar="PHASE")
@@ -369,9 +383,6 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
         "--quiet",
         action="store_true",
         help="hide what phases print",
-    )
-    option(
-        ("run",), "--managed", action="store_true", help="let an agent decide the delegatable Gates"
     )
     option(
         ("run",),
@@ -426,6 +437,17 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
             metavar="KEY=VALUE",
             help="prune: only containers carrying this label (repeatable)",
         )
+    if command in (None, "users"):
+        us = sub.add_parser("users", help="the people who decide Gates: add, list, remove")
+        us.add_argument("action", choices=["add", "list", "remove", "password", "token"])
+        us.add_argument("name", metavar="NAME", nargs="?")
+        us.add_argument("--role", action="append", default=[], metavar="ROLE")
+        us.set_defaults(flow=".")
+    if command in (None, "agents"):
+        ag = sub.add_parser("agents", help="agents and their tokens: add, list, revoke")
+        ag.add_argument("action", choices=["add", "list", "revoke"])
+        ag.add_argument("name", metavar="NAME", nargs="?")
+        ag.set_defaults(flow=".")
     if command in (None, "serve"):
         sv = sub.add_parser("serve", help="the reviewer web UI over every flow below DIR")
         sv.add_argument("--root", default=".", metavar="DIR")

@@ -36,6 +36,8 @@ OPTIONS = {
     "receipts": "--receipt",
     "values": "--set",
     "port": "--port",
+    "agent": "--agent",
+    "duration": "--for",
 }
 EDITS = {"keep": "--keep-edits", "discard": "--discard-edits"}
 FLAGS = {
@@ -82,6 +84,8 @@ class Command:
     receipts: tuple[str, ...] = ()
     values: tuple[str, ...] = ()  # a Gate form's FIELD=VALUE pairs (approve)
     port: int | None = None
+    agent: str | None = None  # the agent a grant is for (``manage``)
+    duration: str | None = None  # how long it lasts
     follow: bool = False
     json: bool = False
     allow_local: bool = False

@@ -16,6 +16,7 @@ PraxisError               1  something failed                                   
 │   ├── BadParam             a -p the flow does not declare, or a bad value     flows.model.params
 │   ├── BadValue             a Gate form's value its field refuses              flows.model.forms
 │   ├── BadActor             an actor other than person or agent          flows.model.decisions
+│   ├── AccountError         a name, role, token or duration not usable      service.accounts
 │   ├── NotebookProblem      a notebook that cannot be run           flows.definition.notebook_check
 │   ├── UnknownKind          a phase kind no entry point declares         flows.definition.kinds
 │   ├── PackagesRefused      the flow's requirements.txt cannot be used flows.definition.packages
@@ -37,6 +38,9 @@ PraxisError               1  something failed                                   
 │   ├── NotAcknowledged      a decision without a receipt of each file to read  flows.engine.acks
 │   ├── EditsAtRisk          a re-run replacing outputs edited at a Gate      flows.engine.runner
 │   ├── OldLayout            a change of a run from before the flow's store     flows.store.upgrade
+│   ├── NotAuthorized        a principal without authority for the verb     service.authority
+│   ├── BadToken             a token of no live account                      service.accounts
+│   ├── NotPerson            --as person by a caller known as an agent       service.principals
 │   ├── ApprovalRefused      an approval request unknown, answered or closed    agent.approvals
 │   ├── FileRefused          a path or a write the flow chat may not make       chat.workfiles
 │   ├── RequestRefused       a form the reviewer UI turns down                  web.refusals

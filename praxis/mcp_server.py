@@ -1,8 +1,8 @@
 """`praxis mcp`: the route's verbs as tools of a Model Context Protocol server over stdio
 (the official ``mcp`` SDK's ``MCPServer``).
 
-Its client is always an ``agent``: a Gate decision is taken as ``actor="agent"``, under the
-same delegation rules as ``--as agent`` (a delegatable Gate, a managed run, passing checks,
+Its client is always an agent (``agent_of_environment``: PRAXIS_TOKEN names which), under
+the rules of ``praxis.service.authority`` (a delegatable Gate, a person's grant, passing checks,
 a receipt of each file of ``route.read``: ``read_file`` returns it). Flows are named by their
 folder relative to ``--root`` (``flows/sales-report``); nothing outside it is reachable, and a
 run file is read only when the run's route names it, bounded and escaped. A refusal is a tool
@@ -18,14 +18,18 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from contextvars import ContextVar
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import anyio.from_thread
 import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from starlette.responses import PlainTextResponse
+from starlette.types import Receive, Scope, Send
 
 from sandbox.errors import PathRefused
 
@@ -38,12 +42,13 @@ from .flows.report.status import status_of
 from .flows.store.handle import RunHandle
 from .flows.store.layout import list_run_ids
 from .service import acting
+from .service.accounts import Accounts, BadToken
+from .service.principals import Principal, resolve
 from .terminal import escape
 from .web import catalog
 
 MAX_READ = 64 << 10  # characters of a run file a tool returns
 MAX_LOG = 500  # events the log tool returns
-ACTOR = "agent"
 CODES = {code: name for name, code in EXIT.items()}
 
 
@@ -57,7 +62,19 @@ def serve(root: Path) -> int:
     return EXIT["ok"]
 
 
-def server(root: Path) -> MCPServer:
+CALLER: ContextVar[Principal | None] = ContextVar("praxis_mcp_caller", default=None)
+MAX_AUTHORIZATION = 300  # bytes of an Authorization header read
+
+
+def agent_of_environment() -> Principal:
+    """The stdio server's client: always an agent, the one whose token is PRAXIS_TOKEN (a
+    person's token acts as an agent here), else an agent of no account."""
+    return resolve(terminal=False, narrow="agent")
+
+
+def server(root: Path, principal: Principal | None = None) -> MCPServer:
+    """The MCP server over the flows below ``root``, its client ``principal`` (an agent;
+    default: ``agent_of_environment``)."""
     app: MCPServer = MCPServer(
         "praxis",
         instructions=(
@@ -67,7 +84,7 @@ def server(root: Path) -> MCPServer:
             "reject, and pass the receipts read_file returned in receipts."
         ),
     )
-    tools = Tools(root)
+    tools = Tools(root, agent_of_environment() if principal is None else principal.as_agent())
     for fn in (
         tools.flows,
         tools.runs,
@@ -87,8 +104,14 @@ def server(root: Path) -> MCPServer:
 class Tools:
     """The tools, bound to the root. Each docstring is the tool's description."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, principal: Principal) -> None:
         self.root = root
+        self._principal = principal
+
+    @property
+    def caller(self) -> Principal:
+        """This call's agent: over HTTP, the one its bearer token names; else the server's."""
+        return CALLER.get() or self._principal
 
     def flows(self) -> list[dict[str, Any]]:
         """The flows below the root: folder (the `flow` argument of every tool), name,
@@ -124,7 +147,7 @@ class Tools:
         refused when the run is no longer at `expect_revision`; returns its status."""
         args = {"flow": flow, "run": run, "expect_revision": expect_revision}
         handle = self._open(flow, run, "advance")
-        _traced(handle, "advance", args, None)
+        _traced(handle, "advance", args, None, self.caller)
         await self._advance(handle, ctx, args, expect_revision)
         return self._result("advance", handle, args)
 
@@ -148,7 +171,8 @@ class Tools:
         handle = self._open(flow, run, "approve")
         self._do("approve", handle, args | {"receipts": receipts}, lambda: acting.approve(
             handle.flow, handle.id, expect_revision=expect_revision, gate=gate,
-            attempt=attempt, actor=ACTOR, receipts=list(receipts or []), values=values,
+            attempt=attempt, principal=self.caller, receipts=list(receipts or []),
+            values=values,
         ))  # fmt: skip
         await self._advance(handle, ctx, args)
         return self._result("approve", handle, args)
@@ -175,7 +199,8 @@ class Tools:
         handle = self._open(flow, run, "reject")
         self._do("reject", handle, args | {"receipts": receipts}, lambda: acting.reject(
             handle.flow, reopen, note, handle.id, expect_revision=expect_revision, gate=gate,
-            attempt=attempt, actor=ACTOR, receipts=list(receipts or []), edits=edits,
+            attempt=attempt, principal=self.caller, receipts=list(receipts or []),
+            edits=edits,
         ))  # fmt: skip
         await self._advance(handle, ctx, args)
         return self._result("reject", handle, args)
@@ -197,12 +222,15 @@ class Tools:
         return self._call("rerun", flow, run, args, lambda handle: acting.rerun(
             handle.flow, from_phase, handle.id, expect_revision=expect_revision, edits=edits,
             partition=partition,
+            principal=self.caller,
         ))  # fmt: skip
 
     def cancel(self, flow: str, expect_revision: int, run: str | None = None) -> dict[str, Any]:
         """Cancel a run (a running phase is stopped). Returns the status."""
         return self._call("cancel", flow, run, {"flow": flow, "run": run}, lambda handle: (
-            acting.cancel(handle.flow, handle.id, expect_revision=expect_revision)
+            acting.cancel(
+                handle.flow, handle.id, expect_revision=expect_revision, principal=self.caller
+            )
         ))  # fmt: skip
 
     def read_file(self, flow: str, path: str, run: str | None = None) -> dict[str, Any]:
@@ -216,7 +244,7 @@ class Tools:
                 f"refused: {path!r} is not a file the route of run {handle.id} names "
                 f"(route.read: {', '.join(named) or 'none'})"
             )
-        return _read_bounded(handle, path)
+        return _read_bounded(handle, path, self.caller)
 
     def log(self, flow: str, run: str | None = None, last: int = 100) -> list[str]:
         """The run's last `last` events (at most 500), one line each, escaped."""
@@ -243,18 +271,18 @@ class Tools:
     def _do(
         self, tool: str, handle: RunHandle, args: dict[str, Any], act: Callable[[], Any]
     ) -> None:
-        _traced(handle, tool, args, None)  # as it starts
+        _traced(handle, tool, args, None, self.caller)  # as it starts
         try:
             act()
         except PraxisError as exc:
-            _traced(handle, tool, args, exit_code_of(exc))
+            _traced(handle, tool, args, exit_code_of(exc), self.caller)
             raise _error(exc) from None
 
     def _result(self, tool: str, handle: RunHandle, args: dict[str, Any]) -> dict[str, Any]:
         now = RunHandle.open(handle.flow, handle.id)
         st = status_of(now)
         code = EXIT["failed"] if st.status == "failed" and tool != "status" else EXIT["ok"]
-        _traced(now, tool, args, code)
+        _traced(now, tool, args, code, self.caller)
         data = st.to_dict()
         data["calls"] = [c.tool_call() for c in st.steps]  # None: a person's (no tool)
         return data
@@ -276,20 +304,66 @@ class Tools:
                 message = f"{ev.phase}: {ev.kind.removeprefix('phase_')}"
                 anyio.from_thread.run(ctx.report_progress, done[0], total, message)
 
+        caller = self.caller
+
         def go() -> None:
             acting.advance(
-                handle.flow, handle.id, on_event=on_event, expect_revision=expect_revision
-            )
+                handle.flow, handle.id, on_event=on_event, expect_revision=expect_revision,
+                principal=caller,
+            )  # fmt: skip
 
         try:
             await anyio.to_thread.run_sync(go)
         except PraxisError as exc:
-            _traced(handle, "advance", args, exit_code_of(exc))
+            _traced(handle, "advance", args, exit_code_of(exc), self.caller)
             raise _error(exc) from None
         except Exception as exc:  # the sandbox's SandboxUnavailable: not a bug of ours
             if type(exc).__name__ not in ("SandboxUnavailable", "PackagesUnavailable"):
                 raise
             raise ToolError(f"unavailable: {type(exc).__name__}: {escape(str(exc))}") from None
+
+
+class BearerAgents:
+    """The MCP server over streamable HTTP (``praxis serve``'s ``/mcp``): each request's
+    caller is the agent whose token ``Authorization: Bearer`` carries (a person's token acts
+    as an agent here too); a request without a live token is refused, 401, before the SDK
+    sees it. Stateless: every request is authenticated, none rides on another's session."""
+
+    def __init__(self, root: Path, accounts: Accounts | None = None) -> None:
+        self.accounts = accounts
+        nobody = Principal("agent", "unnamed", (), "none")  # never used: CALLER is set
+        mcp = server(root, principal=nobody)
+        self.inner = mcp.streamable_http_app(
+            streamable_http_path="/mcp", stateless_http=True, json_response=True
+        )
+
+    def lifespan(self, app: object) -> AbstractAsyncContextManager[None]:
+        """The SDK's session manager, run for as long as the server that mounts this."""
+        made = self.inner.router.lifespan_context(self.inner)
+        return cast("AbstractAsyncContextManager[None]", made)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        raw = dict(scope.get("headers") or []).get(b"authorization", b"")[:MAX_AUTHORIZATION]
+        word, _, token = raw.decode("latin-1").partition(" ")
+        try:
+            if word.lower() != "bearer" or not token.strip():
+                raise BadToken("Authorization: Bearer <an agent's token> is required")
+            found = (self.accounts or Accounts()).authenticate(token.strip())
+        except BadToken as exc:
+            response = PlainTextResponse(
+                f"praxis: refused: {escape(str(exc))} (praxis agents add NAME prints one)\n",
+                status_code=401,
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+            await response(scope, receive, send)
+            return
+        reset = CALLER.set(Principal(found.kind, found.name, (), "mcp").as_agent())
+        try:
+            await self.inner(scope, receive, send)
+        finally:
+            CALLER.reset(reset)
 
 
 def _run_row(row: catalog.RunRow) -> dict[str, Any]:
@@ -309,7 +383,9 @@ def _error(exc: PraxisError) -> ToolError:
     return ToolError(f"{code}: {type(exc).__name__}: {escape(str(exc))}")
 
 
-def _traced(handle: RunHandle, tool: str, args: dict[str, Any], code: int | None) -> None:
+def _traced(
+    handle: RunHandle, tool: str, args: dict[str, Any], code: int | None, who: Principal
+) -> None:
     """Trace the tool call as the command line's are: as it starts (``code`` None) and as it
     ends, with its exit code."""
     if not trace.enabled():
@@ -319,14 +395,14 @@ def _traced(handle: RunHandle, tool: str, args: dict[str, Any], code: int | None
         fresh = RunHandle.open(handle.flow, handle.id)
         argv = [*program_argv(), "mcp", tool, json.dumps(shown, sort_keys=True)]
         if code is None:
-            trace.start(fresh, argv, ACTOR)
+            trace.start(fresh, argv, who.label)
         else:
-            trace.record(fresh, argv, ACTOR, code)
+            trace.record(fresh, argv, who.label, code)
     except Exception:  # a trace that cannot be written never changes the outcome
         return
 
 
-def _read_bounded(handle: RunHandle, path: str) -> dict[str, Any]:
+def _read_bounded(handle: RunHandle, path: str, who: Principal) -> dict[str, Any]:
     """The first MAX_READ characters of the run file ``path`` (relative to the root), never
     through a link, with the receipt of reading it recorded for the agent."""
     run_root = Path(os.path.abspath(handle.root))
@@ -334,7 +410,7 @@ def _read_bounded(handle: RunHandle, path: str) -> dict[str, Any]:
     try:
         if rel == "." or rel.startswith(".."):
             raise PathRefused(path, "is not a file of the run")
-        got = acting.read(handle.flow, Path(rel).as_posix(), handle.id, actor=ACTOR,
+        got = acting.read(handle.flow, Path(rel).as_posix(), handle.id, principal=who,
                           limit=MAX_READ * 4 + 1)  # fmt: skip
     except (PathRefused, OSError) as exc:
         raise ToolError(f"refused: {path}: {escape(str(exc))}") from None

@@ -227,3 +227,33 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     base = getattr(factory, "_basetemp", None)
     if base is not None:
         _unmount(_mounts_below(Path(base)))
+
+
+@pytest.fixture(scope="session")
+def _person_accounts(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """One data folder of accounts for the session: a person, ``tester`` (no role), and
+    their token."""
+    from praxis.service.accounts import Accounts
+
+    folder = tmp_path_factory.mktemp("praxis-data")
+    accounts = Accounts(folder)
+    accounts.add("person", "tester")
+    return folder, accounts.issue("person", "tester")
+
+
+@pytest.fixture(autouse=True)
+def person(
+    _person_accounts: tuple[Path, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> str:
+    """Every test acts as a person (``person:tester``, by token), in its own copy of the
+    session's accounts (a test's grants and audit stay its own), and never as whoever runs
+    the suite; a test that wants an agent sets ``PRAXIS_TOKEN`` to an agent's token."""
+    import shutil
+
+    folder, token = _person_accounts
+    mine = tmp_path / "praxis-data"
+    shutil.copytree(folder, mine)
+    monkeypatch.setenv("PRAXIS_DATA", str(mine))
+    monkeypatch.setenv("PRAXIS_TOKEN", token)
+    monkeypatch.delenv("PRAXIS_ACTOR", raising=False)
+    return token

@@ -16,20 +16,22 @@ from mcp.client.stdio import stdio_client
 
 from praxis.flows.store.event_log import EventLog
 
+from .identity import agent_token, grant
 from .reliability._flows import docker_sandbox, write_flow
 from .reliability.test_route_converges import CONV, CONV_FILES
 from .route_agent import agent_env, venv_program
 
 
 class Client:
-    """The SDK's stdio client on `praxis mcp --root ROOT`, with no `praxis` on PATH and the
-    server's environment saying PRAXIS_ACTOR=person (the client is an agent all the same)."""
+    """The SDK's stdio client on `praxis mcp --root ROOT`, with no `praxis` on PATH, the
+    agent's token as PRAXIS_TOKEN and the server's environment saying PRAXIS_ACTOR=person
+    (the client is an agent all the same)."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, token: str) -> None:
         self.params = StdioServerParameters(
             command=venv_program()[0],
             args=[*venv_program()[1:], "mcp", "--root", str(root)],
-            env=agent_env(PRAXIS_ACTOR="person"),
+            env=agent_env(PRAXIS_ACTOR="person", PRAXIS_TOKEN=token),
         )
         self.progress: list[tuple[float, float | None, str | None]] = []
 
@@ -63,11 +65,12 @@ def test_an_mcp_client_follows_the_route_as_an_agent_and_is_refused_as_one(
     write_flow(root / "conv", CONV % {"sandbox": docker_sandbox(docker_image)}, CONV_FILES)
     (tmp_path / "secret.txt").write_text("outside the root")
     started = subprocess.run(
-        [*venv_program(), "run", "conv", "--managed", "--quiet"],
+        [*venv_program(), "run", "conv", "--quiet"],
         cwd=root, env=agent_env(), capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert started.returncode == 0, started.stderr
-    client = Client(root)
+    client = Client(root, agent_token("ci-bot"))
+    grant(root / "conv", None, agent="ci-bot")  # the person's grant, on the newest run
 
     async def body(s: Any) -> dict[str, Any]:
         names = {t.name for t in (await s.list_tools()).tools}
@@ -106,7 +109,7 @@ def test_an_mcp_client_follows_the_route_as_an_agent_and_is_refused_as_one(
         assert (st["route"]["reason"], st["route"]["who"]) == ("gate_needs_person", "person")
         person_gate = st["calls"][0]["arguments"]
         text = error(await s.call_tool("approve", {**person_gate, "receipts": [got["receipt"]]}))
-        assert "refused: Refused" in text and "not delegatable" in text
+        assert "refused: NotAuthorized" in text and "not delegatable" in text
         log = data(await s.call_tool("log", {"flow": "conv", "last": 5}))
         assert len(log) == 5
         return st
@@ -116,8 +119,8 @@ def test_an_mcp_client_follows_the_route_as_an_agent_and_is_refused_as_one(
     events = EventLog(root / "conv/runs" / run / "events.jsonl").read()
     approved = [(e.phase, e.actor) for e in events if e.kind == "gate_approved"]  # type: ignore[attr-defined]
     refused = [(e.decision, e.actor) for e in events if e.kind == "decision_refused"]  # type: ignore[attr-defined]
-    assert approved == [("b", "agent")]
-    assert refused == [("approve", "agent"), ("approve", "agent")]
+    assert approved == [("b", "agent:ci-bot")]
+    assert refused == [("approve", "agent:ci-bot"), ("approve", "agent:ci-bot")]
     messages = [m for _, _, m in client.progress]
     assert "c: started" in messages and "d: done" in messages
     assert client.progress[-1][:2] == (4.0, 4.0)
@@ -160,12 +163,14 @@ def test_mcp_approve_takes_the_gate_forms_values_and_refuses_a_wrong_type(
     write_flow(root / "form", FORM_FLOW, FORM_FILES)
     env = agent_env(PRAXIS_SANDBOX="fake")
     started = subprocess.run(
-        [*venv_program(), "run", "form", "--managed", "--quiet"],
+        [*venv_program(), "run", "form", "--quiet"],
         cwd=root, env=env, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert started.returncode == 0, started.stderr
-    client = Client(root)
-    client.params.env = env
+    token = agent_token("ci-bot")
+    grant(root / "form", None, agent="ci-bot")  # the person's grant, on the newest run
+    client = Client(root, token)
+    client.params.env = {**env, "PRAXIS_TOKEN": token}
 
     async def body(s: Any) -> dict[str, Any]:
         st = data(await s.call_tool("status", {"flow": "form"}))

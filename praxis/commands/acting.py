@@ -50,7 +50,6 @@ def cmd_run(args: argparse.Namespace) -> int:
         None,
         quiet=args.quiet,
         new_run=(params, begun),
-        managed=args.managed,
         reuse=not args.no_reuse,
         partitions=args.partitions,
     )
@@ -211,17 +210,23 @@ def form_values(pairs: list[str] | None) -> dict[str, str]:
 
 
 def cmd_manage(args: argparse.Namespace) -> int:
-    state = acting.manage(
+    made = acting.manage(
         args.flow,
         args.run,
+        agent=args.agent,
+        duration=args.duration,
         grant=not args.off,
         actor=args.actor,
-        expect_revision=args.expect_revision,
     )
-    if state.managed:
-        print(f"run {state.run} is managed: an agent may decide its delegatable Gates")
+    where = f"run {args.run}" if args.run else f"every run of {flow_text(args.flow)}"
+    if isinstance(made, int):
+        print(f"agent:{args.agent}: {made} live grant(s) on {where} revoked")
     else:
-        print(f"run {state.run} is not managed: a person decides every Gate")
+        until = time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(made.until))
+        print(
+            f"agent:{args.agent} may decide the delegatable Gates of {where} until {until} "
+            f"(granted by {made.by})"
+        )
     return EXIT["ok"]
 
 

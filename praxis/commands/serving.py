@@ -6,10 +6,14 @@ import argparse
 import errno
 import socket
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..command_line import typed
 from ..errors import EXIT, PraxisError
 from . import Usage
+
+if TYPE_CHECKING:
+    from ..mcp_server import BearerAgents
 
 
 class PortBusy(PraxisError):
@@ -57,9 +61,20 @@ def cmd_serve(args: argparse.Namespace) -> int:
             port=args.port,
             max_runs=args.max_runs,
             notify_command=args.notify_command,
+            mcp=_mcp_over_http(Path(args.root)),
         )
         or 0
     )
+
+
+def _mcp_over_http(root: Path) -> BearerAgents | None:
+    """``/mcp`` of ``praxis serve``: MCP over streamable HTTP for agents with a token (none
+    when the MCP SDK is not installed: the page is served all the same)."""
+    try:
+        from ..mcp_server import BearerAgents  # the MCP SDK loads only when installed
+    except ImportError:
+        return None
+    return BearerAgents(root.resolve())
 
 
 def cmd_chat(args: argparse.Namespace) -> int:

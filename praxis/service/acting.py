@@ -30,6 +30,10 @@ from ..flows.model.state import RunState
 from ..flows.store.handle import RunHandle
 from ..flows.store.objects import Swept
 from ..llm.given import Approver, given_to
+from . import authority
+from .accounts import Accounts, Grant, parse_duration
+from .authority import Authority
+from .principals import CURRENT, Principal, resolve
 from .reading import FlowRef, load
 
 if TYPE_CHECKING:
@@ -39,6 +43,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Approver",
+    "Principal",
     "OnMessage",
     "Opening",
     "SandboxChoice",
@@ -69,10 +74,41 @@ SandboxChoice = SandboxFactory | Mapping[str, Any] | None
 FIXED = ("timeout", "collect")  # sandbox options the phases read from flow.yaml itself
 
 
-def begin(flow: FlowRef, *, params: dict[str, str] | None = None) -> RunHandle:
+def principal_of(principal: Principal | None, actor: str | None = None) -> Principal:
+    """The caller: ``principal`` as a front door established it (the page's login, the MCP
+    server's agent), else resolved from this process (``principals.resolve``); ``actor``
+    ("agent") narrows it, and never raises an agent to a person."""
+    if principal is None:
+        principal = CURRENT.get()
+    if principal is None:
+        return resolve(narrow=actor)
+    if actor == "agent":
+        return principal.as_agent()
+    if actor == "person" and not principal.is_person:
+        return resolve({"PRAXIS_ACTOR": "person"}, terminal=False)  # refused: NotPerson
+    return principal
+
+
+def _acting(
+    principal: Principal | None, verb: str, flow: Flow, run: str | None, actor: str | None = None
+) -> authority.Acting:
+    """``authority.acting`` for the caller, refusals noted in the run's events."""
+    who = principal_of(principal, actor)
+    return authority.acting(who, verb, flow, run, on_refused=_note_refusal)
+
+
+def _note_refusal(found: Authority, why: str) -> None:
+    runner.note_refusal(found.flow, found.run, found.gate or "", found.verb, found.actor, why)
+
+
+def begin(
+    flow: FlowRef, *, params: dict[str, str] | None = None, principal: Principal | None = None
+) -> RunHandle:
     """A new run, paused at its first phase (``.id``, ``.state``, ``.paths``); ``params``
     override flow.yaml's (``-p key=value``), typed by their defaults."""
-    return runner.begin(load(flow), params=params)
+    loaded = load(flow)
+    with _acting(principal, "begin", loaded, None):
+        return runner.begin(loaded, params=params)
 
 
 def run(
@@ -91,27 +127,33 @@ def run(
     notifier: Notifier | None = None,
     sleep: Callable[[float], None] = time.sleep,
     partitions: str | None = None,
+    principal: Principal | None = None,
 ) -> RunState:
     """Begin a run and advance it, under one hold of the run's lock (no other process
     advances it first); ``on_begun`` is told the new run before its first phase.
     ``managed``: a person lets an agent decide its delegatable Gates. ``partitions``
     (``a..b`` or ``a,b``): a backfill of those partitions of each fan-out. The rest as
     ``advance`` (the run is told to ``notifier`` as an advance's is)."""
-    return runner.run(
-        load(flow),
-        params=params,
-        on_begun=on_begun,
-        managed=managed,
-        actor=actor,
-        make_sandbox=sandbox_factory(sandbox),
-        on_event=on_event,
-        on_message=on_message,
-        given=given_to("agent", model, approver),
-        reuse=reuse,
-        notifier=notifier,
-        sleep=sleep,
-        partitions=partitions,
-    )
+    loaded = load(flow)
+    if managed:  # an old caller's managed mode: a person's, as a grant is
+        with _acting(principal, "manage", loaded, None, actor):
+            pass
+    with _acting(principal, "run", loaded, None, actor) as auth:
+        return runner.run(
+            loaded,
+            params=params,
+            on_begun=on_begun,
+            managed=managed,
+            actor=auth.principal.kind,
+            make_sandbox=sandbox_factory(sandbox),
+            on_event=on_event,
+            on_message=on_message,
+            given=given_to("agent", model, approver),
+            reuse=reuse,
+            notifier=notifier,
+            sleep=sleep,
+            partitions=partitions,
+        )
 
 
 def advance(
@@ -128,6 +170,7 @@ def advance(
     notifier: Notifier | None = None,
     expect_revision: int | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    principal: Principal | None = None,
 ) -> RunState:
     """Run phases until a Gate, a failure, the end, or a cancel; returns the state reached.
     ``expect_revision``: refused, nothing changed, when the run moved on since it.
@@ -145,19 +188,21 @@ def advance(
     ``notifier``: who is told when the run waits, fails or is done (default: from the
     environment). ``sleep``: how a retry's backoff is waited (flow.yaml ``retries:``).
     """
-    return runner.advance(
-        load(flow),
-        run,
-        make_sandbox=sandbox_factory(sandbox),
-        on_event=on_event,
-        on_message=on_message,
-        given=given_to("agent", model, approver),
-        reuse=reuse,
-        opening=opening,
-        notifier=notifier,
-        expect_revision=expect_revision,
-        sleep=sleep,
-    )
+    loaded = load(flow)
+    with _acting(principal, "advance", loaded, run):
+        return runner.advance(
+            loaded,
+            run,
+            make_sandbox=sandbox_factory(sandbox),
+            on_event=on_event,
+            on_message=on_message,
+            given=given_to("agent", model, approver),
+            reuse=reuse,
+            opening=opening,
+            notifier=notifier,
+            expect_revision=expect_revision,
+            sleep=sleep,
+        )
 
 
 def approve(
@@ -170,6 +215,7 @@ def approve(
     actor: str | None = None,
     receipts: list[str] | None = None,
     values: Mapping[str, Any] | None = None,
+    principal: Principal | None = None,
 ) -> RunState:
     """Approve the Gate the run waits at (then ``advance`` continues it). Bound to what you
     saw: ``expect_revision``, ``gate`` (the phase the Gate follows) or ``attempt`` (its
@@ -179,10 +225,12 @@ def approve(
     for each file the route asks an agent to read first. ``values``: the answers to the
     Gate's form (flow.yaml ``review: {form:}``), text or JSON values by field, checked
     (BadValue naming the field, nothing changed); they reach the later phases as params."""
-    return runner.approve(
-        load(flow), run, expect_revision=expect_revision, gate=gate, attempt=attempt,
-        actor=actor, receipts=receipts, values=values,
-    )  # fmt: skip
+    loaded = load(flow)
+    with _acting(principal, "approve", loaded, run, actor) as auth:
+        return runner.approve(
+            loaded, run, expect_revision=expect_revision, gate=gate, attempt=attempt,
+            actor=auth.actor, receipts=receipts, values=values, granted=auth.granted,
+        )  # fmt: skip
 
 
 def reject(
@@ -197,13 +245,17 @@ def reject(
     actor: str | None = None,
     receipts: list[str] | None = None,
     edits: str | None = None,
+    principal: Principal | None = None,
 ) -> RunState:
     """Reject at the Gate: phase ``reopen`` runs again, with ``note`` for an agent's prompt.
     Bound like ``approve``; ``edits`` ("keep" or "discard") when it replaces Gate edits."""
-    return runner.reject(
-        load(flow), reopen, note, run, expect_revision=expect_revision, gate=gate,
-        attempt=attempt, actor=actor, receipts=receipts, edits=edits,
-    )  # fmt: skip
+    loaded = load(flow)
+    with _acting(principal, "reject", loaded, run, actor) as auth:
+        return runner.reject(
+            loaded, reopen, note, run, expect_revision=expect_revision, gate=gate,
+            attempt=attempt, actor=auth.actor, receipts=receipts, edits=edits,
+            granted=auth.granted,
+        )  # fmt: skip
 
 
 def read(
@@ -213,24 +265,45 @@ def read(
     *,
     actor: str | None = None,
     limit: int = READ_BYTES,
+    principal: Principal | None = None,
 ) -> Read:
     """Read the run's file ``path`` (relative to the run's folder) through praxis: its first
     ``limit`` bytes, its sha256, and the receipt recorded for ``actor`` (the reader), which
     a Gate decision passes to show the file was read as it is."""
-    return runner.read(load(flow), path, run, actor=actor, limit=limit)
+    who = principal_of(principal, actor)
+    return runner.read(load(flow), path, run, actor=who.label, limit=limit)
 
 
 def manage(
     flow: FlowRef,
     run: str | None = None,
     *,
+    agent: str,
+    duration: str = "2h",
     grant: bool = True,
     actor: str | None = None,
-    expect_revision: int | None = None,
-) -> RunState:
-    """A person lets an agent decide the run's delegatable Gates (``grant=False``: takes it
-    back)."""
-    return runner.manage(load(flow), run, grant=grant, actor=actor, expect_revision=expect_revision)
+    principal: Principal | None = None,
+    accounts: Accounts | None = None,
+) -> Grant | int:
+    """A person lets ``agent`` decide the delegatable Gates of run ``run`` (None: every run
+    of the flow) for ``duration`` (``30m``, ``2h``, ``1d``): the grant, recorded in the audit.
+    ``grant=False`` revokes the agent's live grants there: how many."""
+    loaded = load(flow)
+    accounts = Accounts() if accounts is None else accounts
+    seconds = parse_duration(duration) if grant else 0.0
+    who = principal_of(principal, actor)
+    found = authority.authorize(who, "manage", loaded, run, accounts=accounts)
+    if not grant:
+        n = accounts.revoke_grants(agent, found.flow, run)
+        authority.record(found, "revoked", f"agent:{agent}", accounts=accounts)
+        if run is not None:  # the run's route no longer offers an agent its Gates
+            runner.manage(loaded, run, grant=False, actor=who.label)
+        return n
+    made = accounts.grant(agent, found.flow, run, who.label, seconds)
+    authority.record(found, "granted", f"agent:{agent} for {duration}", accounts=accounts)
+    if run is not None:  # recorded in the run's events; its route offers an agent its Gates
+        runner.manage(loaded, run, grant=True, actor=who.label)
+    return made
 
 
 def accept(
@@ -240,9 +313,12 @@ def accept(
     *,
     actor: str | None = None,
     expect_revision: int | None = None,
+    principal: Principal | None = None,
 ) -> RunState:
     """A person accepts output ``name``, changed outside praxis, as its phase's."""
-    return runner.accept(load(flow), name, run, actor=actor, expect_revision=expect_revision)
+    loaded = load(flow)
+    with _acting(principal, "accept", loaded, run, actor) as auth:
+        return runner.accept(loaded, name, run, actor=auth.actor, expect_revision=expect_revision)
 
 
 def rerun(
@@ -255,23 +331,32 @@ def rerun(
     reuse: bool = True,
     edits: str | None = None,
     partition: str | None = None,
+    principal: Principal | None = None,
 ) -> RunState:
     """Go back to ``from_phase``; the earlier attempt is kept under attempts/. ``params``
     override the run's for the phases run again; ``edits`` ("keep" or "discard") when it
     would replace outputs edited at a Gate; ``partition``: of a fan-out, only that one runs
     again."""
-    return runner.rerun(
-        load(flow), from_phase, run, expect_revision=expect_revision, params=params,
-        reuse=reuse, edits=edits, partition=partition,
-    )  # fmt: skip
+    loaded = load(flow)
+    with _acting(principal, "rerun", loaded, run):
+        return runner.rerun(
+            loaded, from_phase, run, expect_revision=expect_revision, params=params,
+            reuse=reuse, edits=edits, partition=partition,
+        )  # fmt: skip
 
 
 def cancel(
-    flow: FlowRef, run: str | None = None, *, expect_revision: int | None = None
+    flow: FlowRef,
+    run: str | None = None,
+    *,
+    expect_revision: int | None = None,
+    principal: Principal | None = None,
 ) -> tuple[RunState, bool]:
     """Cancel the run: (state, True) when done now, (state, False) when the process advancing
     it will stop at the next cell."""
-    return runner.cancel(load(flow), run, expect_revision=expect_revision)
+    loaded = load(flow)
+    with _acting(principal, "cancel", loaded, run):
+        return runner.cancel(loaded, run, expect_revision=expect_revision)
 
 
 def edit(
@@ -283,13 +368,16 @@ def edit(
     expect_revision: int | None = None,
     actor: str | None = None,
     by: str = "reviewer",
+    principal: Principal | None = None,
 ) -> RunState:
     """Replace writable output ``name`` at a Gate (str is written as UTF-8); the edit is
     recorded with its diff, made ``by`` "reviewer" (the API, the CLI) or "web"."""
     raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
-    return runner.edit(
-        load(flow), name, raw, run, expect_revision=expect_revision, actor=actor, by=by
-    )
+    loaded = load(flow)
+    with _acting(principal, "edit", loaded, run, actor) as auth:
+        return runner.edit(
+            loaded, name, raw, run, expect_revision=expect_revision, actor=auth.actor, by=by
+        )
 
 
 def edit_with_file(
@@ -302,20 +390,31 @@ def edit_with_file(
     by: str = "web",
     diff: dict[str, Any] | None = None,
     passed: bool = False,
+    principal: Principal | None = None,
 ) -> RunState:
     """``edit`` with a file already written beside the run's outputs (same file system),
     moved into place; ``diff``, when known (a cell save), is recorded as the edit's;
     ``passed``: the file passed flow.yaml's declared checks."""
-    return runner.edit(
-        load(flow), name, staged, run, expect_revision=expect_revision, by=by, diff=diff,
-        passed=passed,
-    )  # fmt: skip
+    loaded = load(flow)
+    with _acting(principal, "edit", loaded, run) as auth:
+        return runner.edit(
+            loaded, name, staged, run, expect_revision=expect_revision, by=by, diff=diff,
+            passed=passed, actor=auth.actor,
+        )  # fmt: skip
 
 
-def delete_runs(flow: FlowRef, ids: list[str], *, keep: int | None = None) -> list[str]:
+def delete_runs(
+    flow: FlowRef,
+    ids: list[str],
+    *,
+    keep: int | None = None,
+    principal: Principal | None = None,
+) -> list[str]:
     """Delete the runs ``ids`` (and, with ``keep``, all but the newest ``keep``); the ids
-    deleted."""
-    return runner.delete_runs(load(flow), ids, keep=keep)
+    deleted. A person's only."""
+    loaded = load(flow)
+    with _acting(principal, "delete", loaded, None):
+        return runner.delete_runs(loaded, ids, keep=keep)
 
 
 def gc(flow: FlowRef) -> Swept:

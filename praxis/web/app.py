@@ -40,6 +40,9 @@ from praxis.flows.store.handle import NoRun, RunHandle
 from praxis.flows.store.layout import writable_names
 from praxis.flows.store.lock import Busy
 from praxis.service import acting, keeper
+from praxis.service.accounts import MAX_PASSWORD, Accounts
+from praxis.service.authority import flow_key, may_decide, who_may
+from praxis.service.principals import CURRENT, Principal
 from sandbox.errors import PathRefused
 
 from . import catalog, columnar, drafts, highlight, refusals, render, tables, views
@@ -49,7 +52,7 @@ from .files import file_response
 from .keeping import KeeperLoop
 from .reading import Reader, rendered
 from .refusals import RequestRefused, TokenRefused
-from .security import Guard, GuardMiddleware, host_names
+from .security import Guard, GuardMiddleware, McpApp, McpDoor, host_names, set_session
 from .tracing import code_of, traced
 
 HERE = Path(__file__).parent
@@ -75,6 +78,7 @@ def create_app(
     guard: Guard | None = None,
     advancer: Advancer | None = None,
     allowed_hosts: set[str] | None = None,
+    mcp: McpApp | None = None,
 ) -> Starlette:
     """The ASGI app over every flow below ``root``. ``allowed_hosts``: the hosts a request may
     name in its Host header (Starlette's TrustedHostMiddleware; a port given is ignored);
@@ -96,6 +100,9 @@ def create_app(
     routes = [
         *chat.routes(),
         Route("/", ui.index),
+        Route("/login", ui.login_page),
+        Route("/audit", ui.audit),
+        Route("/login", ui.login, methods=["POST"]),
         Route("/runs/state", ui.runs_state),
         Route("/begin", ui.begin, methods=["POST"]),
         Route("/run", ui.run_page),
@@ -119,8 +126,10 @@ def create_app(
         Route("/approval", ui.approval, methods=["POST"]),
         Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),
     ]
-    app = Starlette(routes=routes)
+    app = Starlette(routes=routes, lifespan=mcp.lifespan if mcp is not None else None)
     app.add_middleware(GuardMiddleware, guard=guard)
+    if mcp is not None:  # /mcp: its bearer tokens, not the page's session, say who calls
+        app.add_middleware(McpDoor, mcp=mcp)
     if allowed_hosts is not None:  # outermost: a request for another Host meets nothing else
         hosts = host_names(allowed_hosts)
         app.add_middleware(TrustedHostMiddleware, allowed_hosts=hosts, www_redirect=False)
@@ -146,6 +155,7 @@ class UI:
     def render(self, request: Request, name: str, status: int = 200, **ctx: Any) -> Response:
         sid = request.cookies.get(self.guard.cookie, "")
         ctx.setdefault("csrf", self.guard.csrf_for(sid))
+        ctx.setdefault("who", CURRENT.get())
         page: Response = self.templates.TemplateResponse(request, name, ctx, status_code=status)
         return page
 
@@ -162,6 +172,7 @@ class UI:
             "index.html",
             status,
             flows=flows,
+            mine=waiting_for(CURRENT.get(), self.root, flows),
             root=self.root,
             here=self.here,
             refusal=refusal,
@@ -169,6 +180,38 @@ class UI:
             queued=queued,
             max_runs=self.advancer.max_runs,
         )
+
+    def login_page(
+        self, request: Request, refusal: str | None = None, status: int = 200
+    ) -> Response:
+        """The sign-in form: a person's name and password (``praxis users password NAME``)."""
+        return self.render(request, "login.html", status, refusal=refusal)
+
+    async def login(self, request: Request) -> Response:
+        """Sign a person in: a new session of theirs (the old one, if any, ends)."""
+        form = await request.form(max_fields=4, max_files=0)
+        name = str(form.get("name", ""))[:64].strip()
+        password = str(form.get("password", ""))[: MAX_PASSWORD + 1]
+        found = await run_in_threadpool(Accounts().login, name, password)
+        if found is None:
+            return self.login_page(
+                request, "Not signed in: that name and password do not match.", 403
+            )
+        self.guard.end_session(request.cookies.get(self.guard.cookie))
+        response = RedirectResponse("/", status_code=303)
+        who = Principal("person", found.name, found.roles, "login")
+        set_session(response, self.guard, self.guard.new_session(who))
+        return response
+
+    def audit(self, request: Request) -> Response:
+        """Every decision, grant and refusal on a flow's runs: who, when, what revision."""
+        ref = request.query_params.get("flow", "")
+        try:
+            flow = catalog.load_flow(self.root, ref)
+        except catalog.NotFound as exc:
+            return self.render(request, "error.html", 404, message=str(exc))
+        entries = Accounts().audit(flow_key(flow))
+        return self.render(request, "audit.html", ref=ref, flow_name=flow.name, entries=entries)
 
     def here(self, ref: str, run_id: str) -> str:
         """``advancing`` or ``queued`` when this server advances the run, else ""."""
@@ -489,6 +532,26 @@ class UI:
         return await self.act(request, do)
 
 
+def waiting_for(
+    who: Principal | None, root: Path, flows: list[catalog.FlowRow]
+) -> list[dict[str, str]]:
+    """The runs waiting at a Gate ``who`` may decide: flow, run, gate, and who may."""
+    if who is None:
+        return []
+    accounts, found = Accounts(), []
+    for f in flows:
+        waiting = [r for r in f.runs if r.state is not None and r.state.waiting == "gate"]
+        if f.problem or not waiting:
+            continue
+        flow = catalog.load_flow(root, f.ref)
+        for r in waiting:
+            gate = str(r.state.gate) if r.state is not None else ""
+            if may_decide(who, flow, gate, r.id, accounts):
+                found.append({"flow": f.ref, "name": f.name, "run": r.id, "gate": gate,
+                              "may": who_may(who, flow, gate)})  # fmt: skip
+    return found
+
+
 def reconciled(run: RunHandle) -> bool:
     """Record hand edits before the page shows the run (as ``praxis status`` does), so the
     revision the page binds its forms to includes them. The run's lock is taken only when
@@ -507,6 +570,7 @@ def serve(
     token: str | None = None,
     max_runs: int = MAX_RUNS,
     notify_command: str | None = None,
+    mcp: McpApp | None = None,
 ) -> int:
     """Serve the UI on 127.0.0.1 until Ctrl-C, advancing up to ``max_runs`` runs at once;
     prints the URL with its token. Returns 0."""
@@ -522,7 +586,7 @@ def serve(
     advancer = Advancer(keep=1, max_runs=max_runs, notifier=notifier)
     keeper_loop = KeeperLoop(root, advancer, clock=keeper.clock_from(env), notifier=notifier)
     hosts = {f"{host}:{port}", f"localhost:{port}", f"127.0.0.1:{port}"}
-    app = create_app(root, guard=guard, advancer=advancer, allowed_hosts=hosts)
+    app = create_app(root, guard=guard, advancer=advancer, allowed_hosts=hosts, mcp=mcp)
     print(
         f"praxis: reviewing flows below {root.resolve()}; advancing up to {advancer.max_runs} "
         "runs at once",
@@ -588,6 +652,6 @@ def receipt(run: RunHandle, path: str) -> None:
     if path.removeprefix("output/") not in writable_names(run.flow, state):
         return
     try:
-        acting.read(run.flow, path, run.id, actor="person", limit=0)
+        acting.read(run.flow, path, run.id, limit=0)  # the page's caller reads it
     except (Busy, Refused):
         return  # the file is served as it is (or refused); a person decides without receipts

@@ -15,6 +15,8 @@ import hashlib
 import hmac
 import secrets
 from collections.abc import Iterable
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Protocol
 from urllib.parse import urlencode, urlsplit
 
 from starlette.datastructures import URL, MutableHeaders
@@ -22,7 +24,10 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ..service.principals import Principal, acting_as, resolve
+
 SAFE_METHODS = {"GET", "HEAD"}
+PUBLIC = ("/login",)  # what a browser with no session may ask for
 SECURITY_HEADERS = {
     "X-Content-Type-Options": "nosniff",
     "X-Frame-Options": "DENY",
@@ -53,15 +58,31 @@ class Guard:
         self.token = token or secrets.token_urlsafe(32)
         self.cookie = cookie
         self._key = secrets.token_bytes(32)
-        self._sessions: set[str] = set()
+        self._sessions: dict[str, Principal | None] = {}  # None: the server's own caller
+        self._owner: Principal | None = None
 
     def token_ok(self, given: str | None) -> bool:
         return given is not None and hmac.compare_digest(given.encode(), self.token.encode())
 
-    def new_session(self) -> str:
+    def new_session(self, who: Principal | None = None) -> str:
+        """A session: of ``who`` (a person signed in), or of whoever started the server
+        (the start-up token's)."""
         sid = secrets.token_urlsafe(32)
-        self._sessions.add(sid)
+        self._sessions[sid] = who
         return sid
+
+    def end_session(self, sid: str | None) -> None:
+        self._sessions.pop(sid or "", None)
+
+    def who(self, sid: str | None) -> Principal:
+        """The caller of a request with this session: its signed-in person, else whoever
+        started the server (``resolve``, once: the OS user at its terminal, or its token)."""
+        found = self._sessions.get(sid or "")
+        if found is not None:
+            return found
+        if self._owner is None:
+            self._owner = resolve()
+        return self._owner
 
     def session_ok(self, sid: str | None) -> bool:
         return sid is not None and sid in self._sessions
@@ -92,6 +113,30 @@ def cross_site(request: Request) -> str | None:
     return None
 
 
+class McpApp(Protocol):
+    """An ASGI app that authenticates each request itself (``praxis.mcp_server.BearerAgents``)
+    and a lifespan to run beside the server's."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None: ...
+
+    def lifespan(self, app: Any) -> AbstractAsyncContextManager[None]: ...
+
+
+class McpDoor:
+    """Sends ``/mcp`` to the MCP app (bearer tokens), everything else on to the page's guard."""
+
+    def __init__(self, app: ASGIApp, mcp: McpApp) -> None:
+        self.app = app
+        self.mcp = mcp
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "") if scope["type"] == "http" else ""
+        if path == "/mcp" or path.startswith("/mcp/"):
+            await self.mcp(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
 class GuardMiddleware:
     """Refuses requests without a session (or the start-up token), and cross-site POSTs."""
 
@@ -108,6 +153,8 @@ class GuardMiddleware:
         if response is not None:
             await response(scope, receive, send)
             return
+        sid = request.cookies.get(self.guard.cookie)
+        public = request.url.path in PUBLIC and not self.guard.session_ok(sid)
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -116,10 +163,14 @@ class GuardMiddleware:
                     headers.setdefault(name, value)
             await send(message)
 
-        await self.app(scope, receive, send_with_headers)
+        with acting_as(None if public else self.guard.who(sid)):
+            await self.app(scope, receive, send_with_headers)
 
     def check(self, request: Request) -> Response | None:
         sid = request.cookies.get(self.guard.cookie)
+        if not self.guard.session_ok(sid) and request.url.path in PUBLIC:
+            why = cross_site(request) if request.method not in SAFE_METHODS else None
+            return refuse(403, f"praxis: refused a cross-site request ({why})") if why else None
         if not self.guard.session_ok(sid):
             if self.guard.token_ok(request.query_params.get("token")):
                 if request.method not in SAFE_METHODS:
@@ -140,14 +191,13 @@ class GuardMiddleware:
         query = [(k, v) for k, v in request.query_params.multi_items() if k != "token"]
         target = URL(path=request.url.path, query=urlencode(query))
         response = RedirectResponse(str(target), status_code=303)
-        response.set_cookie(
-            self.guard.cookie,
-            self.guard.new_session(),
-            httponly=True,
-            samesite="strict",
-            path="/",
-        )
+        set_session(response, self.guard, self.guard.new_session())
         return response
+
+
+def set_session(response: Response, guard: Guard, sid: str) -> None:
+    """The session cookie: HttpOnly, SameSite=Strict."""
+    response.set_cookie(guard.cookie, sid, httponly=True, samesite="strict", path="/")
 
 
 def host_names(hosts: Iterable[str]) -> list[str]:

@@ -15,6 +15,7 @@ from praxis.flows.report.status import status_of
 from praxis.flows.store.event_log import EventLog
 from praxis.flows.store.handle import RunHandle
 
+from ..identity import PERSON, agent_token, grant
 from .gates import two_gates
 from .helpers import Fakes, write_flow
 
@@ -134,13 +135,18 @@ def test_who_may_decide(tmp_path, monkeypatch) -> None:
     assert [(g.granted, g.actor) for g in granted] == [(True, "person")]
 
 
-def test_run_managed_is_recorded_before_the_first_phase(tmp_path, capsys) -> None:
+def test_a_grant_on_a_run_is_recorded_in_its_events_and_the_audit(tmp_path, capsys) -> None:
     flow = two_gates(tmp_path)
-    code, _, err = main(capsys, "run", str(flow), "--managed", "--quiet")
+    code, _, err = main(capsys, "run", str(flow), "--quiet")
     assert code == 0, err
     run = RunHandle.open(runner.load_flow(flow), None)
-    kinds = [e.kind for e in events(run)]
-    assert run.state.managed and kinds.index("managed_mode") < kinds.index("phase_started")
+    agent_token("ci-bot")
+    code, out, err = main(capsys, "manage", str(flow), "--run", run.id, "--agent", "ci-bot")
+    assert code == 0 and "agent:ci-bot may decide the delegatable Gates of run" in out, err
+    granted = [e for e in events(run) if e.kind == "managed_mode"]
+    assert [(g.granted, g.actor) for g in granted] == [(True, PERSON)]
+    code, out, _ = main(capsys, "audit", str(flow))
+    assert code == 0 and f"{PERSON}  granted manage  run {run.id}" in out
 
 
 def test_an_edit_through_the_api_keeps_a_cell_diff(tmp_path) -> None:
@@ -194,13 +200,13 @@ def test_approving_a_gate_after_the_last_phase_ends_the_run(tmp_path) -> None:
 
 def test_an_agent_decides_on_receipts_of_what_it_read_never_on_digests(tmp_path, capsys) -> None:
     flow, run, state = at_first_gate(tmp_path)
-    runner.manage(flow, run.id)
+    grant(flow, run.id)  # the person lets their own --as agent decide
     picks = run.paths.out("picks.csv")
     sha = sha256_of(picks)
     shown = str(picks)  # as the current folder names it
     bound = ("approve", str(flow), "--run", run.id, "--gate", "pick", "--as", "agent")
     code, _, err = main(capsys, *bound)
-    assert code == 4 and "agent passed no receipt of output/picks.csv" in err
+    assert code == 4 and "agent:tester passed no receipt of output/picks.csv" in err
     assert f"praxis read {flow} {shown} --run {run.id} --as agent" in err
     code, _, err = main(capsys, *bound, "--receipt", "r0123")
     assert code == 4 and "receipt r0123 is unknown" in err
@@ -208,7 +214,7 @@ def test_an_agent_decides_on_receipts_of_what_it_read_never_on_digests(tmp_path,
         main(capsys, *bound, "--ack", sha)
     assert usage.value.code == 2 and "unrecognized arguments: --ack" in capsys.readouterr().err
     refused = [e for e in events(run) if e.kind == "decision_refused"]
-    assert len(refused) == 2 and all(e.actor == "agent" for e in refused)
+    assert len(refused) == 2 and all(e.actor == "agent:tester" for e in refused)
     assert RunHandle.open(run.flow, run.id).state.gate == "pick"  # nothing was decided
     route = status_of(RunHandle.open(run.flow, run.id)).route
     assert route["read"] == [{"path": shown}]  # as the cwd names it, and no digest
@@ -219,7 +225,7 @@ def test_an_agent_decides_on_receipts_of_what_it_read_never_on_digests(tmp_path,
     receipt = err.split()[1]
     read = [e for e in events(run) if e.kind == "file_read"]
     assert [(e.receipt, e.path, e.sha256, e.reader, e.name) for e in read] == [
-        (receipt, "output/picks.csv", sha, "agent", "picks.csv")
+        (receipt, "output/picks.csv", sha, "agent:tester", "picks.csv")
     ]
     route = status_of(RunHandle.open(run.flow, run.id)).route
     assert route["step"] == "decide" and route["commands"][0][-2:] == ["--receipt", receipt]
@@ -228,7 +234,7 @@ def test_an_agent_decides_on_receipts_of_what_it_read_never_on_digests(tmp_path,
     assert code == 0, err
     approved = [e for e in events(run) if e.kind == "gate_approved"]
     assert [(e.actor, e.acked) for e in approved] == [
-        ("agent", [{"name": "picks.csv", "sha256": sha, "receipt": receipt}])
+        ("agent:tester", [{"name": "picks.csv", "sha256": sha, "receipt": receipt}])
     ]
     code, out, _ = main(capsys, "read", str(flow), "picks.csv", "--run", run.id, "--json")
     got = json.loads(out)  # an output named alone; as JSON, with its receipt
@@ -268,7 +274,7 @@ def test_a_person_may_omit_receipts_and_is_held_to_those_given(tmp_path, capsys)
     code, _, err = main(capsys, *bound)
     assert code == 0, err
     approved = [e for e in events(run) if e.kind == "gate_approved"]
-    assert [(e.actor, e.acked) for e in approved] == [("person", [])]
+    assert [(e.actor, e.acked) for e in approved] == [(PERSON, [])]
 
 
 def reopened(tmp_path, capsys):  # type: ignore[no-untyped-def]

@@ -15,6 +15,7 @@ import pytest
 
 from praxis import cli
 
+from ..identity import PERSON, agent_token
 from ..route_agent import program_of
 from .gates import two_gates
 
@@ -22,11 +23,17 @@ from .gates import two_gates
 pytestmark = pytest.mark.usefixtures("allow_local")
 
 Call = Callable[[list[str], str], tuple[int, str, str]]  # (argv without "praxis", actor)
+TOKENS: dict[str, str] = {}  # actor (person, agent) -> its token, set by each test
+
+
+@pytest.fixture(autouse=True)
+def _tokens(person: str) -> None:
+    TOKENS.update(person=person, agent=agent_token("bot"))
 
 
 def in_process(capsys, monkeypatch) -> Call:  # type: ignore[no-untyped-def]
     def call(argv: list[str], actor: str) -> tuple[int, str, str]:
-        monkeypatch.setenv("PRAXIS_ACTOR", actor)
+        monkeypatch.setenv("PRAXIS_TOKEN", TOKENS[actor])
         code = cli.main(argv)
         out = capsys.readouterr()
         return code, out.out, out.err
@@ -39,7 +46,7 @@ def as_process(argv: list[str], actor: str) -> tuple[int, str, str]:
         [sys.executable, "-m", "praxis", *argv],
         capture_output=True,
         text=True,
-        env={**os.environ, "PRAXIS_ACTOR": actor},
+        env={**os.environ, "PRAXIS_TOKEN": TOKENS[actor]},
         timeout=600,
     )
     return done.returncode, done.stdout, done.stderr
@@ -68,7 +75,10 @@ def operate(flow: Path, call: Call, steps: int = 12) -> tuple[dict, list[tuple[s
 
 
 def scenario(flow: Path, call: Call) -> None:
-    code, _, err = call(["run", str(flow), "--managed", "--quiet"], "person")
+    code, _, err = call(["run", str(flow), "--quiet"], "person")
+    assert code == 0, err
+    run = json.loads(call(["status", str(flow), "--json"], "person")[1])["run"]
+    code, _, err = call(["manage", str(flow), "--run", run, "--agent", "bot"], "person")
     assert code == 0, err
     status, taken = operate(flow, call)
     # it read the file to review, then passed the delegatable Gate after pick on its receipt
@@ -84,6 +94,7 @@ def scenario(flow: Path, call: Call) -> None:
     approve = route["commands"][0]
     code, _, err = call(words(approve), "agent")  # the agent tries anyway
     assert code == 4 and "not delegatable: a person decides it" in err
+    assert "NotAuthorized: run" in err and "agent:bot may not approve" in err
     code, _, err = call(words(approve), "person")
     assert code == 0, err
     status, taken = operate(flow, call)
@@ -91,7 +102,7 @@ def scenario(flow: Path, call: Call) -> None:
     receipt = status["receipt"]
     assert receipt["ok"] and (receipt["done"], receipt["total"]) == (3, 3)
     decisions = [(p["phase"], d["actor"]) for p in receipt["ledger"] for d in p["decisions"]]
-    assert decisions == [("pick", "agent"), ("total", "person")]
+    assert decisions == [("pick", "agent:bot"), ("total", PERSON)]
     outputs = {o["name"]: o["sha256"] for p in receipt["ledger"] for o in p["outputs"]}
     assert set(outputs) == {"picks.csv", "total.csv", "report.txt"}
     assert (flow / "runs").is_dir()
@@ -112,7 +123,7 @@ def test_without_managed_mode_the_agent_stops_at_the_first_gate(
     status, taken = operate(flow, call)
     assert taken == [] and status["route"]["reason"] == "gate_not_managed"
     code, _, err = call(words(status["route"]["commands"][0]), "agent")
-    assert code == 4 and "not in managed mode" in err
+    assert code == 4 and "agent:bot holds no live grant on run" in err
 
 
 @pytest.mark.docker

@@ -64,7 +64,7 @@ def test_a_hand_edit_after_approval_blocks_the_rerun_until_accepted(tmp_path, ca
     code, out, err = main(capsys, "accept", str(flow), "--run", run.id, "--output", "picks.csv")
     assert code == 0, err
     accepted = [e for e in events(run) if e.kind == "output_accepted"]
-    assert accepted[0].name == "picks.csv" and accepted[0].actor == "person"
+    assert accepted[0].name == "picks.csv" and accepted[0].actor == "person:tester"
     state = runner.advance(flow, run.id, make_sandbox=Fakes())
     assert state.waiting == "gate"
     assert run.paths.out("total.csv").read_text() == "kept,total\n2,30.0\n"

@@ -26,6 +26,7 @@ from praxis.web.app import create_app
 from praxis.web.background import Advancer
 from praxis.web.security import Guard
 
+from ..identity import grant
 from .gates import two_gates
 from .helpers import Fakes, write_flow
 
@@ -60,7 +61,8 @@ def newest(flow: Path) -> RunHandle:
 def test_each_command_on_a_run_is_traced_with_the_route_after_it(
     here: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(capsys, "run", "gates", "--managed", "--quiet")[0] == 0
+    assert main(capsys, "run", "gates", "--quiet")[0] == 0
+    grant("gates", None)  # the person lets their own --as agent decide its delegatable Gates
     run = newest(here)
     read = follow(capsys, "gates", run.id)
     assert read[:1] == ["read"] and "--as" in read  # the file to review first: a receipt
@@ -76,7 +78,8 @@ def test_each_command_on_a_run_is_traced_with_the_route_after_it(
     assert started == verbs  # each traced as it started too
     assert isinstance(lines[0], TraceStarted) and lines[0].pid == first.pid  # run: once made
     assert (first.exit, first.actor, approve.actor) == (0, "person", "agent")
-    assert first.route["reason"] == "gate_delegated" and first.facts["gate"] == "pick"
+    # the run was traced before the person's grant: its route then waited for them
+    assert first.route["reason"] == "gate_not_managed" and first.facts["gate"] == "pick"
     assert approve.facts["gate"] == "total" and approve.route["who"] == "person"
 
 
@@ -111,7 +114,8 @@ def test_replay_shows_a_gate_a_failure_a_rerun_and_a_loop_and_recomputes_each_ro
     here: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (here / "scripts" / "total.py").write_text("raise ValueError('no total')\n")
-    assert main(capsys, "run", "gates", "--managed", "--quiet")[0] == 0
+    assert main(capsys, "run", "gates", "--quiet")[0] == 0
+    grant("gates", None)  # the person lets their own --as agent decide its delegatable Gates
     run = newest(here)
     taken = []
     for _ in range(10):
@@ -126,7 +130,8 @@ def test_replay_shows_a_gate_a_failure_a_rerun_and_a_loop_and_recomputes_each_ro
     assert route["reason"] == "failed_repeatedly"
     code, out, _ = main(capsys, "replay", "gates", "--run", run.id)
     assert code == 0
-    assert "Gate after pick: the run paused (agent decides)" in out
+    assert "Gate after pick: the run paused (person decides)" in out  # before the grant
+    assert "at the Gate after pick, delegatable, managed (revision 4)" in out  # after it
     assert "failed at total: scripts/total.py line 1: ValueError: no total" in out
     assert "loop: back where #" in out and "(round 2)" in out
     assert "route: fix (failed_repeatedly, person)" in out

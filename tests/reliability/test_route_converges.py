@@ -26,6 +26,7 @@ import pytest
 from praxis.flows.store import state_file
 from praxis.flows.store.event_log import EventLog
 
+from ..identity import grant
 from ..route_agent import Drive, agent_env, drive, program_of, venv_program
 from ..test_examples import EXAMPLES, copy_flow
 from ._flows import docker_sandbox, write_flow
@@ -108,7 +109,7 @@ def converged(d: Drive, *, reason: str | None = None) -> Drive:
 def agent_decided(cwd: Path, flow: str, run: str, d: Drive, before: int) -> None:
     """The Gate decisions recorded since ``before`` that the drive took are the agent's."""
     taken = decisions(cwd, flow, run)[before:]
-    assert [actor for _, actor in taken[: len(d.decisions)]] == ["agent"] * len(d.decisions)
+    assert [actor for _, actor in taken[: len(d.decisions)]] == ["agent:tester"] * len(d.decisions)
 
 
 def replayed(cwd: Path, flow: str, run: str, **env: str) -> str:
@@ -163,7 +164,8 @@ def test_gates_an_output_changed_by_hand_a_cancel_and_flow_yaml_changes(
     tmp_path: Path, docker_image: str
 ) -> None:
     write_flow(tmp_path / "conv", CONV % {"sandbox": docker_sandbox(docker_image)}, CONV_FILES)
-    assert person(tmp_path, "run", "conv", "--managed", "--quiet").returncode == 0
+    assert person(tmp_path, "run", "conv", "--quiet").returncode == 0
+    grant(tmp_path / "conv", None)  # the person's own --as agent may decide its Gates
     run = newest(tmp_path, "conv")
     # a delegatable Gate of a managed run: the agent decides it; the next one is a person's
     d = converged(drive("conv", run, cwd=tmp_path), reason="gate_needs_person")
@@ -250,7 +252,8 @@ def test_a_phase_that_always_fails_goes_to_a_person_and_a_rerun_with_params_at_e
     tmp_path: Path, docker_image: str
 ) -> None:
     write_flow(tmp_path / "conv", CONV % {"sandbox": docker_sandbox(docker_image)}, CONV_FILES)
-    started = person(tmp_path, "run", "conv", "--managed", "-p", "fail=yes", "--quiet")
+    started = person(tmp_path, "run", "conv", "-p", "fail=yes", "--quiet")
+    grant(tmp_path / "conv", None)
     assert started.returncode == 0, started.stderr
     run = newest(tmp_path, "conv")
     d = converged(drive("conv", run, cwd=tmp_path), reason="failed_repeatedly")

@@ -188,7 +188,7 @@ def test_a_file_to_review_read_on_the_page_records_the_persons_receipt(served: S
     run = RunHandle.open(load_flow(served.gated.flow), served.gated.run_id)
     read = [e for e in EventLog(run.paths.events).read() if e.kind == "file_read"]
     assert [(e.path, e.reader, e.name) for e in read] == [  # type: ignore[attr-defined]
-        ("output/review.csv", "person", "review.csv")
+        ("output/review.csv", "person:tester", "review.csv")  # the page's caller
     ]
     assert state_of(served).revision == before  # a read changes nothing of the run
 

@@ -26,7 +26,17 @@ from ..model import check_spec
 from ..model.flow import REVIEW_MODES, Flow, Phase, SandboxSettings
 from ..model.forms import FormField
 from ..model.retry_policy import RetryPolicy
-from . import foreach, form_spec, kinds, profile, retry_spec, safe_yaml, sandbox_config, unattended
+from . import (
+    approvers,
+    foreach,
+    form_spec,
+    kinds,
+    profile,
+    retry_spec,
+    safe_yaml,
+    sandbox_config,
+    unattended,
+)
 from . import notify_spec as notify_of
 from .problems import FlowInvalid as FlowInvalid
 from .problems import Problem as Problem
@@ -45,7 +55,7 @@ PHASE_KEYS = (  # the keys every kind takes; a kind reads the others into its sp
     *("id", "kind", "inputs", "outputs", "may_be_empty", "review", "timeout", "description"),
     *("checks", "reuse", "retries", "foreach", "parallel"),
 )
-REVIEW_KEYS = ("required", "delegatable", "form", *unattended.DEADLINE_KEYS)  # form_spec.py
+REVIEW_KEYS = ("required", "delegatable", "form", "approvers", *unattended.DEADLINE_KEYS)
 REUSE = ("auto", "never")
 INPUT_KEYS = ("working", "reference")
 
@@ -262,6 +272,7 @@ class _Builder(ValueReader):
                 timeout=timeout, description=description or "", delegatable=delegatable,
                 checks=declared, reuse=reuse, retries=retries, form=form,
                 deadline=deadline, escalate=escalate, fanout=fanout,
+                approvers=approvers.read(self, raw.get("review"), loc),
             )  # fmt: skip
             draft.fanned = fanout is not None
         return draft

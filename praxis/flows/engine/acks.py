@@ -110,9 +110,21 @@ def receipts(run: RunHandle, reader: str | None = None) -> dict[str, Any]:
     for ev in run.log.iter():
         if isinstance(ev, GateWaiting):
             found = {}
-        elif isinstance(ev, FileRead) and (reader is None or ev.reader == reader):
+        elif isinstance(ev, FileRead) and (reader is None or _reads_as(ev.reader, reader)):
             found[ev.receipt] = ev
     return found
+
+
+def kind_of(actor: str) -> str:
+    """``person`` or ``agent`` (``agent:ci-bot`` is an agent; as ``decisions.kind_of``, which
+    ``praxis status`` must not load)."""
+    return actor.partition(":")[0]
+
+
+def _reads_as(recorded: str, reader: str) -> bool:
+    """A receipt is the reader's own (``agent:ci-bot``); a bare kind (``agent``, as the
+    route asks) takes any reader of that kind."""
+    return recorded == reader or (":" not in reader and kind_of(recorded) == reader)
 
 
 def current(run: RunHandle, reader: str) -> dict[str, str]:
@@ -131,7 +143,7 @@ def current(run: RunHandle, reader: str) -> dict[str, str]:
 def verify(run: RunHandle, actor: str, given: Sequence[str] | None) -> list[dict[str, str]]:
     """The receipts the decision passes, ``[{name, sha256, receipt}]``; NotAcknowledged when
     an agent passed none, or when a file to read has no receipt of ``actor`` as it is now."""
-    if given is None and actor != "agent":
+    if given is None and kind_of(actor) != "agent":
         return []
     ids = [g.strip() for g in given or ()]
     known = receipts(run)

@@ -158,7 +158,12 @@ def read(
 
 
 def _authorize(
-    run: RunHandle, actor: str, decision: str, gate: str, receipts: list[str] | None
+    run: RunHandle,
+    actor: str,
+    decision: str,
+    gate: str,
+    receipts: list[str] | None,
+    granted: bool | None = None,
 ) -> list[dict[str, str]]:
     """Refused (and recorded) when ``actor`` may not take ``decision`` at this Gate, or
     passes no receipt of a file to read as it is; the receipts it passed."""
@@ -169,7 +174,7 @@ def _authorize(
         actor,
         decision,
         phase,
-        managed=run.state.managed,
+        managed=run.state.managed if granted is None else granted,
         failing=len(failing),
         run=run.id,
         flow=flow_text(run.flow),
@@ -184,6 +189,27 @@ def _authorize(
         why += ": " + checks.summary(failing)
     run.emit(DecisionRefused(phase=gate, decision=decision, actor=actor, reason=why))
     raise Refused(f"run {run.id}: {actor} may not {decision}: {why}", revision=run.state.revision)
+
+
+def note_refusal(
+    flow_ref: Flow | str | Path,
+    run_id: str | None,
+    gate: str,
+    decision: str,
+    actor: str,
+    reason: str,
+    clock: Clock = time.time,
+) -> None:
+    """Record in the run's events that ``actor`` was refused ``decision`` at the Gate after
+    ``gate`` (the service's authorization); a run busy advancing is left as it is (the
+    accounts' audit has the refusal)."""
+    flow = load_flow(flow_ref)
+    try:
+        with held(flow, run_id, "changing") as lock:
+            run = RunHandle.open(flow, lock.run, clock)
+            run.emit(DecisionRefused(phase=gate, decision=decision, actor=actor, reason=reason))
+    except Busy:
+        return
 
 
 def manage(
@@ -235,6 +261,7 @@ def approve(
     attempt: int | None = None,
     actor: str | None = None,
     receipts: list[str] | None = None,
+    granted: bool | None = None,
     clock: Clock = time.time,
     values: Mapping[str, Any] | None = None,
 ) -> RunState:
@@ -255,7 +282,7 @@ def approve(
         form = run.flow.phase(str(run.state.gate)).form
         answered = forms.answers(form, values or {}, str(run.state.gate))
         binding.refuse_changed(run, "approve", at)
-        acked = _authorize(run, who, "approve", at, receipts)
+        acked = _authorize(run, who, "approve", at, receipts, granted)
         return _change(run, Approve(actor=who, acked=acked, values=answered))
 
 
@@ -326,6 +353,7 @@ def reject(
     actor: str | None = None,
     receipts: list[str] | None = None,
     edits: str | None = None,
+    granted: bool | None = None,
     clock: Clock = time.time,
 ) -> RunState:
     """Reject at the Gate: ``reopen`` (the gated phase or an earlier) runs again with the note.
@@ -339,7 +367,7 @@ def reject(
         at = binding.at_gate(
             run, "reject", gate=gate, attempt=attempt, expect_revision=expect_revision
         )
-        acked = _authorize(run, who, "reject", at, receipts)
+        acked = _authorize(run, who, "reject", at, receipts, granted)
         command = _command(
             run, "reject", gate=at, attempt=run.state.phase(at).attempt, reopen=reopen, note=NOTE
         )

@@ -474,7 +474,7 @@ def _do_cancel(run: RunHandle) -> None:
 
 def _person_only(actor: str | None, what: str) -> str:
     who = decisions.actor_of(actor)
-    if who != "person":
+    if decisions.kind_of(who) != "person":
         raise Refused(f"only a person may {what}")
     return who
 

@@ -22,6 +22,7 @@ from .decisions import approve as approve
 from .decisions import cancel as cancel
 from .decisions import edit as edit
 from .decisions import manage as manage
+from .decisions import note_refusal as note_refusal
 from .decisions import read as read
 from .decisions import reject as reject
 from .decisions import rerun as rerun

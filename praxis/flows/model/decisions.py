@@ -27,11 +27,19 @@ class BadActor(UsageError, ValueError):
 
 
 def actor_of(explicit: str | None = None) -> str:
-    """The actor of a command: ``explicit``, else ``PRAXIS_ACTOR``, else ``person``."""
-    actor = (explicit or os.environ.get("PRAXIS_ACTOR") or "person").strip().lower()
-    if actor not in ACTORS:
-        raise BadActor(f"actor {actor!r} is neither person nor agent")
-    return actor
+    """The actor of a change: ``explicit``, else ``PRAXIS_ACTOR``, else ``person``; a kind
+    (``person``, ``agent``) or a principal the service established (``person:alice``,
+    ``agent:ci-bot``)."""
+    actor = (explicit or os.environ.get("PRAXIS_ACTOR") or "person").strip()
+    kind, _, name = actor.partition(":")
+    if kind.lower() not in ACTORS or len(actor) > 80 or (":" in actor and not name):
+        raise BadActor(f"actor {actor[:40]!r} is neither person nor agent")
+    return f"{kind.lower()}:{name}" if name else kind.lower()
+
+
+def kind_of(actor: str) -> str:
+    """``person`` or ``agent``: the kind of an actor (``agent:ci-bot`` is an agent)."""
+    return actor.partition(":")[0]
 
 
 def refusal(
@@ -40,12 +48,12 @@ def refusal(
     """Why ``actor`` may not ``decision`` (approve | reject) the Gate after ``gate``; None
     when it may. Checks failing refuse any approval; an agent needs a delegatable Gate and
     managed mode, and no failing check for either decision."""
-    if failing and (decision == "approve" or actor == "agent"):
+    if failing and (decision == "approve" or kind_of(actor) == "agent"):
         return (
             f"{failing} check(s) fail on the outputs of {gate.id}: fix the files, or reject "
             f"and reopen a phase (see: {typed('status')})"
         )
-    if actor != "agent":
+    if kind_of(actor) != "agent":
         return None
     if not gate.delegatable:
         return (

@@ -39,7 +39,8 @@ class Phase:
     review: str = "none"
     timeout: float | None = None  # overrides sandbox.timeout for this phase
     description: str = ""
-    delegatable: bool = False  # an agent may decide its Gate in managed mode
+    delegatable: bool = False  # an agent may decide its Gate, under a person's grant
+    approvers: tuple[str, ...] = ()  # roles of the people who may decide its Gate (any: ())
     checks: dict[str, dict[str, Any]] = field(default_factory=dict)  # output -> checks
     reuse: str = "auto"  # auto | never: "never" for code that reads the clock or randomness
     retries: RetryPolicy | None = None  # a failed attempt tried again (retry_policy.py)

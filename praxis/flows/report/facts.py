@@ -56,6 +56,7 @@ def state_facts(state: RunState, flow: Flow, *, flow_arg: str, program: Sequence
         cursor_phase=state.phases[at].id if state.phases else None,
         gate=gate,
         delegatable=_delegatable(flow, gate),
+        approvers=next((p.approvers for p in flow.phases if p.id == gate), ()),
         managed=state.managed,
         left_running=any(p.status == "running" for p in state.phases),
         program=tuple(program),

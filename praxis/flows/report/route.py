@@ -39,7 +39,9 @@ done                   anyone     none: every phase done
 =====================  =========  ==========================================================
 
 ``who`` says who may take the step: ``anyone`` (an agent operating praxis too), ``agent`` (a
-Gate decision delegated to agents: a person may take it as well), ``person`` (only a person).
+Gate decision delegated to agents: a person may take it as well), ``person`` (only a person);
+at a Gate, ``gate.approvers`` names the roles of the people who may decide it (absent: any
+person), and an agent decides only under a person's live grant (``praxis manage --agent``).
 Every command starts with the program praxis was invoked by (``Facts.program``); one whose
 ``who`` is ``agent`` says ``--as agent``. A Gate decision names the Gate, its attempt and the
 revision (``--gate P --attempt N --expect-revision R``), ``advance`` the revision. ``read``
@@ -123,9 +125,13 @@ class Facts:
     form: tuple[tuple[str, str, bool], ...] = ()  # the Gate's form: (field, placeholder, needed)
     retrying: tuple[int, ...] = ()  # (retry, of, seconds until it starts) while a retry waits
     failed_partitions: tuple[str, ...] = ()  # of the failed fan-out phase, those that failed
+    approvers: tuple[str, ...] = ()  # the roles of the people who decide the Gate (any: ())
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        found = asdict(self)
+        if not self.approvers:  # as facts were before a Gate named roles
+            del found["approvers"]
+        return found
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Facts:
@@ -275,6 +281,8 @@ def _gate_route(f: Facts, cmd: Any, make: Any, again: Any) -> Route:
     gate: dict[str, Any] = {"phase": f.gate, "delegatable": f.delegatable, "managed": f.managed}
     if f.form:
         gate["form"] = [{"name": n, "value": v, "needed": need} for n, v, need in f.form]
+    if f.approvers:  # who decides it: a person with one of these roles
+        gate["approvers"] = list(f.approvers)
     read = [{"path": p} for p, _ in f.read]
     if f.changed_phases:
         rerun = again(f.changed_phases[0])
