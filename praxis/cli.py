@@ -106,7 +106,7 @@ def _dispatch(args: argparse.Namespace) -> int:
 # The commands a trace records (those on one run); `--trace` or PRAXIS_TRACE=1 turns it on.
 TRACED = (
     *("run", "begin", "advance", "status", "approve", "reject", "manage", "accept"),
-    *("rerun", "cancel", "log", "read"),
+    *("rerun", "cancel", "log", "read", "publish"),
 )
 
 
@@ -217,7 +217,7 @@ def _fail(exc: Exception, code: int, hint: str) -> int:
 COMMANDS = (
     *("check", "run", "begin", "advance", "status", "runs", "gc", "upgrade", "approve"),
     *("reject", "manage", "accept", "read", "rerun", "cancel", "log", "replay", "diff"),
-    *("params", "chat", "sandbox", "serve", "mcp"),
+    *("params", "chat", "sandbox", "serve", "mcp", "publish"),
 )
 
 
@@ -336,6 +336,7 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
         help="the receipt `praxis read` gave for a file of route.read (an agent must, for each)",
     )
     add("cancel", "cancel a run", revision=True)
+    add("publish", "write a done run's approved outputs to their tables (flow.yaml publish:)")
     add("log", "the run's events")
     option(("log",), "--follow", action="store_true", help="and what running phases print")
     add("replay", "the run's trace, per fact change; recomputes every route")

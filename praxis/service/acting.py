@@ -54,6 +54,7 @@ __all__ = [
     "edit_with_file",
     "gc",
     "manage",
+    "publish",
     "read",
     "reject",
     "rerun",
@@ -258,6 +259,13 @@ def cancel(
     """Cancel the run: (state, True) when done now, (state, False) when the process advancing
     it will stop at the next cell."""
     return runner.cancel(load(flow), run, expect_revision=expect_revision)
+
+
+def publish(flow: FlowRef, run: str | None = None) -> list[runner.PublishOutcome]:
+    """Write the done run's approved outputs to their tables (flow.yaml ``publish:``), once a
+    person approved its last Gate; an entry already published at its digest is not written
+    again. Refused before then; PublishIncomplete when an entry failed (its table as it was)."""
+    return runner.publish(load(flow), run)
 
 
 def edit(

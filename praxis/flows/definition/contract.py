@@ -26,7 +26,7 @@ from ...errors import UsageError
 from ...sources import source
 from ..model import check_spec
 from ..model.flow import REVIEW_MODES, Flow, Phase, SandboxSettings
-from . import kinds, profile, safe_yaml, sandbox_config
+from . import kinds, profile, publish_spec, reuse_spec, safe_yaml, sandbox_config
 from . import notify_spec as notify_of
 from .yaml_values import ValueReader, describe, mib, show
 
@@ -34,12 +34,14 @@ MAX_DEFINITION_BYTES = 1 << 20  # flow.yaml itself, refused before parsing
 FLOW_NAME = re.compile(r"[a-z0-9][a-z0-9-]*")
 PHASE_ID = re.compile(r"[a-z0-9_-]+")
 PARAM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
-TOP_KEYS = ("flow", "description", "sandbox", "model", "database", "params", "notify", "phases")
+TOP_KEYS = (
+    *("flow", "description", "sandbox", "model", "database", "params", "notify", "phases"),
+    "publish",
+)
 PHASE_KEYS = (  # the keys every kind takes; a kind reads the others into its spec (kinds.py)
     *("id", "kind", "inputs", "outputs", "may_be_empty", "review", "timeout", "description"),
     *("checks", "reuse"),
 )
-REUSE = ("auto", "never")
 INPUT_KEYS = ("working", "reference")
 
 
@@ -197,11 +199,13 @@ class _Builder(ValueReader):
         if "phases" not in top:
             self.error("", "missing required key 'phases' (the list of phases)")
         phases = self.phases(top["phases"]) if "phases" in top else ()
+        publish = publish_spec.read(self, top["publish"], phases) if "publish" in top else ()
         if self.errors or name is None:
             return None
         return Flow(
             name=name, root=self.root, phases=phases, description=description or "",
             sandbox=sandbox, model=model, database=database, params=params, notify=notify,
+            publish=publish,
         )  # fmt: skip
 
     # -- the parts of a flow ------------------------------------------------------------------
@@ -297,27 +301,18 @@ class _Builder(ValueReader):
             else None
         )
         description = self.string(raw.get("description", ""), f"{loc}.description")
-        reuse = self.reuse(raw, loc, kind)
+        reuse, fresh = reuse_spec.read(self, raw, loc, kind)
         if draft.id is not None and kind is not None:
             draft.phase = Phase(
                 id=draft.id, kind=kind, spec=spec, working=working, reference=reference,
                 outputs=outputs, may_be_empty=may_be_empty, review=review or "none",
                 timeout=timeout, description=description or "", delegatable=delegatable,
-                checks=declared, reuse=reuse,
+                checks=declared, reuse=reuse, fresh=fresh,
             )  # fmt: skip
         return draft
 
     def unknown_key(self, loc: str, key: str, own: tuple[str, ...]) -> None:
         self.unknown(loc, key, (*PHASE_KEYS, *own))
-
-    def reuse(self, raw: dict[str, Any], loc: str, kind: str | None) -> str:
-        """``reuse: never``: the phase always runs (never restored from a done attempt)."""
-        if "reuse" not in raw:
-            return "auto"
-        if kind is not None and not kinds.get(kind).reusable:
-            self.error(f"{loc}.reuse", f"{kind} phases are never reused: remove 'reuse'")
-            return "auto"
-        return self.choice(raw["reuse"], f"{loc}.reuse", REUSE, "reuse") or "auto"
 
     def review(self, value: Any, loc: str) -> tuple[str | None, bool]:
         """``none``, ``required``, or ``{required: true, delegatable: true}``."""

@@ -54,9 +54,9 @@ UNIFORM: dict[str, Any] = {
 
 def entry_of(phase: Phase) -> dict[str, Any]:
     """The phase's flow.yaml entry as a digest hashes it: every key, the kind's spec's
-    among them, except ``reuse`` (whether it may be reused, not what it computes)."""
+    among them, except ``reuse`` and ``fresh`` (whether it may be reused, not what it computes)."""
     entry = dataclasses.asdict(phase)
-    del entry["reuse"]
+    del entry["reuse"], entry["fresh"]  # the reuse key holds ``fresh`` itself
     spec = entry.pop("spec")  # a dataclass, as a dict; anything else, as itself
     own = spec if isinstance(spec, dict) else {} if spec is None else {"spec": spec}
     return {**UNIFORM, **entry, **own}

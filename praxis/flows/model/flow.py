@@ -38,6 +38,7 @@ class Phase:
     delegatable: bool = False  # an agent may decide its Gate in managed mode
     checks: dict[str, dict[str, Any]] = field(default_factory=dict)  # output -> checks
     reuse: str = "auto"  # auto | never: "never" for code that reads the clock or randomness
+    fresh: float | None = None  # reuse: {within: ...}: seconds a done attempt may stand for it
 
     @property
     def gated(self) -> bool:
@@ -51,6 +52,23 @@ class Phase:
                 f"not a {cls.__name__}"
             )
         return self.spec
+
+
+@dataclass(frozen=True)
+class Publish:
+    """flow.yaml's ``publish:``: an output written to a table once a person approved the run's
+    last Gate, through a connection of the profile marked ``write: true`` (DESIGN.md §18)."""
+
+    output: str
+    connection: str  # a connection of the person's profile, by name
+    table: str  # [schema.]table
+    mode: str = "replace"  # replace | upsert
+    key: tuple[str, ...] = ()  # upsert: the columns a row is found by
+
+    @property
+    def shown(self) -> str:
+        how = f"upsert by {', '.join(self.key)}" if self.mode == "upsert" else self.mode
+        return f"{self.output} -> {self.connection}: {self.table} ({how})"
 
 
 @dataclass(frozen=True)
@@ -84,6 +102,7 @@ class Flow:
     )
     params: dict[str, Any] = field(default_factory=dict)  # run parameters and their defaults
     notify: dict[str, Any] = field(default_factory=dict)  # {to, when}: profile targets (notify.py)
+    publish: tuple[Publish, ...] = ()  # approved outputs written to tables (publish_spec.py)
 
     def phase(self, phase_id: str) -> Phase:
         for p in self.phases:
