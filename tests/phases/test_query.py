@@ -63,7 +63,9 @@ def make_flow(root: Path, extra: str = "", reuse: str = "", review: str = "none"
     return root
 
 
-def test_a_query_phase_feeds_a_script_with_its_types_kept(tmp_path: Path, allow_local: None) -> None:
+def test_a_query_phase_feeds_a_script_with_its_types_kept(
+    tmp_path: Path, allow_local: None
+) -> None:
     root = make_flow(tmp_path / "f")
     state = acting.run(root)
     assert state.status == "done", state.error
@@ -164,7 +166,10 @@ def write_profile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, write: bool) 
     return target
 
 
-PUBLISH = "publish:\n  - {output: clean.csv, to: {connection: out, table: summary, mode: upsert, key: [region]}}\n"
+PUBLISH = (
+    "publish:\n  - {output: clean.csv, "
+    "to: {connection: out, table: summary, mode: upsert, key: [region]}}\n"
+)
 
 
 def summary(target: Path) -> list[tuple[object, ...]]:
