@@ -42,7 +42,8 @@ def _connection(name: str, *, write: bool, where: str = "database") -> Target:
         shown = person.shown()
         conn = person.connections.get(name)
         if conn is None:
-            fix = profile.missing_entry("connections", name, person, EXAMPLE)
+            example = EXAMPLE.replace("}", ", write: true}") if write else EXAMPLE
+            fix = profile.missing_entry("connections", name, person, example)
             raise Unusable(f"flow.yaml: {where}: {fix}")
         if write and not conn.write:
             raise Unusable(
