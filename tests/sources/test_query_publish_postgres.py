@@ -21,7 +21,7 @@ from praxis.flows.store.handle import RunHandle
 from praxis.service import acting
 from praxis.service.reading import load
 
-from ..pg_server import Server
+from ..pg_server import ADMIN, Server
 from ..waiting import GIVE_UP
 
 SHOP = """
@@ -85,8 +85,9 @@ def shop(postgres: Server) -> str:
 def pg(
     postgres: Server, shop: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, allow_local: None
 ) -> Iterator[Server]:
-    """A profile: ``warehouse`` (analyst, read), ``sales_write`` (loader, write: true) and
-    ``sales`` (loader, not marked for writing); the summary table as the module made it."""
+    """A profile: ``warehouse`` (analyst, read), ``sales_write`` (loader, write: true),
+    ``sales`` (loader, not marked for writing) and ``sales_admin`` (a superuser, write: true);
+    the summary table as the module made it."""
     base = f"postgresql+psycopg://{{}}@/{shop}?host={postgres.folder}"
     profile = tmp_path / "profile.yaml"
     profile.write_text(
@@ -95,8 +96,10 @@ def pg(
           warehouse: {{url: '{base.format("analyst")}', password: '${{PG_READ}}'}}
           sales_write: {{url: '{base.format("loader")}', password: '${{PG_WRITE}}', write: true}}
           sales: {{url: '{base.format("loader")}', password: '${{PG_WRITE}}'}}
+          sales_admin: {{url: '{base.format(ADMIN)}', password: '${{PG_ADMIN}}', write: true}}
         """)
     )
+    monkeypatch.setenv("PG_ADMIN", postgres.admin_password)
     monkeypatch.setenv("PRAXIS_PROFILE", str(profile))
     monkeypatch.setenv("PG_READ", postgres.password)
     monkeypatch.setenv("PG_WRITE", LOADER_PASSWORD)
@@ -266,5 +269,16 @@ def test_publish_is_refused_for_a_connection_not_marked_write(pg: Server, tmp_pa
     run = approved(root)
     before = table(pg)
     with pytest.raises(PublishIncomplete, match=r"not marked for writing: add `write: true`"):
+        acting.publish(root, run)
+    assert table(pg) == before
+
+
+def test_publish_as_a_superuser_is_refused_unless_the_profile_allows_it(
+    pg: Server, tmp_path: Path
+) -> None:
+    root = make_flow(tmp_path / "f", connection="sales_admin")
+    run = approved(root)
+    before = table(pg)
+    with pytest.raises(PublishIncomplete, match="is a superuser"):
         acting.publish(root, run)
     assert table(pg) == before
