@@ -129,6 +129,10 @@ def test_a_database_file_is_read_inside_the_flow_folder_only(
          "expected a duration such as 30m"),
         ("{id: a, kind: script, script: a.py, query: a.sql, outputs: [a.csv]}", "",
          "only query phases take 'query'"),
+        ("{id: a, kind: query, query: a.sql, database: 'postgresql://db.internal/x', "
+         "outputs: [a.csv]}", "", "names a host (db.internal)"),
+        ("{id: a, kind: query, query: a.sql, database: '${DB_URL}', outputs: [a.csv]}", "",
+         "reads ${DB_URL} from praxis's environment"),
         ("{id: a, kind: query, query: a.sql, outputs: [a.csv]}",
          "publish: [{output: b.csv, to: {connection: w, table: t}}]",
          "'b.csv' is not an output of a phase"),
