@@ -61,6 +61,10 @@ def write(
         outcome = fetch.call(payload, Path(tmp), seconds)
     answer = outcome.answer
     if "error" in answer:
-        message = str(answer["message"]).replace("the extract's worker", "the publish worker")
+        message = (
+            str(answer["message"])
+            .replace("the extract's worker", "the publish worker")
+            .replace("the query ran past the phase's budget", "the publish ran past its budget")
+        )
         raise PublishError(message, str(answer["error"]))
     return Written(int(answer["rows"]), list(answer["columns"]))

@@ -215,3 +215,33 @@ def test_publish_without_a_gate_or_write_true_is_refused(
     with pytest.raises(PublishIncomplete, match="not marked for writing"):
         acting.publish(gated, state.run)
     assert summary(target) == [("west", "1.00")]
+
+
+def test_a_duckdb_query_reads_the_phases_working_inputs_as_tables(
+    tmp_path: Path, allow_local: None
+) -> None:
+    root = tmp_path / "f"
+    (root / "data").mkdir(parents=True)
+    (root / "data" / "sales.csv").write_text("region,amount\nnorth,2\nsouth,3\nnorth,4\n")
+    (root / "by_region.sql").write_text(
+        'SELECT region, sum(amount) AS total FROM "data/sales.csv" '
+        "WHERE amount >= :least GROUP BY region ORDER BY region\n"
+    )
+    (root / "flow.yaml").write_text(
+        textwrap.dedent("""\
+        flow: files
+        sandbox: {backend: local}
+        database: "duckdb:///:memory:"
+        params: {least: 3}
+        phases:
+          - id: q
+            kind: query
+            query: by_region.sql
+            inputs: {working: [data/sales.csv]}
+            outputs: [by_region.csv]
+        """)
+    )
+    state = acting.run(root)
+    assert state.status == "done", state.error
+    out = root / "runs" / state.run / "output" / "by_region.csv"
+    assert out.read_text() == "region,total\nnorth,4\nsouth,3\n"
