@@ -216,8 +216,8 @@ def _fail(exc: Exception, code: int, hint: str) -> int:
 
 COMMANDS = (
     *("check", "run", "begin", "advance", "status", "runs", "gc", "upgrade", "approve"),
-    *("reject", "manage", "accept", "read", "rerun", "cancel", "log", "replay", "diff"),
-    *("params", "chat", "sandbox", "serve", "mcp", "publish"),
+    *("reject", "manage", "accept", "read", "rerun", "cancel", "publish", "log", "replay"),
+    *("diff", "params", "chat", "sandbox", "serve", "mcp"),
 )
 
 

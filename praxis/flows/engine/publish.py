@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ...argv import flow_text
 from ...command_line import Command
-from ...errors import Refused, UsageError
+from ...errors import PraxisError, Refused
 from ...sources import publish as writer
 from ..definition import connections
 from ..model import publishing
@@ -47,7 +47,7 @@ class Outcome:
         return f"not published {self.entry.shown}: {self.error}"
 
 
-class PublishIncomplete(UsageError):
+class PublishIncomplete(PraxisError):
     """An entry was not published (its table is as it was); the line says why and how on."""
 
     def __init__(self, run: RunHandle, failed: list[Outcome]) -> None:
