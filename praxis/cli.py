@@ -39,7 +39,9 @@ if TYPE_CHECKING:
 
 
 # The commands that may run a flow's code: they take --allow-local (isolation.py).
-ALLOW_LOCAL = ("run", "advance", "approve", "reject", "rerun", "status", "chat", "serve")
+ALLOW_LOCAL = (
+    *("run", "advance", "approve", "reject", "rerun", "status", "chat", "serve", "schedule"),
+)
 LOCAL_HELP = "let a flow asking for backend: local run its code on this host, unisolated"
 NOT_SEARCHED = ("chat", "serve", "sandbox", "mcp")  # FLOW may be new (chat), or is not a flow
 OVERVIEW = ("status", "runs")  # above several flows: list them with their newest run
@@ -67,7 +69,7 @@ def _main(argv: list[str] | None) -> int:
 
 # The module of praxis.commands each command is in; the others are in ``acting``.
 HOME = {
-    **{name: name for name in ("check", "status", "runs", "sandbox", "upgrade")},
+    **{name: name for name in ("check", "status", "runs", "sandbox", "upgrade", "schedule")},
     **dict.fromkeys(("log", "replay", "params", "diff"), "history"),
     **dict.fromkeys(("serve", "mcp", "chat"), "serving"),
 }
@@ -215,8 +217,9 @@ def _fail(exc: Exception, code: int, hint: str) -> int:
 
 
 COMMANDS = (
-    *("check", "run", "begin", "advance", "status", "runs", "gc", "upgrade", "approve"),
-    *("reject", "manage", "accept", "read", "rerun", "cancel", "publish", "log", "replay"),
+    *("check", "run", "begin", "advance", "status", "runs", "schedule", "gc", "upgrade"),
+    *("approve", "reject", "manage", "accept", "read", "rerun", "cancel", "publish", "log"),
+    *("replay",),
     *("diff", "params", "chat", "sandbox", "serve", "mcp"),
 )
 
@@ -279,6 +282,14 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
     add("runs", "list runs, newest first (or delete some)", run=False)
     option(("runs",), "--delete", action="append", default=[], metavar="ID", help="delete a run")
     option(("runs",), "--keep", type=int, metavar="N", help="delete all but the newest N runs")
+    add("schedule", "start the runs a schedule, trigger or deadline has due now", run=False)
+    option(("schedule",), "--once", action="store_true", help="look once (from a system cron)")
+    option(
+        ("schedule",),
+        "--no-advance",
+        action="store_true",
+        help="leave the started runs paused at their first phase",
+    )
     add("gc", "remove the stored files that no run of the flow holds", run=False)
     add("upgrade", "move runs made before the flow's store into it (once)", run=False)
     add("approve", "approve the Gate and continue", revision=True)
@@ -297,6 +308,14 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
         type=int,
         metavar="N",
         help="the attempt of the Gate's phase you reviewed (needed once it ran again)",
+    )
+    option(
+        ("approve",),
+        "--set",
+        dest="values",
+        action="append",
+        metavar="FIELD=VALUE",
+        help="a value of the Gate's form (flow.yaml review: {form:}); repeatable",
     )
     add("manage", "let an agent decide the run's delegatable Gates", revision=True)
     option(("manage",), "--off", action="store_true", help="take managed mode back")
@@ -346,12 +365,17 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
     option(("diff",), "--json", action="store_true")
     add("params", "a notebook's parameters, their defaults and types", run=False)
     option(("params",), "--phase", metavar="ID", help="only this notebook phase")
-    option(("run", "advance"), "--quiet", action="store_true", help="hide what phases print")
+    option(
+        ("run", "advance", "schedule"),
+        "--quiet",
+        action="store_true",
+        help="hide what phases print",
+    )
     option(
         ("run",), "--managed", action="store_true", help="let an agent decide the delegatable Gates"
     )
     option(
-        ("run", "advance"),
+        ("run", "advance", "schedule"),
         "--no-reuse",
         action="store_true",
         help="run every phase, even one a done attempt of this or another run stands for",

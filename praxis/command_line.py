@@ -32,6 +32,7 @@ OPTIONS = {
     "expect_revision": "--expect-revision",
     "actor": "--as",
     "receipts": "--receipt",
+    "values": "--set",
     "port": "--port",
 }
 EDITS = {"keep": "--keep-edits", "discard": "--discard-edits"}
@@ -75,6 +76,7 @@ class Command:
     expect_revision: int | None = None
     actor: str | None = None
     receipts: tuple[str, ...] = ()
+    values: tuple[str, ...] = ()  # a Gate form's FIELD=VALUE pairs (approve)
     port: int | None = None
     follow: bool = False
     json: bool = False
@@ -94,7 +96,7 @@ class Command:
             value = getattr(self, name)
             if name == "edits":
                 out += [(EDITS[value], None)] if value is not None else []
-            elif name == "receipts":
+            elif name in ("receipts", "values"):
                 out += [x for r in value for x in ((option, None), (r, option))]
             elif value is not None:
                 out += [(option, None), (str(value), option)]
@@ -122,7 +124,10 @@ class Command:
             value = getattr(self, name)
             if name == "actor" or value is None or value == ():
                 continue
-            arguments[name] = list(value) if name == "receipts" else value
+            if name == "values":  # the MCP tool takes them as a mapping
+                arguments[name] = dict(pair.partition("=")[::2] for pair in value)
+            else:
+                arguments[name] = list(value) if name == "receipts" else value
         return {"tool": tool, "arguments": arguments}
 
 

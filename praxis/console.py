@@ -70,6 +70,12 @@ class Progress:
                 error = escape(event.error)
                 self._line(f"✗ {event.phase} failed after {event.seconds:.1f} s: {error}")
                 self._current = None
+            elif isinstance(event, ev.PhaseRetrying):
+                self._line(
+                    f"↻ {event.phase}: {event.cause.replace('_', ' ')}; retrying in "
+                    f"{event.backoff:g} s ({event.number} of {event.of}), from its recorded "
+                    "pre-state"
+                )
             elif isinstance(event, ev.PhaseReused) and event.source_run:
                 self._line(
                     f"↺ {event.phase} reused from {event.source_run} (attempt "

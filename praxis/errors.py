@@ -15,6 +15,7 @@ PraxisError               1  something failed                                   
 │   │   └── NoFlowHere       a folder with no flow.yaml in it or above it       terminal
 │   ├── FlowInvalid          flow.yaml has errors; ``report`` holds them flows.definition.contract
 │   ├── BadParam             a -p the flow does not declare, or a bad value     flows.model.params
+│   ├── BadValue             a Gate form's value its field refuses              flows.model.forms
 │   ├── BadActor             an actor other than person or agent          flows.model.decisions
 │   ├── NotebookProblem      a notebook that cannot be run           flows.definition.notebook_check
 │   ├── UnknownKind          a phase kind no entry point declares         flows.definition.kinds
@@ -57,6 +58,31 @@ Mapped here, raised elsewhere (``exit_code_of``, ``next_of``):
 sandbox.SandboxUnavailable  5  no Docker daemon, image, Ray cluster or package (``sandbox``
                                never imports praxis, so it is not a PraxisError)
 KeyboardInterrupt           7  SIGTERM or SIGHUP (130: Ctrl-C); the run is recorded as cancelled
+
+Not for a person: caught inside praxis and turned into one of the above, a recorded failure
+or a model's tool result (tests/test_errors.py holds that every class praxis raises or
+defines is drawn in the tree or listed here):
+ExtractError          a query the model wrote cannot run; its text goes to the model   agent.extract
+SourceUnavailable     (an ExtractError) the phase has no usable data source            agent.extract
+KindTaken             (a ValueError) an event kind registered twice               flows.model.events
+Unreadable            a table that does not parse, or is too large to check      flows.store.csvread
+Vanished              the lock's file left its folder: the run was deleted          flows.store.lock
+CallFailed            a model call raised, or returned something other than a message       llm.loop
+NoToolCalling         the chat model cannot be given tools                                  llm.loop
+NotReadable           not Parquet, or the part asked for would pass a cap                    parquet
+OverBudget            the cells asked for hold more text than a read may show          parquet_cells
+QueryError            a query could not run; its text goes to the model              sources.connect
+Unavailable           (a QueryError) the source cannot be opened                     sources.connect
+UnboundParameter      (a ValueError) a query names a parameter the run lacks          sources.params
+RunFailed             a query phase's or extract's query did not run; told as theirs sources.running
+PublishError          a table not written; told as publish_failed            sources.publish
+ColumnsRefused        output columns not the table's; told as a PublishError sources.table_write
+CapReached            a result over a cap of one extract; no file was written           sources.sink
+BadSource             (a ValueError) a database text that cannot be used              sources.source
+Terminated            SIGTERM to ``praxis serve``, once it stopped: its sandboxes close next web.app
+Misread               Arrow's reader and the row scan disagree: the slow pass reads it  web.columnar
+_Changed              the table changed while its copy was carried over: copy dropped   web.columnar
+_Spent                the page's budget ran out while a text was parsed                   web.render
 """
 
 from __future__ import annotations

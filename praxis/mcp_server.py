@@ -137,16 +137,18 @@ class Tools:
         run: str | None = None,
         attempt: int | None = None,
         receipts: list[str] | None = None,
+        values: dict[str, str | int | float | bool] | None = None,
     ) -> dict[str, Any]:
         """Approve attempt `attempt` of the Gate after phase `gate`, as an agent, bound to
-        `expect_revision`; `receipts`: the receipt read_file gave for each file of route.read.
+        `expect_revision`; `receipts`: the receipt read_file gave for each file of route.read;
+        `values`: the Gate's form answered, by field (route.gate.form lists the fields).
         Then advance; returns the status."""
         args = {"flow": flow, "run": run, "gate": gate, "attempt": attempt,
-                "expect_revision": expect_revision}  # fmt: skip
+                "expect_revision": expect_revision, "values": values}  # fmt: skip
         handle = self._open(flow, run, "approve")
         self._do("approve", handle, args | {"receipts": receipts}, lambda: acting.approve(
             handle.flow, handle.id, expect_revision=expect_revision, gate=gate,
-            attempt=attempt, actor=ACTOR, receipts=list(receipts or []),
+            attempt=attempt, actor=ACTOR, receipts=list(receipts or []), values=values,
         ))  # fmt: skip
         await self._advance(handle, ctx, args)
         return self._result("approve", handle, args)

@@ -9,6 +9,7 @@ import shlex
 import time
 from typing import Any
 
+from .flows.model.retry_policy import words as retry_words
 from .flows.model.state import RunState
 from .terminal import command, escape
 from .units import duration
@@ -35,6 +36,8 @@ def timeline(state: RunState, width: int = 30, now: float | None = None) -> str:
         if p.status == "running" and p.started is not None and p.ended is None:
             secs = duration(max(now - p.started, 0.0))
             note = f"running for {secs}" + (f", {note}" if note else "")
+        if p.retry and state.status == "running" and p.status in ("pending", "running"):
+            note = retry_words(p.retry, now) + (f", {note}" if note else "")
         if p.reused and p.status == "done":
             note = f"reused (attempt {p.attempt}: nothing it reads changed)"
             if p.reused_from:

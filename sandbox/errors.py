@@ -1,17 +1,29 @@
-"""The sandbox exception tree. Nothing outside ``sandbox/`` sees docker or zmq errors.
+"""The sandbox exception tree. Nothing outside ``sandbox/`` sees docker or zmq errors. Each
+class lives in the module that raises it (right: relative to ``sandbox``); the branches live
+here. tests/test_errors.py holds that every class the sandbox raises or defines is drawn here.
 
-SandboxError
-├── SandboxUnavailable      the backend cannot be reached or started (no daemon, no image)
-│   ├── UnknownBackend      no backend of that name (sandbox.backends)
-│   ├── DockerMissing       the daemon has no such container, exec or image (gone, or never was)
-│   └── DockerConflict      the daemon refused a change already under way (409: a removal)
-├── BadOption               an option the backend does not take, or a value it cannot use
-├── PathRefused             a workspace name escapes, or names a non-regular file
-├── KernelDied              the kernel process ended while running code (cause: exit, out of memory)
-├── ExecTimeout             code ran past its timeout; it was interrupted, then killed
-├── OutputTooLarge          a file or message is over the configured size limit
-└── WalkRefused             a folder of the workspace cannot be read whole (opened, too deep,
-                            too many entries): never skipped
+SandboxError                 the base of every error the sandbox raises            (here)
+├── SandboxUnavailable       the backend cannot be reached or started (no daemon)  (here)
+│   ├── UnknownBackend       no backend of that name                               backends
+│   ├── DockerMissing        the daemon has no such container, exec or image       (here)
+│   ├── DockerConflict       the daemon refused a change already under way (409)   (here)
+│   ├── ZygoteGone           the zygote does not answer: it ended, or never began  forkserver
+│   ├── PackagesUnavailable  pip cannot fetch a flow's package                     image.layer
+│   └── RayUnavailable       the Ray cluster, or the node it chose, cannot run it  ray_cluster
+│       └── Lost             the actor or its node is gone                         ray_bridge
+├── BadOption                an option the backend does not take, or a bad value   (here)
+├── PathRefused              a workspace name escapes, or names a non-regular file (here)
+├── KernelDied               the kernel ended while running code (exit, memory)    (here)
+├── ExecTimeout              code ran past its timeout; interrupted, then killed   (here)
+├── OutputTooLarge           a file or message is over the configured size limit   (here)
+└── WalkRefused              a folder of the workspace cannot be read whole: never (here)
+                             skipped (cannot be opened, too deep, too many entries)
+
+Caught where raised, never seen outside the sandbox (the module turns each into one of the
+above, or into a recorded failure):
+Malformed                    a Ray reply not of the shape its request returns      ray_replies
+FrameError                   a frame too large, cut short, or not a JSON object    ray_wire
+SweepFailed                  a step of the zygote's sweep cannot finish            zygote_sweep
 """
 
 from __future__ import annotations

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import os
 import secrets
-import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from .ports import free_port
 
 GIB = 1 << 30
 NODE = {"num_cpus": 2, "memory": 4 * GIB, "object_store_memory": 128 << 20}
@@ -40,7 +41,7 @@ def two_nodes(workdir: Path, env: dict[str, str] | None = None) -> Iterator[TwoN
     os.environ["RAY_AUTH_TOKEN"] = secrets.token_hex(32)
     os.environ["PRAXIS_RAY_WORKDIR"] = str(workdir)
     _reread_auth()  # Ray read RAY_AUTH_MODE when it was imported
-    client_port = _free_port()
+    client_port = free_port()
     cluster = cluster_utils.Cluster(
         initialize_head=True,
         head_node_args={
@@ -60,12 +61,6 @@ def two_nodes(workdir: Path, env: dict[str, str] | None = None) -> Iterator[TwoN
         os.environ.clear()
         os.environ.update(saved)
         _reread_auth()
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _reread_auth() -> None:

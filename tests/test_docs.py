@@ -220,6 +220,14 @@ def test_the_exit_codes_page_holds_every_code_and_the_tree() -> None:
     assert "├── Refused               4" in page
 
 
+def test_the_exit_codes_page_holds_the_sandbox_s_tree_and_what_is_caught_inside() -> None:
+    page = _hook().exit_codes_page()
+    for name in ("SandboxError ", "│       └── Lost ", "WalkRefused "):  # the sandbox's tree
+        assert name in page, name
+    for name in ("\nVanished ", "\n_Spent ", "\nFrameError "):  # caught inside
+        assert name in page, name
+
+
 def test_the_events_page_holds_every_kind_with_its_fields() -> None:
     page = _hook().events_page()
     for cls in CATALOGUE:

@@ -13,11 +13,13 @@ from types import ModuleType
 import pytest
 
 import praxis
+import sandbox
 from praxis import errors
 from praxis.cli import main
 from praxis.errors import EXIT, PraxisError, exit_code_of, next_of
 from praxis.flows.engine import runner
-from sandbox.errors import SandboxUnavailable
+from sandbox import errors as sandbox_errors
+from sandbox.errors import SandboxError, SandboxUnavailable
 from sandbox.image.layer import PackagesUnavailable
 
 ROW = re.compile(r"^(?P<indent>[│├└─ ]*)(?P<name>[A-Z]\w+)\s+(?P<code>\d )?.*?\s(?P<home>\S+)$")
@@ -154,3 +156,94 @@ def test_an_invalid_flow_is_one_line_and_the_check_command(
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 2 and err[0].startswith("FlowInvalid: flow.yaml")
     assert err[1] == f"  next: praxis check {flow}"
+
+
+# --- every exception class of praxis and sandbox, documented --------------------------------
+
+INTERNAL = re.compile(r"^(?P<name>_?[A-Z]\w+)\s+.*\s(?P<home>\S+)$")
+
+
+def sandbox_drawn() -> list[tuple[int, str, str]]:
+    """(depth, class name, module) for each row of sandbox/errors.py's tree (a row's second
+    line, its text only, aside)."""
+    doc = sandbox_errors.__doc__ or ""
+    tree = doc[doc.index("SandboxError ") : doc.index("\n\n", doc.index("SandboxError "))]
+    rows = []
+    for line in tree.splitlines():
+        match = ROW.match(line)
+        if match is None:
+            assert not line.strip()[:1].isupper(), line  # the text of the row above
+            continue
+        rows.append((len(match["indent"]) // 4, match["name"], match["home"]))
+    return rows
+
+
+def internal(module: ModuleType) -> list[tuple[str, str]]:
+    """(class name, module) of the classes an errors module lists as caught inside."""
+    doc = module.__doc__ or ""
+    listed = doc.split("listed here):\n" if module is errors else "recorded failure):\n", 1)[1]
+    found = []
+    for line in listed.strip().splitlines():
+        match = INTERNAL.match(line)
+        assert match, line
+        found.append((match["name"], match["home"]))
+    return found
+
+
+def sandbox_cls(name: str, home: str) -> type[BaseException]:
+    module = "sandbox.errors" if home == "(here)" else f"sandbox.{home}"
+    value = getattr(importlib.import_module(module), name)
+    assert isinstance(value, type) and issubclass(value, BaseException), (name, home)
+    return value
+
+
+def test_the_sandbox_s_drawn_tree_is_its_class_tree() -> None:
+    rows = sandbox_drawn()
+    assert len(rows) >= 15
+    parents: list[type[BaseException]] = []
+    for depth, name, home in rows:
+        cls = sandbox_cls(name, home)
+        parents[depth:] = [cls]
+        assert issubclass(cls, SandboxError)
+        if depth:
+            assert parents[depth - 1] in cls.__bases__, name
+
+
+def documented() -> set[type[BaseException]]:
+    """Every class drawn in a tree, mapped, or listed as caught inside, by praxis/errors.py
+    and sandbox/errors.py."""
+    found: set[type[BaseException]] = {SandboxUnavailable, KeyboardInterrupt}  # mapped
+    found |= {cls_of(name, home) for _, name, _, home in drawn()}
+    found |= {sandbox_cls(name, home) for _, name, home in sandbox_drawn()}
+    found |= {cls_of(name, home) for name, home in internal(errors)}
+    found |= {sandbox_cls(name, home) for name, home in internal(sandbox_errors)}
+    return found
+
+
+def every_module(package: ModuleType) -> list[ModuleType]:
+    names = [m.name for m in pkgutil.walk_packages(package.__path__, f"{package.__name__}.")]
+    return [importlib.import_module(n) for n in names if not n.endswith(".__main__")]
+
+
+def test_every_exception_class_praxis_or_sandbox_raises_or_defines_is_documented() -> None:
+    modules = every_module(praxis) + every_module(sandbox)
+    raised = set().union(*(raised_in(m) for m in modules))
+    defined = {
+        value
+        for m in modules
+        for value in vars(m).values()
+        if isinstance(value, type)
+        and issubclass(value, BaseException)
+        and value.__module__ == m.__name__
+    }
+    ours = {c for c in raised | defined if c.__module__.split(".")[0] in ("praxis", "sandbox")}
+    assert {sandbox_errors.WalkRefused, errors.Refused} <= ours  # the scan finds both packages
+    missing = sorted(f"{c.__module__}.{c.__name__}" for c in ours - documented())
+    assert missing == [], f"draw these in praxis/errors.py's or sandbox/errors.py's: {missing}"
+
+
+def test_a_class_listed_as_caught_inside_is_in_no_tree() -> None:
+    for name, home in internal(errors):
+        assert not issubclass(cls_of(name, home), PraxisError | SandboxError), name
+    for name, home in internal(sandbox_errors):
+        assert not issubclass(sandbox_cls(name, home), PraxisError | SandboxError), name

@@ -77,3 +77,48 @@ def test_an_allowance_that_no_longer_matches_is_found() -> None:
         "tools/house.py: DEFERRED lists ('praxis.nowhere', 'praxis.cli'): no such import,"
         " remove it",
     ]
+
+
+def test_a_name_used_outside_its_one_home_is_found(tmp_path: Path) -> None:
+    root = package(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "files/__init__.py": "import os\nFLAGS = os.O_RDONLY | os.O_NOFOLLOW\n",
+            "store.py": "import os\n\ndef f(p):\n    return os.open(p, os.O_NOFOLLOW)\n",
+            "walk.py": "from os import O_NOFOLLOW\n",
+            "script.py": "SCRIPT = 'os.open(p, os.O_NOFOLLOW)'\n",  # another process's text
+            "image.py": "import os\nF = os.O_NOFOLLOW\n",
+            "daemon.py": "import docker.errors\n",
+            "client.py": "from docker.errors import NotFound\n",
+        },
+    )
+    rules = {
+        "O_NOFOLLOW": (("probe/files/", "probe/image.py"), "use files"),
+        "docker.errors": (("probe/daemon.py",), "use daemon"),
+    }
+    assert house().one_home_findings(root, ("probe",), rules) == [
+        "probe/client.py:1: docker.errors outside probe/daemon.py: use daemon",
+        "probe/store.py:4: O_NOFOLLOW outside probe/files/, probe/image.py: use files",
+        "probe/walk.py:1: O_NOFOLLOW outside probe/files/, probe/image.py: use files",
+    ]
+
+
+def test_a_test_that_skips_by_itself_is_found(tmp_path: Path) -> None:
+    root = package(
+        tmp_path,
+        {
+            "conftest.py": "import pytest\n\ndef f():\n    pytest.skip('the policy')\n",
+            "test_a.py": "import pytest\n\nray = pytest.importorskip('ray')\n",
+            "test_b.py": "import pytest\n\n@pytest.mark.skip\ndef test_b():\n    pass\n",
+            "test_c.py": "import os\nimport pytest\n\npytestmark = pytest.mark.skipif("
+            "os.environ.get('CI') != 'true' and not os.path.exists('/x'), reason='x')\n",
+            "test_d.py": "import pytest\n\npytestmark = pytest.mark.skipif(True, reason='x')\n",
+        },
+    )
+    found = house().skip_findings(root, "probe")
+    assert [line.split(": a test")[0] for line in found] == [
+        "probe/test_a.py:3: pytest.importorskip",
+        "probe/test_b.py:3: pytest.skip",
+        "probe/test_d.py:3: pytest.skipif",
+    ]

@@ -131,3 +131,58 @@ def test_an_mcp_client_follows_the_route_as_an_agent_and_is_refused_as_one(
     lines = EventLog(root / "conv/runs" / run / "trace.jsonl").read()
     started = [e.argv[-3:-1] for e in lines if e.kind == "trace_started"]  # type: ignore[attr-defined]
     assert ["mcp", "approve"] in started and ["mcp", "status"] in started
+
+
+FORM_FLOW = """
+    flow: form
+    sandbox: {backend: fake}
+    phases:
+      - id: load
+        kind: script
+        script: load.py
+        outputs: [rows.txt]
+        review:
+          required: true
+          delegatable: true
+          form: {threshold: {type: number, required: true}}
+      - {id: report, kind: script, script: report.py, outputs: [seen.txt]}
+"""
+FORM_FILES = {
+    "load.py": "open('rows.txt', 'w').write('1')\n",
+    "report.py": "open('seen.txt', 'w').write(repr(params['threshold']))\n",
+}
+
+
+def test_mcp_approve_takes_the_gate_forms_values_and_refuses_a_wrong_type(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "root"
+    write_flow(root / "form", FORM_FLOW, FORM_FILES)
+    env = agent_env(PRAXIS_SANDBOX="fake")
+    started = subprocess.run(
+        [*venv_program(), "run", "form", "--managed", "--quiet"],
+        cwd=root, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert started.returncode == 0, started.stderr
+    client = Client(root)
+    client.params.env = env
+
+    async def body(s: Any) -> dict[str, Any]:
+        st = data(await s.call_tool("status", {"flow": "form"}))
+        assert st["route"]["gate"]["form"] == [
+            {"name": "threshold", "value": "<number>", "needed": True}
+        ]
+        path = st["route"]["read"][0]["path"]
+        got = data(await s.call_tool("read_file", {"flow": "form", "path": path}))
+        st = data(await s.call_tool("status", {"flow": "form"}))
+        call = st["calls"][0]
+        assert call["tool"] == "approve"
+        assert call["arguments"]["values"] == {"threshold": "<number>"}  # the agent fills it
+        args = {**call["arguments"], "receipts": [got["receipt"]]}
+        text = error(await s.call_tool("approve", {**args, "values": {"threshold": "seven"}}))
+        assert "usage: BadValue" in text and "expected a number (threshold" in text
+        return data(await s.call_tool("approve", {**args, "values": {"threshold": 7}}))  # type: ignore[no-any-return]
+
+    st = anyio.run(client.session, body)
+    assert st["status"] == "done", st
+    assert (root / "form/runs" / st["run"] / "output/seen.txt").read_text() == "7"

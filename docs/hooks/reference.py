@@ -79,7 +79,15 @@ def _commands(top: argparse.ArgumentParser) -> Iterable[tuple[str, argparse.Argu
 
 
 def flow_yaml_page() -> str:
-    from praxis.flows.definition import contract, kinds, publish_spec, reuse_spec, sandbox_config
+    from praxis.flows.definition import (
+        contract,
+        gate_deadline,
+        kinds,
+        publish_spec,
+        reuse_spec,
+        sandbox_config,
+        unattended,
+    )
     from praxis.phases import kinds as builtin
     from sandbox import backends
 
@@ -103,6 +111,13 @@ def flow_yaml_page() -> str:
         "`1h`, `2d`: a done attempt that young stands for the phase; a query phase's default "
         f"is `never`); `inputs:` is a list of file names or a mapping of "
         f"{_alternatives(contract.INPUT_KEYS)}.",
+        "",
+        "## Schedules, triggers and Gate deadlines",
+        "",
+        f"`schedule:` takes {_alternatives(unattended.SCHEDULE_KEYS)} (or a cron string alone);"
+        f" `catchup:` is one of {_alternatives(unattended.CATCHUP)}. `trigger:` takes "
+        f"{_alternatives(unattended.TRIGGER_KEYS)}. A Gate's `review:` mapping also takes "
+        f"{_alternatives(gate_deadline.KEYS)} ([schedules](../how-to/schedules.md)).",
         "",
         "## The keys of each kind of phase",
         "",
@@ -185,8 +200,14 @@ def exit_codes_page() -> str:
     from praxis import errors
 
     said = _exit_meanings(inspect.getdoc(_module("praxis.cli")) or "")
+    from sandbox import errors as sandbox_errors
+
     doc = inspect.getdoc(errors) or ""
     tree = doc.split("\n\n", 1)[1] if "\n\n" in doc else doc
+    tree, _, inside = tree.partition("\n\nNot for a person")
+    sandbox_doc = inspect.getdoc(sandbox_errors) or ""
+    sandbox_tree = sandbox_doc[sandbox_doc.find("SandboxError ") :]
+    sandbox_tree, _, sandbox_inside = sandbox_tree.partition("\n\nCaught where raised")
     out = [
         "# Exit codes and errors",
         "",
@@ -206,8 +227,38 @@ def exit_codes_page() -> str:
         "```text",
         tree.rstrip(),
         "```",
+        "",
+        "## The sandbox's errors",
+        "",
+        "Written from `sandbox/errors.py`: the sandbox never imports praxis, so its errors are",
+        "not a `PraxisError`; praxis maps `SandboxUnavailable` to exit 5. Each class with the",
+        "module of `sandbox` that raises it:",
+        "",
+        "```text",
+        sandbox_tree.rstrip(),
+        "```",
+        "",
+        "## Caught inside",
+        "",
+        "Classes a module raises and catches itself, or turns into one of the above, a recorded",
+        "failure or a model's tool result: no person sees them. In `praxis`:",
+        "",
+        "```text",
+        _listed(inside),
+        "```",
+        "",
+        "In `sandbox`:",
+        "",
+        "```text",
+        _listed(sandbox_inside),
+        "```",
     ]
     return "\n".join(out) + "\n"
+
+
+def _listed(section: str) -> str:
+    """The rows of a "caught inside" list (its heading, up to the colon that ends it, aside)."""
+    return section.split("):\n", 1)[1].rstrip() if "):\n" in section else section.rstrip()
 
 
 def _exit_meanings(doc: str) -> dict[int, str]:

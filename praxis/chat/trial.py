@@ -88,9 +88,11 @@ def _try_copy(
 
 
 def _run(flow: Flow, target: str | None, approver: Approver | None, chosen: bool) -> str:
-    make = partial(acting.default_sandbox, chosen=True) if chosen else acting.default_sandbox
-    if not chosen:
-        isolation.confine(flow.sandbox)  # a flow switched to local: refused, no run made
+    make = (
+        partial(acting.default_sandbox, chosen=True)
+        if chosen
+        else acting.confined(flow, acting.default_sandbox)  # switched to local: refused, no run
+    )
     run = acting.begin(flow)
     passed: list[str] = []
     while True:

@@ -16,6 +16,7 @@ from ..command_line import Command
 from ..console import Progress, table_preview
 from ..errors import EXIT
 from ..flows.engine import checks, reconcile
+from ..flows.model.forms import BadValue
 from ..flows.model.hints import missing_package
 from ..flows.model.params import BadParam, parse_pairs
 from ..flows.report.status import status_of
@@ -189,9 +190,18 @@ def cmd_approve(args: argparse.Namespace) -> int:
         attempt=args.attempt,
         actor=args.actor,
         receipts=args.receipts,
+        values=form_values(args.values),
     )
     print(f"approved the Gate (revision {state.revision}); continuing", file=sys.stderr)
     return _advance(args.flow, state.run)
+
+
+def form_values(pairs: list[str] | None) -> dict[str, str]:
+    """``--set field=value`` pairs, as text (the Gate's form types them)."""
+    try:
+        return parse_pairs(pairs)
+    except BadParam as exc:
+        raise BadValue(str(exc).replace("-p ", "--set ", 1)) from None
 
 
 def cmd_manage(args: argparse.Namespace) -> int:

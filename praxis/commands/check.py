@@ -8,7 +8,10 @@ from pathlib import Path
 from ..errors import EXIT
 from ..flows.definition import contract, host_resources, profile
 from ..flows.definition.isolation import backend_of, on_host
+from ..flows.model.flow import Flow
+from ..flows.report import keeping
 from ..terminal import escape
+from ..units import duration
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -27,6 +30,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(escape(str(problem)))
     if lacking:
         return EXIT["usage"]
+    for line in _kept(flow):
+        print(escape(line))
 
     backend = backend_of(flow.sandbox)
     if on_host(backend):  # valid, but not isolated: never a plain "ok"
@@ -38,3 +43,26 @@ def cmd_check(args: argparse.Namespace) -> int:
         return EXIT["ok"]
     print(f"{flow.name}: ok, {len(flow.phases)} phase(s)")
     return EXIT["ok"]
+
+
+def _kept(flow: Flow) -> list[str]:
+    """What starts the flow's runs by itself (kept by `praxis serve`, `praxis schedule`)."""
+    out = []
+    if flow.schedule is not None:
+        facts = keeping.schedule_facts(flow, keeping.clock_from()())
+        out.append(
+            f"schedule: {facts['cron']} ({facts['timezone']}, catchup {facts['catchup']}): "
+            f"next tick {facts['next']}, run parameter tick"
+        )
+    if flow.trigger is not None:
+        out.append(
+            f"trigger: a run per file {flow.trigger.files} once unchanged for "
+            f"{duration(flow.trigger.settle)}, run parameter file"
+        )
+    for p in flow.phases:
+        if p.deadline is not None:
+            out.append(
+                f"Gate after {p.id}: after {duration(p.deadline)} waiting, "
+                f"{', '.join(p.escalate)} told"
+            )
+    return out

@@ -12,7 +12,7 @@ from ..errors import EXIT
 from ..flows.definition import contract
 from ..flows.engine.reconcile import reconcile_if_free
 from ..flows.model.flow import Flow
-from ..flows.report import route
+from ..flows.report import keeping, route
 from ..flows.report.status import status_of
 from ..flows.store.handle import NoRun, RunHandle
 from ..status_lines import receipt_lines, route_lines, timeline
@@ -32,7 +32,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         run = _open(flow, args.run)
     st = status_of(run)
     if args.json:
-        print(json.dumps(st.to_dict(), indent=1))
+        print(json.dumps({**st.to_dict(), **_kept(flow, run)}, indent=1))
         return EXIT["ok"]
     print(f"{flow.name} run {st.run}: {st.status} (revision {st.revision}) - {escape(st.message)}")
     print(timeline(run.state))
@@ -40,9 +40,32 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"  review: {escape(path)}")
     for line in route_lines(st.route) + receipt_lines(st.receipt, st.managed):
         print(line)
+    for line in _kept_lines(flow, run):
+        print(line)
     for cmd in st.next:
         print(f"next: {command(cmd)}")
     return EXIT["ok"]
+
+
+def _kept(flow: Flow, run: RunHandle) -> dict[str, Any]:
+    """``status --json``'s schedule (next tick, last ticks) and the Gate's time left."""
+    found: dict[str, Any] = {}
+    now = keeping.clock_from()()
+    if flow.schedule is not None:
+        found["schedule"] = keeping.schedule_facts(flow, now)
+    left = keeping.time_left(flow, run, now)
+    if left is not None:
+        found["deadline_left"] = left
+    return found
+
+
+def _kept_lines(flow: Flow, run: RunHandle) -> list[str]:
+    now = keeping.clock_from()()
+    out = [escape(line) for line in keeping.schedule_lines(flow, now)]
+    left = keeping.time_left(flow, run, now)
+    if left is not None:
+        out.append(f"gate deadline: {keeping.left_words(left)}")
+    return out
 
 
 def _open(flow: Flow, run_id: str | None) -> RunHandle:

@@ -10,6 +10,7 @@ its options keyword-only. Errors are the runner's (``Refused``, ``Unbound``, ``B
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,7 +23,7 @@ from ..flows.engine.acks import READ_BYTES, Read
 from ..flows.engine.binding import Unbound
 from ..flows.engine.context import OnMessage
 from ..flows.engine.opening import Opening
-from ..flows.engine.runner import SandboxFactory, default_sandbox
+from ..flows.engine.runner import SandboxFactory, confined, default_sandbox
 from ..flows.model.events import Event
 from ..flows.model.flow import Flow
 from ..flows.model.state import RunState
@@ -48,6 +49,7 @@ __all__ = [
     "approve",
     "begin",
     "cancel",
+    "confined",
     "default_sandbox",
     "delete_runs",
     "edit",
@@ -88,6 +90,7 @@ def run(
     model: BaseChatModel | None = None,
     reuse: bool = True,
     notifier: Notifier | None = None,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> RunState:
     """Begin a run and advance it, under one hold of the run's lock (no other process
     advances it first); ``on_begun`` is told the new run before its first phase.
@@ -105,6 +108,7 @@ def run(
         given=given_to("agent", model, approver),
         reuse=reuse,
         notifier=notifier,
+        sleep=sleep,
     )
 
 
@@ -121,6 +125,7 @@ def advance(
     opening: Opening | None = None,
     notifier: Notifier | None = None,
     expect_revision: int | None = None,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> RunState:
     """Run phases until a Gate, a failure, the end, or a cancel; returns the state reached.
     ``expect_revision``: refused, nothing changed, when the run moved on since it.
@@ -136,7 +141,7 @@ def advance(
     flow.yaml's ``model`` names. ``reuse`` False runs stale phases even when nothing they
     depend on changed. ``opening``: the run's sandbox opened ahead (``praxis serve``).
     ``notifier``: who is told when the run waits, fails or is done (default: from the
-    environment).
+    environment). ``sleep``: how a retry's backoff is waited (flow.yaml ``retries:``).
     """
     return runner.advance(
         load(flow),
@@ -149,6 +154,7 @@ def advance(
         opening=opening,
         notifier=notifier,
         expect_revision=expect_revision,
+        sleep=sleep,
     )
 
 
@@ -161,16 +167,19 @@ def approve(
     attempt: int | None = None,
     actor: str | None = None,
     receipts: list[str] | None = None,
+    values: Mapping[str, Any] | None = None,
 ) -> RunState:
     """Approve the Gate the run waits at (then ``advance`` continues it). Bound to what you
     saw: ``expect_revision``, ``gate`` (the phase the Gate follows) or ``attempt`` (its
     attempt at the Gate) is required (``Unbound`` otherwise); one for another Gate or attempt
     is refused, and ``gate`` alone once the phase ran more than once. ``actor``: "person"
     (default, or $PRAXIS_ACTOR) or "agent"; ``receipts``: the receipt ids ``read`` returned
-    for each file the route asks an agent to read first."""
+    for each file the route asks an agent to read first. ``values``: the answers to the
+    Gate's form (flow.yaml ``review: {form:}``), text or JSON values by field, checked
+    (BadValue naming the field, nothing changed); they reach the later phases as params."""
     return runner.approve(
         load(flow), run, expect_revision=expect_revision, gate=gate, attempt=attempt,
-        actor=actor, receipts=receipts,
+        actor=actor, receipts=receipts, values=values,
     )  # fmt: skip
 
 

@@ -29,7 +29,7 @@ BATCH = 1_000
 PAUSE_SECONDS = 120.0  # the test hook's wait: killed long before
 
 
-class Refused(Exception):
+class ColumnsRefused(Exception):
     """The output cannot be written to the table as it is (its columns differ)."""
 
 
@@ -60,7 +60,7 @@ def run(job: dict[str, Any], limit: Callable[[int], None]) -> dict[str, Any]:
         limit(job["memory"])
         try:
             rows = _write(session, job, columns, source)
-        except Refused as exc:
+        except ColumnsRefused as exc:
             _rollback(raw)
             return {"error": "columns", "message": str(exc)}
         except failures as exc:
@@ -112,13 +112,13 @@ def _check(table: str, columns: list[str], have: list[str], key: list[str]) -> N
             parts.append(f"the output has no column {', '.join(lacking)}")
         if len(set(columns)) != len(columns):
             parts.append("the output repeats a column name")
-        raise Refused(
+        raise ColumnsRefused(
             f"the output's columns do not match table {table}: {'; '.join(parts)}; make the "
             "phase write the table's columns, or alter the table; nothing was written"
         )
     missing = [k for k in key if k not in columns]
     if missing:
-        raise Refused(f"key column {', '.join(missing)} is not a column of the output")
+        raise ColumnsRefused(f"key column {', '.join(missing)} is not a column of the output")
 
 
 def header(source: Path) -> list[str]:

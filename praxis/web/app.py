@@ -12,9 +12,9 @@ from __future__ import annotations
 import os
 import secrets
 import signal
-import socket
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -34,16 +34,19 @@ from praxis.command_line import typed
 from praxis.errors import PraxisError, RecordCorrupt, Refused
 from praxis.flows.engine.notify import Notifier
 from praxis.flows.engine.reconcile import reconcile_if_free
+from praxis.flows.model import forms, retry_policy
+from praxis.flows.report import keeping
 from praxis.flows.store.handle import NoRun, RunHandle
 from praxis.flows.store.layout import writable_names
 from praxis.flows.store.lock import Busy
-from praxis.service import acting
+from praxis.service import acting, keeper
 from sandbox.errors import PathRefused
 
 from . import catalog, columnar, drafts, highlight, refusals, render, tables, views
 from .background import MAX_RUNS, Advancer
 from .chat_routes import ChatPanel
 from .files import file_response
+from .keeping import KeeperLoop
 from .reading import Reader, rendered
 from .refusals import RequestRefused, TokenRefused
 from .security import Guard, GuardMiddleware, host_names
@@ -85,6 +88,7 @@ def create_app(
     templates.env.globals["page_rows"] = tables.PAGE_ROWS
     templates.env.globals["row_links"] = refusals.row_links
     templates.env.globals["max_find_columns"] = columnar.MAX_COLUMNS
+    templates.env.globals["left_words"] = keeping.left_words
     templates.env.globals["typed"] = typed  # a command, as praxis.command_line spells it
     ui = UI(root, guard, advancer or Advancer(), templates)
     chat = ChatPanel(ui)
@@ -245,6 +249,9 @@ class UI:
             edits=views.edits_question(run),
             max_runs=self.advancer.max_runs,
             phase_status={p.id: p.status for p in run.state.phases},
+            deadline_left=keeping.time_left(run.flow, run, keeping.clock_from()()),
+            flow_phases=[p.id for p in run.flow.phases],
+            retry_words=lambda retry: retry_policy.words(retry, time.time()),
             render_md=lambda text, folder: render.markdown(
                 text, flow=ref, run=run.id, folder=folder, budget=budget
             ),
@@ -403,11 +410,20 @@ class UI:
 
     async def approve(self, request: Request) -> Response:
         def do(form: Any, ref: str, run_id: str, expect: int | None) -> str:
+            values = form_values(form)
+            if values:  # checked before any draft is saved: a refused value changes nothing
+                flow = catalog.open_run(self.root, ref, run_id).flow
+                gate = seen_gate(form)["gate"]
+                if gate in [p.id for p in flow.phases]:
+                    forms.answers(flow.phase(gate).form, values, gate)
             unsaved = drafts.parse(form)
             if unsaved:
                 run = catalog.open_run(self.root, ref, run_id)
                 expect = drafts.save(run, unsaved, expect)
-            acting.approve(self.flow_of(ref), run_id, expect_revision=expect, **seen_gate(form))
+            acting.approve(
+                self.flow_of(ref), run_id, expect_revision=expect, values=values,
+                **seen_gate(form),
+            )  # fmt: skip
             self.continue_run(ref, run_id)
             return "saved-approved" if unsaved else "approved"
 
@@ -476,12 +492,6 @@ def reconciled(run: RunHandle) -> bool:
         return False
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def serve(
     root: Path,
     *,
@@ -503,6 +513,7 @@ def serve(
     notifier = Notifier.from_env(env, base_url=f"http://{host}:{port}", root=root)
     # one run at a Gate keeps its sandbox warm
     advancer = Advancer(keep=1, max_runs=max_runs, notifier=notifier)
+    keeper_loop = KeeperLoop(root, advancer, clock=keeper.clock_from(env), notifier=notifier)
     hosts = {f"{host}:{port}", f"localhost:{port}", f"127.0.0.1:{port}"}
     app = create_app(root, guard=guard, advancer=advancer, allowed_hosts=hosts)
     print(
@@ -516,6 +527,7 @@ def serve(
     # below instead of the process ending at once
     main = threading.current_thread() is threading.main_thread()  # signals: only there
     previous = signal.signal(signal.SIGTERM, _terminated) if main else None
+    keeper_loop.start()
     try:
         uvicorn.run(app, host=host, port=port, log_level="warning")
     except Terminated:
@@ -524,6 +536,7 @@ def serve(
         if main:  # a second SIGTERM cannot cut the close short
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
         try:
+            keeper_loop.stop()
             advancer.close()
         finally:
             if main:
@@ -537,6 +550,16 @@ class Terminated(Exception):
 
 def _terminated(signum: int, frame: object) -> None:
     raise Terminated()
+
+
+def form_values(form: Any) -> dict[str, str]:
+    """The Gate form's fields the page sent (``value.NAME``); an empty one is left out (its
+    default applies, or the form says it is required)."""
+    return {
+        str(k)[len("value.") :]: str(v)
+        for k, v in form.multi_items()
+        if str(k).startswith("value.") and str(v).strip()
+    }
 
 
 def seen_gate(form: Any) -> dict[str, Any]:

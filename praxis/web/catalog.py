@@ -19,7 +19,7 @@ from praxis.errors import UsageError
 from praxis.flows.definition import contract
 from praxis.flows.model.flow import Flow
 from praxis.flows.model.state import RunState
-from praxis.flows.report import history
+from praxis.flows.report import history, keeping
 from praxis.flows.store.handle import RunHandle
 from praxis.flows.store.layout import list_run_ids, run_paths
 from praxis.flows.store.state_file import StateCorrupt
@@ -66,6 +66,7 @@ class FlowRow:
     problem: str | None = None  # flow.yaml does not load
     runs: list[RunRow] = field(default_factory=list)
     params: dict[str, Any] = field(default_factory=dict)  # flow.yaml's, for a new run's form
+    schedule: dict[str, Any] = field(default_factory=dict)  # next tick, last ones (keeper)
 
 
 def ignored_patterns(root: Path) -> list[str]:
@@ -123,6 +124,8 @@ def flow_rows(root: Path) -> list[FlowRow]:
             continue
         row = FlowRow(ref=ref, name=flow.name, description=flow.description)
         row.params = dict(flow.params)
+        if flow.schedule is not None:
+            row.schedule = keeping.schedule_facts(flow, keeping.clock_from()())
         row.runs = run_rows(folder)
         rows.append(row)
     return rows

@@ -5,7 +5,7 @@ all written by someone the host does not trust, so every path is opened here.
   last component is never followed (``O_NOFOLLOW``, ``O_CLOEXEC``): the one place outside this
   module's walks where a praxis or sandbox module opens a file a stranger may have replaced
   with a link (a run's records, a flow's files, a chat's journal). Nothing else names
-  ``O_NOFOLLOW`` (tests/sandbox/test_files.py holds that).
+  ``O_NOFOLLOW`` (tools/house.py holds that, in ``make lint``).
 - **The walk** (``walk``): every entry below a root, folders entered by descriptor only, bounded
   in entries and depth; and ``clear``, which empties a folder the same way.
 - **Confinement**: ``folder_below`` and ``open_below`` walk from a descriptor of a root one

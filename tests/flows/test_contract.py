@@ -211,7 +211,7 @@ def test_unknown_keys_at_every_level(tmp_path: Path) -> None:
         "flow.yaml: unknown key 'phase' (did you mean 'phases'?)",
         # a key is known by the phase's kind: a script phase takes no limits
         "flow.yaml: phases[a]: unknown key 'limit' (known: id, kind, inputs, outputs, "
-        "may_be_empty, review, timeout, description, checks, reuse, script)",
+        "may_be_empty, review, timeout, description, checks, reuse, retries, script)",
         "flow.yaml: phases[a].inputs: unknown key 'workin' (did you mean 'working'?)",
     ]
 
@@ -220,7 +220,7 @@ def test_unknown_key_with_nothing_close_lists_the_known_ones(tmp_path: Path) -> 
     text = "flow: f\nowner: me\nphases: [{id: a, kind: script, script: clean.py}]\n"
     assert only(make(tmp_path, text)) == (
         "flow.yaml: unknown key 'owner' (known: flow, description, sandbox, model, database, "
-        "params, notify, phases, publish)"
+        "params, notify, schedule, trigger, phases, publish)"
     )
 
 

@@ -34,6 +34,9 @@ CASES = [
     ("paused", BASE, "advance", "ready", "anyone", ADVANCE),
     ("running, held", dataclasses.replace(BASE, status="running", left_running=True, held=True),
      "wait", "running", "anyone", FOLLOW),
+    ("a retry waits, held", dataclasses.replace(BASE, status="running", held=True,
+                                                retrying=(2, 3, 10)),
+     "wait", "retrying", "anyone", FOLLOW),
     ("running, nobody holds it", dataclasses.replace(BASE, status="running", left_running=True),
      "advance", "stopped", "anyone", ADVANCE),
     ("failed", dataclasses.replace(BASE, status="failed"), "rerun", "failed", "anyone", rerun("b")),
@@ -87,9 +90,14 @@ CASES = [
 def test_route_from_facts(facts: Facts, step: str, reason: str, who: str, first) -> None:
     r = route(facts)
     assert (r.step, r.reason, r.who) == (step, reason, who)
-    assert r.why == REASONS[reason]
+    assert r.why.endswith(REASONS[reason])  # a waiting retry says when first
     assert (r.commands[0] if r.commands else None) == first
     assert route(facts) == r  # the same facts, the same route
+
+
+def test_a_waiting_retry_says_when_and_which() -> None:
+    facts = dataclasses.replace(BASE, status="running", held=True, retrying=(2, 3, 10))
+    assert route(facts).why.startswith("retrying in 10 s (2 of 3)")
 
 
 def test_every_reason_is_reachable() -> None:

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from praxis.flows.definition import isolation
 from praxis.flows.engine import runner
 from praxis.flows.model import state as st
 from praxis.flows.model.transitions import Start
@@ -183,3 +184,31 @@ def test_every_state_change_is_an_event(tmp_path) -> None:
         if json.loads(line)["kind"] == "run_state"
     ]
     assert statuses == ["running", "paused", "running", "done"]
+
+
+def test_flow_yaml_s_backend_is_confined_once_per_run_and_per_advance(
+    tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    confined: list[str] = []
+    confine = isolation.confine
+
+    def counted(settings, where: str = "flow.yaml") -> str:
+        confined.append(settings.backend)
+        return confine(settings, where)
+
+    monkeypatch.setattr(isolation, "confine", counted)
+    monkeypatch.delenv(isolation.ENV, raising=False)
+    before = isolation.allow_local(True)  # the fake backend runs on this host: granted
+    try:
+        flow = three_phase_flow(tmp_path)
+        state = runner.run(flow)  # the default sandbox: flow.yaml's fake backend
+        assert (state.status, confined) == ("paused", ["fake"])
+        runner.approve(flow, state.run, expect_revision=state.revision)
+        runner.advance(flow, state.run)
+        assert confined == ["fake", "fake"]
+        isolation.allow_local(False)
+        with pytest.raises(isolation.LocalRefused):
+            runner.run(flow)
+        assert len(list((flow / "runs").iterdir())) == 1  # refused before a run was made
+    finally:
+        isolation.allow_local(before)

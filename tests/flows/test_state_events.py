@@ -104,7 +104,7 @@ def test_a_decision_names_its_actor_and_what_it_acknowledged() -> None:
     s = at_gate("a")
     acked = [{"name": "a.csv", "sha256": "a"}]
     assert apply(s, Approve(actor="agent", acked=acked), now=3.0).events == (
-        ev.GateApproved(phase="a", revision=4, actor="agent", acked=acked, at=3.0),
+        ev.GateApproved(phase="a", revision=4, actor="agent", acked=acked, attempt=1, at=3.0),
     )
     s = at_gate("a", "b")
     reject = Reject(

@@ -19,10 +19,11 @@ import uvicorn
 
 from praxis.flows.engine.runner import load_flow
 from praxis.flows.store.handle import RunHandle
-from praxis.web.app import create_app, free_port
+from praxis.web.app import create_app
 from praxis.web.background import Advancer
 from praxis.web.security import Guard
 
+from ..ports import free_port
 from .conftest import REPO, GatedRun, local_sandbox
 
 CHROMIUM = Path("/usr/bin/chromium")

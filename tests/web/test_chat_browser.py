@@ -8,9 +8,10 @@ import time
 import uvicorn
 
 from praxis.agent.scripted import ScriptedChatModel
-from praxis.web.app import create_app, free_port
+from praxis.web.app import create_app
 from praxis.web.security import Guard
 
+from ..ports import free_port
 from .conftest import GatedRun
 from .test_browser import ARGS, CHROMIUM, SHOTS, pytestmark  # noqa: F401  (same markers)
 

@@ -26,8 +26,12 @@ from ...errors import UsageError
 from ...sources import source
 from ..model import check_spec
 from ..model.flow import REVIEW_MODES, Flow, Phase, SandboxSettings
-from . import kinds, profile, publish_spec, reuse_spec, safe_yaml, sandbox_config
+from ..model.forms import FormField
+from ..model.retry_policy import RetryPolicy
+from . import form_spec, kinds, profile, retry_spec, safe_yaml, sandbox_config, unattended
 from . import notify_spec as notify_of
+from . import publish_spec as publish_of
+from . import reuse_spec as reuse_of
 from .yaml_values import ValueReader, describe, mib, show
 
 MAX_DEFINITION_BYTES = 1 << 20  # flow.yaml itself, refused before parsing
@@ -35,13 +39,14 @@ FLOW_NAME = re.compile(r"[a-z0-9][a-z0-9-]*")
 PHASE_ID = re.compile(r"[a-z0-9_-]+")
 PARAM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 TOP_KEYS = (
-    *("flow", "description", "sandbox", "model", "database", "params", "notify", "phases"),
-    "publish",
+    *("flow", "description", "sandbox", "model", "database", "params", "notify"),
+    *("schedule", "trigger", "phases", "publish"),
 )
 PHASE_KEYS = (  # the keys every kind takes; a kind reads the others into its spec (kinds.py)
     *("id", "kind", "inputs", "outputs", "may_be_empty", "review", "timeout", "description"),
-    *("checks", "reuse"),
+    *("checks", "reuse", "retries"),
 )
+REVIEW_KEYS = ("required", "delegatable", "form", *unattended.DEADLINE_KEYS)  # form_spec.py
 INPUT_KEYS = ("working", "reference")
 
 
@@ -196,16 +201,18 @@ class _Builder(ValueReader):
         database = self.database(top["database"]) if "database" in top else None
         params = self.params(top.get("params", {}))
         notify = notify_of.validate(self, top["notify"]) if "notify" in top else {}
+        schedule, trigger = unattended.read(self, top, params)
         if "phases" not in top:
             self.error("", "missing required key 'phases' (the list of phases)")
         phases = self.phases(top["phases"]) if "phases" in top else ()
-        publish = publish_spec.read(self, top["publish"], phases) if "publish" in top else ()
+        publish = publish_of.read(self, top["publish"], phases) if "publish" in top else ()
         if self.errors or name is None:
             return None
         return Flow(
             name=name, root=self.root, phases=phases, description=description or "",
             sandbox=sandbox, model=model, database=database, params=params, notify=notify,
             publish=publish,
+            schedule=schedule, trigger=trigger,
         )  # fmt: skip
 
     # -- the parts of a flow ------------------------------------------------------------------
@@ -294,6 +301,7 @@ class _Builder(ValueReader):
         outputs = tuple(name for _, name in draft.outputs)
         may_be_empty = self.may_be_empty(raw, loc, outputs)
         review, delegatable = self.review(raw.get("review", "none"), f"{loc}.review")
+        deadline, escalate = unattended.deadline(self, raw.get("review"), f"{loc}.review", review)
         declared = check_spec.validate(self, raw.get("checks", {}), f"{loc}.checks", outputs)
         timeout = (
             sandbox_config.timeout(raw["timeout"], f"{loc}.timeout", self)
@@ -301,23 +309,41 @@ class _Builder(ValueReader):
             else None
         )
         description = self.string(raw.get("description", ""), f"{loc}.description")
-        reuse, fresh = reuse_spec.read(self, raw, loc, kind)
+        reuse, fresh = reuse_of.read(self, raw, loc, kind)
+        retries, form = self.unattended(raw, loc, kind, review)
         if draft.id is not None and kind is not None:
             draft.phase = Phase(
                 id=draft.id, kind=kind, spec=spec, working=working, reference=reference,
                 outputs=outputs, may_be_empty=may_be_empty, review=review or "none",
                 timeout=timeout, description=description or "", delegatable=delegatable,
-                checks=declared, reuse=reuse, fresh=fresh,
+                checks=declared, reuse=reuse, fresh=fresh, retries=retries, form=form,
+                deadline=deadline, escalate=escalate,
             )  # fmt: skip
         return draft
 
     def unknown_key(self, loc: str, key: str, own: tuple[str, ...]) -> None:
         self.unknown(loc, key, (*PHASE_KEYS, *own))
 
+    def unattended(
+        self, raw: dict[str, Any], loc: str, kind: str | None, review: str | None
+    ) -> tuple[RetryPolicy | None, tuple[FormField, ...]]:
+        """The phase's ``retries:`` (retry_spec.py) and its Gate's ``form:`` (form_spec.py)."""
+        retries = None
+        if "retries" in raw and kind is not None:
+            safe = kinds.get(kind).reusable  # re-runs from its pre-state alone
+            retries = retry_spec.read(self, raw["retries"], f"{loc}.retries", safe=safe)
+        gate = raw.get("review")
+        if not (isinstance(gate, dict) and "form" in gate):
+            return retries, ()
+        if review != "required":
+            self.error(f"{loc}.review.form", "a form needs a Gate: add required: true")
+            return retries, ()
+        return retries, form_spec.read(self, gate["form"], f"{loc}.review.form")
+
     def review(self, value: Any, loc: str) -> tuple[str | None, bool]:
         """``none``, ``required``, or ``{required: true, delegatable: true}``."""
         if isinstance(value, dict):
-            raw = self.mapping(value, loc, ("required", "delegatable")) or {}
+            raw = self.mapping(value, loc, REVIEW_KEYS) or {}
             flags = {k: raw.get(k, False) for k in ("required", "delegatable")}
             for key, flag in flags.items():
                 if not isinstance(flag, bool):

@@ -54,9 +54,12 @@ UNIFORM: dict[str, Any] = {
 
 def entry_of(phase: Phase) -> dict[str, Any]:
     """The phase's flow.yaml entry as a digest hashes it: every key, the kind's spec's
-    among them, except ``reuse`` and ``fresh`` (whether it may be reused, not what it computes)."""
+    among them, except ``reuse``, ``fresh``, ``retries`` and ``form`` (whether it may be
+    reused or tried again, what its Gate asks: not what it computes; the reuse key holds
+    ``fresh`` itself), and a Gate's ``deadline`` and ``escalate`` (who is told when)."""
     entry = dataclasses.asdict(phase)
-    del entry["reuse"], entry["fresh"]  # the reuse key holds ``fresh`` itself
+    for key in ("reuse", "fresh", "retries", "form", "deadline", "escalate"):
+        del entry[key]
     spec = entry.pop("spec")  # a dataclass, as a dict; anything else, as itself
     own = spec if isinstance(spec, dict) else {} if spec is None else {"spec": spec}
     return {**UNIFORM, **entry, **own}

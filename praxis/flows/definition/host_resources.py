@@ -53,6 +53,9 @@ def asked(flow: Any) -> list[Asked]:
         found.append(Asked("clusters", flow.sandbox.cluster, "sandbox.cluster"))
     for name in flow.notify.get("to", ()):
         found.append(Asked("notify", name, "notify.to"))
+    for phase in flow.phases:
+        for name in getattr(phase, "escalate", ()):
+            found.append(Asked("notify", name, f"phases.{phase.id}.review.escalate"))
     once: dict[tuple[str, str], Asked] = {}
     for a in found:
         once.setdefault((a.section, a.name), a)

@@ -18,6 +18,7 @@ from ...argv import flow_text
 from ...command_line import NOTE, typed
 from ...errors import EXIT, Refused
 from ..definition import digests as definition
+from ..model.forms import params_for
 from ..store.handle import RunHandle
 
 
@@ -117,7 +118,7 @@ def changed_before(run: RunHandle, gate: str) -> list[str]:
     for p in run.state.phases:
         recorded = p.digests.get("code") or p.digests.get("definition")
         if p.status == "done" and recorded:
-            now = definition.digests_of(run.flow, run.flow.phase(p.id), run.state.params)
+            now = definition.digests_of(run.flow, run.flow.phase(p.id), params_for(run.state, p.id))
             key = "code" if p.digests.get("code") else "definition"
             if now[key] != recorded:
                 changed.append(p.id)

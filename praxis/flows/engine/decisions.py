@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -16,7 +16,7 @@ from sandbox.files import fsync_folder, open_nofollow, replace_file
 from ...argv import flow_text
 from ...command_line import NOTE, Command
 from ...errors import Refused
-from ..model import decisions
+from ..model import decisions, forms
 from ..model.events import DecisionRefused
 from ..model.flow import Flow
 from ..model.params import resolve as resolve_params
@@ -235,12 +235,15 @@ def approve(
     actor: str | None = None,
     receipts: list[str] | None = None,
     clock: Clock = time.time,
+    values: Mapping[str, Any] | None = None,
 ) -> RunState:
     """Approve the Gate the run waits at; bound to ``expect_revision``, ``gate`` or
     ``attempt`` (else Unbound), refused for another Gate or attempt (``binding``). Hand edits
     are recorded first; an agent needs a delegatable Gate and managed mode, and passes a
     receipt of each file to read as it is (``receipts``); no one approves while a
-    check fails, nor output a changed definition no longer makes. Does not advance."""
+    check fails, nor output a changed definition no longer makes. Does not advance.
+    ``values``: the Gate's form answered (forms.answers: BadValue names the field at fault,
+    nothing changed); recorded with this attempt's approval, params of the later phases."""
     who = decisions.actor_of(actor)
     bound = ("approve", gate, attempt)
     with _opened(flow_ref, run_id, expect_revision, clock, bound=bound) as run:
@@ -248,9 +251,11 @@ def approve(
             run, "approve", gate=gate, attempt=attempt, expect_revision=expect_revision
         )
         check_definition(run)
+        form = run.flow.phase(str(run.state.gate)).form
+        answered = forms.answers(form, values or {}, str(run.state.gate))
         binding.refuse_changed(run, "approve", at)
         acked = _authorize(run, who, "approve", at, receipts)
-        return _change(run, Approve(actor=who, acked=acked))
+        return _change(run, Approve(actor=who, acked=acked, values=answered))
 
 
 def edit(

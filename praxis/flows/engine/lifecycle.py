@@ -47,6 +47,7 @@ from .context import OnMessage
 from .notify import Notifier, tell
 from .opening import Opening
 from .phase import run_phase
+from .retry import Sleep, again
 from .reuse import ahead as reuse_ahead
 from .reuse import index_dir as reuse_index
 
@@ -109,6 +110,7 @@ def run(
     given: Mapping[str, object] | None = None,
     reuse: bool = True,
     notifier: Notifier | None = None,
+    sleep: Sleep = time.sleep,
 ) -> RunState:
     """Begin a run and advance it: the run appears with its lock already held by this
     process, so no other advances it first. ``managed``: a person lets an agent decide the
@@ -118,9 +120,7 @@ def run(
     flow = load_flow(flow_ref)
     if managed:
         _person_only(actor, "put a run in managed mode")
-    make = default_sandbox if make_sandbox is None else make_sandbox
-    if make is default_sandbox:
-        isolation.confine(flow.sandbox)  # refused before a run is made
+    make = confined(flow, default_sandbox if make_sandbox is None else make_sandbox)
     host_resources.require(flow)  # an entry the profile lacks: refused, no run made
     locks: list[Lock] = []
 
@@ -155,6 +155,7 @@ def run(
             on_event=on_event,
             given=given,
             reuse=reuse,
+            sleep=sleep,
         )
     finally:
         for lock in locks:
@@ -166,9 +167,22 @@ def run(
 def default_sandbox(flow: Flow, run: RunHandle, *, chosen: bool = False) -> Sandbox:
     """The sandbox flow.yaml's ``sandbox:`` names, as the person allowed it (isolation.py);
     ``chosen``: the caller, not the flow, named the backend (``praxis.advance(sandbox=)``)."""
-
     settings = flow.sandbox
     backend = isolation.backend_of(settings) if chosen else isolation.confine(settings)
+    return _open(flow, run, backend=backend)
+
+
+def confined(flow: Flow, make: SandboxFactory) -> SandboxFactory:
+    """``make``; for ``default_sandbox``, flow.yaml's backend confined here, once per run or
+    advance (``LocalRefused`` before anything of a run is made or changed): the sandbox
+    opened later is of that backend, not confined again."""
+    if make is not default_sandbox:
+        return make
+    return partial(_open, backend=isolation.confine(flow.sandbox))
+
+
+def _open(flow: Flow, run: RunHandle, *, backend: str) -> Sandbox:
+    settings = flow.sandbox
     options = sandbox_config.opening(settings, backend, flow.root)
     options = packages.image_options(flow, backend, options)  # the image of the flow's packages
     box = open_backend(backend, options, workspace=run.paths.workspace, name=run.id)
@@ -189,6 +203,7 @@ def advance(
     opening: Opening | None = None,
     notifier: Notifier | None = None,
     expect_revision: int | None = None,
+    sleep: Sleep = time.sleep,
 ) -> RunState:
     """Run phases until a Gate, a failure, the end, or a cancel. Returns the state reached.
     Holds the run's lock throughout (another advance of the run gets Busy at once);
@@ -199,8 +214,9 @@ def advance(
     the phases of a kind are handed, by kind: an agent's model and approver, opaque here),
     ``reuse`` (False: run stale phases even when nothing they depend on changed),
     ``opening`` (a sandbox opened ahead: ``praxis serve``), ``notifier`` (default from the
-    environment). Once the lock is let go, a run left at a Gate, failed or done is told to
-    the profile's targets flow.yaml's ``notify:`` names and to the person's command; a
+    environment), ``sleep`` (the wait before a retry: flow.yaml ``retries: {backoff:}``).
+    Once the lock is let go, a run left at a Gate, failed or done is told to the profile's
+    targets flow.yaml's ``notify:`` names and to the person's command; a
     notifier's failure (a target the profile lacks included) is recorded, never raised.
     """
     flow = load_flow(flow_ref)
@@ -221,6 +237,7 @@ def advance(
                 reuse=reuse,
                 opening=opening,
                 expect_revision=expect_revision,
+                sleep=sleep,
             )
     except BaseException:
         if ahead is not None:  # Busy, NoRun: never ran, so it must not outlive this call
@@ -244,10 +261,10 @@ def _advance(
     opening: Opening | None = None,
     lock: Lock | None = None,
     expect_revision: int | None = None,
+    sleep: Sleep = time.sleep,
 ) -> RunState:
     try:
-        if make_sandbox is default_sandbox:
-            isolation.confine(flow.sandbox)  # refused before anything of the run changes
+        make_sandbox = confined(flow, make_sandbox)  # refused before anything of the run changes
         run = RunHandle.open(flow, run_id, clock)
         refuse_old(run.paths)  # a run from before the flow's store: praxis upgrade, once
         run.catch_up()  # the events of a change a process that died did not append
@@ -282,7 +299,7 @@ def _advance(
         try:
             _note_sandbox(run, box)
             ws = snapshot.Workspace(box, store, known=_known(run))
-            _loop(run, box, ws, on_message, given, reuse)
+            _loop(run, box, ws, on_message, given, reuse, sleep)
         finally:
             if lock is not None:
                 lock.now("closing")  # no phase runs any more: a decision waits, not refused
@@ -338,6 +355,7 @@ def _loop(
     on_message: OnMessage,
     given: Mapping[str, object] | None,
     reuse: bool,
+    sleep: Sleep = time.sleep,
 ) -> None:
     while True:
         if run.paths.cancel_request.exists():
@@ -361,6 +379,8 @@ def _loop(
             _do_cancel(run)
             return
         if not ok:
+            if again(run, phase, sleep):  # flow.yaml retries: recorded, waited for
+                continue
             return
         if phase.gated:
             carried = carry.carry_over(run, phase) if run.state.phase(phase.id).carry else []

@@ -12,9 +12,10 @@ command (an argv, run without a shell) reads the same JSON on its stdin. The per
 set one command of their own for every flow, ``$PRAXIS_NOTIFY_COMMAND`` or ``praxis serve
 --notify-command`` (split like a shell line, run without one).
 
-The body is a fixed schema, nothing else: ``flow``, ``run``, ``event`` (``gate``, ``failed``
-or ``done``), ``status``, ``phase`` (the phase the Gate follows, or the failed phase) and
-``url``, the run's page (``praxis serve``'s address, or ``$PRAXIS_URL``; never its token).
+The body is a fixed schema, nothing else: ``flow``, ``run``, ``event`` (``gate``, ``failed``,
+``done``, or ``deadline``: a Gate waited past it), ``status``, ``phase`` (the phase the Gate
+follows, or the failed phase) and ``url``, the run's page (``praxis serve``'s address, or
+``$PRAXIS_URL``; never its token).
 No host path and no text a phase wrote: only a target whose entry says
 ``include_error: true`` also gets ``error``, the run's error cut to ``ERROR_CHARS`` with its
 control characters escaped. Redirects are not followed; a webhook gives up after
@@ -41,7 +42,7 @@ from urllib.parse import urlencode, urlsplit
 from ...errors import UsageError
 from ..definition import notify_spec, profile
 from ..definition.host_resources import EXAMPLES
-from ..model.events import Notified, NotifyFailed
+from ..model.events import GateEscalated, Notified, NotifyFailed
 
 if TYPE_CHECKING:
     from ..model.events import Event
@@ -138,6 +139,21 @@ def tell(run: Any, notifier: Notifier | None) -> None:
             _record(run, Notified(target=target, about=what))
 
 
+def escalate(run: Any, names: tuple[str, ...], since: float, notifier: Notifier | None) -> None:
+    """Tell ``names`` that the run's Gate waited past its deadline (body ``event``:
+    ``deadline``). Recorded first (``gate_escalated``): told at most once, whatever happens."""
+    notifier = notifier or Notifier()
+    _record(run, GateEscalated(phase=str(run.state.gate), since=since, targets=list(names)))
+    for target, call, include_error in _targets(run, "deadline", names, notifier.environ):
+        data = json.dumps(body(run, "deadline", notifier, include_error=include_error)).encode()
+        try:
+            call(data)
+        except Exception as exc:  # a notifier never fails the run
+            _failed(run, target, "deadline", f"{type(exc).__name__}: {exc}")
+        else:
+            _record(run, Notified(target=target, about="deadline"))
+
+
 def _targets(run: Any, what: str, names: Any, environ: Any) -> list[tuple[str, Call, bool]]:
     """The calls of the profile's targets ``names``; each that cannot be made (no profile
     entry, a ``${VAR}`` unset, not an http(s) URL) is recorded as notify_failed instead."""
@@ -188,7 +204,7 @@ def escape(text: str) -> str:
 
 def _phase(state: Any, what: str) -> str | None:
     """The phase a notification is about: the Gate's, or the one that failed."""
-    if what == "gate":
+    if what in ("gate", "deadline"):
         return str(state.gate)
     if what == "failed":
         return next((p.id for p in state.phases if p.status == "failed"), None)

@@ -11,6 +11,7 @@ import os
 import shutil
 import threading
 from collections.abc import Mapping
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from ..definition import kinds
 from ..definition.sandbox_config import MAX_DISK, MIN_COLLECT
 from ..model.events import FilesCollected, WorkspaceRecorded
 from ..model.flow import Phase
+from ..model.forms import params_for
 from ..model.hints import with_hint
 from ..model.state import STOPPED
 from ..model.transitions import Fail, Finish, Reuse, Start, Wait
@@ -30,7 +32,7 @@ from ..store.handle import RunHandle
 from ..store.intact import ObjectTampered
 from ..store.objects import RunStore
 from ..store.record import Record
-from . import checks, collect
+from . import checks, collect, retry
 from . import reuse as other_runs
 from .context import OnMessage, PhaseContext, PhaseError
 from .handout import Handout
@@ -72,7 +74,9 @@ def run_phase(
             raise tampered  # the phase fails naming the object; its code never runs on it
         sandbox.quiesce()  # nothing of an earlier phase runs from here on
         state = run.state.phase(phase.id)
-        handout = Handout(sandbox, dict(run.state.params), state.note, timeout_of(run, phase))
+        handout = Handout(
+            sandbox, params_for(run.state, phase.id), state.note, timeout_of(run, phase)
+        )
         pre, digests = prepare(run, phase, sandbox, ws, base_state(run, phase, ws))
         execute(run, phase, sandbox, handout, record, on_message, given)
         handout.close()  # the kernel is shut down
@@ -94,10 +98,11 @@ def run_phase(
     except Exception as exc:  # any error of the phase's, of its files or of the sandbox
         cancelled = run.paths.cancel_request.exists()  # the interrupt came from `praxis cancel`
         error = STOPPED if cancelled else _message(exc, sandbox)
+        cause = None if cancelled else retry.cause_of(exc)
         if handout is not None:
             handout.close()
-        error = _stopped(sandbox, error)
-        fail(run, phase, started, record, error, digests)
+        error = retry.spent(run, phase, cause, _stopped(sandbox, error))
+        fail(run, phase, started, record, error, digests, cause)
         return False
     except BaseException:
         fail(run, phase, started, record, STOPPED)
@@ -161,7 +166,7 @@ def prepare(
     attempt = run.state.phase(phase.id).attempt
     _recorded(run, phase, attempt, "pre", pre, ws, t0)
     digests = {"pre": snapshot.digest(pre)}
-    digests |= definition.digests_of(run.flow, phase, run.state.params)
+    digests |= definition.digests_of(run.flow, phase, params_for(run.state, phase.id))
     ws.save(run.paths.snapshot(phase.id, attempt), pre, **digests)
     return pre, digests
 
@@ -232,7 +237,7 @@ def try_reuse(run: RunHandle, phase: Phase, sandbox: Sandbox, ws: snapshot.Works
             post is not None
             and snapshot.digest(pre) == p.digests.get("pre")
             and p.digests.get("definition")
-            == definition.digest_of(run.flow, phase, run.state.params)
+            == definition.digest_of(run.flow, phase, params_for(run.state, phase.id))
             and collect.hash_outputs(run.paths, phase) == p.hashes
         )
         if not same or post is None:
@@ -271,7 +276,7 @@ def execute(
         record=record,
         staging=run.paths.staging,
         note=run.state.phase(phase.id).note,
-        params=dict(run.state.params),
+        params=params_for(run.state, phase.id),
         on_message=on_message,
         live=live.writer(run.root, phase.id, on_message),
         waiting=lambda what: _set_waiting(run, phase, what),
@@ -324,13 +329,15 @@ def fail(
     record: Record,
     error: str,
     digests: dict[str, str] | None = None,
+    cause: str | None = None,
 ) -> None:
     record.error(error)
     try:
         _save_record(run, phase, record, "failed")
     finally:
         seconds = run.clock() - started
-        run.change(Fail(phase=phase.id, error=error, digests=digests or {}, seconds=seconds))
+        failed = Fail(phase=phase.id, error=error, digests=digests or {}, seconds=seconds)
+        run.change(replace(failed, cause=cause))
 
 
 def _save_record(run: RunHandle, phase: Phase, record: Record, status: str) -> None:

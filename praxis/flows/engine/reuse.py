@@ -49,6 +49,7 @@ from sandbox.files import READ_FLAGS, replace_file
 from ..definition import digests as definition
 from ..definition import kinds
 from ..model.flow import Phase, SandboxSettings
+from ..model.forms import params_for
 from ..model.transitions import Reuse
 from ..store import intact, snapshot
 from ..store.handle import RunHandle
@@ -82,7 +83,7 @@ def from_other_runs(run: RunHandle, phase: Phase) -> bool:
 
 def key(run: RunHandle, phase: Phase, pre_digest: str) -> str:
     data: dict[str, Any] = {
-        "definition": definition.digest_of(run.flow, phase, run.state.params),
+        "definition": definition.digest_of(run.flow, phase, params_for(run.state, phase.id)),
         "pre": pre_digest,
         "sandbox": sandbox_part(run.flow.sandbox),
     }
@@ -327,7 +328,7 @@ def _adopt(
     intact.copy(store.path(record_sha), record_sha, copied, record, mode=0o644)
     os.replace(copied, run.paths.record(phase.id))
     digests = {"pre": snapshot.digest(pre)}
-    digests |= definition.digests_of(run.flow, phase, run.state.params)
+    digests |= definition.digests_of(run.flow, phase, params_for(run.state, phase.id))
     save = ws.save if ws is not None else snapshot.save_manifest
     save(run.paths.snapshot(phase.id, attempt), pre, **digests)
     save(run.paths.snapshot(phase.id, attempt, "post"), post)

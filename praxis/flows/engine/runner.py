@@ -31,6 +31,7 @@ from .lifecycle import SandboxFactory as SandboxFactory
 from .lifecycle import advance as advance
 from .lifecycle import begin as begin
 from .lifecycle import check_definition as check_definition
+from .lifecycle import confined as confined
 from .lifecycle import default_sandbox as default_sandbox
 from .lifecycle import flow_lock as flow_lock
 from .lifecycle import load_flow as load_flow

@@ -231,6 +231,20 @@ class PhaseFailed(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
+class PhaseRetrying(Event):
+    """Failed ``attempt`` (its ``cause``) tried again: retry ``number`` of ``of``, at ``due``."""
+
+    kind: ClassVar[str] = "phase_retrying"
+    phase: str
+    attempt: int
+    number: int
+    of: int
+    cause: str
+    backoff: float = 0.0
+    due: float = 0.0
+
+
+@dataclass(frozen=True, kw_only=True)
 class PhaseReused(Event):
     """A phase whose inputs and definition were those of a done attempt: that attempt stands
     (``source_run``, ``source_attempt``: the run's own last one, or another run's)."""
@@ -292,6 +306,8 @@ class GateApproved(Event):
     revision: int
     actor: str = "person"
     acked: list[dict[str, str]] = field(default_factory=list)  # {name, sha256, receipt} read
+    attempt: int = 0  # the Gate's attempt the values belong to (0: events before forms)
+    values: dict[str, Any] = field(default_factory=dict)  # its form's answers
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -415,6 +431,17 @@ class Notified(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
+class GateEscalated(Event):
+    """A Gate waited past its deadline: its ``escalate`` targets are told (once; recorded
+    before they are, so a keeper that restarts never tells them twice)."""
+
+    kind: ClassVar[str] = "gate_escalated"
+    phase: str
+    since: float  # when the Gate began waiting (its gate_waiting event)
+    targets: list[str]
+
+
+@dataclass(frozen=True, kw_only=True)
 class NotifyFailed(Event):
     """A notifier failed; the run goes on as it was."""
 
@@ -507,6 +534,7 @@ CATALOGUE: tuple[type[Event], ...] = (
     WorkspaceRecorded,
     PhaseDone,
     PhaseFailed,
+    PhaseRetrying,
     PhaseReused,
     PhasesStale,
     OutputAccepted,
@@ -529,6 +557,7 @@ CATALOGUE: tuple[type[Event], ...] = (
     PublishFailed,
     # notifiers
     Notified,
+    GateEscalated,
     NotifyFailed,
     # trace.jsonl
     TraceStarted,

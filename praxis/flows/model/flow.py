@@ -10,6 +10,9 @@ from typing import Any, TypeVar
 from sandbox.backends import AUTO, options_for
 from sandbox.options import Options
 
+from .forms import FormField
+from .retry_policy import RetryPolicy
+
 REVIEW_MODES = ("none", "required")
 DEFAULT_TIMEOUT = 600  # seconds a phase's code may run, unless flow.yaml says
 
@@ -39,6 +42,10 @@ class Phase:
     checks: dict[str, dict[str, Any]] = field(default_factory=dict)  # output -> checks
     reuse: str = "auto"  # auto | never: "never" for code that reads the clock or randomness
     fresh: float | None = None  # reuse: {within: ...}: seconds a done attempt may stand for it
+    retries: RetryPolicy | None = None  # a failed attempt tried again (retry_policy.py)
+    form: tuple[FormField, ...] = ()  # the fields a reviewer fills in at its Gate (forms.py)
+    deadline: float | None = None  # seconds a Gate may wait before ``escalate`` is told
+    escalate: tuple[str, ...] = ()  # notify targets of the person's profile, by name
 
     @property
     def gated(self) -> bool:
@@ -72,6 +79,25 @@ class Publish:
 
 
 @dataclass(frozen=True)
+class Schedule:
+    """flow.yaml's ``schedule:``: a cron expression, its timezone, what to do with missed
+    ticks (``latest``: start the newest only; ``all``: each, capped; ``none``: skip them)."""
+
+    cron: str
+    timezone: str = "UTC"
+    catchup: str = "latest"
+
+
+@dataclass(frozen=True)
+class Trigger:
+    """flow.yaml's ``trigger:``: files of the flow (a folder and a pattern of names in it)
+    that start a run each once they stopped changing for ``settle`` seconds."""
+
+    files: str
+    settle: float = 30.0
+
+
+@dataclass(frozen=True)
 class SandboxSettings:
     """flow.yaml's ``sandbox:``: the flow's own settings, and its backend's options as their
     own type (``sandbox.options``; ``auto`` takes docker's). ``sandbox_config`` builds it.
@@ -102,6 +128,8 @@ class Flow:
     )
     params: dict[str, Any] = field(default_factory=dict)  # run parameters and their defaults
     notify: dict[str, Any] = field(default_factory=dict)  # {to, when}: profile targets (notify.py)
+    schedule: Schedule | None = None  # runs on a calendar (praxis serve, praxis schedule)
+    trigger: Trigger | None = None  # a run per new or changed file
     publish: tuple[Publish, ...] = ()  # approved outputs written to tables (publish_spec.py)
 
     def phase(self, phase_id: str) -> Phase:

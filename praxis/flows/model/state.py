@@ -52,6 +52,12 @@ class PhaseState:
     # Edits kept across a re-run: name -> [sha256 the phase wrote, sha256 as edited], to
     # re-apply by row key when the phase next reaches its Gate.
     carry: dict[str, list[str]] = field(default_factory=dict)
+    # The retry under way (flow.yaml retries:): {"number", "of", "cause"}, and "due" (when
+    # the next attempt starts) while it waits; kept through the retry's attempt, cleared
+    # when one is done or the phase is re-run.
+    retry: dict[str, Any] = field(default_factory=dict)
+    # The values of the form approved at this attempt's Gate (cleared when an attempt starts).
+    answers: dict[str, Any] = field(default_factory=dict)
 
     @property
     def seconds(self) -> float | None:

@@ -68,7 +68,8 @@ class Start(OfPhase):
         p.attempt += 1
         p.started, p.ended, p.error, p.waiting, p.pid = now, None, None, None, self.pid
         p.hashes, p.digests, p.reused, p.reused_from, p.no_reuse = {}, {}, False, None, False
-        p.edited = {}
+        p.edited, p.answers = {}, {}
+        p.retry = {k: v for k, v in p.retry.items() if k != "due"}  # it runs now
         if self.backend is not None:
             p.backend, p.isolated = self.backend, self.isolated
             ran = [q for q in s.phases if q.backend is not None]
@@ -132,7 +133,7 @@ class Finish(OfPhase):
         p = s.phase(self.phase)
         p.ended, p.hashes, p.waiting, p.pid, p.note = now, dict(self.hashes), None, None, None
         p.digests = dict(self.digests)
-        p.failure, p.repeats, p.retries = {}, 0, 0
+        p.failure, p.repeats, p.retries, p.retry = {}, 0, 0, {}
         s.cursor = s.index(p.id) + 1
         stale_after(s, s.index(p.id))
 
@@ -165,6 +166,7 @@ class Fail(OfPhase):
     error: str
     digests: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
+    cause: str | None = None  # timeout, kernel_died, out_of_memory: what a retry may cover
 
     def _move(self, s: RunState, now: float) -> None:
         p = s.phase(self.phase)
@@ -177,6 +179,8 @@ class Fail(OfPhase):
             same = {k: v for k, v in p.digests.items() if k in SAME}
             before = {k: v for k, v in p.failure.items() if k in SAME}
             failure = {"error": self.error, **same}
+            if self.cause is not None:
+                failure["cause"] = self.cause
             p.repeats = p.repeats + 1 if failure == p.failure else 1
             p.retries = p.retries + 1 if p.failure and same == before else 1
             p.failure = failure
@@ -189,6 +193,34 @@ class Fail(OfPhase):
             phase=p.id, attempt=p.attempt, error=str(p.error), seconds=self.seconds, at=now
         )
         return [failed]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Retry(OfPhase):
+    """The failed phase is tried again (flow.yaml retries:): retry ``number`` of ``of``,
+    for a failure of ``cause``, after ``backoff`` seconds. The run goes on running (its
+    runner waits, then starts the next attempt from the phase's recorded pre-state)."""
+
+    name: ClassVar[str] = "retry"
+    number: int
+    of: int
+    cause: str
+    backoff: float = 0.0
+
+    def _move(self, s: RunState, now: float) -> None:
+        p = s.phase(self.phase)
+        p.retry = {"number": self.number, "of": self.of, "cause": self.cause}
+        p.retry["due"] = now + self.backoff
+        p.error = None
+        s.error, s.cursor = None, s.index(p.id)
+
+    def _record(self, before: RunState, after: RunState, now: float) -> list[ev.Event]:
+        p = after.phase(self.phase)
+        retrying = ev.PhaseRetrying(
+            phase=p.id, attempt=p.attempt, number=self.number, of=self.of, cause=self.cause,
+            backoff=self.backoff, due=float(p.retry["due"]), at=now,
+        )  # fmt: skip
+        return [retrying]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -254,8 +286,11 @@ class Approve(Transition):
     name: ClassVar[str] = "approve"
     actor: str = "person"
     acked: list[dict[str, str]] = field(default_factory=list)
+    values: dict[str, Any] = field(default_factory=dict)  # the Gate's form, answered
 
     def _move(self, s: RunState, now: float) -> None:
+        if s.gate is not None:  # the answers belong to this attempt of the Gate's phase
+            s.phase(s.gate).answers = dict(self.values)
         s.waiting, s.gate = None, None
 
     def _record(self, before: RunState, after: RunState, now: float) -> list[ev.Event]:
@@ -264,6 +299,8 @@ class Approve(Transition):
             revision=after.revision,
             actor=self.actor,
             acked=list(self.acked),
+            attempt=before.phase(str(before.gate)).attempt if before.gate else 0,
+            values=dict(self.values),
             at=now,
         )
         return [approved]
@@ -301,6 +338,7 @@ class Rerun(OfPhase):
         target = s.phases[index]
         knock_on(target, "reset")
         target.note, target.error, target.waiting, target.pid = self.note, None, None, None
+        target.retry = {}
         for later in s.phases[index + 1 :]:
             kept = self.reuse and not (self.edits == "discard" and later.edited)
             later.no_reuse = later.no_reuse or not kept
@@ -485,6 +523,7 @@ TRANSITIONS: dict[type[Transition], Rule] = {
     Finish: Rule({"running": "running"}, {"running": "done"}),
     Fail: Rule({"running": "failed"}, {"running": "failed"}),
     Recover: Rule({"running": "failed"}, {"running": "failed"}),
+    Retry: Rule({"failed": "running"}, {"failed": "pending"}),
     Wait: Rule({"running": "running"}, {"running": "running"}),
     Gate: Rule({"running": "paused"}, {"done": "done"}),  # after a done (or reused) phase
     End: Rule({"paused": "done", "running": "done"}),  # paused: the last Gate was approved

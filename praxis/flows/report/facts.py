@@ -10,6 +10,8 @@ holds the run. Reads only.
 from __future__ import annotations
 
 import dataclasses
+import math
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +23,7 @@ from ..engine.acks import current as current_receipts
 from ..engine.acks import to_read
 from ..model import publishing
 from ..model.flow import Flow
+from ..model.forms import params_for
 from ..model.machine import allows
 from ..model.state import RunState
 from ..model.transitions import Rerun
@@ -64,7 +67,27 @@ def state_facts(state: RunState, flow: Flow, *, flow_arg: str, program: Sequence
         edited=edited,
         keyless=tuple(_keyless(flow, edited)),
         attempt=state.phase(gate).attempt if gate is not None else 0,
+        form=_form(flow, gate),
+        retrying=_retrying(state, time.time()),
     )
+
+
+def _form(flow: Flow, gate: str | None) -> tuple[tuple[str, str, bool], ...]:
+    """The Gate's form: each field, its value to show (the default, else a placeholder), and
+    whether the decider must give it."""
+    form = next((p.form for p in flow.phases if p.id == gate), ())
+    return tuple(
+        (f.name, f.placeholder if f.default is None else str(f.default), f.needed) for f in form
+    )
+
+
+def _retrying(state: RunState, now: float) -> tuple[int, ...]:
+    """(retry, of, seconds until it starts) of a phase waiting to be tried again."""
+    for p in state.phases if state.status == "running" else ():
+        if p.status == "pending" and "due" in p.retry:
+            left = max(0, math.ceil(float(p.retry["due"]) - now))
+            return int(p.retry["number"]), int(p.retry["of"]), left
+    return ()
 
 
 def _keyless(
@@ -168,7 +191,7 @@ def changes(run: RunHandle) -> tuple[list[str], list[str]]:
     for p in run.state.phases:
         recorded = p.digests.get("definition")
         if p.status in ("done", "stale") and recorded:
-            now = definition.digests_of(run.flow, run.flow.phase(p.id), run.state.params)
+            now = definition.digests_of(run.flow, run.flow.phase(p.id), params_for(run.state, p.id))
             if now["definition"] == recorded:
                 continue
             if p.digests.get("code") == now["code"]:

@@ -85,6 +85,8 @@ def _add_events(ledger: dict[str, dict[str, Any]], events: list[Event]) -> None:
             }
             if isinstance(ev, GateRejected):
                 item.update(reopen=ev.reopen, note=ev.note)
+            elif ev.values:  # a Gate form's answers, bound to the attempt they approved
+                item.update(attempt=ev.attempt, values=dict(ev.values))
             ledger[ev.phase]["decisions"].append(item)
         elif isinstance(ev, ArtifactEdited) and ev.phase in ledger:
             ledger[ev.phase]["edits"].append(

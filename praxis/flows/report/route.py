@@ -10,6 +10,8 @@ flow_invalid           person     fix: flow.yaml does not load; its problems (fi
                                   message) are listed (``invalid``: no run is read)
 no_run                 anyone     run: the flow has no run yet (``none``)
 running                anyone     wait: another process advances the run (``log --follow``)
+retrying               anyone     wait: a phase failed and flow.yaml's ``retries:`` tries it
+                                  again; ``why`` says when: "retrying in 10 s (2 of 3)"
 flow_changed           person     fix: flow.yaml's phases are not those the run began with;
                                   cancel it and start a new run
 stopped                anyone     advance: the process that advanced the run is gone
@@ -52,7 +54,9 @@ they are now). A re-run is proposed only from a phase the run's state allows it 
 (``Facts.rerunnable``, computed by the state tables), so no command of a route is refused in
 the state it was chosen for. A re-run or reopen that would replace outputs carrying Gate
 edits says ``--keep-edits`` (a fix is never lost); where an edit cannot be kept (no row key)
-the route proposes none and a person chooses.
+the route proposes none and a person chooses. At a Gate with a form (``Facts.form``), the
+proposed approve carries ``--set FIELD=<type>`` for each field that is required and has no
+default: a placeholder the decider replaces with the value (``gate.form`` lists every field).
 """
 
 from __future__ import annotations
@@ -66,6 +70,7 @@ REASONS: dict[str, str] = {
     "flow_invalid": "flow.yaml does not load: fix the problems listed, then check it again",
     "no_run": "the flow has no run yet",
     "running": "another process is advancing the run",
+    "retrying": "a phase failed and is tried again (flow.yaml retries:)",
     "stopped": "the process that advanced the run is gone; advance records where it stopped",
     "flow_changed": "flow.yaml's phases are not those the run began with: start a new run",
     "output_changed": "an output the next phases read was changed outside praxis",
@@ -123,6 +128,8 @@ class Facts:
     keyless: tuple[str, ...] = ()  # of those, the ones --keep-edits cannot re-apply
     attempt: int = 0  # of the phase the Gate follows
     receipts: tuple[tuple[str, str], ...] = ()  # (path of read, receipt id) of the agent's
+    form: tuple[tuple[str, str, bool], ...] = ()  # the Gate's form: (field, placeholder, needed)
+    retrying: tuple[int, ...] = ()  # (retry, of, seconds until it starts) while a retry waits
     publish_pending: tuple[str, ...] = ()  # publish: entries a done run has yet to write
     publish_blocked: str | None = None  # why it may not (the last Gate's approval), if so
 
@@ -200,7 +207,12 @@ def route(f: Facts) -> Route:
         return Route(step, reason, who, REASONS[reason], steps=list(steps), **kw)
 
     if f.held and (f.left_running or f.status == "running"):
-        return make("wait", "running", "anyone", cmd("log", follow=True), cmd("status", json=True))
+        waiting = make("wait", "retrying" if f.retrying else "running", "anyone",
+                       cmd("log", follow=True), cmd("status", json=True))  # fmt: skip
+        if f.retrying:
+            number, of, left = f.retrying
+            waiting.why = f"retrying in {left} s ({number} of {of}): {waiting.why}"
+        return waiting
     if f.flow_changed:
         cancel = (
             [cmd("cancel", expect_revision=rev)]
@@ -267,7 +279,9 @@ def _gate_route(f: Facts, cmd: Any, make: Any, again: Any) -> Route:
     """The route at a Gate: re-run (a phase up to it changed), fix (a check fails), read
     (an agent without receipts), or decide (by an agent or by a person)."""
     assert f.gate is not None
-    gate = {"phase": f.gate, "delegatable": f.delegatable, "managed": f.managed}
+    gate: dict[str, Any] = {"phase": f.gate, "delegatable": f.delegatable, "managed": f.managed}
+    if f.form:
+        gate["form"] = [{"name": n, "value": v, "needed": need} for n, v, need in f.form]
     read = [{"path": p} for p, _ in f.read]
     if f.changed_phases:
         rerun = again(f.changed_phases[0])
@@ -277,6 +291,7 @@ def _gate_route(f: Facts, cmd: Any, make: Any, again: Any) -> Route:
             problems=[f"{p} changed since it ran" for p in f.changed_phases],
         )  # fmt: skip
     bound = {"gate": f.gate, "attempt": f.attempt, "expect_revision": f.revision}
+    values = tuple(f"{name}={shown}" for name, shown, needed in f.form if needed)
     keep = edits_option(f, f.gate)
     reject = {**bound, "reopen": f.gate, "note": NOTE, "edits": keep or None}
     rejects = [reject] if keep is not None else []  # else a person chooses what to keep
@@ -298,12 +313,13 @@ def _gate_route(f: Facts, cmd: Any, make: Any, again: Any) -> Route:
         agent = {"actor": "agent", "receipts": tuple(have[p] for p, _ in f.read)}
         return make(  # type: ignore[no-any-return]
             "decide", "gate_delegated", "agent",
-            cmd("approve", **bound, **agent), *(cmd("reject", **r, **agent) for r in rejects),
+            cmd("approve", **bound, **agent, values=values),
+            *(cmd("reject", **r, **agent) for r in rejects),
             gate=gate, read=read, problems=problems,
         )  # fmt: skip
     reason = "gate_not_managed" if f.delegatable else "gate_needs_person"
     return make(  # type: ignore[no-any-return]
-        "decide", reason, "person", cmd("approve", **bound),
+        "decide", reason, "person", cmd("approve", **bound, values=values),
         *(cmd("reject", **r) for r in rejects), gate=gate, read=read, problems=problems,
     )  # fmt: skip
 

@@ -13,6 +13,7 @@ from ...command_line import Command
 from ...units import duration
 from ..engine import reconcile
 from ..model.flow import Flow
+from ..model.retry_policy import words as retry_words
 from ..model.state import APPROVAL_LOST, STOPPED, PhaseState, RunState
 from ..store.handle import RunHandle
 from ..store.killed import in_words, report_of
@@ -158,6 +159,8 @@ def _phase_row(p: Any, state: RunState) -> dict[str, Any]:
         "reused": p.reused,
         "reused_from": p.reused_from,
         "backend": p.backend,
+        # "retrying in 10 s (2 of 3)" while the runner waits, "retry 2 of 3" while it runs
+        "retry": retry_words(p.retry, time.time()) if state.status == "running" else None,
     }
 
 
@@ -172,6 +175,9 @@ def _message(state: RunState, held: int | None) -> str:
     if state.waiting == "gate":
         return f"waiting at the Gate after {state.gate}: review, then approve or reject"
     if state.status == "running":
+        waits = next((p for p in state.phases if "due" in p.retry), None)
+        if waits is not None:
+            return f"{waits.id} failed; {retry_words(waits.retry, time.time())}"
         running = next((p for p in state.phases if _elapsed(p) is not None), None)
         where = f" {running.id} for {duration(_elapsed(running))}" if running else ""
         return f"running{where} (process {held})" if held else f"running{where}"

@@ -34,6 +34,7 @@ WORDS = {
     "changing": "is changing it",
     "creating": "is creating a run",
     "deleting": "is deleting runs",
+    "keeping": "is starting the runs a schedule or trigger has due",
 }
 HOLDER_TRIES = 50  # x 10 ms: how long a contender looks for the holder's pid
 PATIENCE = 15.0  # seconds a brief command waits for a brief holder (a decision, a close)

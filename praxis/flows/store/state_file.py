@@ -52,6 +52,8 @@ LATER: dict[str, object] = {
     "no_reuse": False,
     "edited": {},
     "carry": {},
+    "retry": {},
+    "answers": {},
 }
 
 
@@ -142,6 +144,8 @@ _PHASE_TYPES: dict[str, tuple[type, ...]] = {
     "retries": (int,),
     "edited": (dict,),
     "carry": (dict,),
+    "retry": (dict,),
+    "answers": (dict,),
 }
 
 
