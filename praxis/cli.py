@@ -110,7 +110,7 @@ def _dispatch(args: argparse.Namespace) -> int:
 # The commands a trace records (those on one run); `--trace` or PRAXIS_TRACE=1 turns it on.
 TRACED = (
     *("run", "begin", "advance", "status", "approve", "reject", "manage", "accept"),
-    *("rerun", "cancel", "log", "read"),
+    *("rerun", "cancel", "log", "read", "publish"),
 )
 
 
@@ -220,8 +220,8 @@ def _fail(exc: Exception, code: int, hint: str) -> int:
 
 COMMANDS = (
     *("check", "run", "begin", "advance", "status", "runs", "schedule", "gc", "upgrade"),
-    *("approve", "reject", "manage", "audit", "accept", "read", "rerun", "cancel", "log"),
-    *("replay", "diff", "params", "chat", "sandbox", "users", "agents", "serve", "mcp"),
+    *("approve", "reject", "manage", "audit", "accept", "read", "rerun", "cancel", "publish"),
+    *("log", "replay", "diff", "params", "chat", "sandbox", "users", "agents", "serve", "mcp"),
 )
 
 
@@ -369,6 +369,7 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
         help="the receipt `praxis read` gave for a file of route.read (an agent must, for each)",
     )
     add("cancel", "cancel a run", revision=True)
+    add("publish", "write a done run's approved outputs to their tables (flow.yaml publish:)")
     add("log", "the run's events")
     option(("log",), "--follow", action="store_true", help="and what running phases print")
     add("replay", "the run's trace, per fact change; recomputes every route")

@@ -8,6 +8,7 @@ PraxisError               1  something failed                                   
 │   └── ModelUnavailable  2  no chat model can be built from the spec           agent.model
 ├── NotRecordable         1  a phase left what cannot be recorded               flows.store.snapshot
 ├── ChatError             1  the flow chat's model cannot be called             chat.chat
+├── PublishIncomplete     1  an approved output not written to its table    flows.engine.publish
 ├── UsageError            2  a command, flow or name that cannot be acted on    (here)
 │   ├── Usage                a command line                                     commands
 │   ├── NotAFlow             FLOW is neither a flow folder nor its flow.yaml    terminal
@@ -29,6 +30,7 @@ PraxisError               1  something failed                                   
 │   ├── ProfileUnset         a profile value reads an unset ${VAR}        flows.definition.profile
 │   ├── ProfileLacks         a flow names an entry the profile lacks flows.definition.host_resources
 │   ├── ClusterUnknown       a cluster the profile lost  flows.definition.sandbox_config
+│   ├── Unusable             a connection that cannot be used as asked flows.definition.connections
 │   └── TranscriptError      a chat transcript that cannot be read              chat.transcript
 ├── Busy                  3  another process holds the run's lock (or flow's)   flows.store.lock
 ├── Refused               4  not allowed now; nothing was changed               (here)
@@ -77,6 +79,10 @@ NotReadable           not Parquet, or the part asked for would pass a cap       
 OverBudget            the cells asked for hold more text than a read may show          parquet_cells
 QueryError            a query could not run; its text goes to the model              sources.connect
 Unavailable           (a QueryError) the source cannot be opened                     sources.connect
+UnboundParameter      (a ValueError) a query names a parameter the run lacks          sources.params
+RunFailed             a query phase's or extract's query did not run; told as theirs sources.running
+PublishError          a table not written; told as publish_failed            sources.publish
+ColumnsRefused        output columns not the table's; told as a PublishError sources.table_write
 CapReached            a result over a cap of one extract; no file was written           sources.sink
 BadSource             (a ValueError) a database text that cannot be used              sources.source
 Terminated            SIGTERM to ``praxis serve``, once it stopped: its sandboxes close next web.app

@@ -79,7 +79,15 @@ def _commands(top: argparse.ArgumentParser) -> Iterable[tuple[str, argparse.Argu
 
 
 def flow_yaml_page() -> str:
-    from praxis.flows.definition import contract, gate_deadline, kinds, sandbox_config, unattended
+    from praxis.flows.definition import (
+        contract,
+        gate_deadline,
+        kinds,
+        publish_spec,
+        reuse_spec,
+        sandbox_config,
+        unattended,
+    )
     from praxis.phases import kinds as builtin
     from sandbox import backends
 
@@ -99,8 +107,10 @@ def flow_yaml_page() -> str:
         "",
         _keys(contract.PHASE_KEYS),
         "",
-        f"`reuse:` takes {_alternatives(contract.REUSE)}; `inputs:` is a list of file names or "
-        f"a mapping of {_alternatives(contract.INPUT_KEYS)}.",
+        f"`reuse:` takes {_alternatives(reuse_spec.MODES)} or `{{within: DURATION}}` (`30m`, "
+        "`1h`, `2d`: a done attempt that young stands for the phase; a query phase's default "
+        f"is `never`); `inputs:` is a list of file names or a mapping of "
+        f"{_alternatives(contract.INPUT_KEYS)}.",
         "",
         "## Schedules, triggers and Gate deadlines",
         "",
@@ -120,6 +130,13 @@ def flow_yaml_page() -> str:
     out += [
         "",
         f"A notebook phase's `notebook:` takes {_alternatives(builtin.NOTEBOOK_KEYS)}.",
+        "",
+        "## publish",
+        "",
+        f"Each entry of `publish:` takes {_alternatives(publish_spec.KEYS)}; its `to:` takes "
+        f"{_alternatives(publish_spec.TO_KEYS)}, `mode:` one of "
+        f"{_alternatives(publish_spec.MODES)} (`upsert` needs `key:`). See "
+        "[query phases and publishing](../how-to/query-and-publish.md).",
         "",
         "## The sandbox mapping",
         "",

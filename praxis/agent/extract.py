@@ -13,21 +13,17 @@ extension.
 
 from __future__ import annotations
 
-import os
-import shutil
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from praxis.errors import UsageError
-from praxis.flows.definition import profile
+from praxis.flows.definition import connections, profile
 from praxis.flows.engine.context import PhaseContext
-from praxis.sources import connect, fetch, sink
-from praxis.sources.source import BadSource, Source, Target, missing_driver, parse, target
+from praxis.sources import running, sink
+from praxis.sources.source import BadSource, Source, Target, missing_driver, parse
 from sandbox.errors import SandboxError
-from sandbox.files import open_below
 
 TABULAR = (".csv", ".tsv", ".parquet")
 FILES_ONLY = "duckdb:///:memory:"
@@ -109,19 +105,9 @@ def data_of(ctx: PhaseContext) -> Data:
 
 def target_of(source: Source) -> Target:
     """What ``source`` opens: a file of the flow as it is, a connection from the profile."""
-    if source.connection is None:
-        assert source.engine is not None
-        return Target(source.engine, flow_file=source.path)
     try:
-        person = profile.load()
-        shown = person.shown()
-        conn = person.connections.get(source.connection)
-        if conn is None:
-            example = '{url: "postgresql+psycopg://USER@HOST/DB"}'
-            fix = profile.missing_entry("connections", source.connection, person, example)
-            raise SourceUnavailable(f"flow.yaml: database: {fix}")
-        return target(conn, lambda text, where: profile.expand(text, where=where), shown)
-    except (UsageError, BadSource) as exc:
+        return connections.target_for(source)
+    except connections.Unusable as exc:
         raise SourceUnavailable(str(exc)) from None
 
 
@@ -134,67 +120,22 @@ def run_query(data: Data, query: str, dest: Path) -> Extracted:
     missing = missing_driver(chosen.engine)
     if missing:
         raise SourceUnavailable(f"database {data.database or FILES_ONLY}: {missing}")
-    with tempfile.TemporaryDirectory(prefix="praxis-query-") as tmp:
-        scratch = Path(tmp)
-        tables = _copies(data, scratch) if chosen.engine == "duckdb" else {}
-        (scratch / "spool").mkdir()
-        (scratch / "home").mkdir()
-        job = fetch.Job(
-            target=chosen,
-            database=_database(data, chosen, scratch),
-            query=query,
-            dest=dest,
-            spool=scratch / "spool",
-            seconds=data.seconds,
-            max_rows=sink.MAX_ROWS,
-            max_bytes=sink.MAX_BYTES,
-            memory=fetch.MEMORY,
-            batch_rows=connect.BATCH_ROWS,
-            tables=tables,
-        )
-        outcome = fetch.run(job, scratch / "home")
-    answer = outcome.answer
-    if "error" in answer:
-        _discard(dest)
-        kind = SourceUnavailable if answer["error"] == "unavailable" else ExtractError
-        raise kind(str(answer["message"]), outcome.peak_rss)
-    sample = [tuple(row) for row in answer["sample"]]
-    return Extracted(dest.name, answer["columns"], answer["rows"], sample, outcome.peak_rss)
-
-
-def _database(data: Data, chosen: Target, scratch: Path) -> Path | None:
-    """The host file the worker opens: a private copy of the flow's, the profile's own, or
-    (the phase's files alone) an empty DuckDB database the worker makes."""
-    if chosen.engine == "postgresql":
-        return None
-    if chosen.file is not None:
-        return Path(chosen.file)
-    if chosen.flow_file in (None, ":memory:"):
-        return scratch / "files.duckdb"
-    name = chosen.flow_file
-    assert name is not None
-    copy = scratch / f"database{Path(name).suffix.lower()}"
     try:
-        with open_below(data.root, name) as fd, open(os.dup(fd), "rb") as src:
-            with copy.open("xb") as out:
-                shutil.copyfileobj(src, out, 1 << 20)
-    except (SandboxError, OSError) as exc:
-        _discard(copy)
-        why = getattr(exc, "reason", None) or getattr(exc, "strerror", None) or exc
-        raise SourceUnavailable(
-            f"flow.yaml: database: {name!r} {why} (a database file is read inside the flow "
-            "folder only, with no link followed)"
-        ) from None
-    return copy
+        got = running.run(
+            chosen, query, dest, root=data.root, seconds=data.seconds,
+            tables=lambda folder: _copies(data, folder),
+        )  # fmt: skip
+    except running.RunFailed as exc:
+        kind = SourceUnavailable if exc.unavailable else ExtractError
+        raise kind(str(exc), exc.peak_rss) from None
+    return Extracted(dest.name, got.columns, got.rows, got.sample, got.peak_rss)
 
 
-def _copies(data: Data, scratch: Path) -> dict[str, Path]:
+def _copies(data: Data, folder: Path) -> dict[str, Path]:
     """A host copy of each tabular input, by a name of praxis's own choosing."""
     names = data.tables()
     if names and data.fetch is None:
         raise SourceUnavailable("this phase's files cannot be copied for a query")
-    folder = scratch / "inputs"
-    folder.mkdir()
     copies: dict[str, Path] = {}
     for i, name in enumerate(names):
         dest = folder / f"{i}{Path(name).suffix.lower()}"
@@ -205,10 +146,6 @@ def _copies(data: Data, scratch: Path) -> dict[str, Path]:
             raise SourceUnavailable(f"working input {name} cannot be read: {exc}") from None
         copies[name] = dest
     return copies
-
-
-def _discard(dest: Path) -> None:
-    dest.unlink(missing_ok=True)
 
 
 def extract_to_workspace(data: Data, query: str, upload: Upload, name: str) -> Extracted:

@@ -1,5 +1,5 @@
 """The commands that change a run: begin, run, advance, approve, reject, manage, accept,
-rerun, cancel, gc; and what `run`/`advance` show while a run goes on and when it stops."""
+rerun, cancel, publish, gc; and what `run`/`advance` show while a run goes on and when it stops."""
 
 from __future__ import annotations
 
@@ -181,6 +181,8 @@ def _report(flow_ref: str, state: RunState, seconds: float) -> int:
         return EXIT["failed"]
     if state.status == "done":
         print(f"outputs in {shown(run.paths.output)}/")
+        if run.flow.publish:  # after the last Gate a person approved: to the tables
+            return _publish(flow_ref, state.run)
     for cmd in st.next[:1]:
         print(f"next: {command(cmd)}")
     return EXIT["cancelled"] if state.status == "cancelled" else EXIT["ok"]
@@ -285,6 +287,18 @@ def cmd_rerun(args: argparse.Namespace) -> int:
     )
     advance = Command("advance", flow_text(load(args.flow)), run=state.run)
     print("next: " + command(advance.line()))
+    return EXIT["ok"]
+
+
+def cmd_publish(args: argparse.Namespace) -> int:
+    return _publish(args.flow, args.run)
+
+
+def _publish(flow_ref: str, run_id: str | None) -> int:
+    """Publish the run's approved outputs (``publish:``), a line for each; a refusal or a
+    failed entry is raised, its one line and next command printed as every error's."""
+    for outcome in acting.publish(flow_ref, run_id):
+        print(escape(outcome.line()))
     return EXIT["ok"]
 
 

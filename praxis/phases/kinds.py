@@ -27,8 +27,13 @@ KEYS = {
     "script": ("script",),
     "notebook": ("script", "notebook"),
     "agent": ("prompt", "scripts", "queries", "limits"),
+    "query": ("query", "database"),
 }
-OWNER = {"notebook": "notebook"} | dict.fromkeys(KEYS["agent"], "agent")
+OWNER = (
+    {"notebook": "notebook"}
+    | dict.fromkeys(KEYS["agent"], "agent")
+    | dict.fromkeys(KEYS["query"], "query")
+)
 NOTEBOOK_KEYS = ("allow_errors",)
 
 

@@ -61,6 +61,7 @@ __all__ = [
     "edit_with_file",
     "gc",
     "manage",
+    "publish",
     "read",
     "reject",
     "rerun",
@@ -357,6 +358,13 @@ def cancel(
     loaded = load(flow)
     with _acting(principal, "cancel", loaded, run):
         return runner.cancel(loaded, run, expect_revision=expect_revision)
+
+
+def publish(flow: FlowRef, run: str | None = None) -> list[runner.PublishOutcome]:
+    """Write the done run's approved outputs to their tables (flow.yaml ``publish:``), once a
+    person approved its last Gate; an entry already published at its digest is not written
+    again. Refused before then; PublishIncomplete when an entry failed (its table as it was)."""
+    return runner.publish(load(flow), run)
 
 
 def edit(

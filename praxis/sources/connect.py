@@ -55,7 +55,7 @@ class Session:
         self.seconds = seconds
         self.secrets = target.secrets
         self.timed_out = False
-        self.errors: tuple[type[BaseException], ...] = _errors(target.engine)
+        self.errors: tuple[type[BaseException], ...] = errors_of(target.engine)
         self._timer: threading.Timer | None = None
         self._open_stream = False
         self._row_bytes = 1  # the widest row of the last fetch, bytes (about)
@@ -65,12 +65,15 @@ class Session:
         self._timer.daemon = True
         self._timer.start()
 
-    def rows(self, query: str) -> tuple[list[str], Iterator[list[tuple[Any, ...]]]]:
-        """The result's column names and its rows in batches; QueryError when it fails."""
+    def rows(
+        self, query: str, params: Mapping[str, Any] | None = None
+    ) -> tuple[list[str], Iterator[list[tuple[Any, ...]]]]:
+        """The result's column names and its rows in batches; QueryError when it fails.
+        ``params``: the values ``query``'s placeholders bind (``params.bind``), never text."""
         if self._timer is None:
             self.start_timer()
         try:
-            columns, first, rest = self._start(query)
+            columns, first, rest = self._start(query, dict(params) if params else None)
         except self.errors as exc:
             raise self.error(exc) from None
         if not columns:
@@ -78,7 +81,9 @@ class Session:
         self._open_stream = True
         return columns, self._batches(first, rest)
 
-    def _start(self, query: str) -> tuple[list[str], list[tuple[Any, ...]], Iterator[Any]]:
+    def _start(
+        self, query: str, params: dict[str, Any] | None
+    ) -> tuple[list[str], list[tuple[Any, ...]], Iterator[Any]]:
         # DuckDB's cursor() is another connection, which would not see the temporary views
         cur = self.raw if self.engine == "duckdb" else self.raw.cursor()
         if self.engine == "postgresql":
@@ -86,10 +91,13 @@ class Session:
                 self.raw.rollback()
             cur.execute("SET TRANSACTION READ ONLY")
             cur.execute(f"SET LOCAL statement_timeout = {_ms(self.seconds)}")
-            stream = iter(cur.stream(query, size=BATCH_ROWS))  # row by row from libpq
+            stream = iter(cur.stream(query, params, size=BATCH_ROWS))  # row by row from libpq
             first = list(islice(stream, 1))
             return _names(cur.description), first, stream
-        cur.execute(query)
+        if params is None:
+            cur.execute(query)
+        else:
+            cur.execute(query, params)
         names = _names(cur.description)
         first = list(cur.fetchmany(1)) if names else []
         self._row_bytes = _size(first[0]) if first else 1
@@ -185,7 +193,7 @@ def open_session(
     ``tables`` (DuckDB only): view name -> host file, each a copy made for this extract.
     ``scratch`` is a private host folder for DuckDB's spill.
     """
-    errors = _errors(target.engine)
+    errors = errors_of(target.engine)
     try:
         raw = _connect(target, database, seconds, max_value, scratch)
     except errors as exc:
@@ -194,7 +202,7 @@ def open_session(
     session = Session(target, raw, seconds)
     try:
         if target.engine == "postgresql" and not target.allow_superuser:
-            _refuse_power(session, target)
+            refuse_power(session, target)
         if target.engine == "duckdb":
             _views(raw, tables or {})
     except errors as exc:
@@ -250,7 +258,7 @@ def _connect(
     return psycopg.connect(make_conninfo("", **params))
 
 
-def _refuse_power(session: Session, target: Target) -> None:
+def refuse_power(session: Session, target: Target) -> None:
     """Unavailable when the login role is, or may become, a superuser or a holder of the
     server's file and program rights (a READ ONLY transaction does not stop those)."""
     cur = session.raw.cursor()
@@ -312,7 +320,7 @@ def _ms(seconds: float) -> int:
     return max(1, int(seconds * 1000))
 
 
-def _errors(engine: str) -> tuple[type[BaseException], ...]:
+def errors_of(engine: str) -> tuple[type[BaseException], ...]:
     if engine == "sqlite":
         return (sqlite3.Error,)
     if engine == "duckdb":

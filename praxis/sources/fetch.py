@@ -18,7 +18,7 @@ import signal
 import subprocess
 import sys
 import threading
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +43,7 @@ class Job:
     memory: int  # bytes the worker may map beyond what it maps when the query starts
     batch_rows: int
     tables: dict[str, Path]
+    params: dict[str, Any] = field(default_factory=dict)  # what the query's placeholders bind
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,14 @@ def run(job: Job, home: Path) -> Outcome:
         "memory": job.memory,
         "batch_rows": job.batch_rows,
         "tables": {k: str(v) for k, v in job.tables.items()},
+        "params": job.params,
     }
+    return call(payload, home, job.seconds)
+
+
+def call(payload: dict[str, Any], home: Path, seconds: float) -> Outcome:
+    """Hand ``payload`` to a worker (its ``HOME`` and working folder private folder
+    ``home``) and wait for its answer, killing it past ``seconds`` plus a grace."""
     out, err = home / "answer.json", home / "worker.err"
     with out.open("wb") as stdout, err.open("wb") as stderr:
         proc = subprocess.Popen(
@@ -86,7 +94,7 @@ def run(job: Job, home: Path) -> Outcome:
         except ProcessLookupError:
             pass
 
-    timer = threading.Timer(job.seconds + GRACE_SECONDS, kill)
+    timer = threading.Timer(seconds + GRACE_SECONDS, kill)
     timer.daemon = True
     timer.start()
     try:
@@ -105,7 +113,7 @@ def run(job: Job, home: Path) -> Outcome:
     proc.returncode = os.waitstatus_to_exitcode(status)
     peak = usage.ru_maxrss * 1024
     if killed.is_set():
-        return Outcome({"error": "query", "message": _budget(job.seconds)}, peak)
+        return Outcome({"error": "query", "message": _budget(seconds)}, peak)
     try:
         with out.open("rb") as fh:
             answer = json.loads(fh.read(MAX_ANSWER))

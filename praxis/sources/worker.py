@@ -6,6 +6,7 @@ capped at what it uses plus the job's memory budget, so whatever one row or valu
 host spends at most that on it: a value too large ends the extract naming the cap (a
 ``MemoryError``, DuckDB's or libpq's out-of-memory, SQLite's length limit). Its answer is one
 JSON object on stdout: ``{"columns", "rows", "sample"}`` or ``{"error", "message"}``.
+A job whose ``action`` is ``publish`` writes a table instead (``table_write``).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from . import connect, sink
+from . import connect, sink, table_write
 from .source import Target
 
 SAMPLE_CHARS = 200
@@ -25,7 +26,7 @@ SAMPLE_CHARS = 200
 def main() -> int:
     job = json.loads(sys.stdin.read(4 << 20))
     try:
-        answer = run(job)
+        answer = table_write.run(job, limit) if job.get("action") == "publish" else run(job)
     except MemoryError:
         answer = {"error": "cap", "message": memory_cap(job["memory"])}
     answer["peak_rss"] = status("VmHWM")  # since exec: wait4's counts the runner's fork too
@@ -61,7 +62,7 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
             import pyarrow  # noqa: F401  (its allocator reserves address space once)
         limit(job["memory"])
         try:
-            columns, batches = session.rows(job["query"])
+            columns, batches = session.rows(job["query"], job.get("params"))
             written = sink.write(Path(job["dest"]), columns, batches, Path(job["spool"]))
         except (connect.QueryError, sink.CapReached) as exc:
             text = str(exc)

@@ -23,7 +23,7 @@ from praxis.flows.store.handle import RunHandle
 from praxis.flows.store.layout import RunPaths, writable_names
 from sandbox.files import open_nofollow
 
-from . import columnar, csvedit, parquet_view, render, tables
+from . import columnar, csvedit, parquet_view, publishing, render, tables
 
 TEXT_SUFFIXES = (".md", ".txt", ".json", ".yaml", ".yml", ".sql", ".py", ".log", ".html", ".xml")
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp")
@@ -89,6 +89,7 @@ class RunView:
     files: list[tuple[str, int]]  # every file of the run folder a reviewer may open
     records: list[str]  # phases with a record notebook
     artifacts: list[Artifact] = field(default_factory=list)  # writable now (at a Gate)
+    publishing: publishing.Publishing | None = None  # flow.yaml's publish: and what it did
 
 
 def when(ts: float | None) -> str:
@@ -274,6 +275,7 @@ def run_view(run: RunHandle, pages: dict[str, int] | None = None) -> RunView:
         events_problem=problem,
         files=run_files(run),
         records=records,
+        publishing=publishing.of(run),
     )
     for name in writable_names(run.flow, run.state):
         view.artifacts.append(artifact(run.paths.out(name), pages.get(name, 1)))

@@ -221,7 +221,7 @@ def test_unknown_key_with_nothing_close_lists_the_known_ones(tmp_path: Path) -> 
     text = "flow: f\nowner: me\nphases: [{id: a, kind: script, script: clean.py}]\n"
     assert only(make(tmp_path, text)) == (
         "flow.yaml: unknown key 'owner' (known: flow, description, sandbox, model, database, "
-        "params, notify, schedule, trigger, phases)"
+        "params, notify, schedule, trigger, phases, publish)"
     )
 
 
@@ -263,7 +263,7 @@ def test_wrong_enums(tmp_path: Path) -> None:
         "flow.yaml: sandbox.backend: 'kubernetes' is not a backend (use one of: auto, docker, "
         "fake, local, ray)",
         "flow.yaml: phases[a].kind: 'shell' is not a phase kind (use one of: script, notebook, "
-        "agent)",
+        "agent, query)",
         "flow.yaml: phases[a].review: 'maybe' is not a review (use one of: none, required)",
     ]
 
@@ -383,7 +383,7 @@ def test_values_get_a_suggestion(tmp_path: Path) -> None:
     text = SCRIPT_PHASE.replace("kind: script", "kind: scrpit")
     assert only(make(tmp_path, text)) == (
         "flow.yaml: phases[clean].kind: 'scrpit' is not a phase kind (did you mean 'script'? "
-        "use one of: script, notebook, agent)"
+        "use one of: script, notebook, agent, query)"
     )
 
 

@@ -108,7 +108,7 @@ def test_another_distribution_adds_a_kind_that_flow_yaml_names(tmp_path: Path) -
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     names, missing, typo, one, two, loaded = done.stdout.splitlines()
-    assert names == "('script', 'notebook', 'agent', 'toy')"
+    assert names == "('script', 'notebook', 'agent', 'query', 'toy')"
     assert json.loads(missing)[0] == [
         "flow.yaml: phases[a]: missing required key 'query' (the SQL a toy phase runs)"
     ]

@@ -74,6 +74,13 @@ CASES = [
                                        "--expect-revision", "7"]),
     ("running between phases, nobody holds it", dataclasses.replace(BASE, status="running"),
      "advance", "stopped", "anyone", ADVANCE),
+    ("done, an approved output not published yet",
+     dataclasses.replace(BASE, status="done", publish_pending=("s.csv -> w: t (replace)",)),
+     "publish", "publish_pending", "anyone", ["praxis", "publish", "flows/f", "--run", "r1"]),
+    ("done, not published, the last Gate approved by an agent",
+     dataclasses.replace(BASE, status="done", publish_pending=("s.csv -> w: t (replace)",),
+                         publish_blocked="approved by an agent"),
+     "none", "publish_needs_person", "person", None),
 ]  # fmt: skip
 
 

@@ -38,6 +38,8 @@ from . import (
     unattended,
 )
 from . import notify_spec as notify_of
+from . import publish_spec as publish_of
+from . import reuse_spec as reuse_of
 from .problems import FlowInvalid as FlowInvalid
 from .problems import Problem as Problem
 from .problems import Report as Report
@@ -49,14 +51,13 @@ PHASE_ID = re.compile(r"[a-z0-9_-]+")
 PARAM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 TOP_KEYS = (
     *("flow", "description", "sandbox", "model", "database", "params", "notify"),
-    *("schedule", "trigger", "phases"),
+    *("schedule", "trigger", "phases", "publish"),
 )
 PHASE_KEYS = (  # the keys every kind takes; a kind reads the others into its spec (kinds.py)
     *("id", "kind", "inputs", "outputs", "may_be_empty", "review", "timeout", "description"),
     *("checks", "reuse", "retries", "foreach", "parallel"),
 )
 REVIEW_KEYS = ("required", "delegatable", "form", "approvers", *unattended.DEADLINE_KEYS)
-REUSE = ("auto", "never")
 INPUT_KEYS = ("working", "reference")
 
 
@@ -160,11 +161,13 @@ class _Builder(ValueReader):
         if "phases" not in top:
             self.error("", "missing required key 'phases' (the list of phases)")
         phases = self.phases(top["phases"]) if "phases" in top else ()
+        publish = publish_of.read(self, top["publish"], phases) if "publish" in top else ()
         if self.errors or name is None:
             return None
         return Flow(
             name=name, root=self.root, phases=phases, description=description or "",
             sandbox=sandbox, model=model, database=database, params=params, notify=notify,
+            publish=publish,
             schedule=schedule, trigger=trigger,
         )  # fmt: skip
 
@@ -262,7 +265,7 @@ class _Builder(ValueReader):
             else None
         )
         description = self.string(raw.get("description", ""), f"{loc}.description")
-        reuse = self.reuse(raw, loc, kind)
+        reuse, fresh = reuse_of.read(self, raw, loc, kind)
         retries, form = self.unattended(raw, loc, kind, review)
         fanout = foreach.read(raw, loc, self)
         if draft.id is not None and kind is not None:
@@ -270,7 +273,7 @@ class _Builder(ValueReader):
                 id=draft.id, kind=kind, spec=spec, working=working, reference=reference,
                 outputs=outputs, may_be_empty=may_be_empty, review=review or "none",
                 timeout=timeout, description=description or "", delegatable=delegatable,
-                checks=declared, reuse=reuse, retries=retries, form=form,
+                checks=declared, reuse=reuse, fresh=fresh, retries=retries, form=form,
                 deadline=deadline, escalate=escalate, fanout=fanout,
                 approvers=approvers.read(self, raw.get("review"), loc),
             )  # fmt: skip
@@ -279,15 +282,6 @@ class _Builder(ValueReader):
 
     def unknown_key(self, loc: str, key: str, own: tuple[str, ...]) -> None:
         self.unknown(loc, key, (*PHASE_KEYS, *own))
-
-    def reuse(self, raw: dict[str, Any], loc: str, kind: str | None) -> str:
-        """``reuse: never``: the phase always runs (never restored from a done attempt)."""
-        if "reuse" not in raw:
-            return "auto"
-        if kind is not None and not kinds.get(kind).reusable:
-            self.error(f"{loc}.reuse", f"{kind} phases are never reused: remove 'reuse'")
-            return "auto"
-        return self.choice(raw["reuse"], f"{loc}.reuse", REUSE, "reuse") or "auto"
 
     def unattended(
         self, raw: dict[str, Any], loc: str, kind: str | None, review: str | None

@@ -29,6 +29,7 @@ class Asked:
     section: str  # connections | clusters | notify
     name: str
     where: str  # the key of flow.yaml that names it
+    publish: bool = False  # needed only to publish (checked then: the run goes on without it)
 
 
 def is_entry_name(text: str) -> bool:
@@ -45,6 +46,9 @@ def asked(flow: Any) -> list[Asked]:
         database = getattr(phase.spec, "database", None)
         if isinstance(database, str) and is_entry_name(database):
             found.append(Asked("connections", database, f"phases.{phase.id}.database"))
+    for i, entry in enumerate(getattr(flow, "publish", ())):
+        at = f"publish[{i}].to.connection"
+        found.append(Asked("connections", entry.connection, at, publish=True))
     if flow.sandbox.cluster:
         found.append(Asked("clusters", flow.sandbox.cluster, "sandbox.cluster"))
     for name in flow.notify.get("to", ()):
@@ -83,7 +87,7 @@ def require(flow: Any, person: Profile | None = None) -> None:
 def missing(flow: Any, person: Profile | None = None) -> list[tuple[str, str]]:
     """(flow.yaml location, the fix) for each entry ``flow`` names that the person's profile
     (``person``, or the one ``profile.load`` reads, only when the flow names any) lacks."""
-    wanted = asked(flow)
+    wanted = [a for a in asked(flow) if not a.publish]
     if not wanted:
         return []
     person = profile.load() if person is None else person
@@ -104,6 +108,10 @@ def lines(flow: Any, profile: Profile) -> list[str]:
     for a in wanted:
         entry = getattr(profile, a.section).get(a.name)
         state = f"ok: {_describe(entry)}" if entry is not None else "MISSING from the profile"
+        if a.publish:
+            writes = getattr(entry, "write", False)
+            state += "" if entry is None or writes else " (not write: true: publishing stops)"
+            state += "; needed to publish"
         out.append(f"  {WHAT[a.section]} {a.name} ({a.where}): {state}")
     return out
 

@@ -82,13 +82,20 @@ def from_other_runs(run: RunHandle, phase: Phase) -> bool:
 
 
 def key(run: RunHandle, phase: Phase, pre_digest: str) -> str:
-    data = {
+    data: dict[str, Any] = {
         "definition": definition.digest_of(run.flow, phase, params_for(run.state, phase.id)),
         "pre": pre_digest,
         "sandbox": sandbox_part(run.flow.sandbox),
     }
+    if phase.fresh is not None:  # reuse: {within: ...}; absent otherwise, so keys stay
+        data["within"] = phase.fresh
     text = json.dumps(data, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def since(run: RunHandle, phase: Phase) -> float | None:
+    """The oldest a done attempt may be to stand for ``phase`` (``reuse: {within: ...}``)."""
+    return None if phase.fresh is None else run.clock() - phase.fresh
 
 
 def sandbox_part(settings: SandboxSettings) -> dict[str, Any]:
@@ -143,6 +150,7 @@ def _file(
         },
     }
     entry["origin"] = origin(run.paths.origin, make=True)
+    entry["at"] = run.clock()  # when it was done: ``reuse: {within: ...}`` reads it
     folder = index_dir(run.flow.root) / key(run, phase, snapshot.digest(pre))
     folder.mkdir(parents=True, exist_ok=True)
     data = json.dumps(entry, indent=1, sort_keys=True).encode() + b"\n"
@@ -166,11 +174,11 @@ def origin(marker: Path, *, make: bool = False) -> str | None:
     return f"{st.st_ino}:{st.st_ctime_ns}" if stat.S_ISREG(st.st_mode) else None
 
 
-def candidates(flow_root: Path, reuse_key: str) -> list[dict[str, Any]]:
+def candidates(flow_root: Path, reuse_key: str, since: float | None = None) -> list[dict[str, Any]]:
     """The done attempts filed under ``reuse_key`` whose run is still listed and was made
-    here, newest first. An entry names its run's ``origin``: entries and runs that came with
-    a flow folder from elsewhere name one this filesystem never gave them, and are passed
-    over (their phase runs)."""
+    here (and, with ``since``, filed at or after it), newest first. An entry names its run's
+    ``origin``: entries and runs that came with a flow folder from elsewhere name one this
+    filesystem never gave them, and are passed over (their phase runs)."""
     folder = index_dir(flow_root) / reuse_key
     try:
         names = sorted(os.listdir(folder), reverse=True)
@@ -192,6 +200,8 @@ def candidates(flow_root: Path, reuse_key: str) -> list[dict[str, Any]]:
         if here is None or entry.get("origin") != here:
             log.info("reuse entry %s/%s was not made by a run of this folder", reuse_key, name)
             continue
+        if since is not None and not float(entry.get("at") or 0) >= since:
+            continue  # older than the phase's reuse: {within: ...}
         found.append(entry)
     return found
 
@@ -208,7 +218,9 @@ def try_other_runs(
         log.debug("phase %s cannot be reused", phase.id, exc_info=True)
         return False
     ws.settled = (phase.id, pre)  # if it runs after all, it starts from this
-    for entry in candidates(run.flow.root, key(run, phase, snapshot.digest(pre))):
+    for entry in candidates(
+        run.flow.root, key(run, phase, snapshot.digest(pre)), since(run, phase)
+    ):
         try:
             if _adopt(run, phase, ws, store, pre, entry):
                 return True
@@ -240,7 +252,9 @@ def ahead(run: RunHandle, store: RunStore) -> int:
             pre = planned(run, phase, store)
             found = pre is not None and any(
                 _adopt(run, phase, None, store, pre, entry)
-                for entry in candidates(run.flow.root, key(run, phase, snapshot.digest(pre)))
+                for entry in candidates(
+                    run.flow.root, key(run, phase, snapshot.digest(pre)), since(run, phase)
+                )
             )
         except (OSError, ValueError, KeyError, TypeError, intact.ObjectTampered):
             # a tampered object: the phase goes the usual way, which fails naming it

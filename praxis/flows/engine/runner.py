@@ -1,6 +1,6 @@
 """The entry points that change runs, called by the service alone: begin, run, advance
 (``lifecycle``); approve, reject, edit, accept, manage, read, rerun, cancel (``decisions``);
-delete_runs, gc (``housekeeping``).
+delete_runs, gc (``housekeeping``); publish (``publish``).
 
 ``advance`` is the only one that runs phases. Every entry point that changes a run takes
 that run's lock (``handle.held``: a caller meeting an advancing holder gets ``Busy`` naming
@@ -38,3 +38,8 @@ from .lifecycle import flow_lock as flow_lock
 from .lifecycle import load_flow as load_flow
 from .lifecycle import recover as recover
 from .lifecycle import run as run
+from .publish import Outcome
+from .publish import PublishIncomplete as PublishIncomplete
+from .publish import publish as publish
+
+PublishOutcome = Outcome  # what publish tells of each entry

@@ -466,6 +466,34 @@ class NotifyFailed(Event):
     error: str
 
 
+# --- publishing (DESIGN.md §18) ------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class Published(Event):
+    """An approved output written to a table in one transaction (``praxis publish``)."""
+
+    kind: ClassVar[str] = "published"
+    output: str
+    sha256: str  # of the output as written: the same digest again is a no-op
+    connection: str  # the profile connection, by name
+    table: str
+    mode: str  # replace | upsert
+    rows: int  # rows written
+    approved_by: str = "person"  # who approved the run's last Gate
+
+
+@dataclass(frozen=True, kw_only=True)
+class PublishFailed(Event):
+    """A publish refused or failed; the table is as it was (its transaction rolled back)."""
+
+    kind: ClassVar[str] = "publish_failed"
+    output: str
+    connection: str
+    table: str
+    error: str
+
+
 # --- trace.jsonl (``PRAXIS_TRACE=1``): a log of its own, of the same form ------------------
 
 
@@ -540,6 +568,9 @@ CATALOGUE: tuple[type[Event], ...] = (
     ToolCalled,
     ApprovalAsked,
     ApprovalAnswered,
+    # publishing
+    Published,
+    PublishFailed,
     # notifiers
     Notified,
     GateEscalated,

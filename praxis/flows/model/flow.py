@@ -43,6 +43,7 @@ class Phase:
     approvers: tuple[str, ...] = ()  # roles of the people who may decide its Gate (any: ())
     checks: dict[str, dict[str, Any]] = field(default_factory=dict)  # output -> checks
     reuse: str = "auto"  # auto | never: "never" for code that reads the clock or randomness
+    fresh: float | None = None  # reuse: {within: ...}: seconds a done attempt may stand for it
     retries: RetryPolicy | None = None  # a failed attempt tried again (retry_policy.py)
     form: tuple[FormField, ...] = ()  # the fields a reviewer fills in at its Gate (forms.py)
     deadline: float | None = None  # seconds a Gate may wait before ``escalate`` is told
@@ -61,6 +62,23 @@ class Phase:
                 f"not a {cls.__name__}"
             )
         return self.spec
+
+
+@dataclass(frozen=True)
+class Publish:
+    """flow.yaml's ``publish:``: an output written to a table once a person approved the run's
+    last Gate, through a connection of the profile marked ``write: true`` (DESIGN.md §18)."""
+
+    output: str
+    connection: str  # a connection of the person's profile, by name
+    table: str  # [schema.]table
+    mode: str = "replace"  # replace | upsert
+    key: tuple[str, ...] = ()  # upsert: the columns a row is found by
+
+    @property
+    def shown(self) -> str:
+        how = f"upsert by {', '.join(self.key)}" if self.mode == "upsert" else self.mode
+        return f"{self.output} -> {self.connection}: {self.table} ({how})"
 
 
 @dataclass(frozen=True)
@@ -115,6 +133,7 @@ class Flow:
     notify: dict[str, Any] = field(default_factory=dict)  # {to, when}: profile targets (notify.py)
     schedule: Schedule | None = None  # runs on a calendar (praxis serve, praxis schedule)
     trigger: Trigger | None = None  # a run per new or changed file
+    publish: tuple[Publish, ...] = ()  # approved outputs written to tables (publish_spec.py)
 
     def phase(self, phase_id: str) -> Phase:
         for p in self.phases:

@@ -21,6 +21,7 @@ from ..definition.digest import sha256_of
 from ..engine import reconcile
 from ..engine.acks import current as current_receipts
 from ..engine.acks import to_read
+from ..model import publishing
 from ..model.flow import Flow
 from ..model.forms import params_for
 from ..model.machine import allows
@@ -138,8 +139,11 @@ def facts(
             record = (shown(path), sha256_of(path))
         except OSError:
             record = None  # no record (the phase failed before it had one)
+    pending, blocked = _publishing(run)
     return dataclasses.replace(
         base,
+        publish_pending=pending,
+        publish_blocked=blocked,
         checks_failing=tuple(str(f) for f in failing),
         read=tuple(read),
         held=held is not None,
@@ -151,6 +155,17 @@ def facts(
         missing_outputs=tuple(dict.fromkeys(c.name for c, _ in blocking if not c.now)),
         keyless=tuple(_keyless(run.flow, base.edited, run)),
     )
+
+
+def _publishing(run: RunHandle) -> tuple[tuple[str, ...], str | None]:
+    """The publish: entries a done run has yet to write, and why it may not, if so."""
+    if run.state.status != "done" or not run.flow.publish:
+        return (), None
+    events = run.log.read()
+    pending = publishing.pending(run.flow, run.state, events)
+    if not pending:
+        return (), None
+    return tuple(e.shown for e in pending), publishing.approval(run.flow, events)
 
 
 def facts_and_route(run: RunHandle) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -7,7 +7,8 @@ with their actor, and the reviewer edits with a one-line diff summary (the full 
 ``superseded`` (its file was replaced), with ``carried_to`` the attempt it was re-applied to
 (``--keep-edits``) or None; ``discarded`` says a re-run or reopen chose ``--discard-edits``
 for it (its output put back as its phase wrote it, or its phase run again); ``carried`` lists
-each re-application, with what did not apply.
+each re-application, with what did not apply. ``published`` lists each output written to a
+table (its rows and sha256) and each publish that failed.
 """
 
 from __future__ import annotations
@@ -45,7 +46,20 @@ def receipt(state: Any, events: list[Event], changed: list[str]) -> dict[str, An
         "total": len(state.phases),
         "changed_outside": list(changed),
         "ledger": list(ledger.values()),
+        "published": _published(events),
     }
+
+
+def _published(events: list[Event]) -> list[dict[str, Any]]:
+    """Each output written to a table (``praxis publish``): where, how, its rows and digest;
+    and each publish that failed, the table as it was."""
+    shown = ("output", "sha256", "connection", "table", "mode", "rows", "error", "at")
+    return [
+        {"status": "published" if e.kind == "published" else "failed"}
+        | {k: getattr(e, k) for k in shown if hasattr(e, k)}
+        for e in events
+        if e.kind in ("published", "publish_failed")
+    ]
 
 
 def _add_events(ledger: dict[str, dict[str, Any]], events: list[Event]) -> None:

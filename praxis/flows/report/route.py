@@ -35,6 +35,10 @@ failed                 anyone     rerun: a phase failed (once, or differently th
 params_changed         anyone     advance: the run's parameters changed (``rerun -p``) after
                                   earlier phases ran; ``rerun --from`` one of them re-runs it
 ready                  anyone     advance: paused before a phase
+publish_pending        anyone     publish: every phase done, a person approved the last
+                                  Gate, and an entry of ``publish:`` is not in its table yet
+publish_needs_person   person     none: every phase done, but the last Gate was not approved
+                                  by a person, so nothing may be published
 done                   anyone     none: every phase done
 =====================  =========  ==========================================================
 
@@ -84,6 +88,10 @@ REASONS: dict[str, str] = {
     "failed": "a phase failed",
     "params_changed": "the run's parameters changed after earlier phases ran with others",
     "ready": "the run is paused before its next phase",
+    "publish_pending": "every phase is done and approved: an output of publish: is not "
+    "in its table yet",
+    "publish_needs_person": "every phase is done, but a person has not approved the last "
+    "Gate: nothing may be published",
     "done": "every phase is done",
 }
 REPEATED = 2  # attempts in a row failing the same way that hand the run to a person
@@ -126,6 +134,8 @@ class Facts:
     retrying: tuple[int, ...] = ()  # (retry, of, seconds until it starts) while a retry waits
     failed_partitions: tuple[str, ...] = ()  # of the failed fan-out phase, those that failed
     approvers: tuple[str, ...] = ()  # the roles of the people who decide the Gate (any: ())
+    publish_pending: tuple[str, ...] = ()  # publish: entries a done run has yet to write
+    publish_blocked: str | None = None  # why it may not (the last Gate's approval), if so
 
     def to_dict(self) -> dict[str, Any]:
         found = asdict(self)
@@ -146,7 +156,7 @@ def _tuples(value: Any) -> Any:
 
 @dataclass
 class Route:
-    step: str  # wait | advance | fix | read | decide | rerun | accept | run | none
+    step: str  # wait | advance | fix | read | decide | rerun | accept | run | publish | none
     reason: str  # a key of REASONS
     who: str  # anyone | agent | person
     why: str
@@ -271,6 +281,12 @@ def route(f: Facts) -> Route:
         )  # fmt: skip
     if f.status == "paused":
         return make("advance", "ready", "anyone", cmd("advance", expect_revision=rev))
+    if f.status == "done" and f.publish_pending:
+        problems = [f"not published yet: {e}" for e in f.publish_pending]
+        if f.publish_blocked:
+            return make("none", "publish_needs_person", "person",
+                        problems=[*problems, f.publish_blocked])  # fmt: skip
+        return make("publish", "publish_pending", "anyone", cmd("publish"), problems=problems)
     return make("none", "done", "anyone", problems=notes)
 
 
