@@ -243,7 +243,9 @@ def _person_accounts(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, st
 
 @pytest.fixture(autouse=True)
 def person(
-    _person_accounts: tuple[Path, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    _person_accounts: tuple[Path, str],
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> str:
     """Every test acts as a person (``person:tester``, by token), in its own copy of the
     session's accounts (a test's grants and audit stay its own), and never as whoever runs
@@ -251,7 +253,7 @@ def person(
     import shutil
 
     folder, token = _person_accounts
-    mine = tmp_path / "praxis-data"
+    mine = tmp_path_factory.mktemp("person") / "praxis-data"  # not in the test's tmp_path
     shutil.copytree(folder, mine)
     monkeypatch.setenv("PRAXIS_DATA", str(mine))
     monkeypatch.setenv("PRAXIS_TOKEN", token)

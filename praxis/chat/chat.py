@@ -84,7 +84,31 @@ KEY_HELP: dict[str, str] = {
     "reuse": (
         "auto | never: 'never' always runs the phase, for code that reads the clock or "
         "randomness (by default a script or notebook phase whose definition and pre-state "
-        "equal a done attempt of any run of the flow is restored, not run)"
+        "equal a done attempt of any run of the flow is restored, not run); a query phase: "
+        "never (its default) or {within: 1h}, how long its result stays fresh"
+    ),
+    "retries": (
+        "{count: 3, backoff: 10s, on: [timeout, kernel_died, out_of_memory]}: a failed "
+        "attempt tried again from the phase's pre-state (agent phases only with agent: true)"
+    ),
+    "foreach": (
+        "one phase over partitions, each in its own sandbox: {param: region, values: [...]}, "
+        "{param: month, range: [2026-01, 2026-12]} or {files: data/parts/*.csv}; outputs go "
+        "to output/<phase>/<partition>/"
+    ),
+    "parallel": "with foreach: how many partitions run at once (default 1)",
+    "schedule": (
+        '{cron: "0 6 * * 1-5", timezone: Europe/Berlin, catchup: latest|all|none}: praxis '
+        "serve starts one run per tick; code reads params['tick']"
+    ),
+    "trigger": (
+        '{files: "incoming/*.csv", settle: 30s}: one run per new or changed file once it '
+        "stopped changing; code reads params['file']"
+    ),
+    "publish": (
+        "[{output: summary.csv, to: {connection: NAME, table: T, mode: upsert|replace, key: "
+        "[...]}}]: once a person approved the last Gate, written through a profile "
+        "connection marked write: true"
     ),
     "checks": (
         "what a declared table must satisfy after the phase and after every Gate edit: "

@@ -56,9 +56,10 @@ def entry_of(phase: Phase) -> dict[str, Any]:
     """The phase's flow.yaml entry as a digest hashes it: every key, the kind's spec's
     among them, except ``reuse``, ``fresh``, ``retries`` and ``form`` (whether it may be
     reused or tried again, what its Gate asks: not what it computes; the reuse key holds
-    ``fresh`` itself), and a Gate's ``deadline`` and ``escalate`` (who is told when)."""
+    ``fresh`` itself), and a Gate's ``deadline``, ``escalate`` and ``approvers`` (who is
+    told when, who decides)."""
     entry = dataclasses.asdict(phase)
-    for key in ("reuse", "fresh", "retries", "form", "deadline", "escalate"):
+    for key in ("reuse", "fresh", "retries", "form", "deadline", "escalate", "approvers"):
         del entry[key]
     fanout = entry.pop("fanout")  # absent unless given: settled work is found again
     if fanout is not None:  # the partitions, not how many run at once

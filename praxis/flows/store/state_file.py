@@ -37,6 +37,9 @@ def save(state: RunState, path: Path, outbox: Sequence[Mapping[str, Any]] = ()) 
         for name, empty in LATER.items():
             if phase.get(name) == empty:
                 del phase[name]  # a run that never used it is written as before it existed
+    for name, empty in RUN_LATER.items():
+        if data.get(name) == empty:
+            del data[name]
     if outbox:
         data[OUTBOX] = list(outbox)
     text = json.dumps(data, indent=1, sort_keys=True).encode("utf-8") + b"\n"
@@ -54,7 +57,10 @@ LATER: dict[str, object] = {
     "carry": {},
     "retry": {},
     "answers": {},
+    "partitions": {},
 }
+# Fields of a run added within schema 1, likewise.
+RUN_LATER: dict[str, object] = {"only": None}
 
 
 OUTBOX = "outbox"
