@@ -28,7 +28,6 @@ from .decisions import reject as reject
 from .decisions import rerun as rerun
 from .housekeeping import delete_runs as delete_runs
 from .housekeeping import gc as gc
-from .lifecycle import SandboxFactory as SandboxFactory
 from .lifecycle import advance as advance
 from .lifecycle import begin as begin
 from .lifecycle import check_definition as check_definition
@@ -38,6 +37,8 @@ from .lifecycle import flow_lock as flow_lock
 from .lifecycle import load_flow as load_flow
 from .lifecycle import recover as recover
 from .lifecycle import run as run
+from .options import RunOptions as RunOptions
+from .options import SandboxFactory as SandboxFactory
 from .publish import Outcome
 from .publish import PublishIncomplete as PublishIncomplete
 from .publish import publish as publish
