@@ -1,6 +1,7 @@
 """The entry points that change runs, called by the service alone: begin, run, advance
-(``lifecycle``); approve, reject, edit, accept, manage, read, rerun, cancel (``decisions``);
-delete_runs, gc (``housekeeping``); publish (``publish``).
+(``lifecycle``; what an advance runs with is one frozen ``RunOptions``, ``options``);
+approve, reject, edit, accept, manage, read, rerun, cancel (``decisions``); delete_runs,
+gc (``housekeeping``); publish (``publish``).
 
 ``advance`` is the only one that runs phases. Every entry point that changes a run takes
 that run's lock (``handle.held``: a caller meeting an advancing holder gets ``Busy`` naming
