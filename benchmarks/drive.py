@@ -128,7 +128,9 @@ def drive(flow_dir: Path, backend: str, sync: bool = False) -> dict[str, Any]:
     run = runner.begin(flow_dir)
     t_advance = time.time()
     p0 = time.perf_counter()
-    state = runner.advance(flow_dir, run.id, make_sandbox=factory, on_event=syncer)
+    state = runner.advance(
+        flow_dir, run.id, options=runner.RunOptions(make_sandbox=factory, on_event=syncer)
+    )
     seconds = time.perf_counter() - p0
     events = [
         {"kind": ev.kind, **{k: v for k, v in ev.__dict__.items() if k != "detail"}}

@@ -64,7 +64,9 @@ def once(root: Path, image: str) -> dict[str, float]:
     folder = flow(root, image)
     run = runner.begin(folder)
     started = time.perf_counter()
-    state = runner.advance(folder, run.id, make_sandbox=runner.default_sandbox)
+    state = runner.advance(
+        folder, run.id, options=runner.RunOptions(make_sandbox=runner.default_sandbox)
+    )
     wall = time.perf_counter() - started
     if state.status != "done":
         raise SystemExit(f"the benchmark's run failed: {state.error}")

@@ -142,7 +142,7 @@ def one_round(flow: Path, backend: str) -> Round:
     try:
         run = runner.begin(flow)
         t0 = time.perf_counter()
-        state = runner.advance(flow, run.id, reuse=False)
+        state = runner.advance(flow, run.id, options=runner.RunOptions(reuse=False))
         wall = time.perf_counter() - t0
     finally:
         timers.undo()

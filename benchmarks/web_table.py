@@ -64,8 +64,10 @@ def main(rows: int) -> None:
         runner.advance(
             flow,
             run.id,
-            make_sandbox=lambda f, r: open_sandbox(
-                {"backend": "local"}, workspace=r.paths.workspace, name=r.id
+            options=runner.RunOptions(
+                make_sandbox=lambda f, r: open_sandbox(
+                    {"backend": "local"}, workspace=r.paths.workspace, name=r.id
+                )
             ),
         )
         review = flow / "runs" / run.id / "output" / "review.csv"

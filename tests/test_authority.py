@@ -35,9 +35,9 @@ def at_total(tmp_path: Path, text: str = TWO_GATES) -> tuple[Path, RunHandle]:
     """A run of the two-Gate flow waiting at its second Gate (after total), a person's."""
     flow = write_flow(tmp_path / "gates", text % {"backend": "fake"}, FILES)
     run = runner.begin(flow)
-    runner.advance(flow, run.id, make_sandbox=Fakes())
+    runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=Fakes()))
     runner.approve(flow, run.id, gate="pick")
-    state = runner.advance(flow, run.id, make_sandbox=Fakes())
+    state = runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=Fakes()))
     assert (state.waiting, state.gate) == ("gate", "total")
     return flow, run
 

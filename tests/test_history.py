@@ -56,14 +56,22 @@ def two_runs(tmp_path: Path) -> tuple[Path, str, str]:
     ids = []
     for second in (False, True):
         run = runner.begin(flow)
-        assert runner.advance(flow, run.id, make_sandbox=Fakes()).waiting == "gate"
+        assert (
+            runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=Fakes())).waiting
+            == "gate"
+        )
         if second:
             runner.reject(flow, "clean", "look again", run.id, gate="clean")
-            assert runner.advance(flow, run.id, make_sandbox=Fakes()).waiting == "gate"
+            assert (
+                runner.advance(
+                    flow, run.id, options=runner.RunOptions(make_sandbox=Fakes())
+                ).waiting
+                == "gate"
+            )
             runner.edit(flow, "clean.csv", EDITED, run.id)
             runner.edit(flow, "plain.csv", EDITED, run.id)
         runner.approve(flow, run.id, gate="clean", attempt=2 if second else 1)
-        state = runner.advance(flow, run.id, make_sandbox=Fakes())
+        state = runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=Fakes()))
         assert state.status == "done", state.error
         ids.append(run.id)
     return flow, ids[0], ids[1]
@@ -71,7 +79,10 @@ def two_runs(tmp_path: Path) -> tuple[Path, str, str]:
 
 def waiting_run(flow: Path, scale: str) -> str:
     run = runner.begin(flow, params={"scale": scale})
-    assert runner.advance(flow, run.id, make_sandbox=Fakes()).waiting == "gate"
+    assert (
+        runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=Fakes())).waiting
+        == "gate"
+    )
     return run.id
 
 

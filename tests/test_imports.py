@@ -61,7 +61,10 @@ def done_flow(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A flow whose run is done (its output hashed, its phase's definition recorded)."""
     root = one_script_flow(tmp_path_factory.mktemp("done"), "open('x.txt', 'w').write('x')")
     run = runner.begin(root)
-    assert runner.advance(root, run.id, make_sandbox=Fakes()).status == "done"
+    assert (
+        runner.advance(root, run.id, options=runner.RunOptions(make_sandbox=Fakes())).status
+        == "done"
+    )
     return root
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import time
 from pathlib import Path
 
 import pytest
@@ -9,10 +11,11 @@ import pytest
 import praxis
 from praxis import api
 from praxis.flows.definition.sandbox_config import SandboxInvalid
+from praxis.flows.engine import runner
 from praxis.flows.model.events import RunBegun
 from praxis.service import acting, reading
 
-from .flows.helpers import Fakes, one_script_flow, three_phase_flow, write_flow
+from .flows.helpers import Fakes, local, one_script_flow, three_phase_flow, write_flow
 
 
 def test_the_python_api_is_the_service() -> None:
@@ -23,6 +26,21 @@ def test_the_python_api_is_the_service() -> None:
     for name in ("load", "check", "status", "outputs", "events"):
         assert getattr(praxis, name) is getattr(reading, name)
     assert praxis.Unbound is acting.Unbound
+
+
+def test_the_options_of_an_advance_are_one_frozen_object_its_phases_read(tmp_path: Path) -> None:
+    root = one_script_flow(tmp_path / "f", "print('hello from a')\nopen('x.txt', 'w').write('1')")
+    run = runner.begin(root)
+    events: list[str] = []
+    messages: list[str] = []
+    options = acting.run_options(
+        local, lambda e: events.append(e.kind), messages.append, None, None, True, None, time.sleep
+    )
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        options.reuse = False  # type: ignore[misc]
+    assert runner.advance(root, run.id, options=options).status == "done"
+    assert "phase_done" in events  # on_event, read by the lifecycle
+    assert "hello from a" in "".join(messages)  # on_message, read by the phase's context
 
 
 def test_a_run_through_the_service_to_its_gate_and_on(tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ from ..flows.engine.acks import READ_BYTES, Read
 from ..flows.engine.binding import Unbound
 from ..flows.engine.context import OnMessage
 from ..flows.engine.opening import Opening
-from ..flows.engine.runner import SandboxFactory, confined, default_sandbox
+from ..flows.engine.runner import RunOptions, SandboxFactory, confined, default_sandbox
 from ..flows.model.events import Event
 from ..flows.model.flow import Flow
 from ..flows.model.state import RunState
@@ -45,6 +45,7 @@ __all__ = [
     "Approver",
     "Principal",
     "OnMessage",
+    "RunOptions",
     "Opening",
     "SandboxChoice",
     "SandboxFactory",
@@ -66,6 +67,7 @@ __all__ = [
     "reject",
     "rerun",
     "run",
+    "run_options",
     "sandbox_factory",
 ]
 
@@ -140,19 +142,15 @@ def run(
         with _acting(principal, "manage", loaded, None, actor):
             pass
     with _acting(principal, "run", loaded, None, actor) as auth:
+        options = run_options(sandbox, on_event, on_message, model, approver, reuse, notifier,
+                              sleep)  # fmt: skip
         return runner.run(
             loaded,
+            options=options,
             params=params,
             on_begun=on_begun,
             managed=managed,
             actor=auth.principal.kind,
-            make_sandbox=sandbox_factory(sandbox),
-            on_event=on_event,
-            on_message=on_message,
-            given=given_to("agent", model, approver),
-            reuse=reuse,
-            notifier=notifier,
-            sleep=sleep,
             partitions=partitions,
         )
 
@@ -191,18 +189,10 @@ def advance(
     """
     loaded = load(flow)
     with _acting(principal, "advance", loaded, run):
+        options = run_options(sandbox, on_event, on_message, model, approver, reuse, notifier,
+                              sleep)  # fmt: skip
         return runner.advance(
-            loaded,
-            run,
-            make_sandbox=sandbox_factory(sandbox),
-            on_event=on_event,
-            on_message=on_message,
-            given=given_to("agent", model, approver),
-            reuse=reuse,
-            opening=opening,
-            notifier=notifier,
-            expect_revision=expect_revision,
-            sleep=sleep,
+            loaded, run, options=options, opening=opening, expect_revision=expect_revision
         )
 
 
@@ -428,6 +418,29 @@ def delete_runs(
 def gc(flow: FlowRef) -> Swept:
     """Remove the objects of the flow's store that no run holds."""
     return runner.gc(load(flow))
+
+
+def run_options(
+    sandbox: SandboxChoice,
+    on_event: Callable[[Event], None] | None,
+    on_message: OnMessage,
+    model: BaseChatModel | None,
+    approver: Approver | None,
+    reuse: bool,
+    notifier: Notifier | None,
+    sleep: Callable[[float], None],
+) -> RunOptions:
+    """The one ``RunOptions`` an advance (or a run) goes down the engine with, from the
+    keywords of ``run`` and ``advance``: made here once, read where each is used."""
+    return RunOptions(
+        make_sandbox=sandbox_factory(sandbox),
+        on_message=on_message,
+        on_event=on_event,
+        given=given_to("agent", model, approver),
+        reuse=reuse,
+        notifier=notifier,
+        sleep=sleep,
+    )
 
 
 def sandbox_factory(choice: SandboxChoice) -> SandboxFactory:

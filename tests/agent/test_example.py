@@ -28,7 +28,7 @@ def test_agent_example_flow(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setenv("PRAXIS_MODEL", "praxis.agent.scripted:ScriptedChatModel")
     monkeypatch.setenv("PRAXIS_MODEL_SCRIPT", str(root / "scripted-turn.json"))
     run = runner.begin(root)
-    state = runner.advance(root, run.id, make_sandbox=local)
+    state = runner.advance(root, run.id, options=runner.RunOptions(make_sandbox=local))
 
     assert (state.status, state.waiting, state.error) == ("paused", "gate", None)
     paths = run_paths(root, run.id)

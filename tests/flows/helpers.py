@@ -125,7 +125,7 @@ def local(flow: Flow, run: RunHandle) -> Sandbox:
 
 
 def advance(root: Path, run_id: str) -> RunState:
-    return runner.advance(root, run_id, make_sandbox=local)
+    return runner.advance(root, run_id, options=runner.RunOptions(make_sandbox=local))
 
 
 def in_thread(work: Callable[[], object]) -> Callable[[], None]:

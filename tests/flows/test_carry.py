@@ -112,7 +112,10 @@ def weather(tmp_path, key: str = "key: [day]"):  # type: ignore[no-untyped-def]
     files = {"clean.py": CLEAN, "report.py": REPORT}
     flow = write_flow(tmp_path / "weather", FLOW % {"key": key}, files)
     run = runner.begin(flow)
-    assert runner.advance(flow, run.id, make_sandbox=Fakes()).waiting == "gate"
+    assert (
+        runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=Fakes())).waiting
+        == "gate"
+    )
     fixed = run.paths.out("clean.csv").read_bytes().replace(b"Olso", b"Oslo")
     runner.edit(flow, "clean.csv", fixed, run.id)
     return flow, run
@@ -138,7 +141,7 @@ def test_a_rerun_that_would_replace_an_edit_needs_a_choice(tmp_path) -> None:
 def test_keep_edits_re_applies_the_fix_to_the_new_output_and_records_it(tmp_path) -> None:
     flow, run = weather(tmp_path)
     runner.rerun(flow, "clean", run.id, params={"scale": "2"}, edits="keep")
-    state = runner.advance(flow, run.id, make_sandbox=Fakes())
+    state = runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=Fakes()))
     assert state.waiting == "gate" and state.phase("clean").attempt == 2
     # the new output has its rows in another order and other temperatures: the fix is kept
     assert run.paths.out("clean.csv").read_bytes() == (
@@ -168,7 +171,7 @@ def test_an_edit_whose_object_was_changed_behind_praxis_is_not_carried(tmp_path)
     obj.chmod(0o644)
     obj.write_bytes(b"day,city,temp\n3,Evil,1\n1,Oslo,5\n2,Bergen,7\n")  # same rows, planted
     runner.rerun(flow, "clean", run.id, params={"scale": "2"}, edits="keep")
-    state = runner.advance(flow, run.id, make_sandbox=Fakes())
+    state = runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=Fakes()))
     assert state.waiting == "gate"
     assert b"Evil" not in run.paths.out("clean.csv").read_bytes()
     events = RunHandle.open(run.flow, run.id).log.read()
@@ -181,7 +184,7 @@ def test_an_edit_whose_object_was_changed_behind_praxis_is_not_carried(tmp_path)
 def test_discard_edits_replaces_the_fix_and_the_receipt_says_so(tmp_path) -> None:
     flow, run = weather(tmp_path)
     runner.reject(flow, "clean", "again", run.id, gate="clean", edits="discard")
-    state = runner.advance(flow, run.id, make_sandbox=Fakes())
+    state = runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=Fakes()))
     assert state.waiting == "gate"
     assert b"Olso" in run.paths.out("clean.csv").read_bytes()
     assert b"Oslo,6" in (run.paths.attempt("clean", 1) / "output" / "clean.csv").read_bytes()
@@ -211,7 +214,10 @@ def test_keep_edits_is_refused_for_an_output_without_a_row_key(tmp_path) -> None
 def test_an_unchanged_stale_phase_is_reused_with_its_edit_in_place(tmp_path) -> None:
     flow, run = weather(tmp_path)
     runner.approve(flow, run.id, gate="clean")
-    assert runner.advance(flow, run.id, make_sandbox=Fakes()).status == "done"
+    assert (
+        runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=Fakes())).status
+        == "done"
+    )
     with pytest.raises(runner.EditsAtRisk):
         runner.rerun(flow, "clean", run.id)
     runner.rerun(flow, "report", run.id)  # after the edited phase: no choice needed
@@ -280,7 +286,10 @@ REORDER = """
 def test_discard_edits_puts_back_a_later_phase_restored_by_reuse(tmp_path, back) -> None:
     flow = write_flow(tmp_path / "trips", LATER, {"velocity.py": VELOCITY, "reorder.py": REORDER})
     run = runner.begin(flow)
-    assert runner.advance(flow, run.id, make_sandbox=Fakes()).gate == "reorder"
+    assert (
+        runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=Fakes())).gate
+        == "reorder"
+    )
     wrote = run.paths.out("reorder.csv").read_bytes()
     runner.edit(flow, "reorder.csv", wrote.replace(b"Olso", b"Oslo"), run.id)
     if back == "rerun":
@@ -288,7 +297,7 @@ def test_discard_edits_puts_back_a_later_phase_restored_by_reuse(tmp_path, back)
     else:
         runner.reject(flow, "velocity", "again", run.id, gate="reorder", edits="discard")
     assert run.paths.out("reorder.csv").read_bytes() == wrote  # put back at once
-    state = runner.advance(flow, run.id, make_sandbox=Fakes())
+    state = runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=Fakes()))
     assert state.gate == "reorder" and state.phase("reorder").reused  # nothing it reads changed
     assert state.phase("reorder").attempt == 1 and state.phase("reorder").edited == {}
     assert run.paths.out("reorder.csv").read_bytes() == wrote  # restored without the edit
@@ -299,20 +308,23 @@ def test_discard_edits_puts_back_a_later_phase_restored_by_reuse(tmp_path, back)
     assert edit["discarded"] and edit["name"] == "reorder.csv"
     # no edit is at risk now: reopening velocity needs no choice
     runner.reject(flow, "velocity", "again", run.id, gate="reorder")
-    assert runner.advance(flow, run.id, make_sandbox=Fakes()).gate == "reorder"
+    assert (
+        runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=Fakes())).gate
+        == "reorder"
+    )
 
 
 def test_discard_edits_runs_a_phase_again_whose_written_version_is_gone(tmp_path) -> None:
     flow = write_flow(tmp_path / "trips", LATER, {"velocity.py": VELOCITY, "reorder.py": REORDER})
     run = runner.begin(flow)
-    runner.advance(flow, run.id, make_sandbox=Fakes())
+    runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=Fakes()))
     wrote = run.paths.out("reorder.csv").read_bytes()
     runner.edit(flow, "reorder.csv", wrote.replace(b"Olso", b"Oslo"), run.id)
     (sha,) = RunHandle.open(run.flow, run.id).state.phase("reorder").edited.values()
     RunStore(run.paths).path(sha).unlink()  # the version the phase wrote is gone
     runner.rerun(flow, "velocity", run.id, edits="discard")
     assert RunHandle.open(run.flow, run.id).state.phase("reorder").status == "pending"
-    state = runner.advance(flow, run.id, make_sandbox=Fakes())
+    state = runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=Fakes()))
     assert state.gate == "reorder" and state.phase("reorder").attempt == 2
     assert not state.phase("reorder").reused and state.phase("reorder").edited == {}
     assert b"Olso" in run.paths.out("reorder.csv").read_bytes()
@@ -345,7 +357,10 @@ def test_keep_edits_is_refused_for_a_table_that_repeats_a_column_name(tmp_path) 
     files = {"clean.py": REPEATED, "report.py": REPORT}
     flow = write_flow(tmp_path / "weather", FLOW % {"key": "key: [day]"}, files)
     run = runner.begin(flow)
-    assert runner.advance(flow, run.id, make_sandbox=Fakes()).waiting == "gate"
+    assert (
+        runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=Fakes())).waiting
+        == "gate"
+    )
     runner.edit(flow, "clean.csv", b"day,city,city\n1,Oslo,Oslo\n3,Olso,Oslo\n", run.id)
     revision = RunHandle.open(run.flow, run.id).state.revision
     route = status_of(RunHandle.open(run.flow, run.id)).route

@@ -108,7 +108,7 @@ def test_a_failed_check_fails_the_phase_naming_it(tmp_path) -> None:
     files = dict(FILES, **{"data/orders.csv": "id,amount\n1,10\n1,20\n2,5\n2,6\n2,7\n"})
     flow = write_flow(tmp_path / "f", TWO_GATES % {"backend": "fake"}, files)
     run = runner.begin(flow)
-    state = runner.advance(flow, run.id, make_sandbox=Fakes())
+    state = runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=Fakes()))
     assert state.status == "failed" and state.phase("pick").status == "failed"
     error = state.phase("pick").error or ""
     assert error == (
@@ -133,7 +133,7 @@ def test_a_script_check_runs_after_the_phase_and_at_the_gate(tmp_path, allow_loc
         tmp_path / "s", yaml_text % {"backend": "fake"}, dict(FILES, **{"checks/total.py": script})
     )
     run = runner.begin(flow)
-    state = runner.advance(flow, run.id, make_sandbox=Fakes())
+    state = runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=Fakes()))
     assert state.waiting == "gate"  # 60 kept: passed in the sandbox's kernel
     picks = run.paths.out("picks.csv")
     picks.write_bytes(picks.read_bytes().replace(b",keep", b",drop"))
@@ -179,7 +179,7 @@ def weather(tmp_path, rows: str):  # type: ignore[no-untyped-def]
 def test_after_the_phase_every_failing_check_is_named_with_its_rows(tmp_path) -> None:
     flow = weather(tmp_path, "1,Oslo,1,5\\n2,Olso,9,3\\n3,Bergen,2,4\\n4,Bregen,1,2\\n")
     run = runner.begin(flow)
-    state = runner.advance(flow, run.id, make_sandbox=Fakes())
+    state = runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=Fakes()))
     assert state.status == "failed"
     assert state.phase("clean").error == (
         "2 checks fail: (1) clean.csv: check values failed on column 'city': 2 row(s) with "
@@ -193,7 +193,10 @@ def test_approve_and_save_name_every_failing_check_not_the_first(tmp_path, allow
     # the Gate's script check runs in a sandbox of the flow's (fake) backend: the person allows it
     flow = weather(tmp_path, "1,Oslo,1,5\\n2,Bergen,3,4\\n")
     run = runner.begin(flow)
-    assert runner.advance(flow, run.id, make_sandbox=Fakes()).waiting == "gate"
+    assert (
+        runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=Fakes())).waiting
+        == "gate"
+    )
     # the reviewer mistypes a city and swaps a row's min and max: both are refused at once
     edited = b"day,city,min,max\n1,Olso,1,5\n2,Bergen,4,3\n"
     run.paths.out("clean.csv").write_bytes(edited)

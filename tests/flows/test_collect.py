@@ -56,7 +56,7 @@ def test_declared_outputs_are_checked(tmp_path, script: str, may_be_empty: str, 
         {"s.py": script},
     )
     run = runner.begin(flow)
-    state = runner.advance(flow, run.id, make_sandbox=Fakes())
+    state = runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=Fakes()))
     if error is None:
         assert state.status == "done"
     else:
@@ -75,7 +75,9 @@ def test_sandbox_file_wins_over_a_staged_file(tmp_path) -> None:
         (workspace / "x.txt").write_text("from the sandbox")
         return ExecResult(status="ok")
 
-    runner.advance(flow, run.id, make_sandbox=Fakes(handler=stage_then_run))
+    runner.advance(
+        flow, run.id, options=runner.RunOptions(make_sandbox=Fakes(handler=stage_then_run))
+    )
     assert run.paths.out("x.txt").read_text() == "from the sandbox"
 
 

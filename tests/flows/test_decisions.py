@@ -28,7 +28,7 @@ pytestmark = pytest.mark.usefixtures("allow_local")
 def at_first_gate(tmp_path):  # type: ignore[no-untyped-def]
     flow = two_gates(tmp_path)
     run = runner.begin(flow)
-    state = runner.advance(flow, run.id, make_sandbox=Fakes())
+    state = runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=Fakes()))
     assert (state.waiting, state.gate) == ("gate", "pick")
     return flow, run, state
 
@@ -123,7 +123,7 @@ def test_who_may_decide(tmp_path, monkeypatch) -> None:
     picks.write_bytes(good)
     got = runner.read(flow, "output/picks.csv", run.id, actor="agent")
     runner.approve(flow, run.id, gate="pick", actor="agent", receipts=[got.receipt])
-    runner.advance(flow, run.id, make_sandbox=Fakes())
+    runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=Fakes()))
     with pytest.raises(runner.Refused, match="not delegatable: a person decides it"):
         runner.approve(flow, run.id, gate="total", actor="agent")
     with pytest.raises(runner.Refused, match="not delegatable"):
@@ -193,9 +193,12 @@ def test_approving_a_gate_after_the_last_phase_ends_the_run(tmp_path) -> None:
         {"s.py": "open('a.txt', 'w').write('x')\n"},
     )
     run = runner.begin(flow)
-    state = runner.advance(flow, run.id, make_sandbox=Fakes())
+    state = runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=Fakes()))
     runner.approve(flow, run.id, gate="only", expect_revision=state.revision)
-    assert runner.advance(flow, run.id, make_sandbox=Fakes()).status == "done"
+    assert (
+        runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=Fakes())).status
+        == "done"
+    )
 
 
 def test_an_agent_decides_on_receipts_of_what_it_read_never_on_digests(tmp_path, capsys) -> None:
@@ -320,7 +323,7 @@ def test_a_gate_never_reopened_is_decided_by_gate_alone_even_after_a_rerun(
     assert RunHandle.open(run.flow, run.id).state.status == "done"
     # the README's first flow again: rerun --from, advance, approve --gate (no reopen)
     assert main(capsys, "rerun", str(flow), "--from", "pick")[0] == 0
-    again = runner.advance(flow, run.id, make_sandbox=Fakes())
+    again = runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=Fakes()))
     assert (again.gate, again.phase("pick").attempt) == ("pick", 2)
     code, _, err = main(capsys, "approve", str(flow), "--gate", "pick")
     assert code == 0, err
@@ -337,8 +340,12 @@ def test_advance_bound_to_a_stale_revision_is_refused_and_runs_nothing(tmp_path,
     state = RunHandle.open(run.flow, run.id).state
     assert state.phases[0].status == "pending" and state.revision == seen + 1
     with pytest.raises(runner.Refused):
-        runner.advance(flow, run.id, make_sandbox=Fakes(), expect_revision=seen)
-    done = runner.advance(flow, run.id, make_sandbox=Fakes(), expect_revision=seen + 1)
+        runner.advance(
+            flow, run.id, expect_revision=seen, options=runner.RunOptions(make_sandbox=Fakes())
+        )
+    done = runner.advance(
+        flow, run.id, expect_revision=seen + 1, options=runner.RunOptions(make_sandbox=Fakes())
+    )
     assert (done.waiting, done.gate) == ("gate", "pick")
 
 

@@ -46,7 +46,10 @@ def test_a_rerun_with_other_parameters_is_params_changed_never_a_changed_flow_ya
 ) -> None:
     root = two(tmp_path)
     run = runner.begin(root)
-    assert runner.advance(root, run.id, make_sandbox=Fakes()).status == "done"
+    assert (
+        runner.advance(root, run.id, options=runner.RunOptions(make_sandbox=Fakes())).status
+        == "done"
+    )
     runner.rerun(root, "b", run.id, params={"city": "Cairo"})
     handle = RunHandle.open(runner.load_flow(root), run.id)
     assert changes(handle) == ([], ["a"])  # a ran with London; its code is what ran
@@ -54,7 +57,10 @@ def test_a_rerun_with_other_parameters_is_params_changed_never_a_changed_flow_ya
     assert (r["step"], r["reason"], r["who"]) == ("advance", "params_changed", "anyone")
     assert "flow.yaml" not in r["why"] and r["commands"][0][1] == "advance"
     assert r["problems"] == ["a ran with other parameters than the run's now"]
-    assert runner.advance(root, run.id, make_sandbox=Fakes()).status == "done"
+    assert (
+        runner.advance(root, run.id, options=runner.RunOptions(make_sandbox=Fakes())).status
+        == "done"
+    )
     assert (handle.paths.out("b.txt")).read_text() == "London!"  # b read a's output
     done = route_of(root, run.id)
     assert (done["step"], done["reason"]) == ("none", "done")
@@ -69,7 +75,7 @@ def test_a_failure_carries_its_error_and_record_and_a_repeat_goes_to_a_person(
 ) -> None:
     root = two(tmp_path, b="raise ValueError(\"column 'amount' is missing\")")
     run = runner.begin(root)
-    runner.advance(root, run.id, make_sandbox=Fakes())
+    runner.advance(root, run.id, options=runner.RunOptions(make_sandbox=Fakes()))
     first = route_of(root, run.id)
     assert (first["step"], first["reason"], first["who"]) == ("rerun", "failed", "anyone")
     assert "ValueError: column 'amount' is missing" in first["problems"][0]
@@ -77,13 +83,16 @@ def test_a_failure_carries_its_error_and_record_and_a_repeat_goes_to_a_person(
     assert first["problems"][1] == f"record: {record}"
     assert first["read"][0]["path"] == record
     runner.rerun(root, "b", run.id)
-    runner.advance(root, run.id, make_sandbox=Fakes())
+    runner.advance(root, run.id, options=runner.RunOptions(make_sandbox=Fakes()))
     again = route_of(root, run.id)
     assert (again["step"], again["reason"], again["who"]) == ("fix", "failed_repeatedly", "person")
     assert first["problems"][0] in again["problems"]
     (root / "b.py").write_text("open('b.txt', 'w').write('fixed')")  # a person fixes it
     runner.rerun(root, "b", run.id)
-    assert runner.advance(root, run.id, make_sandbox=Fakes()).status == "done"
+    assert (
+        runner.advance(root, run.id, options=runner.RunOptions(make_sandbox=Fakes())).status
+        == "done"
+    )
 
 
 def test_a_phase_that_fails_once_then_passes_is_retried_and_a_new_error_is_no_repeat(
@@ -104,11 +113,14 @@ def test_a_phase_that_fails_once_then_passes_is_retried_and_a_new_error_is_no_re
     )
     run = runner.begin(root)
     for _ in range(2):  # two failures, each with its own error: no repeat
-        runner.advance(root, run.id, make_sandbox=Fakes())
+        runner.advance(root, run.id, options=runner.RunOptions(make_sandbox=Fakes()))
         r = route_of(root, run.id)
         assert (r["reason"], r["who"]) == ("failed", "anyone")
         runner.rerun(root, "b", run.id)
-    assert runner.advance(root, run.id, make_sandbox=Fakes()).status == "done"
+    assert (
+        runner.advance(root, run.id, options=runner.RunOptions(make_sandbox=Fakes())).status
+        == "done"
+    )
     state = RunHandle.open(runner.load_flow(root), run.id).state
     assert (state.phase("b").repeats, state.phase("b").failure) == (0, {})
 
@@ -122,7 +134,7 @@ def test_a_run_left_running_between_phases_is_resumed_by_advance(tmp_path: Path)
     assert run.state.status == "running"  # and then its process died, before b started
     r = route_of(root, run.id)
     assert (r["step"], r["reason"]) == ("advance", "stopped")
-    state = runner.advance(root, run.id, make_sandbox=Fakes())
+    state = runner.advance(root, run.id, options=runner.RunOptions(make_sandbox=Fakes()))
     assert state.status == "done" and run.paths.out("b.txt").read_text() == "Lima!"
 
 

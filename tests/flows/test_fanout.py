@@ -251,7 +251,9 @@ def test_a_cancel_stops_every_partition(tmp_path: Path, allow_local: None) -> No
                 both.set()
 
     thread = threading.Thread(
-        target=in_thread(lambda: ended.append(runner.run(root, on_event=seen)))
+        target=in_thread(
+            lambda: ended.append(runner.run(root, options=runner.RunOptions(on_event=seen)))
+        )
     )
     thread.start()
     assert both.wait(60)

@@ -138,7 +138,7 @@ def test_a_flow_naming_a_webhook_is_refused_and_the_listener_receives_nothing(
     assert '`notify: {team: {webhook: "https://…"}}` to your profile ' in text
     assert "and write `notify: {to: team}`" in text
     with pytest.raises(FlowInvalid):
-        runner.run(flow, make_sandbox=Fakes())
+        runner.run(flow, options=runner.RunOptions(make_sandbox=Fakes()))
     assert main(["check", str(flow)]) == 2
     assert main(["run", str(flow), "--allow-local"]) == 2
     assert "notify: {to: team}" in capsys.readouterr().err
@@ -192,7 +192,7 @@ def test_a_target_the_profile_lacks_is_refused_by_check_and_run(
     assert "flow.yaml: notify.to: 'team' is not in your profile " in out
     assert "(it has: ops): add `notify: {team: {webhook: " in out
     with pytest.raises(ProfileLacks) as caught:
-        runner.run(flow, make_sandbox=Fakes())
+        runner.run(flow, options=runner.RunOptions(make_sandbox=Fakes()))
     assert caught.value.next(str(flow)) == f"praxis check {flow}"
     with pytest.raises(ProfileLacks):
         runner.begin(flow)
@@ -204,7 +204,12 @@ def test_a_flow_that_notifies_nobody_needs_no_profile(tmp_path, monkeypatch, cap
     monkeypatch.setenv("PRAXIS_PROFILE", str(tmp_path / "none.yaml"))
     flow = write_flow(tmp_path / "gates", TWO_GATES % {"backend": "fake"}, FILES)
     assert main(["check", str(flow)]) == 0
-    assert runner.advance(flow, runner.begin(flow).id, make_sandbox=Fakes()).waiting == "gate"
+    assert (
+        runner.advance(
+            flow, runner.begin(flow).id, options=runner.RunOptions(make_sandbox=Fakes())
+        ).waiting
+        == "gate"
+    )
 
 
 # -- what a target receives -------------------------------------------------------------------
@@ -217,7 +222,9 @@ def test_a_gate_and_the_end_are_told_to_the_profiles_target(
     flow = gated(tmp_path, "{to: team}")
     run = runner.begin(flow)
     me = notify.Notifier(base_url="http://127.0.0.1:8765", root=tmp_path)
-    state = runner.advance(flow, run.id, make_sandbox=Fakes(), notifier=me)
+    state = runner.advance(
+        flow, run.id, options=runner.RunOptions(make_sandbox=Fakes(), notifier=me)
+    )
     assert state.waiting == "gate"
     ((method, path, body),) = hook.seen
     assert (method, path) == ("POST", "/hook")
@@ -231,11 +238,13 @@ def test_a_gate_and_the_end_are_told_to_the_profiles_target(
     }
     assert str(tmp_path).encode() not in hook.raw[0]
     # advancing a run that waits changes nothing: nobody is told again
-    runner.advance(flow, run.id, make_sandbox=Fakes(), notifier=me)
+    runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=Fakes(), notifier=me))
     assert len(hook.seen) == 1
     for gate in ("pick", "total"):
         runner.approve(flow, run.id, gate=gate)
-        state = runner.advance(flow, run.id, make_sandbox=Fakes(), notifier=me)
+        state = runner.advance(
+            flow, run.id, options=runner.RunOptions(make_sandbox=Fakes(), notifier=me)
+        )
     assert state.status == "done"
     assert [(b["event"], b["phase"]) for _, _, b in hook.seen] == [
         ("gate", "pick"),
@@ -252,7 +261,9 @@ def test_a_failed_phase_s_text_never_reaches_a_target_by_default(
 ) -> None:
     person(tmp_path, monkeypatch, f"notify: {{team: {{webhook: '{hook.url}'}}}}\n")
     flow = failing(tmp_path, "{to: team}", SECRET)
-    state = runner.run(flow, make_sandbox=Fakes())  # run tells, as advance does
+    state = runner.run(
+        flow, options=runner.RunOptions(make_sandbox=Fakes())
+    )  # run tells, as advance does
     assert state.status == "failed" and SECRET in str(state.error)
     ((_, _, body),) = hook.seen
     assert body == {
@@ -277,7 +288,7 @@ def test_include_error_gets_the_error_bounded_and_escaped(
         f"notify: {{team: {{webhook: '{hook.url}', include_error: true}}}}\n",
     )
     flow = failing(tmp_path, "{to: team, when: [failed]}", "\x1b]0;owned\x07" + "A" * 5000)
-    state = runner.run(flow, make_sandbox=Fakes())
+    state = runner.run(flow, options=runner.RunOptions(make_sandbox=Fakes()))
     assert state.status == "failed" and len(str(state.error)) > 4000
     ((_, _, body),) = hook.seen
     error = body["error"]
@@ -297,7 +308,7 @@ def test_a_target_s_command_runs_without_a_shell_and_reads_the_json(tmp_path, mo
         f"notify:\n  me: {{command: [{sys.executable!r}, {str(script)!r}, {str(got)!r}]}}\n",
     )
     flow = failing(tmp_path, "{to: me}", SECRET)
-    state = runner.run(flow, make_sandbox=Fakes())
+    state = runner.run(flow, options=runner.RunOptions(make_sandbox=Fakes()))
     body = json.loads(got.read_bytes())
     assert (body["event"], body["phase"], "error" in body) == ("failed", "leak", False)
     assert SECRET not in got.read_text()
@@ -316,7 +327,7 @@ def test_the_persons_own_command_gets_the_fixed_body_and_a_failure_is_told(
     files = dict(FILES, **{"data/orders.csv": "id,amount\n1,x\n"})  # amount not a number
     flow = write_flow(tmp_path / "gates", TWO_GATES % {"backend": "fake"}, files)
     run = runner.begin(flow)
-    state = runner.advance(flow, run.id, make_sandbox=Fakes())
+    state = runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=Fakes()))
     assert state.status == "failed" and "could not convert" in str(state.error)
     body = json.loads(got.read_text())
     assert body == {
@@ -329,7 +340,7 @@ def test_the_persons_own_command_gets_the_fixed_body_and_a_failure_is_told(
     }
     monkeypatch.setenv("PRAXIS_NOTIFY_COMMAND", f"{sys.executable} -c 'raise SystemExit(3)'")
     runner.rerun(flow, "pick", run.id)
-    runner.advance(flow, run.id, make_sandbox=Fakes())
+    runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=Fakes()))
     told = kinds(flow, run.id)
     assert [e.kind for e in told] == ["notified", "notify_failed"]
     assert "exited 3" in told[-1].error
@@ -343,13 +354,13 @@ def test_a_webhook_s_variable_is_read_from_the_environment_when_used(
     monkeypatch.delenv("HOOK_PORT", raising=False)
     flow = gated(tmp_path, "{to: team}")
     run = runner.begin(flow)
-    runner.advance(flow, run.id, make_sandbox=Fakes())
+    runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=Fakes()))
     (failed,) = kinds(flow, run.id)
     assert failed.kind == "notify_failed" and "${HOOK_PORT}" in failed.error
     assert hook.seen == []
     monkeypatch.setenv("HOOK_PORT", str(port))
     runner.approve(flow, run.id, gate="pick")
-    runner.advance(flow, run.id, make_sandbox=Fakes())
+    runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=Fakes()))
     assert [(p, b["phase"]) for _, p, b in hook.seen] == [("/h", "total")]
 
 
@@ -363,7 +374,7 @@ def test_a_target_the_profile_lost_is_recorded_with_the_fix_and_the_run_goes_on(
     flow = gated(tmp_path, "{to: team}")
     run = runner.begin(flow)
     path.write_text("notify: {ops: {command: [/bin/true]}}\n")  # the person renamed it
-    state = runner.advance(flow, run.id, make_sandbox=Fakes())
+    state = runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=Fakes()))
     assert state.waiting == "gate" and state.status == "paused"
     (failed,) = kinds(flow, run.id)
     assert failed.kind == "notify_failed" and failed.target == "team"
@@ -371,7 +382,10 @@ def test_a_target_the_profile_lost_is_recorded_with_the_fix_and_the_run_goes_on(
     assert "add `notify: {team: {webhook: " in failed.error
     path.write_text("notify: [broken\n")
     runner.approve(flow, run.id, gate="pick")
-    assert runner.advance(flow, run.id, make_sandbox=Fakes()).waiting == "gate"
+    assert (
+        runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=Fakes())).waiting
+        == "gate"
+    )
     assert kinds(flow, run.id)[-1].kind == "notify_failed"
     assert hook.seen == []
 
@@ -383,7 +397,7 @@ def test_a_failing_webhook_is_logged_and_recorded_and_the_run_goes_on(
     hook.answer = (500, {})
     flow = gated(tmp_path, "{to: team}")
     run = runner.begin(flow)
-    state = runner.advance(flow, run.id, make_sandbox=Fakes())
+    state = runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=Fakes()))
     assert state.waiting == "gate" and state.status == "paused"
     (failed,) = kinds(flow, run.id)
     assert failed.kind == "notify_failed" and "500" in failed.error
@@ -396,7 +410,7 @@ def test_a_redirect_is_not_followed(tmp_path, hook: Hook, monkeypatch) -> None:
     hook.answer = (302, {"Location": "/elsewhere"})
     flow = gated(tmp_path, "{to: team}")
     run = runner.begin(flow)
-    runner.advance(flow, run.id, make_sandbox=Fakes())
+    runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=Fakes()))
     assert [p for _, p, _ in hook.seen] == ["/hook"]  # never /elsewhere
     (failed,) = kinds(flow, run.id)
     assert failed.kind == "notify_failed" and "302" in failed.error
@@ -408,7 +422,10 @@ def test_a_webhook_that_never_answers_is_given_up(tmp_path, hook: Hook, monkeypa
     hook.stall.set()
     flow = gated(tmp_path, "{to: team}")
     run = runner.begin(flow)
-    assert runner.advance(flow, run.id, make_sandbox=Fakes()).waiting == "gate"
+    assert (
+        runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=Fakes())).waiting
+        == "gate"
+    )
     (failed,) = kinds(flow, run.id)
     assert failed.kind == "notify_failed" and "timed out" in failed.error
 
@@ -417,7 +434,10 @@ def test_when_limits_what_is_told(tmp_path, hook: Hook, monkeypatch) -> None:
     person(tmp_path, monkeypatch, f"notify: {{team: {{webhook: '{hook.url}'}}}}\n")
     flow = gated(tmp_path, "{to: team, when: [done]}")
     run = runner.begin(flow)
-    assert runner.advance(flow, run.id, make_sandbox=Fakes()).waiting == "gate"
+    assert (
+        runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=Fakes())).waiting
+        == "gate"
+    )
     assert hook.seen == []
 
 
@@ -461,7 +481,10 @@ def test_a_profile_webhook_that_is_not_http_is_recorded_never_opened(tmp_path, m
     person(tmp_path, monkeypatch, "notify: {team: {webhook: 'file:///etc/passwd'}}\n")
     flow = gated(tmp_path, "{to: team}")
     run = runner.begin(flow)
-    assert runner.advance(flow, run.id, make_sandbox=Fakes()).waiting == "gate"
+    assert (
+        runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=Fakes())).waiting
+        == "gate"
+    )
     (failed,) = kinds(flow, run.id)
     assert failed.kind == "notify_failed" and failed.target == "team"
     assert "the profile's notify.team.webhook is not an http:// or https:// URL" in failed.error
@@ -475,11 +498,11 @@ def test_a_webhook_s_failure_is_recorded_without_its_url(tmp_path, hook: Hook, m
     hook.answer = (403, {})
     flow = gated(tmp_path, "{to: team}")
     run = runner.begin(flow)
-    runner.advance(flow, run.id, make_sandbox=Fakes())
+    runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=Fakes()))
     assert [p for _, p, _ in hook.seen] == ["/hook?key=s3cr3t-key"]
     monkeypatch.setenv("HOOK_KEY", "s3cr3t key")  # a URL http.client refuses, quoting it
     runner.approve(flow, run.id, gate="pick")
-    runner.advance(flow, run.id, make_sandbox=Fakes())
+    runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=Fakes()))
     assert len(hook.seen) == 1
     told = kinds(flow, run.id)
     assert [e.kind for e in told] == ["notify_failed"] * 2

@@ -27,7 +27,7 @@ def kinds(run: RunHandle) -> list[str]:
 def test_script_error_names_the_script_and_the_exception(tmp_path) -> None:
     flow = one_script_flow(tmp_path / "f", "x = 1\nraise ValueError('bad input')\n")
     run = runner.begin(flow)
-    state = runner.advance(flow, run.id, make_sandbox=Fakes())
+    state = runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=Fakes()))
     assert state.status == "failed"
     assert state.phase("a").error.startswith("s.py")
     assert "ValueError: bad input" in state.phase("a").error
@@ -39,19 +39,19 @@ def test_kernel_death_fails_the_phase(tmp_path) -> None:
 
     flow = one_script_flow(tmp_path / "f", "pass")
     run = runner.begin(flow)
-    state = runner.advance(flow, run.id, make_sandbox=Fakes(handler=die))
+    state = runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=Fakes(handler=die)))
     assert state.phase("a").error == "KernelDied: kernel died: out of memory"
 
 
 def test_a_rerun_whose_output_is_unchanged_reuses_the_later_phases(tmp_path) -> None:
     flow = three_phase_flow(tmp_path)
     run = runner.begin(flow)
-    state = runner.advance(flow, run.id, make_sandbox=Fakes())
+    state = runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=Fakes()))
     runner.approve(flow, run.id, expect_revision=state.revision)
-    runner.advance(flow, run.id, make_sandbox=Fakes())
+    runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=Fakes()))
     runner.rerun(flow, "load", run.id)
     fakes = Fakes()
-    state = runner.advance(flow, run.id, make_sandbox=fakes)
+    state = runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=fakes))
     assert state.waiting == "gate"  # review was reused; its Gate still asks the reviewer
     assert [p.attempt for p in state.phases] == [2, 1, 1]
     assert state.phase("review").reused and state.phase("review").status == "done"
@@ -117,7 +117,7 @@ def test_a_sandbox_that_fails_before_the_code_runs_fails_the_attempt_on_record(
     def make(flow: object, run: RunHandle) -> FakeSandbox:
         return box(workspace=run.paths.workspace, name=run.id)
 
-    state = runner.advance(flow, run.id, make_sandbox=make)
+    state = runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=make))
     assert state.status == "failed"
     assert state.phase("a").status == "failed" and state.phase("a").attempt == 1
     assert "SandboxUnavailable" in str(state.phase("a").error)
@@ -160,13 +160,13 @@ def test_an_input_the_workspace_holds_already_is_not_uploaded_again_where_sealed
         made[-1].isolated = isolated
         return made[-1]
 
-    state = runner.advance(root, run.id, make_sandbox=make)
+    state = runner.advance(root, run.id, options=runner.RunOptions(make_sandbox=make))
     assert state.status == "done"
     assert run.paths.out("y.txt").read_text() == "from ax\n"
     expected = uploads if uploads is not None else ["x.txt", "data/in.csv"]
     assert sorted(made[0].uploads) == sorted(expected)  # a's x.txt stays where a left it, sealed
     runner.rerun(root, "b", run.id)  # a new process: the workspace is looked at afresh
-    state = runner.advance(root, run.id, make_sandbox=make, reuse=False)
+    state = runner.advance(root, run.id, options=runner.RunOptions(make_sandbox=make, reuse=False))
     assert state.status == "done" and state.phase("b").attempt == 2
     assert sorted(made[1].uploads) == sorted(expected)
     assert run.paths.out("y.txt").read_text() == "from ax\n"
@@ -194,7 +194,7 @@ def test_a_sweep_that_fails_fails_the_phase_never_swallowed(tmp_path, script) ->
     def make(flow: Any, run: Any) -> SweepFails:
         return SweepFails(workspace=run.paths.workspace, name=run.id)
 
-    state = runner.advance(flow, run.id, make_sandbox=make)
+    state = runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=make))
     assert state.phase("a").status == "failed"
     assert "could not stop the phase's processes: 1 left" in str(state.phase("a").error)
     if "raise" in script:  # the phase's own error comes first, the sweep's joins it

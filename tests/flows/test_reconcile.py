@@ -36,7 +36,7 @@ def test_a_hand_edit_after_the_look_is_recorded_and_stales_the_approve(tmp_path)
     assert state.revision == seen + 1
     assert state.phase("pick").hashes["picks.csv"] == edited[0].sha256
     runner.approve(flow, run.id, expect_revision=state.revision)
-    runner.advance(flow, run.id, make_sandbox=Fakes())
+    runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=Fakes()))
     assert run.paths.out("total.csv").read_text() == "kept,total\n2,40.0\n"
     receipt = status_of(RunHandle.open(run.flow, run.id)).receipt
     pick = receipt["ledger"][0]
@@ -46,15 +46,15 @@ def test_a_hand_edit_after_the_look_is_recorded_and_stales_the_approve(tmp_path)
 def test_a_hand_edit_after_approval_blocks_the_rerun_until_accepted(tmp_path, capsys) -> None:
     flow, run, state = at_first_gate(tmp_path)
     state = runner.approve(flow, run.id, gate="pick")
-    state = runner.advance(flow, run.id, make_sandbox=Fakes())
+    state = runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=Fakes()))
     state = runner.approve(flow, run.id, gate="total")
-    state = runner.advance(flow, run.id, make_sandbox=Fakes())
+    state = runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=Fakes()))
     assert state.status == "done"
     picks = run.paths.out("picks.csv")
     picks.write_bytes(picks.read_bytes().replace(b"3,30,keep", b"3,30,drop"))  # not writable now
     runner.rerun(flow, "total", run.id)
     with pytest.raises(runner.Refused, match="picks.csv of pick was changed outside praxis"):
-        runner.advance(flow, run.id, make_sandbox=Fakes())
+        runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=Fakes()))
     status = status_of(RunHandle.open(run.flow, run.id))
     assert status.changed_outputs[0]["name"] == "picks.csv"
     assert status.route["reason"] == "output_changed" and status.route["who"] == "person"
@@ -65,12 +65,12 @@ def test_a_hand_edit_after_approval_blocks_the_rerun_until_accepted(tmp_path, ca
     assert code == 0, err
     accepted = [e for e in events(run) if e.kind == "output_accepted"]
     assert accepted[0].name == "picks.csv" and accepted[0].actor == "person:tester"
-    state = runner.advance(flow, run.id, make_sandbox=Fakes())
+    state = runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=Fakes()))
     assert state.waiting == "gate"
     assert run.paths.out("total.csv").read_text() == "kept,total\n2,30.0\n"
     picks.write_bytes(picks.read_bytes().replace(b"1,10,keep", b"1,10,drop"))  # again
     runner.rerun(flow, "pick", run.id)  # its producer runs again: nothing to accept
-    state = runner.advance(flow, run.id, make_sandbox=Fakes())
+    state = runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=Fakes()))
     assert (state.waiting, state.gate) == ("gate", "pick")
     assert b"1,10,keep" in picks.read_bytes()
 
@@ -78,9 +78,9 @@ def test_a_hand_edit_after_approval_blocks_the_rerun_until_accepted(tmp_path, ca
 def test_an_unchanged_linked_output_is_not_read_again(tmp_path, monkeypatch) -> None:
     flow, run, state = at_first_gate(tmp_path)
     runner.approve(flow, run.id, gate="pick")
-    runner.advance(flow, run.id, make_sandbox=Fakes())
+    runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=Fakes()))
     runner.approve(flow, run.id, gate="total")
-    runner.advance(flow, run.id, make_sandbox=Fakes())
+    runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=Fakes()))
     read: list[str] = []
     real = reconcile._digest
     monkeypatch.setattr(reconcile, "_digest", lambda r, n: read.append(n) or real(r, n))

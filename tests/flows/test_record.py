@@ -153,7 +153,7 @@ def script_flow(root: Path) -> Path:
 def test_script_records_show_outputs_and_failures_and_attempts_are_kept(tmp_path: Path) -> None:
     root = script_flow(tmp_path / "flow")
     run = runner.begin(root)
-    state = runner.advance(root, run.id, make_sandbox=local)
+    state = runner.advance(root, run.id, options=runner.RunOptions(make_sandbox=local))
     assert state.status == "failed"
     paths = run.paths
 
@@ -188,7 +188,7 @@ def test_script_records_show_outputs_and_failures_and_attempts_are_kept(tmp_path
     assert note.cell_type == "markdown" and "ValueError: no good" in note.source
 
     runner.rerun(root, "boom", run.id)
-    runner.advance(root, run.id, make_sandbox=local)
+    runner.advance(root, run.id, options=runner.RunOptions(make_sandbox=local))
     kept = read(paths.attempt("boom", 1) / "record.ipynb")
     assert kept.metadata["praxis"]["attempt"] == 1
     assert read(paths.record("boom")).metadata["praxis"]["attempt"] == 2
@@ -220,7 +220,7 @@ def test_agent_records_hold_model_messages_and_code_outputs(tmp_path: Path) -> N
     )
     run = runner.begin(root)
     given = given_to("agent", model, lambda phase, code: True)
-    state = runner.advance(root, run.id, make_sandbox=local, given=given)
+    state = runner.advance(root, run.id, options=runner.RunOptions(make_sandbox=local, given=given))
     assert state.status == "done", state.error
     nb = read(run.paths.record("count"))
     assert nb.metadata["praxis"]["kind"] == "agent"

@@ -48,9 +48,9 @@ def nonces(root: Path, run_id: str) -> dict[str, str]:
 def test_a_second_run_restores_every_phase_from_the_first(tmp_path: Path) -> None:
     root = write_flow(tmp_path / "nonce", FLOW, FILES)
     fakes = Fakes()
-    first = runner.run(root, make_sandbox=fakes)
+    first = runner.run(root, options=runner.RunOptions(make_sandbox=fakes))
     ran = len(fakes.executed)
-    second = runner.run(root, make_sandbox=fakes)
+    second = runner.run(root, options=runner.RunOptions(make_sandbox=fakes))
     assert len(fakes.executed) == ran  # no code of the second run ran
     assert len(fakes.made) == 1  # nor was a sandbox opened for it
     assert nonces(root, second.run) == nonces(root, first.run)
@@ -74,8 +74,8 @@ def test_a_second_run_restores_every_phase_from_the_first(tmp_path: Path) -> Non
 def test_no_reuse_and_reuse_never_run_the_code(tmp_path: Path) -> None:
     root = write_flow(tmp_path / "nonce", FLOW, FILES)
     fakes = Fakes()
-    first = runner.run(root, make_sandbox=fakes)
-    again = runner.run(root, make_sandbox=fakes, reuse=False)
+    first = runner.run(root, options=runner.RunOptions(make_sandbox=fakes))
+    again = runner.run(root, options=runner.RunOptions(make_sandbox=fakes, reuse=False))
     assert not any(p.reused for p in again.phases)
     assert nonces(root, again.run)["a"] != nonces(root, first.run)["a"]
     (root / "flow.yaml").write_text(
@@ -85,7 +85,7 @@ def test_no_reuse_and_reuse_never_run_the_code(tmp_path: Path) -> None:
     )
     flow, report = load(root)
     assert flow is not None and not report.errors
-    third = runner.run(root, make_sandbox=fakes)
+    third = runner.run(root, options=runner.RunOptions(make_sandbox=fakes))
     assert [p.reused for p in third.phases] == [True, False]
     assert nonces(root, third.run)["b"] not in {
         nonces(root, r)["b"] for r in (first.run, again.run)
@@ -96,27 +96,29 @@ def test_a_rerun_asked_for_runs_and_a_changed_input_runs_from_its_reader(tmp_pat
     plain = {**FILES, "a.py": 'open("a.txt", "w").write(open("data/in.txt").read() + "a\\n")\n'}
     root = write_flow(tmp_path / "nonce", FLOW, plain)  # a leaves nothing random for b
     fakes = Fakes()
-    first = runner.run(root, make_sandbox=fakes)
+    first = runner.run(root, options=runner.RunOptions(make_sandbox=fakes))
     runner.rerun(root, "a", first.run)  # a person asked for a: it runs; b comes out the same
-    state = runner.advance(root, first.run, make_sandbox=fakes)
+    state = runner.advance(root, first.run, options=runner.RunOptions(make_sandbox=fakes))
     assert [(p.attempt, p.reused) for p in state.phases] == [(2, False), (1, True)]
     (root / "data" / "in.txt").write_text("changed\n")
-    second = runner.run(root, make_sandbox=fakes)
+    second = runner.run(root, options=runner.RunOptions(make_sandbox=fakes))
     assert [p.reused for p in second.phases] == [False, False]
     assert run_paths(root, second.run).out("b.txt").read_text() == "changed\na\nb\n"
-    third = runner.run(root, make_sandbox=fakes)  # the changed input's work is settled now
+    third = runner.run(
+        root, options=runner.RunOptions(make_sandbox=fakes)
+    )  # the changed input's work is settled now
     assert [p.reused_from for p in third.phases] == [f"{second.run}/1"] * 2
 
 
 def test_deleted_runs_leave_the_index_and_are_never_a_source(tmp_path: Path) -> None:
     root = write_flow(tmp_path / "nonce", FLOW, FILES)
     fakes = Fakes()
-    first = runner.run(root, make_sandbox=fakes)
+    first = runner.run(root, options=runner.RunOptions(make_sandbox=fakes))
     flow, _ = load(root)
     assert flow is not None
     runner.delete_runs(flow, [first.run])
     assert not any(index_dir(root).rglob("*.json"))
-    second = runner.run(root, make_sandbox=fakes)
+    second = runner.run(root, options=runner.RunOptions(make_sandbox=fakes))
     assert not any(p.reused for p in second.phases)
 
 

@@ -25,7 +25,7 @@ def kinds(run: RunHandle) -> list[str]:
 def test_runs_to_the_gate_and_routes_files(tmp_path) -> None:
     flow = three_phase_flow(tmp_path)
     run = runner.begin(flow)
-    state = runner.advance(flow, run.id, make_sandbox=Fakes())
+    state = runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=Fakes()))
     assert (state.status, state.waiting, state.gate) == ("paused", "gate", "review")
     assert [p.status for p in state.phases] == ["done", "done", "pending"]
     out = run.paths.output
@@ -40,12 +40,12 @@ def test_runs_to_the_gate_and_routes_files(tmp_path) -> None:
 def test_edit_at_gate_then_approve_next_phase_reads_the_edit(tmp_path) -> None:
     flow = three_phase_flow(tmp_path)
     run = runner.begin(flow)
-    state = runner.advance(flow, run.id, make_sandbox=Fakes())
+    state = runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=Fakes()))
     state = runner.edit(
         flow, "flags.csv", b"id,keep\n1,yes\n2,no\n3,yes\n", run.id, expect_revision=state.revision
     )
     state = runner.approve(flow, run.id, expect_revision=state.revision)
-    state = runner.advance(flow, run.id, make_sandbox=Fakes())
+    state = runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=Fakes()))
     assert state.status == "done"
     assert (run.paths.out("total.txt")).read_text() == "40"
     assert "artifact_edited" in kinds(run) and "gate_approved" in kinds(run)
@@ -54,7 +54,7 @@ def test_edit_at_gate_then_approve_next_phase_reads_the_edit(tmp_path) -> None:
 def test_edit_outside_the_writable_outputs_is_refused(tmp_path) -> None:
     flow = three_phase_flow(tmp_path)
     run = runner.begin(flow)
-    runner.advance(flow, run.id, make_sandbox=Fakes())
+    runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=Fakes()))
     before = run.paths.out("clean.csv").read_bytes()
     with pytest.raises(NotWritable, match="only the outputs of phase 'review'"):
         runner.edit(flow, "clean.csv", b"id,amount\n", run.id)
@@ -64,7 +64,7 @@ def test_edit_outside_the_writable_outputs_is_refused(tmp_path) -> None:
 def test_edit_through_a_symlink_is_refused(tmp_path) -> None:
     flow = three_phase_flow(tmp_path)
     run = runner.begin(flow)
-    runner.advance(flow, run.id, make_sandbox=Fakes())
+    runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=Fakes()))
     target = tmp_path / "elsewhere.csv"
     target.write_text("secret")
     run.paths.out("flags.csv").unlink()
@@ -77,7 +77,7 @@ def test_edit_through_a_symlink_is_refused(tmp_path) -> None:
 def test_stale_revision_is_refused_and_nothing_changes(tmp_path) -> None:
     flow = three_phase_flow(tmp_path)
     run = runner.begin(flow)
-    state = runner.advance(flow, run.id, make_sandbox=Fakes())
+    state = runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=Fakes()))
     before = run.paths.state.read_bytes()
     with pytest.raises(runner.Refused, match=f"at revision {state.revision}, not 1"):
         runner.approve(flow, run.id, expect_revision=1)
@@ -90,9 +90,9 @@ def test_stale_revision_is_refused_and_nothing_changes(tmp_path) -> None:
 def test_rerun_marks_later_phases_stale_and_keeps_the_attempt(tmp_path) -> None:
     flow = three_phase_flow(tmp_path)
     run = runner.begin(flow)
-    state = runner.advance(flow, run.id, make_sandbox=Fakes())
+    state = runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=Fakes()))
     runner.approve(flow, run.id, expect_revision=state.revision)
-    runner.advance(flow, run.id, make_sandbox=Fakes())
+    runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=Fakes()))
     first = run.paths.out("clean.csv").read_bytes()
     state = runner.rerun(flow, "load", run.id)
     assert [p.status for p in state.phases] == ["pending", "stale", "stale"]
@@ -102,7 +102,7 @@ def test_rerun_marks_later_phases_stale_and_keeps_the_attempt(tmp_path) -> None:
     assert (kept / "record.ipynb").is_file()
     assert "rerun_requested" in kinds(run) and "phases_stale" in kinds(run)
     fakes = Fakes()
-    state = runner.advance(flow, run.id, make_sandbox=fakes, reuse=False)
+    state = runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=fakes, reuse=False))
     assert state.waiting == "gate"  # load and review ran again, the Gate holds again
     assert [p.attempt for p in state.phases] == [2, 2, 1]
     assert run.paths.attempt("review", 1).is_dir()
@@ -112,7 +112,7 @@ def test_rerun_marks_later_phases_stale_and_keeps_the_attempt(tmp_path) -> None:
 def test_reject_reopens_with_the_note(tmp_path) -> None:
     flow = three_phase_flow(tmp_path)
     run = runner.begin(flow)
-    state = runner.advance(flow, run.id, make_sandbox=Fakes())
+    state = runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=Fakes()))
     state = runner.reject(
         flow, "load", "amounts are in cents", run.id, expect_revision=state.revision
     )
@@ -130,7 +130,7 @@ def test_unavailable_sandbox_changes_nothing(tmp_path) -> None:
         raise SandboxUnavailable("no daemon")
 
     with pytest.raises(SandboxUnavailable):
-        runner.advance(flow, run.id, make_sandbox=unavailable)
+        runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=unavailable))
     assert run.paths.state.read_bytes() == before
 
 
@@ -141,10 +141,10 @@ def test_a_phase_left_running_is_recovered_as_stopped(tmp_path) -> None:
     from praxis.flows.report.status import status_of
 
     assert "stopped before it finished" in status_of(RunHandle.open(run.flow, run.id)).message
-    state = runner.advance(flow, run.id, make_sandbox=Fakes())
+    state = runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=Fakes()))
     assert (state.status, state.phase("load").error) == ("failed", st.STOPPED)
     state = runner.rerun(flow, "load", run.id)
-    state = runner.advance(flow, run.id, make_sandbox=Fakes())
+    state = runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=Fakes()))
     assert state.waiting == "gate"
 
 
@@ -162,7 +162,9 @@ def test_cancel_request_stops_before_the_next_phase(tmp_path) -> None:
     cwd = os.getcwd()
     os.chdir(run.paths.workspace)
     try:
-        state = runner.advance(flow, run.id, make_sandbox=Fakes(handler=cancel_during))
+        state = runner.advance(
+            flow, run.id, options=runner.RunOptions(make_sandbox=Fakes(handler=cancel_during))
+        )
     finally:
         os.chdir(cwd)
     assert state.status == "cancelled"
@@ -172,9 +174,9 @@ def test_cancel_request_stops_before_the_next_phase(tmp_path) -> None:
 def test_every_state_change_is_an_event(tmp_path) -> None:
     flow = three_phase_flow(tmp_path)
     run = runner.begin(flow)
-    state = runner.advance(flow, run.id, make_sandbox=Fakes())
+    state = runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=Fakes()))
     runner.approve(flow, run.id, expect_revision=state.revision)
-    runner.advance(flow, run.id, make_sandbox=Fakes())
+    runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=Fakes()))
     got = kinds(run)
     assert got.count("phase_started") == 3 and got.count("phase_done") == 3
     assert "gate_waiting" in got and "sandbox_opened" in got

@@ -45,7 +45,7 @@ def test_a_new_run_is_paused_before_its_first_phase(here: Path) -> None:
 
 def test_at_a_gate_it_names_the_files_to_review_and_the_bound_commands(here: Path) -> None:
     run = runner.begin(here)
-    state = runner.advance(here, run.id, make_sandbox=Fakes())
+    state = runner.advance(here, run.id, options=runner.RunOptions(make_sandbox=Fakes()))
     st = status(run)
     assert st.message == "waiting at the Gate after review: review, then approve or reject"
     assert st.review == [f"demo/runs/{run.id}/output/flags.csv"]
@@ -63,7 +63,7 @@ def test_a_failed_run_says_why_and_offers_the_rerun(tmp_path: Path) -> None:
     root = three_phase_flow(tmp_path)
     (root / "scripts" / "load.py").write_text("raise ValueError('bad input')\n")
     run = runner.begin(root)
-    state = runner.advance(root, run.id, make_sandbox=Fakes())
+    state = runner.advance(root, run.id, options=runner.RunOptions(make_sandbox=Fakes()))
     st = status(run)
     assert st.status == "failed" and st.message.startswith("failed: load: ")
     assert "ValueError: bad input" in st.message
@@ -75,9 +75,9 @@ def test_a_failed_run_says_why_and_offers_the_rerun(tmp_path: Path) -> None:
 
 def test_a_done_run_offers_its_log(here: Path) -> None:
     run = runner.begin(here)
-    state = runner.advance(here, run.id, make_sandbox=Fakes())
+    state = runner.advance(here, run.id, options=runner.RunOptions(make_sandbox=Fakes()))
     runner.approve(here, run.id, expect_revision=state.revision)
-    runner.advance(here, run.id, make_sandbox=Fakes())
+    runner.advance(here, run.id, options=runner.RunOptions(make_sandbox=Fakes()))
     st = status(run)
     assert (st.message, st.next) == ("every phase done", [f"praxis log demo --run {run.id}"])
     assert st.receipt["ok"] and st.changed == []
@@ -85,7 +85,7 @@ def test_a_done_run_offers_its_log(here: Path) -> None:
 
 def test_a_phase_whose_code_changed_since_it_ran_is_named_with_the_rerun(here: Path) -> None:
     run = runner.begin(here)
-    state = runner.advance(here, run.id, make_sandbox=Fakes())
+    state = runner.advance(here, run.id, options=runner.RunOptions(make_sandbox=Fakes()))
     (here / "scripts" / "load.py").write_text("print('changed')\n")
     st = status(run)
     assert st.changed == ["load"]
@@ -119,7 +119,7 @@ def test_the_receipt_shows_a_decision_however_its_kind_is_spelled_in_the_log(her
     """A log naming no decision or edit kind adds nothing to the receipt and is not parsed; a
     kind spelled with a JSON escape is still found."""
     run = runner.begin(here)
-    state = runner.advance(here, run.id, make_sandbox=Fakes())
+    state = runner.advance(here, run.id, options=runner.RunOptions(make_sandbox=Fakes()))
     runner.approve(here, run.id, expect_revision=state.revision)
     log = run.paths.events.read_bytes()
     assert b'"gate_approved"' in log
@@ -133,7 +133,7 @@ def test_the_receipt_shows_a_decision_however_its_kind_is_spelled_in_the_log(her
 
 def test_a_corrupt_log_leaves_the_receipt_without_decisions(here: Path) -> None:
     run = runner.begin(here)
-    state = runner.advance(here, run.id, make_sandbox=Fakes())
+    state = runner.advance(here, run.id, options=runner.RunOptions(make_sandbox=Fakes()))
     runner.approve(here, run.id, expect_revision=state.revision)
     run.paths.events.write_bytes(b"not json\n" + run.paths.events.read_bytes())
     st = status(run)

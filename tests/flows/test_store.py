@@ -31,8 +31,8 @@ def held_by(run: Path) -> set[str]:
 def test_runs_of_a_flow_share_one_read_only_store(tmp_path: Path) -> None:
     root = three_phase_flow(tmp_path)
     fakes = Fakes()
-    first = runner.run(root, make_sandbox=fakes, reuse=False)
-    second = runner.run(root, make_sandbox=fakes, reuse=False)
+    first = runner.run(root, options=runner.RunOptions(make_sandbox=fakes, reuse=False))
+    second = runner.run(root, options=runner.RunOptions(make_sandbox=fakes, reuse=False))
     objects = root / ".praxis" / "objects"
     names = {p.name for p in objects.iterdir() if len(p.name) == 64}
     for state in (first, second):
@@ -57,8 +57,8 @@ def test_deleting_a_run_removes_only_what_no_other_run_holds(tmp_path: Path) -> 
         + "import secrets\nopen('nonce.txt', 'w').write(secrets.token_hex(8))\n"
     )
     fakes = Fakes()
-    first = runner.run(root, make_sandbox=fakes, reuse=False)
-    second = runner.run(root, make_sandbox=fakes, reuse=False)
+    first = runner.run(root, options=runner.RunOptions(make_sandbox=fakes, reuse=False))
+    second = runner.run(root, options=runner.RunOptions(make_sandbox=fakes, reuse=False))
     a, b = run_paths(root, first.run), run_paths(root, second.run)
     only_a = (a.scratch_of("load") / "nonce.txt").read_bytes()
     assert only_a != (b.scratch_of("load") / "nonce.txt").read_bytes()
@@ -70,7 +70,10 @@ def test_deleting_a_run_removes_only_what_no_other_run_holds(tmp_path: Path) -> 
     assert not any((objects / n).read_bytes() == only_a for n in left)
     # and the other run goes on: re-run from its first phase, every file where it should be
     runner.rerun(flow, "load", second.run)
-    assert runner.advance(flow, second.run, make_sandbox=fakes).waiting == "gate"
+    assert (
+        runner.advance(flow, second.run, options=runner.RunOptions(make_sandbox=fakes)).waiting
+        == "gate"
+    )
     runner.delete_runs(flow, [second.run])
     assert {p.name for p in objects.iterdir() if len(p.name) == 64} == set()
 
@@ -136,7 +139,7 @@ def test_an_object_added_while_gc_sweeps_is_always_there(tmp_path: Path) -> None
 def old_layout_run(root: Path) -> tuple[str, RunPaths, str]:
     """A run as made before the flow had a store: runs/<id>/objects/ and no refs, at a Gate;
     its id, paths and the hash of its first output."""
-    state = runner.run(root, make_sandbox=Fakes(), reuse=False)
+    state = runner.run(root, options=runner.RunOptions(make_sandbox=Fakes(), reuse=False))
     paths = run_paths(root, state.run)
     objects = root / ".praxis" / "objects"
     paths.legacy_objects.mkdir()
@@ -163,7 +166,7 @@ def test_a_run_from_before_the_flow_store_reads_as_it_is_and_changes_after_upgra
     with pytest.raises(OldLayout, match=f"run {run_id} keeps its files in runs/{run_id}/obj"):
         runner.approve(flow, run_id, gate="review")
     with pytest.raises(OldLayout) as refused:
-        runner.advance(flow, run_id, make_sandbox=Fakes())
+        runner.advance(flow, run_id, options=runner.RunOptions(make_sandbox=Fakes()))
     assert refused.value.next(str(root)) == f"praxis upgrade {root}"
     assert (paths.state.read_bytes(), sorted(p.name for p in legacy.iterdir())) == before
     assert not objects.exists()  # nothing moved by the refused commands
@@ -178,7 +181,7 @@ def test_a_run_from_before_the_flow_store_reads_as_it_is_and_changes_after_upgra
     assert "nothing to upgrade" in capsys.readouterr().out
 
     runner.approve(flow, run_id, gate="review")
-    done = runner.advance(flow, run_id, make_sandbox=Fakes())
+    done = runner.advance(flow, run_id, options=runner.RunOptions(make_sandbox=Fakes()))
     assert done.status == "done"
     assert (paths.out("total.txt")).read_text() == "60"
     assert runner.gc(flow).objects == 0
@@ -203,7 +206,7 @@ def test_praxis_gc_says_what_it_removed_and_keeps_what_runs_hold(
     from praxis import cli
 
     root = three_phase_flow(tmp_path)
-    state = runner.run(root, make_sandbox=Fakes(), reuse=False)
+    state = runner.run(root, options=runner.RunOptions(make_sandbox=Fakes(), reuse=False))
     paths = run_paths(root, state.run)
     orphan = store.RunStore(paths).add_bytes(b"held by nobody once its reference is gone")
     (paths.root / "refs").write_text(

@@ -131,7 +131,7 @@ def run_corpus(tmp: Path, sandbox: str, make_sandbox: Any) -> Ran:
     for i, names in enumerate(groups()):
         root = corpus_flow(tmp / f"flow{i}", names, sandbox)
         run = runner.begin(root)
-        state = runner.advance(root, run.id, make_sandbox=make_sandbox)
+        state = runner.advance(root, run.id, options=runner.RunOptions(make_sandbox=make_sandbox))
         runs.update({name: (state, root / "runs" / run.id) for name in names})
     workdir = tmp / "reference"
     workdir.mkdir()
@@ -323,7 +323,9 @@ def test_the_example_flows_notebook_reads_as_nbclient_runs_it(
     )
     (root / "flow.yaml").write_text(text)
     run = runner.begin(root)
-    state = runner.advance(root, run.id, make_sandbox=runner.default_sandbox)
+    state = runner.advance(
+        root, run.id, options=runner.RunOptions(make_sandbox=runner.default_sandbox)
+    )
     assert state.status == "done", state.error
     workdir = tmp_path / "reference"
     workdir.mkdir()

@@ -92,7 +92,7 @@ def test_example_flow_runs_and_its_notebook_sees_the_injected_values(tmp_path: P
         REPO / "flows" / "notebook-example", root, ignore=shutil.ignore_patterns("runs", "run.lock")
     )
     run = runner.begin(root)
-    state = runner.advance(root, run.id, make_sandbox=local)
+    state = runner.advance(root, run.id, options=runner.RunOptions(make_sandbox=local))
     assert state.status == "done", state.error
     assert [p.status for p in state.phases] == ["done", "done", "done"]
 
@@ -130,7 +130,7 @@ def test_an_error_in_cell_3_fails_the_phase_naming_the_cell(tmp_path: Path) -> N
     )
     root = one_phase_flow(tmp_path / "flow", nb)
     run = runner.begin(root)
-    state = runner.advance(root, run.id, make_sandbox=local)
+    state = runner.advance(root, run.id, options=runner.RunOptions(make_sandbox=local))
     assert state.status == "failed"
     assert state.phase("work").error == "nb/work.ipynb cell 3: ZeroDivisionError: division by zero"
 
@@ -161,7 +161,7 @@ def test_a_cell_past_the_timeout_is_named_and_the_rest_is_kept(tmp_path: Path) -
     )
     root = one_phase_flow(tmp_path / "flow", nb, timeout=2)
     run = runner.begin(root)
-    state = runner.advance(root, run.id, make_sandbox=local)
+    state = runner.advance(root, run.id, options=runner.RunOptions(make_sandbox=local))
     assert state.status == "failed"
     assert state.phase("work").error == "nb/work.ipynb cell 2: timed out after 2 s"
     record = nbformat.read(records(root, run.id) / "work.ipynb", as_version=4)
@@ -195,7 +195,7 @@ def test_one_number_names_a_cell_after_blank_and_skipped_cells(tmp_path: Path) -
     )
     root = one_phase_flow(tmp_path / "flow", nb)
     run = runner.begin(root)
-    state = runner.advance(root, run.id, make_sandbox=local)
+    state = runner.advance(root, run.id, options=runner.RunOptions(make_sandbox=local))
     assert state.phase("work").error == "nb/work.ipynb cell 2: ZeroDivisionError: division by zero"
     assert "cell 2: ZeroDivisionError" in api.status(root, run.id).message
     record = nbformat.read(records(root, run.id) / "work.ipynb", as_version=4)
@@ -218,7 +218,7 @@ def test_the_record_keeps_stream_text_as_jupyterlab_shows_it(tmp_path: Path) -> 
     )
     root = one_phase_flow(tmp_path / "flow", nb)
     run = runner.begin(root)
-    state = runner.advance(root, run.id, make_sandbox=local)
+    state = runner.advance(root, run.id, options=runner.RunOptions(make_sandbox=local))
     assert state.status == "done", state.error
     record = nbformat.read(records(root, run.id) / "work.ipynb", as_version=4)
     code = [c for c in record.cells if c.cell_type == "code"]
@@ -232,7 +232,7 @@ def test_allow_errors_runs_past_a_failing_cell(tmp_path: Path) -> None:
     flow_yaml = root / "flow.yaml"
     flow_yaml.write_text(flow_yaml.read_text() + "    notebook: {allow_errors: true}\n")
     run = runner.begin(root)
-    state = runner.advance(root, run.id, make_sandbox=local)
+    state = runner.advance(root, run.id, options=runner.RunOptions(make_sandbox=local))
     assert state.status == "done", state.error
     record = nbformat.read(records(root, run.id) / "work.ipynb", as_version=4)
     code = [c for c in record.cells if c.cell_type == "code"]
@@ -254,7 +254,7 @@ def test_a_figure_left_open_is_shown_in_a_script_phase_and_savefig_still_writes(
         "  - {id: plot, kind: script, script: plot.py, outputs: [out.png]}\n"
     )
     run = runner.begin(root)
-    state = runner.advance(root, run.id, make_sandbox=local)
+    state = runner.advance(root, run.id, options=runner.RunOptions(make_sandbox=local))
     assert state.status == "done", state.error
     record = nbformat.read(records(root, run.id) / "plot.ipynb", as_version=4)
     shown = [

@@ -48,7 +48,7 @@ def flow_of(
 
 def run_flow(root: Path, make_sandbox=local) -> tuple[RunState, nbformat.NotebookNode]:  # type: ignore[no-untyped-def]
     run = runner.begin(root)
-    state = runner.advance(root, run.id, make_sandbox=make_sandbox)
+    state = runner.advance(root, run.id, options=runner.RunOptions(make_sandbox=make_sandbox))
     record = nbformat.read(root / "runs" / run.id / "records" / "work.ipynb", as_version=4)
     nbformat.validate(record)
     return state, record
@@ -129,7 +129,7 @@ def test_script_phases_and_run_python_take_the_kernels_word(
         "  - id: go\n    kind: script\n    script: go.py\n"
     )
     run = runner.begin(root)
-    state = runner.advance(root, run.id, make_sandbox=local)
+    state = runner.advance(root, run.id, options=runner.RunOptions(make_sandbox=local))
     assert state.status == "failed"
     assert "UsageError: Line magic function `%undefined-magic` not found." in str(state.error)
 
@@ -175,7 +175,7 @@ def test_sys_exit_in_a_script_phase(tmp_path: Path, code: str, error: str | None
         "  - id: go\n    kind: script\n    script: go.py\n    outputs: [out.txt]\n"
     )
     run = runner.begin(root)
-    state = runner.advance(root, run.id, make_sandbox=local)
+    state = runner.advance(root, run.id, options=runner.RunOptions(make_sandbox=local))
     if error is None:
         assert state.status == "done", state.error
     else:

@@ -74,7 +74,7 @@ def when_started(root: Path, run_id: str, act: object) -> threading.Thread:
 def test_a_cell_past_the_timeout_keeps_what_it_printed(tmp_path: Path) -> None:
     root = flow_of(tmp_path / "flow", ["x = 1", WAITS], timeout=3)
     run = runner.begin(root)
-    state = runner.advance(root, run.id, make_sandbox=local)
+    state = runner.advance(root, run.id, options=runner.RunOptions(make_sandbox=local))
     assert state.phase("work").error == "nb/work.ipynb cell 2: timed out after 3 s"
     stopped = cell(record_of(root, run.id), 2)
     assert printed(stopped) == "started\n"
@@ -89,7 +89,11 @@ def test_a_cancelled_cell_keeps_what_it_printed(tmp_path: Path) -> None:
     run = runner.begin(root)
     result: list[RunState] = []
     worker = threading.Thread(
-        target=in_thread(lambda: result.append(runner.advance(root, run.id, make_sandbox=local)))
+        target=in_thread(
+            lambda: result.append(
+                runner.advance(root, run.id, options=runner.RunOptions(make_sandbox=local))
+            )
+        )
     )
     worker.start()
     when_started(root, run.id, lambda: runner.cancel(root, run.id)).join(90)
@@ -106,7 +110,7 @@ def test_ctrl_c_in_the_runner_keeps_what_the_cell_printed(tmp_path: Path) -> Non
     run = runner.begin(root)
     watcher = when_started(root, run.id, _thread.interrupt_main)
     with pytest.raises(KeyboardInterrupt):
-        runner.advance(root, run.id, make_sandbox=local)
+        runner.advance(root, run.id, options=runner.RunOptions(make_sandbox=local))
     watcher.join(5)
     stopped = cell(record_of(root, run.id), 1)
     assert printed(stopped) == "started\n"
@@ -120,7 +124,7 @@ def test_a_cell_whose_kernel_dies_keeps_what_it_printed(tmp_path: Path) -> None:
         tmp_path / "flow", ["print('bye', flush=True)\nimport os, time\ntime.sleep(1)\nos._exit(3)"]
     )
     run = runner.begin(root)
-    state = runner.advance(root, run.id, make_sandbox=local)
+    state = runner.advance(root, run.id, options=runner.RunOptions(make_sandbox=local))
     assert state.status == "failed"
     stopped = cell(record_of(root, run.id), 1)
     assert printed(stopped) == "bye\n"
@@ -135,7 +139,9 @@ def test_a_cell_past_the_timeout_keeps_what_it_printed_in_docker(
     sandbox = f"{{backend: docker, image: '{docker_image}', labels: {{{labels}}}}}"
     root = flow_of(tmp_path / "flow", ["x = 1", WAITS], timeout=3, sandbox=sandbox)
     run = runner.begin(root)
-    state = runner.advance(root, run.id, make_sandbox=runner.default_sandbox)
+    state = runner.advance(
+        root, run.id, options=runner.RunOptions(make_sandbox=runner.default_sandbox)
+    )
     assert state.backend == "docker"
     assert state.phase("work").error == "nb/work.ipynb cell 2: timed out after 3 s"
     stopped = cell(record_of(root, run.id), 2)

@@ -29,8 +29,10 @@ def advance_rounds(flow_root: str, run_ids: list[str], barrier: Barrier, results
             state = runner.advance(
                 flow,
                 run_id,
-                on_event=lambda e, seen=started: (
-                    seen.append(e) if isinstance(e, PhaseStarted) else None
+                options=runner.RunOptions(
+                    on_event=lambda e, seen=started: (
+                        seen.append(e) if isinstance(e, PhaseStarted) else None
+                    )
                 ),
             )
             results.put((n, os.getpid(), "advanced" if started else "idle", state.status))

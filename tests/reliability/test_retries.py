@@ -97,7 +97,9 @@ def test_local_a_kernel_killed_on_its_first_attempt_is_done_on_the_second(
 
     sleeps = Sleeps(then=look)
     progress = io.StringIO()
-    state = runner.run(root, sleep=sleeps, on_event=Progress(1, ["load"], progress))
+    state = runner.run(
+        root, options=runner.RunOptions(sleep=sleeps, on_event=Progress(1, ["load"], progress))
+    )
     # seconds left of the real clock's 10 s: the injected sleep waited none of them
     assert re.match(r"retrying in (10|9) s \(1 of 3\): ", str(seen[0]["why"]))
     assert re.fullmatch(r"load failed; retrying in (10|9) s \(1 of 3\)", str(seen[0]["message"]))
@@ -126,7 +128,7 @@ def test_docker_a_kernel_killed_on_its_first_attempt_is_done_on_the_second(
     root = _flow(tmp_path / "f", docker_sandbox(docker_image, timeout=120), first)
     # while the retry waits, the flow's input changes (the retry uploads it again)
     sleeps = Sleeps(then=lambda: (root / "switch.txt").write_text("live"))
-    state = runner.run(root, sleep=sleeps)
+    state = runner.run(root, options=runner.RunOptions(sleep=sleeps))
     assert state.status == "done", state.error
     p = state.phase("load")
     assert (p.status, p.attempt) == ("done", 2)
@@ -142,7 +144,7 @@ def test_retries_spent_fail_naming_the_attempts(tmp_path: Path, allow_local: Non
     yaml_text = (root / "flow.yaml").read_text().replace("count: 3", "count: 2, exponential: true")
     (root / "flow.yaml").write_text(yaml_text)
     sleeps = Sleeps()
-    state = runner.run(root, sleep=sleeps)
+    state = runner.run(root, options=runner.RunOptions(sleep=sleeps))
     assert state.status == "failed"
     p = state.phase("load")
     assert p.attempt == 3
@@ -157,7 +159,7 @@ def test_retries_spent_fail_naming_the_attempts(tmp_path: Path, allow_local: Non
 def test_a_failure_retries_do_not_cover_fails_at_once(tmp_path: Path, allow_local: None) -> None:
     root = _flow(tmp_path / "f", LOCAL, "False")
     (root / "s.py").write_text("raise ValueError('bad data')\n")
-    state = runner.run(root, sleep=Sleeps())
+    state = runner.run(root, options=runner.RunOptions(sleep=Sleeps()))
     assert state.status == "failed" and state.phase("load").attempt == 1
     assert "retries spent" not in str(state.phase("load").error)
 
@@ -219,7 +221,7 @@ def test_docker_out_of_memory_is_told_apart_and_retried(tmp_path: Path, docker_i
         {"s.py": hog},
     )
     sleeps = Sleeps()
-    state = runner.run(root, sleep=sleeps)
+    state = runner.run(root, options=runner.RunOptions(sleep=sleeps))
     assert state.status == "failed"
     run = root / "runs" / state.run
     retrying = [e for e in read_events(run / "events.jsonl") if e["kind"] == "phase_retrying"]
@@ -243,7 +245,7 @@ def test_a_timeout_is_retried_when_flow_yaml_says_so(tmp_path: Path, allow_local
         """,
         {"s.py": "import time\ntime.sleep(30)\n"},
     )
-    state = runner.run(root, sleep=Sleeps())
+    state = runner.run(root, options=runner.RunOptions(sleep=Sleeps()))
     assert state.status == "failed" and state.phase("load").attempt == 2
     error = str(state.phase("load").error)
     assert "timed out after 1 s" in error and "retries spent: attempts 1 to 2" in error
@@ -257,7 +259,7 @@ def test_a_cancel_while_a_retry_waits_cancels_the_run(tmp_path: Path, allow_loca
         RunHandle.open(contract.require(root), run_id).paths.cancel_request.touch()
 
     sleeps = Sleeps(then=cancel)
-    state = runner.run(root, sleep=sleeps)
+    state = runner.run(root, options=runner.RunOptions(sleep=sleeps))
     assert state.status == "cancelled"
     assert state.phase("load").attempt == 1  # the retry never started
     assert sleeps.waits == [0.5]  # the wait ended at its first look
@@ -284,7 +286,7 @@ def test_a_notebook_phase_whose_kernel_dies_is_retried(tmp_path: Path, allow_loc
     )
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cell)])
     nbformat.write(nb, str(root / "n.ipynb"))
-    state = runner.run(root, sleep=Sleeps())
+    state = runner.run(root, options=runner.RunOptions(sleep=Sleeps()))
     assert state.status == "done", state.error
     assert state.phase("load").attempt == 2
     events = read_events(root / "runs" / state.run / "events.jsonl")

@@ -49,7 +49,7 @@ def gated_template(tmp_path_factory: pytest.TempPathFactory) -> GatedRun:
     root = tmp_path_factory.mktemp("gated")
     flow = copy_example(root)
     run = runner.begin(flow)
-    state = runner.advance(flow, run.id, make_sandbox=local_sandbox)
+    state = runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=local_sandbox))
     assert state.waiting == "gate" and state.gate == "flag", state
     return GatedRun(root=root, flow=flow, run_id=run.id)
 

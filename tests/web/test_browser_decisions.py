@@ -69,7 +69,7 @@ def waits(tmp_path: Path) -> GatedRun:
     (flow / "pick.py").write_text(PICK)
     (flow / "apply.py").write_text(textwrap.dedent(APPLY))
     run = runner.begin(flow, params={"release": str(tmp_path / "release")})
-    state = runner.advance(flow, run.id, make_sandbox=local_sandbox)
+    state = runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=local_sandbox))
     assert state.waiting == "gate", state
     return GatedRun(root=root, flow=flow, run_id=run.id)
 

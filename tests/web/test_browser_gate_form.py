@@ -68,7 +68,7 @@ def weekly(tmp_path: Path) -> GatedRun:
     (flow / "load.py").write_text(LOAD)
     (flow / "report.py").write_text(textwrap.dedent(REPORT))
     run = runner.begin(flow)
-    state = runner.advance(flow, run.id, make_sandbox=local_sandbox)
+    state = runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=local_sandbox))
     assert state.waiting == "gate", state
     return GatedRun(root=root, flow=flow, run_id=run.id)
 

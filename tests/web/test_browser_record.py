@@ -69,7 +69,7 @@ def showcase(tmp_path: Path) -> GatedRun:
         "  - {id: check, kind: notebook, script: nb/check.ipynb}\n"
     )
     run = runner.begin(flow)
-    state = runner.advance(flow, run.id, make_sandbox=local_sandbox)
+    state = runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=local_sandbox))
     assert state.status == "failed"
     return GatedRun(root=root, flow=flow, run_id=run.id)
 

@@ -141,7 +141,12 @@ def to_gate(server: Server, region: str = "north") -> str:
     """A run of the flow advanced (outside the server) to its Gate."""
     run = runner.begin(server.flow, params={"region": region})
     server.hold.let_go(run.id)
-    assert runner.advance(server.flow, run.id, make_sandbox=server.hold.factory).waiting == "gate"
+    assert (
+        runner.advance(
+            server.flow, run.id, options=runner.RunOptions(make_sandbox=server.hold.factory)
+        ).waiting
+        == "gate"
+    )
     return run.id
 
 

@@ -38,7 +38,10 @@ def test_the_page_shows_what_will_be_and_what_was_published(
     flow = root / REF
     shutil.copytree(REPO / REF, flow, ignore=shutil.ignore_patterns("runs", "__pycache__"))
     run = runner.begin(flow)
-    assert runner.advance(flow, run.id, make_sandbox=local_sandbox).gate == "clean"
+    assert (
+        runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=local_sandbox)).gate
+        == "clean"
+    )
     guard, advancer = Guard(), Advancer(make_sandbox=local_sandbox)
     app = create_app(root, guard=guard, advancer=advancer)
     try:
@@ -50,7 +53,12 @@ def test_the_page_shows_what_will_be_and_what_was_published(
             assert "to publish" in page
 
             runner.approve(flow, run.id, gate="clean", actor="person")
-            assert runner.advance(flow, run.id, make_sandbox=local_sandbox).status == "done"
+            assert (
+                runner.advance(
+                    flow, run.id, options=runner.RunOptions(make_sandbox=local_sandbox)
+                ).status
+                == "done"
+            )
             page = client.get(f"/run?flow={REF}&run={run.id}").text
             assert "To publish what is pending: <code>praxis publish" in page
             [out] = runner.publish(runner.load_flow(flow), run.id)

@@ -57,7 +57,9 @@ def test_the_run_page_says_when_a_retry_starts(tmp_path: Path) -> None:
                     pages.append(client.get(f"/run?flow=flows/flaky&run={run_id}").text)
 
             handle = runner.begin(flow, params={"marker": str(tmp_path / "marker")})
-            state = runner.advance(flow, handle.id, make_sandbox=local_sandbox, sleep=sleep)
+            state = runner.advance(
+                flow, handle.id, options=runner.RunOptions(make_sandbox=local_sandbox, sleep=sleep)
+            )
     finally:
         advancer.close()
     assert state.status == "done", state.error

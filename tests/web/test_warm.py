@@ -70,7 +70,9 @@ def gated(tmp_path: Path, docker_image: str) -> Iterator[tuple[Path, str, Counti
     )
     make = Counting(docker_image)
     run = runner.begin(flow)
-    assert runner.advance(flow, run.id, make_sandbox=make).waiting == "gate"
+    assert (
+        runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=make)).waiting == "gate"
+    )
     yield flow, run.id, make
 
 
@@ -139,7 +141,10 @@ def test_a_warm_sandbox_another_process_removed_is_opened_again(
             _show(client, advancer, flow, run_id)
             warm = make.made[-1]
             runner.reject(flow, "first", "again", run_id, gate="first")
-            assert runner.advance(flow, run_id, make_sandbox=make).waiting == "gate"
+            assert (
+                runner.advance(flow, run_id, options=runner.RunOptions(make_sandbox=make)).waiting
+                == "gate"
+            )
             assert not warm.usable()  # that advance removed it
             _show(client, advancer, flow, run_id)
             assert make.made[-1] is not warm and make.made[-1].usable()

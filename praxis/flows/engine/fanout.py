@@ -24,7 +24,7 @@ import os
 import queue
 import shutil
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
@@ -43,8 +43,8 @@ from ..model.transitions import Fail, Finish, Start
 from ..store import intact, snapshot
 from ..store.handle import RunHandle
 from ..store.layout import store_dir
-from .context import OnMessage
 from .inputs import base_state
+from .options import DEFAULT, RunOptions
 from .partition import Job, OpenBox, Outcome, work
 
 OpenFor = Callable[[RunHandle], OpenBox]
@@ -89,12 +89,10 @@ def run_fanout(
     box: Sandbox,
     ws: snapshot.Workspace,
     open_box: OpenBox,
-    *,
-    on_message: OnMessage = lambda message: None,
-    given: Mapping[str, object] | None = None,
-    reuse: bool = True,
+    options: RunOptions = DEFAULT,
 ) -> bool:
-    """Run the fan-out ``phase``; True when every partition of the selection is done."""
+    """Run the fan-out ``phase`` with the advance's ``options``; True when every partition
+    of the selection is done."""
     fan = phase.fanout
     assert fan is not None
     info = box.describe()
@@ -121,11 +119,11 @@ def run_fanout(
         if fan.files is not None:
             files[values[name]] = _stored(ws, run.flow.root, values[name])
         key = _key(run, phase, params, files, ws)
-        if _settled(run, phase, name, key, reuse, ws):
+        if _settled(run, phase, name, key, options.reuse, ws):
             continue
         attempt = int(run.state.phase(phase.id).partitions.get(name, {}).get("attempt", 0)) + 1
         jobs.append(_job(run, phase, name, attempt, params, files, key))
-    failed = _run_jobs(run, phase, jobs, open_box, given, ws)
+    failed = _run_jobs(run, phase, jobs, open_box, options, ws)
     if failed:
         first = run.state.phase(phase.id).partitions[failed[0]].get("error") or ""
         return _failed(
@@ -243,7 +241,7 @@ def _run_jobs(
     phase: Phase,
     jobs: list[Job],
     open_box: OpenBox,
-    given: Mapping[str, object] | None,
+    options: RunOptions,
     ws: snapshot.Workspace,
 ) -> list[str]:
     """Run ``jobs``, ``parallel`` at once; record each start and end as it comes (this
@@ -269,7 +267,7 @@ def _run_jobs(
     pool = ThreadPoolExecutor(max_workers=fan.parallel, thread_name_prefix="partition")
     try:
         pending: set[Future[Outcome]] = {
-            pool.submit(work, job, run.flow, open_box, began, given) for job in jobs
+            pool.submit(work, job, run.flow, open_box, began, options) for job in jobs
         }
         while pending:
             done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)

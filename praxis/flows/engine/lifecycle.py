@@ -13,10 +13,9 @@ from __future__ import annotations
 import dataclasses
 import shutil
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from sandbox import Sandbox, open_backend
 from sandbox.options import RayOptions
@@ -26,7 +25,7 @@ from ..definition import contract, host_resources, isolation, packages, sandbox_
 from ..definition import digests as definition
 from ..definition.digest import sha256_of
 from ..model import decisions
-from ..model.events import EditsCarried, Event, SandboxEnded, SandboxOpened
+from ..model.events import EditsCarried, SandboxEnded, SandboxOpened
 from ..model.flow import Flow
 from ..model.machine import IllegalTransition
 from ..model.moves import Transition
@@ -46,20 +45,15 @@ from ..store.lock import ADVANCING, PATIENCE, Lock
 from ..store.objects import RunStore
 from ..store.upgrade import refuse_old
 from . import carry, reconcile
-from .context import OnMessage
 from .fanout import check_selection, run_fanout
 from .notify import Notifier, tell
 from .opening import Opening
+from .options import DEFAULT, RunOptions, SandboxFactory
 from .partition import OpenBox
 from .phase import run_phase
-from .retry import Sleep, again
+from .retry import again
 from .reuse import ahead as reuse_ahead
 from .reuse import index_dir as reuse_index
-
-if TYPE_CHECKING:
-    from .notify import Notifier
-
-SandboxFactory = Callable[[Flow, RunHandle], Sandbox]
 
 
 def load_flow(flow: Flow | str | Path) -> Flow:
@@ -104,32 +98,26 @@ def _begin(
 def run(
     flow_ref: Flow | str | Path,
     *,
+    options: RunOptions = DEFAULT,
     params: dict[str, str] | None = None,
     clock: Clock = time.time,
     on_begun: Callable[[RunHandle], None] | None = None,
     managed: bool = False,
     actor: str | None = None,
-    make_sandbox: SandboxFactory | None = None,
-    on_message: OnMessage = lambda message: None,
-    on_event: Callable[[Event], None] | None = None,
-    given: Mapping[str, object] | None = None,
-    reuse: bool = True,
-    notifier: Notifier | None = None,
-    sleep: Sleep = time.sleep,
     partitions: str | None = None,
 ) -> RunState:
-    """Begin a run and advance it: the run appears with its lock already held by this
-    process, so no other advances it first. ``managed``: a person lets an agent decide the
-    run's delegatable Gates (recorded before the first phase). The other options are
-    ``advance``'s; as there, the run left at a Gate, failed or done is told (``notifier``)
-    once the lock is let go. ``partitions`` (``a..b`` or ``a,b``): a backfill, the run runs
-    only those partitions of each fan-out (refused, no run made, unless each has them)."""
+    """Begin a run and advance it with ``options``: the run appears with its lock already
+    held by this process, so no other advances it first. ``managed``: a person lets an agent
+    decide the run's delegatable Gates (recorded before the first phase). As for ``advance``,
+    the run left at a Gate, failed or done is told once the lock is let go. ``partitions``
+    (``a..b`` or ``a,b``): a backfill, the run runs only those partitions of each fan-out
+    (refused, no run made, unless each has them)."""
     flow = load_flow(flow_ref)
     if partitions:
         check_selection(flow, partitions)
     if managed:
         _person_only(actor, "put a run in managed mode")
-    make = confined(flow, default_sandbox if make_sandbox is None else make_sandbox)
+    make = confined(flow, options.make_sandbox or default_sandbox)
     host_resources.require(flow)  # an entry the profile lacks: refused, no run made
     locks: list[Lock] = []
 
@@ -142,7 +130,7 @@ def run(
         with flow_lock(flow, "creating"):
             handle = _begin(flow, params, clock, staged=take)
         opening = None  # settled work is restored before a sandbox is asked for, if any
-        if not (reuse and reuse_index(flow.root).is_dir()):
+        if not (options.reuse and reuse_index(flow.root).is_dir()):
             opening = Opening(partial(make, flow, handle))  # starts while we go on
         try:
             if managed:
@@ -155,23 +143,14 @@ def run(
             if opening is not None:
                 opening.abandon()
             raise
+        confined_options = dataclasses.replace(options, make_sandbox=make)
         state = _advance(
-            flow,
-            handle.id,
-            clock=clock,
-            opening=opening,
-            lock=locks[0],
-            make_sandbox=make,
-            on_message=on_message,
-            on_event=on_event,
-            given=given,
-            reuse=reuse,
-            sleep=sleep,
+            flow, handle.id, confined_options, clock=clock, opening=opening, lock=locks[0]
         )
     finally:
         for lock in locks:
             lock.release()
-    tell(RunHandle.open(flow, state.run, clock), notifier or Notifier.from_env())
+    tell(RunHandle.open(flow, state.run, clock), options.notifier or Notifier.from_env())
     return state
 
 
@@ -220,30 +199,19 @@ def advance(
     flow_ref: Flow | str | Path,
     run_id: str | None = None,
     *,
+    options: RunOptions = DEFAULT,
     clock: Clock = time.time,
-    make_sandbox: SandboxFactory | None = None,
-    on_message: OnMessage = lambda message: None,
-    on_event: Callable[[Event], None] | None = None,
-    given: Mapping[str, object] | None = None,
-    reuse: bool = True,
     opening: Opening | None = None,
-    notifier: Notifier | None = None,
     expect_revision: int | None = None,
-    sleep: Sleep = time.sleep,
 ) -> RunState:
-    """Run phases until a Gate, a failure, the end, or a cancel. Returns the state reached.
-    Holds the run's lock throughout (another advance of the run gets Busy at once);
-    ``expect_revision``: refused, nothing changed, when the run is no longer at it.
-
-    ``make_sandbox`` (``(flow, run) -> Sandbox``; None: ``default_sandbox``), ``on_message``
-    (texts for a person), ``on_event`` (each ``Event`` as it is recorded), ``given`` (what
-    the phases of a kind are handed, by kind: an agent's model and approver, opaque here),
-    ``reuse`` (False: run stale phases even when nothing they depend on changed),
-    ``opening`` (a sandbox opened ahead: ``praxis serve``), ``notifier`` (default from the
-    environment), ``sleep`` (the wait before a retry: flow.yaml ``retries: {backoff:}``).
-    Once the lock is let go, a run left at a Gate, failed or done is told to the profile's
-    targets flow.yaml's ``notify:`` names and to the person's command; a
-    notifier's failure (a target the profile lacks included) is recorded, never raised.
+    """Run phases until a Gate, a failure, the end, or a cancel, with ``options`` (what the
+    sandbox is, who watches, what phases are given: ``RunOptions``). Returns the state
+    reached. Holds the run's lock throughout (another advance of the run gets Busy at once);
+    ``expect_revision``: refused, nothing changed, when the run is no longer at it;
+    ``opening``: a sandbox opened ahead (``praxis serve``). Once the lock is let go, a run
+    left at a Gate, failed or done is told to the profile's targets flow.yaml's ``notify:``
+    names and to the person's command; a notifier's failure (a target the profile lacks
+    included) is recorded, never raised.
     """
     flow = load_flow(flow_ref)
     ahead = opening  # this call owns it: _advance uses it or closes it, else it is abandoned
@@ -252,51 +220,37 @@ def advance(
             ahead = None
             before = RunHandle.open(flow, lock.run, clock).state.revision
             state = _advance(
-                flow,
-                lock.run,
-                clock=clock,
-                lock=lock,
-                make_sandbox=default_sandbox if make_sandbox is None else make_sandbox,
-                on_message=on_message,
-                on_event=on_event,
-                given=given,
-                reuse=reuse,
-                opening=opening,
+                flow, lock.run, options, clock=clock, lock=lock, opening=opening,
                 expect_revision=expect_revision,
-                sleep=sleep,
-            )
+            )  # fmt: skip
     except BaseException:
         if ahead is not None:  # Busy, NoRun: never ran, so it must not outlive this call
             ahead.abandon()
         raise
     if state.revision != before:  # it moved: to a Gate, a failure or the end, it is told
-        tell(RunHandle.open(flow, state.run, clock), notifier or Notifier.from_env())
+        tell(RunHandle.open(flow, state.run, clock), options.notifier or Notifier.from_env())
     return state
 
 
 def _advance(
     flow: Flow,
     run_id: str | None,
+    options: RunOptions,
     *,
-    make_sandbox: SandboxFactory = default_sandbox,
-    on_message: OnMessage = lambda message: None,
-    on_event: Callable[[Event], None] | None = None,
     clock: Clock = time.time,
-    given: Mapping[str, object] | None = None,
-    reuse: bool = True,
     opening: Opening | None = None,
     lock: Lock | None = None,
     expect_revision: int | None = None,
-    sleep: Sleep = time.sleep,
 ) -> RunState:
     try:
-        make_sandbox = confined(flow, make_sandbox)  # refused before anything of the run changes
+        # refused before anything of the run changes
+        make_sandbox = confined(flow, options.make_sandbox or default_sandbox)
         run = RunHandle.open(flow, run_id, clock)
         refuse_old(run.paths)  # a run from before the flow's store: praxis upgrade, once
         run.catch_up()  # the events of a change a process that died did not append
         _check_revision(run, expect_revision)  # before recover: what the caller saw
-        if on_event is not None:
-            run.listeners.append(on_event)
+        if options.on_event is not None:
+            run.listeners.append(options.on_event)
         recover(run)
         reconcile.reconcile(run)
         if not _runnable(run.state):
@@ -308,7 +262,7 @@ def _advance(
         if blocked:
             raise Refused(f"run {run.id}: {blocked}", revision=run.state.revision)
         store = RunStore(run.paths)
-        if reuse and opening is None and reuse_ahead(run, store):
+        if options.reuse and opening is None and reuse_ahead(run, store):
             if run.paths.cancel_request.exists():
                 _do_cancel(run)
                 return run.state
@@ -325,7 +279,7 @@ def _advance(
         try:
             _note_sandbox(run, box)
             ws = snapshot.Workspace(box, store, known=_known(run))
-            _loop(run, box, ws, on_message, given, reuse, sleep)
+            _loop(run, box, ws, options)
         finally:
             if lock is not None:
                 lock.now("closing")  # no phase runs any more: a decision waits, not refused
@@ -374,15 +328,7 @@ def _note_sandbox(run: RunHandle, box: Sandbox) -> None:
     run.emit(SandboxOpened(backend=backend, isolated=isolated, detail=info))
 
 
-def _loop(
-    run: RunHandle,
-    box: Sandbox,
-    ws: snapshot.Workspace,
-    on_message: OnMessage,
-    given: Mapping[str, object] | None,
-    reuse: bool,
-    sleep: Sleep = time.sleep,
-) -> None:
+def _loop(run: RunHandle, box: Sandbox, ws: snapshot.Workspace, options: RunOptions) -> None:
     while True:
         if run.paths.cancel_request.exists():
             _do_cancel(run)
@@ -394,17 +340,14 @@ def _loop(
         phase = run.flow.phase(nxt.id)
         if phase.fanout is not None:
             opener = partition_sandbox(run.flow, run)
-            ok = run_fanout(run, phase, box, ws, opener, on_message=on_message, given=given,
-                            reuse=reuse)  # fmt: skip
+            ok = run_fanout(run, phase, box, ws, opener, options)
         else:
-            ok = run_phase(
-                run, phase, box, on_message=on_message, given=given, workspace=ws, reuse=reuse
-            )
+            ok = run_phase(run, phase, box, options, workspace=ws)
         if run.paths.cancel_request.exists():
             _do_cancel(run)
             return
         if not ok:
-            if again(run, phase, sleep):  # flow.yaml retries: recorded, waited for
+            if again(run, phase, options.sleep):  # flow.yaml retries: recorded, waited for
                 continue
             return
         if phase.gated:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import shutil
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +31,7 @@ from ..store.record import Record
 from . import checks
 from .context import PhaseContext, PhaseError
 from .handout import Handout
+from .options import DEFAULT, RunOptions
 
 # (workspace folder, sandbox name) -> an open sandbox of the run's backend over that folder
 OpenBox = Callable[[Path, str], Sandbox]
@@ -75,7 +76,7 @@ def work(
     flow: Flow,
     open_box: OpenBox,
     started: Callable[[str, str], None],
-    given: Mapping[str, object] | None = None,
+    options: RunOptions = DEFAULT,
 ) -> Outcome:
     """Run ``job`` in a sandbox of its own: ``started(partition, node)`` once it is open."""
     out = Outcome(job.name, ok=False)
@@ -95,7 +96,7 @@ def work(
         started(job.name, out.node)
         for name, src in job.uploads.items():
             box.upload(src, name)
-        _execute(job, flow, box, record, out, given)
+        _execute(job, flow, box, record, out, options)
         box.quiesce()
         out.hashes = _collect(job, box)
         failures = [f for n, s in job.phase.checks.items() for f in _check(flow, box, job, n, s)]
@@ -123,7 +124,7 @@ def _execute(
     box: Sandbox,
     record: Record,
     out: Outcome,
-    given: Mapping[str, object] | None,
+    options: RunOptions,
 ) -> None:
     staging = job.folder / "staging"
     staging.mkdir(parents=True, exist_ok=True)
@@ -142,7 +143,7 @@ def _execute(
             record=record,
             staging=staging,
             params=dict(job.params),
-            given=(given or {}).get(job.phase.kind),
+            given=options.given_to(job.phase.kind),
         )
         done = threading.Event()
         watch = threading.Thread(target=_watch, args=(job, ctx.kernel, done), daemon=True)

@@ -10,7 +10,6 @@ import logging
 import os
 import shutil
 import threading
-from collections.abc import Mapping
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
@@ -34,9 +33,10 @@ from ..store.objects import RunStore
 from ..store.record import Record
 from . import checks, collect, retry
 from . import reuse as other_runs
-from .context import OnMessage, PhaseContext, PhaseError
+from .context import PhaseContext, PhaseError
 from .handout import Handout
 from .inputs import base_state, settle
+from .options import DEFAULT, RunOptions
 
 log = logging.getLogger("praxis")
 MAX_ERROR = 4000  # characters of an error message kept in run.json, events and the record
@@ -46,18 +46,17 @@ def run_phase(
     run: RunHandle,
     phase: Phase,
     sandbox: Sandbox,
+    options: RunOptions = DEFAULT,
     *,
-    on_message: OnMessage = lambda message: None,
-    given: Mapping[str, object] | None = None,
     workspace: snapshot.Workspace | None = None,
-    reuse: bool = True,
 ) -> bool:
-    """Run ``phase``; True when it is done (or reused), False when it failed (and is recorded
-    so). ``workspace`` is what the sandbox's workspace holds (kept across phases)."""
+    """Run ``phase`` with the advance's ``options``; True when it is done (or reused), False
+    when it failed (and is recorded so). ``workspace`` is what the sandbox's workspace holds
+    (kept across phases)."""
     ws = workspace or snapshot.Workspace(sandbox, RunStore(run.paths))
     tampered: ObjectTampered | None = None  # what restoring the phase would have handed on
     try:
-        if reuse and reused(run, phase, sandbox, ws):
+        if options.reuse and reused(run, phase, sandbox, ws):
             return True
     except ObjectTampered as exc:
         tampered = exc
@@ -78,7 +77,7 @@ def run_phase(
             sandbox, params_for(run.state, phase.id), state.note, timeout_of(run, phase)
         )
         pre, digests = prepare(run, phase, sandbox, ws, base_state(run, phase, ws))
-        execute(run, phase, sandbox, handout, record, on_message, given)
+        execute(run, phase, sandbox, handout, record, options)
         handout.close()  # the kernel is shut down
         sandbox.quiesce()  # nothing of the phase runs while the host reads what it wrote
         t0 = run.clock()
@@ -257,8 +256,7 @@ def execute(
     sandbox: Sandbox,
     kernel: Kernel | Handout,
     record: Record,
-    on_message: OnMessage,
-    given: Mapping[str, object] | None,
+    options: RunOptions,
 ) -> None:
     """Step 4: hand the phase to the executor of its kind, in a fresh kernel (or the one
     ``kernel``, a hand-out, gives once it has it: what needs no kernel is ready before)."""
@@ -277,10 +275,10 @@ def execute(
         staging=run.paths.staging,
         note=run.state.phase(phase.id).note,
         params=params_for(run.state, phase.id),
-        on_message=on_message,
-        live=live.writer(run.root, phase.id, on_message),
+        on_message=options.on_message,
+        live=live.writer(run.root, phase.id, options.on_message),
         waiting=lambda what: _set_waiting(run, phase, what),
-        given=(given or {}).get(phase.kind),
+        given=options.given_to(phase.kind),
     )
     run_kind = kinds.get(phase.kind).run
     with _CancelWatch(run.paths.cancel_request) as watch:

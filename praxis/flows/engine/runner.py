@@ -1,6 +1,7 @@
 """The entry points that change runs, called by the service alone: begin, run, advance
-(``lifecycle``); approve, reject, edit, accept, manage, read, rerun, cancel (``decisions``);
-delete_runs, gc (``housekeeping``); publish (``publish``).
+(``lifecycle``; what an advance runs with is one frozen ``RunOptions``, ``options``);
+approve, reject, edit, accept, manage, read, rerun, cancel (``decisions``); delete_runs,
+gc (``housekeeping``); publish (``publish``).
 
 ``advance`` is the only one that runs phases. Every entry point that changes a run takes
 that run's lock (``handle.held``: a caller meeting an advancing holder gets ``Busy`` naming
@@ -28,7 +29,6 @@ from .decisions import reject as reject
 from .decisions import rerun as rerun
 from .housekeeping import delete_runs as delete_runs
 from .housekeeping import gc as gc
-from .lifecycle import SandboxFactory as SandboxFactory
 from .lifecycle import advance as advance
 from .lifecycle import begin as begin
 from .lifecycle import check_definition as check_definition
@@ -38,6 +38,8 @@ from .lifecycle import flow_lock as flow_lock
 from .lifecycle import load_flow as load_flow
 from .lifecycle import recover as recover
 from .lifecycle import run as run
+from .options import RunOptions as RunOptions
+from .options import SandboxFactory as SandboxFactory
 from .publish import Outcome
 from .publish import PublishIncomplete as PublishIncomplete
 from .publish import publish as publish
