@@ -29,6 +29,7 @@ from praxis.flows.store.event_log import EventLog
 from ..identity import grant
 from ..route_agent import Drive, agent_env, drive, program_of, venv_program
 from ..test_examples import EXAMPLES, copy_flow
+from ..test_warehouse_report import profile as warehouse_profile
 from ._flows import docker_sandbox, write_flow
 
 pytestmark = pytest.mark.docker
@@ -142,6 +143,8 @@ def test_every_example_flow_is_driven_to_done(
         server = request.getfixturevalue("postgres")
         server.create("shop", shop.read_text())
         extra.update(server.profile(tmp_path, "shop"))  # the connection `shop` of the profile
+    if "\npublish:" in (tmp_path / name / "flow.yaml").read_text():  # a table to publish to
+        extra.update(warehouse_profile(tmp_path, write=True))
     env = agent_env(**extra)
     begun = person(tmp_path, "begin", name, **extra)
     assert begun.returncode == 0, begun.stderr
