@@ -151,7 +151,9 @@ def test_over_mcp_the_agents_route_proposes_no_call_it_would_be_refused(tmp_path
 
     before, refused, after = anyio.run(go)
     assert (before["route"]["reason"], before["route"]["caller"]) == (
-        "waiting_for_person", "agent:ci-bot"
+        "gate_not_managed", "agent:ci-bot"
     )  # fmt: skip
-    assert refused == [] and [c["tool"] for c in before["calls"] if c] == ["status"]
+    assert refused == [] and before["calls"] == []  # nothing it would be refused
+    grant = "or a person grants agent:ci-bot the decision: praxis manage gates --run "
+    assert any(p.startswith(grant) for p in before["route"]["problems"])
     assert after["status"] == "done" and after["route"]["reason"] == "done"

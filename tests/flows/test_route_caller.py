@@ -61,6 +61,24 @@ def test_bob_without_the_role_waits_for_finance_alice_decides() -> None:
     assert alice.who_may == "person with role finance"
 
 
+def test_an_agent_at_a_gate_it_may_not_decide_keeps_the_reason_it_had_without_the_decision() -> (
+    None
+):
+    """An agent without a grant at a run nobody managed, or at a person's Gate: the reasons as
+    before (older consumers stop at a person's step), no decision, and who must act."""
+    unmanaged = dataclasses.replace(GATE, delegatable=True, caller="agent:bot", refused=AT_GATE)
+    r = route(unmanaged)
+    assert (r.step, r.reason, r.who, r.commands) == ("decide", "gate_not_managed", "person", [])
+    assert r.problems[-1].startswith("or a person grants agent:bot the decision: ")
+    persons = route(dataclasses.replace(unmanaged, delegatable=False))
+    assert (persons.reason, persons.commands, persons.who_may) == (
+        "gate_needs_person",
+        [],
+        "person",
+    )
+    assert persons.problems == ["agent:bot may not decide the Gate after a: a person decides it"]
+
+
 def test_no_step_the_caller_would_be_refused_is_proposed() -> None:
     """A caller who may not decide the Gate is offered no re-run, reject or cancel there (each
     decides about it); an agent is offered no accept (a person's)."""

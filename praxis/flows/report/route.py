@@ -27,8 +27,9 @@ gate_delegated         agent      decide: an agent may approve or reject (delega
 gate_not_managed       person     decide: delegatable, but no person granted managed mode
 gate_needs_person      person     decide: the Gate is not delegatable
 waiting_for_person     person     wait: the caller (``Facts.caller``) may not decide the
-                                  Gate; ``who_may`` names who must (a role, or a person's
-                                  grant to the agent), and no decision is proposed
+                                  Gate: a person without its role, or an agent whose grant
+                                  of a managed run is gone; ``who_may`` names who must (an
+                                  agent elsewhere keeps the reason above, without decision)
 cancelled              person     rerun: a person cancelled the run; resuming it is theirs
 definition_changed     anyone     rerun: a done phase's flow.yaml entry or files changed
 failed_repeatedly      person     fix: the phase failed again with the same error, from the
@@ -228,6 +229,8 @@ def route(f: Facts) -> Route:
     if not f.caller:
         return found
     found.steps = [s for s in found.steps if s.verb not in f.refused]
+    if f.gate is not None and may_decide(f) is False and found.reason != "waiting_for_person":
+        found.problems += must_act(f)
     found.caller = f.caller
     found.who_may = found.who_may or taker(f, found.who)
     return found
@@ -358,8 +361,9 @@ def _gate_route(f: Facts, cmd: Any, make: Any, again: Any) -> Route:
     if f.approvers:  # who decides it: a person with one of these roles
         gate["approvers"] = list(f.approvers)
     read = [{"path": p} for p, _ in f.read]
-    if may_decide(f) is False:
-        return _waiting(f, make, gate, read)
+    mine = may_decide(f)
+    if mine is False and (f.caller.startswith("person:") or (f.delegatable and f.managed)):
+        return _waiting(f, make, gate, read)  # else the reasons as before say who decides
     if f.changed_phases:
         rerun = again(f.changed_phases[0])
         return make(  # type: ignore[no-any-return]
@@ -378,7 +382,7 @@ def _gate_route(f: Facts, cmd: Any, make: Any, again: Any) -> Route:
             "fix", "gate_checks_fail", "person", *(cmd("reject", **r) for r in rejects),
             cmd("status"), gate=gate, read=read, problems=[*f.checks_failing, *problems],
         )  # fmt: skip
-    agent = f.caller.startswith("agent:")  # one that may decide: under a person's grant
+    agent = mine is True and f.caller.startswith("agent:")  # under a person's grant
     if f.delegatable and (f.managed or agent):
         have = dict(f.receipts)
         unread = [p for p, _ in f.read if p not in have]
@@ -388,11 +392,11 @@ def _gate_route(f: Facts, cmd: Any, make: Any, again: Any) -> Route:
                 *(cmd("read", path=p, actor="agent") for p in unread),
                 gate=gate, read=read, problems=problems,
             )  # fmt: skip
-        mine = {"actor": "agent", "receipts": tuple(have[p] for p, _ in f.read)}
+        signed = {"actor": "agent", "receipts": tuple(have[p] for p, _ in f.read)}
         return make(  # type: ignore[no-any-return]
             "decide", "gate_delegated", "agent",
-            cmd("approve", **bound, **mine, values=values),
-            *(cmd("reject", **r, **mine) for r in rejects),
+            cmd("approve", **bound, **signed, values=values),
+            *(cmd("reject", **r, **signed) for r in rejects),
             gate=gate, read=read, problems=problems,
         )  # fmt: skip
     reason = "gate_not_managed" if f.delegatable else "gate_needs_person"
@@ -409,18 +413,27 @@ def _waiting(f: Facts, make: Any, gate: dict[str, Any], read: list[dict[str, str
     problems = [
         *(f"{p} changed since it ran" for p in f.changed_phases),
         *f.checks_failing,
-        f"{f.caller} may not decide the Gate after {f.gate}: a {people} decides it",
+        *must_act(f),
     ]
-    if f.delegatable and f.caller.startswith("agent:"):
-        name = f.caller.partition(":")[2]
-        grant = Command("manage", f.flow, run=f.run, agent=name, duration="2h")
-        problems.append(f"or a person grants {f.caller} the decision: {grant.line()}")
     found: Route = make(
         "wait", "waiting_for_person", "person", Command("status", f.flow, run=f.run,
         program=f.program), gate=gate, read=read, problems=problems,
     )  # fmt: skip
     found.why = f"a {people} decides the Gate after {f.gate}; {found.why}"
     found.who_may = people
+    return found
+
+
+def must_act(f: Facts) -> list[str]:
+    """Who must act at the Gate the caller may not decide (and, for an agent at a delegatable
+    Gate, the grant a person could give it)."""
+    found = [
+        f"{f.caller} may not decide the Gate after {f.gate}: a {taker(f, 'person')} decides it"
+    ]
+    if f.delegatable and f.caller.startswith("agent:"):
+        name = f.caller.partition(":")[2]
+        grant = Command("manage", f.flow, run=f.run, agent=name, duration="2h")
+        found.append(f"or a person grants {f.caller} the decision: {grant.line()}")
     return found
 
 
