@@ -139,6 +139,7 @@ def _trace(args: argparse.Namespace, words: list[str], code: int | None, made: A
     from .flows.store.handle import NoRun
 
     try:
+        from .service import authority
         from .service.reading import open_run
 
         if made is not None:
@@ -147,13 +148,18 @@ def _trace(args: argparse.Namespace, words: list[str], code: int | None, made: A
             flow = find_flow(args.flow) if code is None else args.flow  # _dispatch resolves it
             run = open_run(flow, getattr(args, "run", None))
         try:
-            actor = actor_of(getattr(args, "actor", None))
+            narrowed = actor_of(getattr(args, "actor", None))
         except BadActor:
-            actor = "?"
+            narrowed = None
+        who = authority.caller()  # as the command's verbs resolve it (a bad token: its kind)
+        if who is not None and narrowed == "agent":
+            who = who.as_agent()
+        actor = who.label if who is not None else (narrowed or "?")
         if code is None:
             trace.start(run, [*program_argv(), *words], actor)
         else:
-            trace.record(run, [*program_argv(), *words], actor, code)
+            standing = authority.standing(who, run) if who is not None else None
+            trace.record(run, [*program_argv(), *words], actor, code, standing)
     except (NoRun, FlowInvalid, NoFlowHere):
         return
     except Exception as exc:  # a trace that cannot be written never changes the outcome

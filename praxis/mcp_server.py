@@ -41,7 +41,7 @@ from .flows.report import trace
 from .flows.report.status import status_of
 from .flows.store.handle import RunHandle
 from .flows.store.layout import list_run_ids
-from .service import acting
+from .service import acting, authority
 from .service.accounts import Accounts, BadToken
 from .service.principals import Principal, resolve
 from .terminal import escape
@@ -280,7 +280,7 @@ class Tools:
 
     def _result(self, tool: str, handle: RunHandle, args: dict[str, Any]) -> dict[str, Any]:
         now = RunHandle.open(handle.flow, handle.id)
-        st = status_of(now)
+        st = status_of(now, authority.standing(self.caller, now))  # the agent's own route
         code = EXIT["failed"] if st.status == "failed" and tool != "status" else EXIT["ok"]
         _traced(now, tool, args, code, self.caller)
         data = st.to_dict()
@@ -397,7 +397,7 @@ def _traced(
         if code is None:
             trace.start(fresh, argv, who.label)
         else:
-            trace.record(fresh, argv, who.label, code)
+            trace.record(fresh, argv, who.label, code, authority.standing(who, fresh))
     except Exception:  # a trace that cannot be written never changes the outcome
         return
 

@@ -97,6 +97,8 @@ def route_lines(route: dict[str, Any]) -> list[str]:
         kind = "delegatable" if gate["delegatable"] else "not delegatable"
         mode = "managed run" if gate["managed"] else "run not managed"
         lines.append(f"  Gate after {gate['phase']}: {kind}, {mode}")
+    if route.get("caller"):  # the caller's route: who may take its step, and who asks
+        lines.append(f"  who may: {route['who_may']} (you: {route['caller']})")
     for item in route.get("read", []):
         lines.append(f"  read: {escape(item['path'])}")
     for problem in route.get("problems", []):

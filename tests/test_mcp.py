@@ -107,7 +107,9 @@ def test_an_mcp_client_follows_the_route_as_an_agent_and_is_refused_as_one(
         st = data(await s.call_tool(call["tool"], call["arguments"],
                                     progress_callback=client.progressed))  # fmt: skip
         assert (st["route"]["reason"], st["route"]["who"]) == ("gate_needs_person", "person")
-        person_gate = st["calls"][0]["arguments"]
+        assert st["calls"] == [] and st["route"]["caller"] == "agent:ci-bot"  # none refused
+        person_gate = {"flow": "conv", "run": st["run"], "gate": st["gate"],
+                       "attempt": 1, "expect_revision": st["revision"]}  # fmt: skip
         text = error(await s.call_tool("approve", {**person_gate, "receipts": [got["receipt"]]}))
         assert "refused: NotAuthorized" in text and "not delegatable" in text
         log = data(await s.call_tool("log", {"flow": "conv", "last": 5}))

@@ -45,6 +45,7 @@ DEFERRED: dict[tuple[str, str], str] = {
     ("praxis.cli", "praxis.flows.model.decisions"): _CLI,
     ("praxis.cli", "praxis.flows.store.handle"): _CLI,
     ("praxis.cli", "praxis.service.reading"): _CLI,
+    ("praxis.cli", "praxis.service.authority"): _CLI,
     ("praxis.cli", "praxis.flows.definition.isolation"): _CLI,
     ("praxis.cli", "praxis.overview"): _CLI,
     ("praxis.overview", "praxis.flows.store.layout"): _CLI,

@@ -15,6 +15,7 @@ from ..flows.model.flow import Flow
 from ..flows.report import keeping, route
 from ..flows.report.status import status_of
 from ..flows.store.handle import NoRun, RunHandle
+from ..service import authority
 from ..status_lines import receipt_lines, route_lines, timeline
 from ..terminal import command, escape
 
@@ -30,7 +31,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     else:
         flow = contract.require(Path(args.flow))
         run = _open(flow, args.run)
-    st = status_of(run)
+    st = status_of(run, authority.standing(None, run))  # the route of whoever asks
     if args.json:
         print(json.dumps({**st.to_dict(), **_kept(flow, run)}, indent=1))
         return EXIT["ok"]

@@ -15,6 +15,7 @@ before it is raised; every change that went through is recorded with its princip
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
@@ -22,11 +23,12 @@ from pathlib import Path
 
 from ..argv import flow_text
 from ..command_line import typed
-from ..errors import Refused
+from ..errors import PraxisError, Refused
 from ..flows.model.flow import Flow
+from ..flows.report.route import Standing
 from ..flows.store.handle import NoRun, RunHandle
 from .accounts import Accounts, Entry
-from .principals import Principal
+from .principals import CURRENT, Principal, resolve
 
 GATE_VERBS = ("approve", "reject", "edit")
 AT_GATE_VERBS = ("rerun", "cancel")  # decisions about the Gate the run waits at, if any
@@ -84,11 +86,58 @@ def may_decide(
 ) -> bool:
     """Whether ``principal`` may decide the Gate after ``gate`` on run ``run`` (nothing
     recorded): the page's "waiting for me", the route's who."""
+    return refusal(principal, "approve", flow, gate, run, accounts)[0] is None
+
+
+def refusal(
+    principal: Principal,
+    verb: str,
+    flow: Flow,
+    gate: str | None,
+    run: str | None,
+    accounts: Accounts,
+) -> tuple[str | None, str, bool]:
+    """The rule itself (nothing recorded): why ``principal`` may not take ``verb`` on run
+    ``run`` (None: it may), who may, and whether it acts under a person's grant; ``gate``: the
+    Gate the verb decides about (None: none)."""
+    if verb in PERSON_VERBS and not principal.is_person:
+        return f"only a person may {verb}", "a person", False
+    if gate is None:
+        return None, "", False
     phase = flow.phase(gate)
+    needed = who_may(principal, flow, gate)
     if principal.is_person:
-        return principal.holds(phase.approvers)
+        if principal.holds(phase.approvers):
+            return None, needed, False
+        held = ", ".join(principal.roles) or "no role"
+        return (
+            f"the Gate after {gate} needs role {' or '.join(phase.approvers)}; "
+            f"{principal.label} holds {held}",
+            needed,
+            False,
+        )
+    if not phase.delegatable:
+        return (
+            f"the Gate after {gate} is not delegatable: {needed} decides it "
+            "(review: {required: true, delegatable: true} lets an agent under a grant)",
+            needed,
+            False,
+        )
+    if accounts.live_grant(principal.name, flow_key(flow), run) is None:
+        return (
+            f"{principal.label} holds no live grant on run {run}: a person grants one with "
+            + typed("manage", flow_text(flow), agent=principal.name, duration="2h"),
+            needed,
+            False,
+        )
+    return None, needed, True
+
+
+def decides_about(verb: str, waiting: str | None) -> str | None:
+    """The Gate a verb decides about: the one the run waits at (None: no Gate) for a Gate
+    verb, and for a rerun or cancel while it waits there."""
     return (
-        phase.delegatable and accounts.live_grant(principal.name, flow_key(flow), run) is not None
+        waiting if verb in GATE_VERBS or (verb in AT_GATE_VERBS and waiting is not None) else None
     )
 
 
@@ -108,38 +157,10 @@ def authorize(
     rid = handle.id if handle is not None else run
     revision = handle.state.revision if handle is not None else None
     waiting = handle.state.gate if handle is not None and handle.state.waiting == "gate" else None
-    gate = (
-        waiting if verb in GATE_VERBS or (verb in AT_GATE_VERBS and waiting is not None) else None
-    )
-    granted = False
-    why: str | None = None
-    needed = ""
+    gate = decides_about(verb, waiting)
     if verb not in VERBS:
         raise ValueError(f"unknown verb {verb!r}")
-    if verb in PERSON_VERBS and not principal.is_person:
-        why, needed = f"only a person may {verb}", "a person"
-    elif gate is not None:
-        phase = flow.phase(gate)
-        needed = who_may(principal, flow, gate)
-        if principal.is_person:
-            if not principal.holds(phase.approvers):
-                held = ", ".join(principal.roles) or "no role"
-                why = (
-                    f"the Gate after {gate} needs role {' or '.join(phase.approvers)}; "
-                    f"{principal.label} holds {held}"
-                )
-        elif not phase.delegatable:
-            why = (
-                f"the Gate after {gate} is not delegatable: {needed} decides it "
-                "(review: {required: true, delegatable: true} lets an agent under a grant)"
-            )
-        elif accounts.live_grant(principal.name, flow_key(flow), rid) is None:
-            why = (
-                f"{principal.label} holds no live grant on run {rid}: a person grants one with "
-                + typed("manage", flow_text(flow), agent=principal.name, duration="2h")
-            )
-        else:
-            granted = True
+    why, needed, granted = refusal(principal, verb, flow, gate, rid, accounts)
     found = Authority(principal, verb, flow_key(flow), rid, gate, revision, granted)
     if why is not None:
         refuse(found, why, handle, accounts=accounts, needed=needed, on_refused=on_refused)
@@ -202,6 +223,51 @@ def acting(
         record(found, "refused", str(exc), accounts=accounts)
         raise
     record(found, "done", accounts=accounts)
+
+
+def caller(
+    principal: Principal | None = None, accounts: Accounts | None = None
+) -> Principal | None:
+    """Who asks, as for any command: ``principal`` (a front door's), else the one the context
+    runs as (the page's signed-in person, an MCP request's agent), else this process's
+    (``PRAXIS_TOKEN``, the terminal); None when its token is not one (the route is then
+    nobody's: as before it knew its caller)."""
+    if principal is not None:
+        return principal
+    found = CURRENT.get()
+    if found is not None:
+        return found
+    try:
+        return resolve(accounts=accounts)
+    except PraxisError:
+        return None
+
+
+def standing(
+    principal: Principal | None, run: RunHandle, *, accounts: Accounts | None = None
+) -> Standing | None:
+    """The caller's standing on ``run`` as facts of its route (DESIGN.md §14): who asks, the
+    verbs it may not take now (by ``refusal``, the rule ``authorize`` applies: nothing
+    recorded), and until when the grant it decides the Gate under lasts (the accounts'
+    clock). None: no caller could be established."""
+    accounts = Accounts() if accounts is None else accounts
+    who = caller(principal, accounts)
+    if who is None:
+        return None
+    state = run.state
+    waiting = state.gate if state.waiting == "gate" else None
+    refused = tuple(
+        verb
+        for verb in VERBS
+        if refusal(who, verb, run.flow, decides_about(verb, waiting), run.id, accounts)[0]
+        is not None
+    )
+    until = ""
+    if not who.is_person and waiting is not None and "approve" not in refused:
+        grant = accounts.live_grant(who.name, flow_key(run.flow), run.id)
+        if grant is not None:
+            until = time.strftime("%Y-%m-%d %H:%M", time.localtime(grant.until))
+    return Standing(who.label, refused, until)
 
 
 def _open(flow: Flow, run: str | None, verb: str) -> RunHandle | None:

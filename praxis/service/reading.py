@@ -14,6 +14,9 @@ from ..flows.report.compare import Comparison
 from ..flows.report.compare import compare as compare_runs
 from ..flows.report.status import Status, status_of
 from ..flows.store.handle import RunHandle
+from . import authority
+from .accounts import Accounts
+from .principals import Principal
 
 FlowRef = Flow | str | os.PathLike[str]  # a Flow, a flow folder or its flow.yaml
 
@@ -39,9 +42,17 @@ def open_run(flow: FlowRef, run: str | None = None) -> RunHandle:
     return RunHandle.open(load(flow), run)
 
 
-def status(flow: FlowRef, run: str | None = None) -> Status:
-    """State, message, writable files and the exact next commands of a run."""
-    return status_of(open_run(flow, run))
+def status(
+    flow: FlowRef,
+    run: str | None = None,
+    principal: Principal | None = None,
+    *,
+    accounts: Accounts | None = None,
+) -> Status:
+    """State, message, writable files and the exact next commands of a run: the route of
+    ``principal`` (None: of whoever asks, as for any command), its grants in ``accounts``."""
+    handle = open_run(flow, run)
+    return status_of(handle, authority.standing(principal, handle, accounts=accounts))
 
 
 def compare(flow: FlowRef, before: str, after: str) -> Comparison:

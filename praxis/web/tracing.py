@@ -16,10 +16,12 @@ from typing import Any
 from praxis.argv import program_argv
 from praxis.errors import EXIT, PraxisError, exit_code_of
 from praxis.flows.report import trace
+from praxis.service import authority
+from praxis.service.principals import CURRENT
 
 from . import catalog
 
-ACTOR = "person"  # the page's reviewer
+ACTOR = "person"  # the page's reviewer, when no one is signed in
 FIELDS = ("gate", "phase", "reopen", "revision", "edits", "name", "answer")
 MAX_FIELD = 200
 
@@ -32,10 +34,12 @@ def traced(root: Path, ref: str, run_id: str, verb: str, form: Any, code: int | 
         run = catalog.open_run(root, ref, run_id)
         fields = {k: str(form.get(k))[:MAX_FIELD] for k in FIELDS if form.get(k)}
         argv = [*program_argv(), "web", verb, json.dumps(fields, sort_keys=True)]
+        who = CURRENT.get()  # the signed-in person
+        actor = who.label if who is not None else ACTOR
         if code is None:
-            trace.start(run, argv, ACTOR)
+            trace.start(run, argv, actor)
         else:
-            trace.record(run, argv, ACTOR, code)
+            trace.record(run, argv, actor, code, authority.standing(who, run) if who else None)
     except Exception:  # a trace that cannot be written never changes the outcome
         return
 

@@ -91,7 +91,9 @@ def scenario(flow: Path, call: Call) -> None:
     )
     assert route["gate"]["delegatable"] is False
     assert [r["path"].endswith("total.csv") for r in route["read"]] == [True]
-    approve = route["commands"][0]
+    assert route["commands"] == [] and route["caller"] == "agent:bot"  # none it'd be refused
+    persons = json.loads(call(["status", str(flow), "--json"], "person")[1])["route"]
+    approve = persons["commands"][0]  # the person's route offers it
     code, _, err = call(words(approve), "agent")  # the agent tries anyway
     assert code == 4 and "not delegatable: a person decides it" in err
     assert "NotAuthorized: run" in err and "agent:bot may not approve" in err
@@ -122,7 +124,9 @@ def test_without_managed_mode_the_agent_stops_at_the_first_gate(
     assert call(["run", str(flow), "--quiet"], "person")[0] == 0
     status, taken = operate(flow, call)
     assert taken == [] and status["route"]["reason"] == "gate_not_managed"
-    code, _, err = call(words(status["route"]["commands"][0]), "agent")
+    assert status["route"]["commands"] == []  # the agent's route: no decision it'd be refused
+    persons = json.loads(call(["status", str(flow), "--json"], "person")[1])["route"]
+    code, _, err = call(words(persons["commands"][0]), "agent")
     assert code == 4 and "agent:bot holds no live grant on run" in err
 
 

@@ -23,6 +23,8 @@ READ_A = ["praxis", "read", "flows/f", "runs/r1/output/a.csv", "--run", "r1", "-
 MANAGED = dataclasses.replace(GATE, delegatable=True, managed=True)
 READ = dataclasses.replace(MANAGED, receipts=(("runs/r1/output/a.csv", "r0a1"),))
 FOLLOW = ["praxis", "log", "flows/f", "--run", "r1", "--follow"]
+STATUS = ["praxis", "status", "flows/f", "--run", "r1"]
+DECISIONS = ("approve", "reject", "edit", "rerun", "cancel", "manage", "accept", "delete")
 
 
 def rerun(phase: str) -> list[str]:
@@ -56,6 +58,9 @@ CASES = [
     ("gate, delegatable, managed, not read", MANAGED, "read", "gate_delegated", "agent", READ_A),
     ("gate, delegatable, managed, read", READ,
      "decide", "gate_delegated", "agent", [*APPROVE, "--as", "agent", "--receipt", "r0a1"]),
+    ("gate, a caller who may not decide it",
+     dataclasses.replace(MANAGED, caller="agent:bot", refused=DECISIONS),
+     "wait", "waiting_for_person", "person", STATUS),
     ("gate, a phase up to it changed", dataclasses.replace(READ, changed_phases=("a",)),
      "rerun", "gate_changed", "anyone", rerun("a")),
     ("gate, delegatable, managed, checks fail",

@@ -26,7 +26,7 @@ from praxis.web.app import create_app
 from praxis.web.background import Advancer
 from praxis.web.security import Guard
 
-from ..identity import grant
+from ..identity import PERSON, grant
 from .gates import two_gates
 from .helpers import Fakes, write_flow
 
@@ -77,7 +77,7 @@ def test_each_command_on_a_run_is_traced_with_the_route_after_it(
     started = [e.argv[1] for e in lines if isinstance(e, TraceStarted)]
     assert started == verbs  # each traced as it started too
     assert isinstance(lines[0], TraceStarted) and lines[0].pid == first.pid  # run: once made
-    assert (first.exit, first.actor, approve.actor) == (0, "person", "agent")
+    assert (first.exit, first.actor, approve.actor) == (0, PERSON, "agent:tester")  # labels
     # the run was traced before the person's grant: its route then waited for them
     assert first.route["reason"] == "gate_not_managed" and first.facts["gate"] == "pick"
     assert approve.facts["gate"] == "total" and approve.route["who"] == "person"

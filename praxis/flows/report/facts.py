@@ -29,7 +29,7 @@ from ..model.state import RunState
 from ..model.transitions import Rerun
 from ..store.handle import RunHandle
 from ..store.lock import is_held
-from .route import Facts, route
+from .route import Facts, Standing, route
 
 if TYPE_CHECKING:
     from ..engine.checks import Failure
@@ -119,16 +119,21 @@ def facts(
     failing: list[Failure],
     changed_phases: Sequence[str],
     params_changed: Sequence[str] = (),
+    standing: Standing | None = None,
 ) -> Facts:
     """The facts of a run the route is chosen from (of the phases whose definition or
-    parameters changed, those done: a stale one runs again when it is reached)."""
+    parameters changed, those done: a stale one runs again when it is reached); with the
+    caller's ``standing``, the caller's route."""
 
     state = run.state
     base = state_facts(state, run.flow, flow_arg=flow_text(run.flow), program=program_argv())
+    if standing is not None:
+        base = dataclasses.replace(base, **dataclasses.asdict(standing))
     done = {p.id for p in state.phases if p.status == "done"}
     read = [(shown(path), sha) for _, path, sha in to_read(run)] if base.gate else []
     receipts: list[tuple[str, str]] = []
-    if read and base.delegatable and base.managed:  # the agent's receipts matter
+    agent = base.caller.startswith("agent:") and "approve" not in base.refused
+    if read and base.delegatable and (base.managed or agent):  # the agent's receipts matter
         mine = current_receipts(run, "agent")
         receipts = [(shown(run.root / rel), rid) for rel, rid in sorted(mine.items())]
     blocking = reconcile.blocking(run)
@@ -168,11 +173,14 @@ def _publishing(run: RunHandle) -> tuple[tuple[str, ...], str | None]:
     return tuple(e.shown for e in pending), publishing.approval(run.flow, events)
 
 
-def facts_and_route(run: RunHandle) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The run's facts now and the route they give, as ``status --json`` would show them."""
+def facts_and_route(
+    run: RunHandle, standing: Standing | None = None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The run's facts now and the route they give (the caller's, with its ``standing``), as
+    ``status --json`` would show them."""
     held = is_held(run.paths.lock)
     changed, params = changes(run)
-    f = facts(run, held, gate_checks(run), changed, params)
+    f = facts(run, held, gate_checks(run), changed, params, standing)
     return f.to_dict(), route(f).to_dict()
 
 

@@ -26,6 +26,10 @@ gate_delegated         agent      decide: an agent may approve or reject (delega
                                   file to read has no receipt of the agent as it is now
 gate_not_managed       person     decide: delegatable, but no person granted managed mode
 gate_needs_person      person     decide: the Gate is not delegatable
+waiting_for_person     person     wait: the caller (``Facts.caller``) may not decide the
+                                  Gate: a person without its role, or an agent whose grant
+                                  of a managed run is gone; ``who_may`` names who must (an
+                                  agent elsewhere keeps the reason above, without decision)
 cancelled              person     rerun: a person cancelled the run; resuming it is theirs
 definition_changed     anyone     rerun: a done phase's flow.yaml entry or files changed
 failed_repeatedly      person     fix: the phase failed again with the same error, from the
@@ -46,6 +50,13 @@ done                   anyone     none: every phase done
 Gate decision delegated to agents: a person may take it as well), ``person`` (only a person);
 at a Gate, ``gate.approvers`` names the roles of the people who may decide it (absent: any
 person), and an agent decides only under a person's live grant (``praxis manage --agent``).
+When the facts name the caller (``Facts.caller``, ``Facts.refused``: the verbs the one
+authorization refuses it now), the route is the caller's: ``caller`` says who asks,
+``who_may`` who may take the step in words (``person with role finance``, ``person``,
+``agent:ci-bot under a grant until 2026-12-05 11:00``), a command the caller would be refused
+is never proposed, an agent that may decide a Gate (under a grant of its run or of the whole
+flow) is offered it whether or not the run is managed, and one that may not is told who must
+act (``waiting_for_person``). Facts without a caller give the route as before.
 Every command starts with the program praxis was invoked by (``Facts.program``); one whose
 ``who`` is ``agent`` says ``--as agent``. A Gate decision names the Gate, its attempt and the
 revision (``--gate P --attempt N --expect-revision R``), ``advance`` the revision. ``read``
@@ -81,6 +92,7 @@ REASONS: dict[str, str] = {
     "gate_delegated": "the Gate is delegatable and the run is managed: an agent may decide it",
     "gate_not_managed": "the Gate is delegatable, but no person put the run in managed mode",
     "gate_needs_person": "the Gate is not delegatable: a person decides it",
+    "waiting_for_person": "the caller may not decide it: the run waits for one who may",
     "cancelled": "the run was cancelled: a person decides whether to resume it",
     "definition_changed": "a done phase's flow.yaml entry or files changed since it ran",
     "failed_repeatedly": "the phase failed again the same way, with nothing changed: a person "
@@ -136,11 +148,17 @@ class Facts:
     approvers: tuple[str, ...] = ()  # the roles of the people who decide the Gate (any: ())
     publish_pending: tuple[str, ...] = ()  # publish: entries a done run has yet to write
     publish_blocked: str | None = None  # why it may not (the last Gate's approval), if so
+    caller: str = ""  # who asks (``agent:ci-bot``); "": nobody's route (as before)
+    refused: tuple[str, ...] = ()  # the verbs the caller may not take on the run now
+    grant_until: str = ""  # when the grant the caller decides the Gate under ends
 
     def to_dict(self) -> dict[str, Any]:
         found = asdict(self)
         if not self.approvers:  # as facts were before a Gate named roles
             del found["approvers"]
+        if not self.caller:  # as facts were before the route knew its caller
+            for name in ("caller", "refused", "grant_until"):
+                del found[name]
         return found
 
     @classmethod
@@ -154,6 +172,16 @@ def _tuples(value: Any) -> Any:
     return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
 
 
+@dataclass(frozen=True)
+class Standing:
+    """The caller's standing on a run (``praxis.service.authority.standing`` finds it by the
+    one authorization's rules): the facts ``caller``, ``refused`` and ``grant_until``."""
+
+    caller: str
+    refused: tuple[str, ...] = ()
+    grant_until: str = ""
+
+
 @dataclass
 class Route:
     step: str  # wait | advance | fix | read | decide | rerun | accept | run | publish | none
@@ -164,6 +192,8 @@ class Route:
     read: list[dict[str, str]] = field(default_factory=list)  # {path}: never a digest
     steps: list[Command] = field(default_factory=list)  # the commands, the first the usual
     problems: list[str] = field(default_factory=list)
+    who_may: str = ""  # who may take the step, in words ("": the facts name no caller)
+    caller: str = ""  # who asked
 
     @property
     def commands(self) -> list[list[str]]:
@@ -175,6 +205,7 @@ class Route:
             "step": self.step, "reason": self.reason, "who": self.who, "why": self.why,
             "gate": self.gate, "read": self.read, "commands": self.commands,
             "problems": self.problems,
+            **({"who_may": self.who_may, "caller": self.caller} if self.caller else {}),
         }  # fmt: skip
 
 
@@ -193,6 +224,36 @@ def invalid(flow: str, problems: list[str], program: tuple[str, ...]) -> Route:
 
 
 def route(f: Facts) -> Route:
+    """The route the facts give; the caller's, when they name one (see the module's text)."""
+    found = _route(f)
+    if not f.caller:
+        return found
+    found.steps = [s for s in found.steps if s.verb not in f.refused]
+    if f.gate is not None and may_decide(f) is False and found.reason != "waiting_for_person":
+        found.problems += must_act(f)
+    found.caller = f.caller
+    found.who_may = found.who_may or taker(f, found.who)
+    return found
+
+
+def taker(f: Facts, who: str) -> str:
+    """Who may take a step whose ``who`` is ``who``, in words."""
+    if who == "anyone":
+        return "anyone"
+    people = f"person with role {' or '.join(f.approvers)}" if f.gate and f.approvers else "person"
+    if who == "person":
+        return people
+    if f.grant_until and f.caller.startswith("agent:"):
+        return f"{f.caller} under a grant until {f.grant_until}"
+    return f"{people}, or an agent under a person's grant"
+
+
+def may_decide(f: Facts) -> bool | None:
+    """Whether the caller may decide the Gate (None: the facts name no caller)."""
+    return None if not f.caller else "approve" not in f.refused
+
+
+def _route(f: Facts) -> Route:
     rev = f.revision
 
     def cmd(verb: str, **params: Any) -> Command:
@@ -300,6 +361,9 @@ def _gate_route(f: Facts, cmd: Any, make: Any, again: Any) -> Route:
     if f.approvers:  # who decides it: a person with one of these roles
         gate["approvers"] = list(f.approvers)
     read = [{"path": p} for p, _ in f.read]
+    mine = may_decide(f)
+    if mine is False and (f.caller.startswith("person:") or (f.delegatable and f.managed)):
+        return _waiting(f, make, gate, read)  # else the reasons as before say who decides
     if f.changed_phases:
         rerun = again(f.changed_phases[0])
         return make(  # type: ignore[no-any-return]
@@ -318,7 +382,8 @@ def _gate_route(f: Facts, cmd: Any, make: Any, again: Any) -> Route:
             "fix", "gate_checks_fail", "person", *(cmd("reject", **r) for r in rejects),
             cmd("status"), gate=gate, read=read, problems=[*f.checks_failing, *problems],
         )  # fmt: skip
-    if f.delegatable and f.managed:
+    agent = mine is True and f.caller.startswith("agent:")  # under a person's grant
+    if f.delegatable and (f.managed or agent):
         have = dict(f.receipts)
         unread = [p for p, _ in f.read if p not in have]
         if unread:
@@ -327,11 +392,11 @@ def _gate_route(f: Facts, cmd: Any, make: Any, again: Any) -> Route:
                 *(cmd("read", path=p, actor="agent") for p in unread),
                 gate=gate, read=read, problems=problems,
             )  # fmt: skip
-        agent = {"actor": "agent", "receipts": tuple(have[p] for p, _ in f.read)}
+        signed = {"actor": "agent", "receipts": tuple(have[p] for p, _ in f.read)}
         return make(  # type: ignore[no-any-return]
             "decide", "gate_delegated", "agent",
-            cmd("approve", **bound, **agent, values=values),
-            *(cmd("reject", **r, **agent) for r in rejects),
+            cmd("approve", **bound, **signed, values=values),
+            *(cmd("reject", **r, **signed) for r in rejects),
             gate=gate, read=read, problems=problems,
         )  # fmt: skip
     reason = "gate_not_managed" if f.delegatable else "gate_needs_person"
@@ -339,6 +404,37 @@ def _gate_route(f: Facts, cmd: Any, make: Any, again: Any) -> Route:
         "decide", reason, "person", cmd("approve", **bound, values=values),
         *(cmd("reject", **r) for r in rejects), gate=gate, read=read, problems=problems,
     )  # fmt: skip
+
+
+def _waiting(f: Facts, make: Any, gate: dict[str, Any], read: list[dict[str, str]]) -> Route:
+    """The route of a caller who may not decide the Gate: it waits, told who must act (and,
+    for an agent at a delegatable Gate, that a person may grant it the decision)."""
+    people = taker(f, "person")
+    problems = [
+        *(f"{p} changed since it ran" for p in f.changed_phases),
+        *f.checks_failing,
+        *must_act(f),
+    ]
+    found: Route = make(
+        "wait", "waiting_for_person", "person", Command("status", f.flow, run=f.run,
+        program=f.program), gate=gate, read=read, problems=problems,
+    )  # fmt: skip
+    found.why = f"a {people} decides the Gate after {f.gate}; {found.why}"
+    found.who_may = people
+    return found
+
+
+def must_act(f: Facts) -> list[str]:
+    """Who must act at the Gate the caller may not decide (and, for an agent at a delegatable
+    Gate, the grant a person could give it)."""
+    found = [
+        f"{f.caller} may not decide the Gate after {f.gate}: a {taker(f, 'person')} decides it"
+    ]
+    if f.delegatable and f.caller.startswith("agent:"):
+        name = f.caller.partition(":")[2]
+        grant = Command("manage", f.flow, run=f.run, agent=name, duration="2h")
+        found.append(f"or a person grants {f.caller} the decision: {grant.line()}")
+    return found
 
 
 def edits_option(f: Facts, phase: str) -> str | None:

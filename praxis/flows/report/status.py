@@ -21,7 +21,7 @@ from ..store.layout import writable_names
 from ..store.lock import is_held
 from .facts import changes, facts, gate_checks
 from .receipt import receipt as receipt_of
-from .route import Facts, route
+from .route import Facts, Standing, route
 
 
 @dataclass
@@ -54,7 +54,9 @@ class Status:
         return {k: v for k, v in self.__dict__.items() if k != "steps"}
 
 
-def status_of(run: RunHandle) -> Status:
+def status_of(run: RunHandle, standing: Standing | None = None) -> Status:
+    """The run's status; its route the caller's, given the caller's ``standing``
+    (``praxis.service.authority.standing``)."""
     state = run.state
     flow = run.flow
     held = is_held(run.paths.lock)
@@ -93,7 +95,7 @@ def status_of(run: RunHandle) -> Status:
     st.checks = [f.to_dict() for f in failing]
     changed = reconcile.changed_outputs(run)
     st.changed_outputs = [c.to_dict() for c in changed]
-    f = facts(run, held, failing, st.changed, st.params_changed)
+    f = facts(run, held, failing, st.changed, st.params_changed, standing)
     r = route(f)
     st.route = r.to_dict()
     st.next = human_lines(f)

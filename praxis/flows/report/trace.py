@@ -19,6 +19,7 @@ from ..model.events import Event, Traced, TraceFull, TraceStarted
 from ..store.event_log import EventLog
 from ..store.handle import RunHandle
 from .facts import facts_and_route
+from .route import Standing
 
 MAX_BYTES = 4 << 20  # of one run's trace
 ON = ("1", "true", "yes", "on")
@@ -34,9 +35,12 @@ def start(run: RunHandle, argv: list[str], actor: str) -> None:
     _append(run, TraceStarted(argv=list(argv), actor=actor, pid=os.getpid()))
 
 
-def record(run: RunHandle, argv: list[str], actor: str, code: int) -> None:
-    """Append the command and the route the run's facts give now (status's own reading)."""
-    facts, route = facts_and_route(run)
+def record(
+    run: RunHandle, argv: list[str], actor: str, code: int, standing: Standing | None = None
+) -> None:
+    """Append the command (``actor``: the principal's label, ``agent:ci-bot``) and the route
+    the run's facts give now (status's own reading; the caller's, with its ``standing``)."""
+    facts, route = facts_and_route(run, standing)
     line = Traced(
         argv=list(argv), actor=actor, exit=code, facts=facts, route=route, pid=os.getpid()
     )
