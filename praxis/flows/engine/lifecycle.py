@@ -48,6 +48,7 @@ from ..store.upgrade import refuse_old
 from . import carry, reconcile
 from .context import OnMessage
 from .fanout import check_selection, run_fanout
+from .main_box import MainBox
 from .notify import Notifier, tell
 from .opening import Opening
 from .partition import OpenBox
@@ -142,7 +143,7 @@ def run(
         with flow_lock(flow, "creating"):
             handle = _begin(flow, params, clock, staged=take)
         opening = None  # settled work is restored before a sandbox is asked for, if any
-        if not (reuse and reuse_index(flow.root).is_dir()):
+        if not (reuse and reuse_index(flow.root).is_dir()) and not _fans_out_next(handle):
             opening = Opening(partial(make, flow, handle))  # starts while we go on
         try:
             if managed:
@@ -315,21 +316,22 @@ def _advance(
             if run.state.next_phase is None:
                 run.change(End())  # every phase left was settled work: no sandbox needed
                 return run.state
-        opening = opening or Opening(partial(make_sandbox, flow, run))
     except BaseException:
         if opening is not None:
             opening.abandon()
         raise
     try:
-        box = opening.box()  # SandboxUnavailable leaves run.json as it was: nothing ran
+        # SandboxUnavailable leaves run.json as it was: nothing ran. A fan-out next: the
+        # run's sandbox is opened only if a later phase needs it (main_box.py)
+        main = MainBox(partial(make_sandbox, flow, run), opening, lazy=_fans_out_next(run),
+                       on_open=partial(_note_sandbox, run))  # fmt: skip
         try:
-            _note_sandbox(run, box)
-            ws = snapshot.Workspace(box, store, known=_known(run))
-            _loop(run, box, ws, on_message, given, reuse, sleep)
+            ws = snapshot.Workspace(main.box, store, known=_known(run))
+            _loop(run, main, ws, on_message, given, reuse, sleep)
         finally:
             if lock is not None:
                 lock.now("closing")  # no phase runs any more: a decision waits, not refused
-            box.close()
+            main.box.close()
     except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP: a cancel, recorded before it leaves
         recover(run)
         if run.state.status in ("paused", "failed", "running"):
@@ -363,6 +365,11 @@ def _known(run: RunHandle) -> snapshot.Manifest:
     return snapshot.load_manifest(run.paths.snapshot(last.id, last.attempt, "post")) or {}
 
 
+def _fans_out_next(run: RunHandle) -> bool:
+    nxt = run.state.next_phase
+    return nxt is not None and run.flow.phase(nxt.id).fanout is not None
+
+
 def _runnable(state: RunState) -> bool:
     return state.status == "paused" and state.waiting is None
 
@@ -376,7 +383,7 @@ def _note_sandbox(run: RunHandle, box: Sandbox) -> None:
 
 def _loop(
     run: RunHandle,
-    box: Sandbox,
+    main: MainBox,
     ws: snapshot.Workspace,
     on_message: OnMessage,
     given: Mapping[str, object] | None,
@@ -394,12 +401,14 @@ def _loop(
         phase = run.flow.phase(nxt.id)
         if phase.fanout is not None:
             opener = partition_sandbox(run.flow, run)
+            box = main.box if main.opened else None
             ok = run_fanout(run, phase, box, ws, opener, on_message=on_message, given=given,
                             reuse=reuse)  # fmt: skip
         else:
             ok = run_phase(
-                run, phase, box, on_message=on_message, given=given, workspace=ws, reuse=reuse
-            )
+                run, phase, main.need(), on_message=on_message, given=given, workspace=ws,
+                reuse=reuse,
+            )  # fmt: skip
         if run.paths.cancel_request.exists():
             _do_cancel(run)
             return
