@@ -84,8 +84,9 @@ def work(
 ) -> Outcome:
     """Run ``job`` in a sandbox of its own: ``started(partition, node)`` once it runs.
 
-    ``slots`` (the fan-out's ``parallel``): the sandbox is opened and the inputs placed
-    before a slot is free (its container and kernels start while other partitions run),
+    ``slots`` (the fan-out's ``parallel``): the sandbox is opened, the inputs placed and a
+    kernel handed out with ``params`` set before a slot is free (its container and kernel
+    start while other partitions run; none of the phase's code runs in it before),
     the code runs holding one, and the sandbox closes after it is let go. A job stopped
     before it held a slot is ``skipped``: it never ran. The seconds of each step are in the
     record's metadata (``steps``)."""
@@ -97,6 +98,7 @@ def work(
     shutil.rmtree(job.folder / "workspace", ignore_errors=True)  # it starts empty
     job.folder.mkdir(parents=True, exist_ok=True)
     box: Sandbox | None = None
+    handout: Handout | None = None
     steps = _Steps()
     held = tried = False  # a run slot held; asked for one
     try:
@@ -108,6 +110,8 @@ def work(
             box.open()
             for name, src in job.uploads.items():
                 box.upload(src, name)
+            handout = Handout(box, job.params, None, job.timeout)  # a kernel, params set
+            kernel = handout.kernel()
         with steps("wait"):
             held = slots.take(job.turn, job.stop) if slots else not job.stop.is_set()
         tried = True
@@ -119,7 +123,7 @@ def work(
         record.metadata["node"] = out.node
         started(job.name, out.node)
         with steps("run"):
-            _execute(job, flow, box, record, out, given)
+            _execute(job, flow, box, kernel, record, out, given)
         with steps("collect"):
             box.quiesce()
             out.hashes = _collect(job, box)
@@ -140,6 +144,8 @@ def work(
             slots.give_up(job.turn)
         if box is not None:
             with steps("close"):
+                if handout is not None:
+                    handout.close()
                 box.close()
         record.metadata["status"] = "done" if out.ok else "failed"
         record.metadata["steps"] = steps.seconds
@@ -209,39 +215,36 @@ def _execute(
     job: Job,
     flow: Flow,
     box: Sandbox,
+    kernel: Kernel,
     record: Record,
     out: Outcome,
     given: Mapping[str, object] | None,
 ) -> None:
     staging = job.folder / "staging"
     staging.mkdir(parents=True, exist_ok=True)
-    handout = Handout(box, job.params, None, job.timeout)
+    ctx = PhaseContext(
+        flow=flow,
+        phase=job.phase,
+        run_id=job.run_id,
+        attempt=job.attempt,
+        run_dir=job.run_dir,
+        sandbox=box,
+        kernel=kernel,
+        timeout=job.timeout,
+        emit=out.events.append,
+        record=record,
+        staging=staging,
+        params=dict(job.params),
+        given=(given or {}).get(job.phase.kind),
+    )
+    done = threading.Event()
+    watch = threading.Thread(target=_watch, args=(job, ctx.kernel, done), daemon=True)
+    watch.start()
     try:
-        ctx = PhaseContext(
-            flow=flow,
-            phase=job.phase,
-            run_id=job.run_id,
-            attempt=job.attempt,
-            run_dir=job.run_dir,
-            sandbox=box,
-            kernel=handout.kernel(),
-            timeout=job.timeout,
-            emit=out.events.append,
-            record=record,
-            staging=staging,
-            params=dict(job.params),
-            given=(given or {}).get(job.phase.kind),
-        )
-        done = threading.Event()
-        watch = threading.Thread(target=_watch, args=(job, ctx.kernel, done), daemon=True)
-        watch.start()
-        try:
-            kinds.get(job.phase.kind).run(ctx)
-        finally:
-            done.set()
-            watch.join(timeout=2)
+        kinds.get(job.phase.kind).run(ctx)
     finally:
-        handout.close()
+        done.set()
+        watch.join(timeout=2)
 
 
 def _watch(job: Job, kernel: Kernel, done: threading.Event) -> None:
