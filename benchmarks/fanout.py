@@ -76,23 +76,36 @@ def one_run(flow: Path) -> dict[str, Any]:
     if state.status != "done":
         raise SystemExit(f"{flow.name}: the run ended {state.status}: {state.error}")
     parts = state.phase("burn").partitions
-    return {"seconds": seconds, "nodes": sorted({str(p.get("node") or "") for p in parts.values()})}
+    records = flow / "runs" / state.run / "records" / "burn"
+    steps: dict[str, list[float]] = {}
+    for record in records.glob("*.ipynb"):  # each partition's seconds per step (partition.py)
+        meta = json.loads(record.read_text())["metadata"]["praxis"]
+        for step, took in meta.get("steps", {}).items():
+            steps.setdefault(step, []).append(float(took))
+    nodes = sorted({str(p.get("node") or "") for p in parts.values()})
+    return {"seconds": seconds, "nodes": nodes, "steps": steps}
 
 
 def measure(flows: dict[str, Path], repeats: int) -> dict[str, dict[str, Any]]:
     """Each flow ``repeats`` times, in turn; the median, every time, the nodes used."""
     times: dict[str, list[float]] = {k: [] for k in flows}
     nodes: dict[str, set[str]] = {k: set() for k in flows}
+    steps: dict[str, dict[str, list[float]]] = {k: {} for k in flows}
     for _ in range(repeats):
         for key, flow in flows.items():
             done = one_run(flow)
             times[key].append(done["seconds"])
             nodes[key] |= set(done["nodes"])
-            print(f"  {key}: {done['seconds']:.1f} s", flush=True)
+            for step, took in done["steps"].items():
+                steps[key].setdefault(step, []).extend(took)
+            each = ", ".join(f"{s} {statistics.median(t):.2f}" for s, t in done["steps"].items())
+            print(f"  {key}: {done['seconds']:.1f} s (a partition's median seconds: {each})",
+                  flush=True)  # fmt: skip
     return {
-        k: {"median": statistics.median(v), "times": v, "nodes": len(nodes[k] - {""})}
+        k: {"median": statistics.median(v), "times": v, "nodes": len(nodes[k] - {""}),
+            "steps": {s: statistics.median(t) for s, t in steps[k].items()}}
         for k, v in times.items()
-    }
+    }  # fmt: skip
 
 
 def main() -> None:

@@ -14,11 +14,12 @@ import pytest
 
 from praxis.flows.definition import contract
 from praxis.flows.engine import runner
-from praxis.flows.model.events import Event, PartitionChanged
+from praxis.flows.model.events import Event, PartitionChanged, SandboxOpened
 from praxis.flows.model.state import STOPPED, RunState
 from praxis.flows.report import status as status_of
 from praxis.flows.store.event_log import EventLog
 from praxis.flows.store.handle import RunHandle
+from sandbox.fake import FakeSandbox
 
 from ..labels import TEST_LABELS
 from .helpers import in_thread, write_flow
@@ -264,3 +265,55 @@ def test_a_cancel_stops_every_partition(tmp_path: Path, allow_local: None) -> No
     parts = ended[0].phase("each").partitions
     assert {n: p["status"] for n, p in parts.items()} == {"a": "failed", "b": "failed"}
     assert {p["error"] for p in parts.values()} == {STOPPED}
+
+
+class _Counted(FakeSandbox):
+    opens = 0
+
+    def open(self) -> None:
+        type(self).opens += 1
+        super().open()
+
+
+def test_a_fan_out_opens_no_sandbox_of_the_run(tmp_path: Path, allow_local: None) -> None:
+    """The partitions run in sandboxes of their own: the run's sandbox is made (its workspace
+    folder) but opened only for a later phase that runs code in it, after the fan-out."""
+    phases = (
+        "  - id: each\n    kind: script\n    script: each.py\n"
+        "    foreach: {param: part, values: [a, b, c]}\n    parallel: 2\n    outputs: [o.txt]\n"
+    )
+    after = "  - id: after\n    kind: script\n    script: after.py\n    outputs: [all.txt]\n"
+    files = {
+        "each.py": "open('o.txt', 'w').write(params['part'])\n",
+        "after.py": "import glob\n"
+        "open('all.txt', 'w').write(''.join(open(f).read() for f in sorted(glob.glob("
+        "'each/*/o.txt'))))\n",
+    }
+    made: list[FakeSandbox] = []
+
+    def make(flow: Any, run: Any) -> FakeSandbox:
+        made.append(_Counted(workspace=run.paths.workspace, name=run.id))
+        return made[-1]
+
+    for text, opens in ((phases, 0), (phases + after, 1)):
+        _Counted.opens = 0
+        root = write_flow(
+            tmp_path / f"fan{opens}",
+            f"flow: fan\nsandbox: {{backend: local}}\nphases:\n{text}",
+            files,
+        )
+        run = runner.begin(root)
+        state = runner.advance(root, run.id, options=runner.RunOptions(make_sandbox=make))
+        assert state.status == "done", state.error
+        assert _Counted.opens == opens
+        events = EventLog(root / "runs" / run.id / "events.jsonl").read()
+        opened = [i for i, e in enumerate(events) if isinstance(e, SandboxOpened)]
+        assert len(opened) == opens
+        if opens:  # opened after every partition ended, for the phase that needs it
+            parts_at = [i for i, e in enumerate(events) if isinstance(e, PartitionChanged)]
+            assert opened[0] > max(parts_at)
+            assert (root / "runs" / run.id / "output" / "all.txt").read_text() == "abc"
+    parts = state.phase("each").partitions
+    record = json.loads((root / "runs" / run.id / "records" / "each" / "a.ipynb").read_text())
+    assert set(record["metadata"]["praxis"]["steps"]) >= {"open", "wait", "run", "collect"}
+    assert all(p["status"] == "done" for p in parts.values())

@@ -45,7 +45,7 @@ from ..store.handle import RunHandle
 from ..store.layout import store_dir
 from .inputs import base_state
 from .options import DEFAULT, RunOptions
-from .partition import Job, OpenBox, Outcome, work
+from .partition import Job, OpenBox, Outcome, Slots, work
 
 OpenFor = Callable[[RunHandle], OpenBox]
 
@@ -86,16 +86,17 @@ def check_selection(flow: Flow, spec: str) -> None:
 def run_fanout(
     run: RunHandle,
     phase: Phase,
-    box: Sandbox,
+    box: Sandbox | None,
     ws: snapshot.Workspace,
     open_box: OpenBox,
     options: RunOptions = DEFAULT,
 ) -> bool:
-    """Run the fan-out ``phase`` with the advance's ``options``; True when every partition
-    of the selection is done."""
+    """Run the fan-out ``phase``; True when every partition of the selection is done.
+    ``box``: the run's sandbox when it is open, else None (``ws``'s is made, not opened:
+    the phase runs no code in it and leaves its workspace folder as it is)."""
     fan = phase.fanout
     assert fan is not None
-    info = box.describe()
+    info = ws.sandbox.describe()
     run.change(Start(phase=phase.id, pid=os.getpid(), backend=str(info.get("backend")),
                      isolated=bool(info.get("isolated"))))  # fmt: skip
     started = run.clock()
@@ -250,7 +251,10 @@ def _run_jobs(
     assert fan is not None
     starts: queue.SimpleQueue[tuple[str, str]] = queue.SimpleQueue()
     stop = threading.Event()  # the loop's: every partition's code is interrupted
-    jobs = [dataclasses.replace(j, cancel=run.paths.cancel_request, stop=stop) for j in jobs]
+    jobs = [
+        dataclasses.replace(j, cancel=run.paths.cancel_request, stop=stop, turn=i)
+        for i, j in enumerate(jobs)
+    ]
     by_name = {j.name: j for j in jobs}
 
     def began(name: str, node: str) -> None:
@@ -264,10 +268,13 @@ def _run_jobs(
                 return
             run.change(Partition(phase=phase.id, partition=name, status="running", node=node))
 
-    pool = ThreadPoolExecutor(max_workers=fan.parallel, thread_name_prefix="partition")
+    # ``parallel`` partitions run at once; as many more open their sandboxes meanwhile, so
+    # that a slot let go is taken by a partition whose container and kernels are up
+    slots = Slots(fan.parallel)
+    pool = ThreadPoolExecutor(max_workers=2 * fan.parallel, thread_name_prefix="partition")
     try:
         pending: set[Future[Outcome]] = {
-            pool.submit(work, job, run.flow, open_box, began, options) for job in jobs
+            pool.submit(work, job, run.flow, open_box, began, options, slots) for job in jobs
         }
         while pending:
             done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
@@ -297,6 +304,8 @@ def _record(
     ws: snapshot.Workspace,
 ) -> None:
     job = jobs[out.name]
+    if out.skipped:  # stopped while its sandbox opened: it never ran
+        return
     if run.state.phase(phase.id).partitions.get(out.name, {}).get("status") != "running":
         run.change(Partition(phase=phase.id, partition=out.name, status="running", node=out.node))
     for event in out.events:
@@ -320,7 +329,7 @@ def _finish(
     chosen: list[str],
     started: float,
     ws: snapshot.Workspace,
-    box: Sandbox,
+    box: Sandbox | None,
 ) -> bool:
     """Every partition of the selection is done: the workspace a later phase starts from is
     the one before this phase with a folder per partition added; the phase is done."""
@@ -332,10 +341,12 @@ def _finish(
             rel = f"{phase.id}/{name}/{out}"
             hashes[rel] = sha
             added[rel] = snapshot.Item(sha, os.stat(ws.store.path(sha)).st_size)
-    box.quiesce()
     base = base_state(run, phase, ws) or {}
-    ws.restore({**base, **added})
-    post = ws.snapshot(settled=True)
+    post = {**base, **added}
+    if box is not None:  # open: its workspace holds what the next phase starts from
+        box.quiesce()
+        ws.restore(post)
+        post = ws.snapshot(settled=True)
     attempt = run.state.phase(phase.id).attempt
     ws.save(run.paths.snapshot(phase.id, attempt), base)
     ws.save(run.paths.snapshot(phase.id, attempt, "post"), post)

@@ -46,6 +46,7 @@ from ..store.objects import RunStore
 from ..store.upgrade import refuse_old
 from . import carry, reconcile
 from .fanout import check_selection, run_fanout
+from .main_box import MainBox
 from .notify import Notifier, tell
 from .opening import Opening
 from .options import DEFAULT, RunOptions, SandboxFactory
@@ -130,7 +131,7 @@ def run(
         with flow_lock(flow, "creating"):
             handle = _begin(flow, params, clock, staged=take)
         opening = None  # settled work is restored before a sandbox is asked for, if any
-        if not (options.reuse and reuse_index(flow.root).is_dir()):
+        if not (options.reuse and reuse_index(flow.root).is_dir()) and not _fans_out_next(handle):
             opening = Opening(partial(make, flow, handle))  # starts while we go on
         try:
             if managed:
@@ -269,21 +270,22 @@ def _advance(
             if run.state.next_phase is None:
                 run.change(End())  # every phase left was settled work: no sandbox needed
                 return run.state
-        opening = opening or Opening(partial(make_sandbox, flow, run))
     except BaseException:
         if opening is not None:
             opening.abandon()
         raise
     try:
-        box = opening.box()  # SandboxUnavailable leaves run.json as it was: nothing ran
+        # SandboxUnavailable leaves run.json as it was: nothing ran. A fan-out next: the
+        # run's sandbox is opened only if a later phase needs it (main_box.py)
+        main = MainBox(partial(make_sandbox, flow, run), opening, lazy=_fans_out_next(run),
+                       on_open=partial(_note_sandbox, run))  # fmt: skip
         try:
-            _note_sandbox(run, box)
-            ws = snapshot.Workspace(box, store, known=_known(run))
-            _loop(run, box, ws, options)
+            ws = snapshot.Workspace(main.box, store, known=_known(run))
+            _loop(run, main, ws, options)
         finally:
             if lock is not None:
                 lock.now("closing")  # no phase runs any more: a decision waits, not refused
-            box.close()
+            main.box.close()
     except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP: a cancel, recorded before it leaves
         recover(run)
         if run.state.status in ("paused", "failed", "running"):
@@ -317,6 +319,11 @@ def _known(run: RunHandle) -> snapshot.Manifest:
     return snapshot.load_manifest(run.paths.snapshot(last.id, last.attempt, "post")) or {}
 
 
+def _fans_out_next(run: RunHandle) -> bool:
+    nxt = run.state.next_phase
+    return nxt is not None and run.flow.phase(nxt.id).fanout is not None
+
+
 def _runnable(state: RunState) -> bool:
     return state.status == "paused" and state.waiting is None
 
@@ -328,7 +335,7 @@ def _note_sandbox(run: RunHandle, box: Sandbox) -> None:
     run.emit(SandboxOpened(backend=backend, isolated=isolated, detail=info))
 
 
-def _loop(run: RunHandle, box: Sandbox, ws: snapshot.Workspace, options: RunOptions) -> None:
+def _loop(run: RunHandle, main: MainBox, ws: snapshot.Workspace, options: RunOptions) -> None:
     while True:
         if run.paths.cancel_request.exists():
             _do_cancel(run)
@@ -340,9 +347,10 @@ def _loop(run: RunHandle, box: Sandbox, ws: snapshot.Workspace, options: RunOpti
         phase = run.flow.phase(nxt.id)
         if phase.fanout is not None:
             opener = partition_sandbox(run.flow, run)
+            box = main.box if main.opened else None
             ok = run_fanout(run, phase, box, ws, opener, options)
         else:
-            ok = run_phase(run, phase, box, options, workspace=ws)
+            ok = run_phase(run, phase, main.need(), options, workspace=ws)
         if run.paths.cancel_request.exists():
             _do_cancel(run)
             return

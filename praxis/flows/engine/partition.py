@@ -16,7 +16,9 @@ from __future__ import annotations
 import os
 import shutil
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,6 +57,7 @@ class Job:
     run_id: str
     run_dir: Path
     key: str = ""  # its reuse key (fanout.py)
+    turn: int = 0  # its place among the jobs: slots are taken in this order
     # `praxis cancel`'s request file, and the loop's own stop (Ctrl-C): either interrupts
     # the partition's code
     cancel: Path | None = None
@@ -69,6 +72,7 @@ class Outcome:
     node: str = ""
     hashes: dict[str, str] = field(default_factory=dict)
     events: list[Event] = field(default_factory=list)
+    skipped: bool = False  # stopped before it ran: nothing of it is recorded
 
 
 def work(
@@ -77,29 +81,58 @@ def work(
     open_box: OpenBox,
     started: Callable[[str, str], None],
     options: RunOptions = DEFAULT,
+    slots: Slots | None = None,
 ) -> Outcome:
-    """Run ``job`` in a sandbox of its own: ``started(partition, node)`` once it is open."""
+    """Run ``job`` in a sandbox of its own: ``started(partition, node)`` once it runs.
+
+    ``slots`` (the fan-out's ``parallel``): the sandbox is opened, the inputs placed and a
+    kernel handed out with ``params`` set before a slot is free (its container and kernel
+    start while other partitions run; none of the phase's code runs in it before),
+    the code runs holding one, and the sandbox closes after it is let go. A job stopped
+    before it held a slot is ``skipped``: it never ran. The seconds of each step are in the
+    record's metadata (``steps``)."""
     out = Outcome(job.name, ok=False)
     record = Record(
         {"flow": flow.name, "run": job.run_id, "phase": job.phase.id, "partition": job.name}
     )
     record.metadata.update(attempt=job.attempt, params=dict(job.params))
-    _archive(job)
+    shutil.rmtree(job.folder / "workspace", ignore_errors=True)  # it starts empty
+    job.folder.mkdir(parents=True, exist_ok=True)
     box: Sandbox | None = None
+    handout: Handout | None = None
+    steps = _Steps()
+    held = tried = False  # a run slot held; asked for one
     try:
         if job.stop.is_set():
+            out.skipped = True
             raise PhaseError("stopped before it began")
-        box = open_box(job.folder / "workspace", f"{job.run_id}-{job.phase.id}-{job.name}")
-        box.open()
+        with steps("open"):
+            box = open_box(job.folder / "workspace", f"{job.run_id}-{job.phase.id}-{job.name}")
+            box.open()
+            for name, src in job.uploads.items():
+                box.upload(src, name)
+            handout = Handout(box, job.params, None, job.timeout)  # a kernel, params set
+            kernel = handout.kernel()
+        with steps("wait"):
+            held = slots.take(job.turn, job.stop) if slots else not job.stop.is_set()
+        tried = True
+        # a cancel asked for while it waited (a slot another partition let go as the cancel
+        # interrupted it, before the loop stopped the rest): it never runs either
+        if not held or job.stop.is_set() or (job.cancel is not None and job.cancel.exists()):
+            out.skipped = True
+            raise PhaseError("stopped before it began")
+        _archive(job)
         out.node = str(box.describe().get("node") or "")
         record.metadata["node"] = out.node
         started(job.name, out.node)
-        for name, src in job.uploads.items():
-            box.upload(src, name)
-        _execute(job, flow, box, record, out, options)
-        box.quiesce()
-        out.hashes = _collect(job, box)
-        failures = [f for n, s in job.phase.checks.items() for f in _check(flow, box, job, n, s)]
+        with steps("run"):
+            _execute(job, flow, box, kernel, record, out, options)
+        with steps("collect"):
+            box.quiesce()
+            out.hashes = _collect(job, box)
+            failures = [
+                f for n, s in job.phase.checks.items() for f in _check(flow, box, job, n, s)
+            ]
         if failures:
             raise PhaseError(checks.summary(failures))
         out.ok = True
@@ -108,53 +141,113 @@ def work(
         out.error = text if len(text) <= MAX_ERROR else text[:MAX_ERROR] + " …"
         record.error(out.error)
     finally:
+        if slots is not None and held:
+            slots.release()  # the next partition runs while this sandbox closes
+        elif slots is not None and not tried:
+            slots.give_up(job.turn)
         if box is not None:
-            box.close()
+            with steps("close"):
+                if handout is not None:
+                    handout.close()
+                box.close()
         record.metadata["status"] = "done" if out.ok else "failed"
-        job.record.parent.mkdir(parents=True, exist_ok=True)
-        record.save(job.record)
+        record.metadata["steps"] = steps.seconds
+        if not out.skipped:
+            job.record.parent.mkdir(parents=True, exist_ok=True)
+            record.save(job.record)
         shutil.rmtree(job.folder / "staging", ignore_errors=True)
         close_thread_loop()  # the one jupyter_client left on this worker thread
     return out
+
+
+class Slots:
+    """The fan-out's ``parallel`` run slots, taken in the partitions' order (``Job.turn``):
+    a partition whose sandbox opened first still waits for the ones before it."""
+
+    def __init__(self, parallel: int) -> None:
+        self._free = parallel
+        self._next = 0  # the first turn that has not taken a slot nor given up
+        self._over: set[int] = set()  # turns that took a slot or gave up
+        self._cond = threading.Condition()
+
+    def take(self, turn: int, stop: threading.Event) -> bool:
+        """A slot (True), or False once the loop stops every partition first."""
+        with self._cond:
+            while not stop.is_set():
+                if self._next == turn and self._free > 0:
+                    self._free -= 1
+                    self._pass(turn)
+                    return True
+                self._cond.wait(0.2)
+            self._pass(turn)
+            return False
+
+    def give_up(self, turn: int) -> None:
+        """``turn`` takes no slot (its sandbox did not open): the next ones go on."""
+        with self._cond:
+            self._pass(turn)
+
+    def release(self) -> None:
+        with self._cond:
+            self._free += 1
+            self._cond.notify_all()
+
+    def _pass(self, turn: int) -> None:
+        self._over.add(turn)
+        while self._next in self._over:
+            self._next += 1
+        self._cond.notify_all()
+
+
+class _Steps:
+    """Seconds spent in each step of a partition (``with steps("open"): ...``)."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    @contextmanager
+    def __call__(self, name: str) -> Iterator[None]:
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[name] = round(time.perf_counter() - t0, 3)
 
 
 def _execute(
     job: Job,
     flow: Flow,
     box: Sandbox,
+    kernel: Kernel,
     record: Record,
     out: Outcome,
     options: RunOptions,
 ) -> None:
     staging = job.folder / "staging"
     staging.mkdir(parents=True, exist_ok=True)
-    handout = Handout(box, job.params, None, job.timeout)
+    ctx = PhaseContext(
+        flow=flow,
+        phase=job.phase,
+        run_id=job.run_id,
+        attempt=job.attempt,
+        run_dir=job.run_dir,
+        sandbox=box,
+        kernel=kernel,
+        timeout=job.timeout,
+        emit=out.events.append,
+        record=record,
+        staging=staging,
+        params=dict(job.params),
+        given=options.given_to(job.phase.kind),
+    )
+    done = threading.Event()
+    watch = threading.Thread(target=_watch, args=(job, ctx.kernel, done), daemon=True)
+    watch.start()
     try:
-        ctx = PhaseContext(
-            flow=flow,
-            phase=job.phase,
-            run_id=job.run_id,
-            attempt=job.attempt,
-            run_dir=job.run_dir,
-            sandbox=box,
-            kernel=handout.kernel(),
-            timeout=job.timeout,
-            emit=out.events.append,
-            record=record,
-            staging=staging,
-            params=dict(job.params),
-            given=options.given_to(job.phase.kind),
-        )
-        done = threading.Event()
-        watch = threading.Thread(target=_watch, args=(job, ctx.kernel, done), daemon=True)
-        watch.start()
-        try:
-            kinds.get(job.phase.kind).run(ctx)
-        finally:
-            done.set()
-            watch.join(timeout=2)
+        kinds.get(job.phase.kind).run(ctx)
     finally:
-        handout.close()
+        done.set()
+        watch.join(timeout=2)
 
 
 def _watch(job: Job, kernel: Kernel, done: threading.Event) -> None:
@@ -194,12 +287,10 @@ def _check(flow: Flow, box: Sandbox, job: Job, name: str, spec: dict[str, Any]) 
 
 def _archive(job: Job) -> None:
     """An earlier attempt's record and outputs move to its attempt's folder (nothing a
-    partition wrote is overwritten); the workspace starts empty."""
+    partition wrote is overwritten)."""
     if job.attempt > 1 and (job.record.is_file() or job.output.is_dir()):
         job.archive.mkdir(parents=True, exist_ok=True)
         if job.record.is_file():
             os.replace(job.record, job.archive / "record.ipynb")
         if job.output.is_dir():
             os.replace(job.output, job.archive / "output")
-    shutil.rmtree(job.folder / "workspace", ignore_errors=True)
-    job.folder.mkdir(parents=True, exist_ok=True)
