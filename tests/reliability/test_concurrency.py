@@ -243,7 +243,7 @@ def test_item14_a_new_process_can_approve_a_gate_left_by_a_killed_one(tmp_path: 
         "def stop(e):\n"
         "    if e.kind == 'gate_waiting':\n"
         "        os.kill(os.getpid(), signal.SIGKILL)\n"
-        "runner.advance(sys.argv[1], on_event=stop)\n"
+        "runner.advance(sys.argv[1], options=runner.RunOptions(on_event=stop))\n"
     )
     child = subprocess.run([sys.executable, "-c", code, str(flow_root)], timeout=120)
     assert child.returncode == -signal.SIGKILL

@@ -249,7 +249,8 @@ def test_item06_100_mb_of_output_is_capped_in_the_record(docker_image: str, tmp_
     flow = write_flow(tmp_path / "flow", yaml, files)
     run = begin(flow)
     child = RSS_CHILD.replace(
-        "runner.advance(sys.argv[1])", "runner.advance(sys.argv[1], on_event=mark)"
+        "runner.advance(sys.argv[1])",
+        "runner.advance(sys.argv[1], options=runner.RunOptions(on_event=mark))",
     )
     res = subprocess.run(
         [sys.executable, "-c", child, str(flow)], capture_output=True, text=True, timeout=240
