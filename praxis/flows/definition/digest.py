@@ -16,6 +16,7 @@ import logging
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 from sandbox.files import hash_fd, open_nofollow, replace_file
 
@@ -80,16 +81,22 @@ def _name(key: Identity) -> str:
     return ":".join(str(n) for n in key)
 
 
-def _load(known: Path) -> dict[str, str]:
+def cached_object(path: Path, limit: int) -> dict[str, Any]:
+    """A cache file's JSON object, read by descriptor (no link followed), at most ``limit``
+    bytes; ``{}`` when it is missing, larger, not JSON or not an object (a cache is
+    rebuilt, never trusted)."""
     try:
-        fd = open_nofollow(known)
+        fd = open_nofollow(path)
         with os.fdopen(fd, "rb") as fh:
-            raw = fh.read(MAX_KNOWN_BYTES + 1)
-        data = json.loads(raw) if len(raw) <= MAX_KNOWN_BYTES else {}
+            raw = fh.read(limit + 1)
+        data = json.loads(raw) if len(raw) <= limit else {}
     except (OSError, ValueError):
         return {}
-    if not isinstance(data, dict):
-        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _load(known: Path) -> dict[str, str]:
+    data = cached_object(known, MAX_KNOWN_BYTES)
     return {k: v for k, v in data.items() if isinstance(v, str) and len(v) == 64 and v.isalnum()}
 
 

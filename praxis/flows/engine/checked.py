@@ -30,7 +30,7 @@ from typing import Any
 
 from sandbox.files import open_nofollow, replace_file
 
-from ..definition.digest import settled
+from ..definition.digest import cached_object, settled
 from ..model.check_rules import Failure
 from . import recheck
 
@@ -57,14 +57,7 @@ def _family(name: str, spec: dict[str, Any], original: str | None) -> str:
 
 
 def _load(store: Path) -> dict[str, Any]:
-    try:
-        fd = open_nofollow(store)
-        with os.fdopen(fd, "rb") as fh:
-            raw = fh.read(MAX_BYTES + 1)
-        data = json.loads(raw) if len(raw) <= MAX_BYTES else {}
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
+    return cached_object(store, MAX_BYTES)
 
 
 def _failures(raw: Any) -> list[Failure] | None:
