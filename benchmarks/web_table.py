@@ -16,6 +16,7 @@ on time.
 
 from __future__ import annotations
 
+import re
 import resource
 import subprocess
 import sys
@@ -30,6 +31,8 @@ from praxis.web.app import create_app
 from praxis.web.background import Advancer
 from praxis.web.security import Guard
 from sandbox import open_sandbox
+
+from .person import act_as_person
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -56,6 +59,7 @@ def main(rows: int) -> None:
     import shutil
 
     with tempfile.TemporaryDirectory() as tmp:
+        act_as_person(Path(tmp) / "praxis-data")  # the reviewer: a person decides the Gate
         flow = Path(tmp) / "flows" / "sales-report"
         shutil.copytree(
             REPO / "flows" / "sales-report", flow, ignore=shutil.ignore_patterns("runs")
@@ -97,6 +101,8 @@ def main(rows: int) -> None:
                     f"{label:<44} {r.status_code:>4} {len(r.content):>10} B "
                     f"{took:7.3f} s {cpu:7.3f} s"
                 )
+                if r.status_code >= 400:  # a refusal is no figure of the step
+                    raise SystemExit(f"{label}: HTTP {r.status_code}: {_refusal(r.text)}")
                 return r.text
 
             page = step("run page (builds the row index)", "GET", f"/run?{q}")
@@ -176,6 +182,11 @@ def main(rows: int) -> None:
                  follow_redirects=False)  # fmt: skip
             print(f"approve / one read of the file: {(time.perf_counter() - t0) / once:.1f}x")
             local.wait(600)
+
+
+def _refusal(page: str) -> str:
+    found = re.search(r'class="refus[^>]*>([^<]*)', page)
+    return found.group(1).strip() if found else page[:300]
 
 
 if __name__ == "__main__":
