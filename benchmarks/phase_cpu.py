@@ -1,7 +1,7 @@
 """The CPU a phase costs, host and container, on docker: why a back-to-back phase cannot take
 less wall time than half of it on two cores.
 
-``python -m benchmarks.phase_cpu FLOW`` runs FLOW twice on docker (the first run warms caches)
+``python -m benchmarks.phase_cpu FLOW`` runs FLOW twice on docker, reuse off (the first run warms caches)
 and prints, as JSON, the second run's wall time, this process's CPU time and the container's
 (its cgroup's cpuacct counter, read just before the container is closed). The benchmark runs
 a one-phase and a five-phase trivial flow; the difference over four phases is per phase.
@@ -52,10 +52,11 @@ def measure(flow: Path) -> dict[str, Any]:
         close(self)
 
     DockerSandbox.close = reading_close  # type: ignore[method-assign]
-    runner.run(flow)  # warm-up: page cache, bytecode
+    fresh = runner.RunOptions(reuse=False)  # a fresh run's phases run (none is restored)
+    runner.run(flow, options=fresh)  # warm-up: page cache, bytecode
     before = resource.getrusage(resource.RUSAGE_SELF)
     t0 = time.perf_counter()
-    state = runner.run(flow)
+    state = runner.run(flow, options=fresh)
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_SELF)
     host = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
