@@ -486,6 +486,9 @@ def test_the_live_panel_scrolls_follows_the_newest_line_and_the_timeline_grows(
         expect(page.locator('#timeline text.label[data-phase="prepare"]')).to_have_text("done")
         before = page.locator('#timeline rect.bar[data-phase="prepare"]')
         assert float(before.get_attribute("width") or 0) > 2  # it ended where scroll began
+        # the phase table says what the timeline says, without a reload
+        expect(page.locator('tr[data-phase="prepare"] .phase-status')).to_have_text("done")
+        expect(page.locator('tr[data-phase="scroll"] .phase-status')).to_have_text("running")
         page.screenshot(path=str(SHOTS / "run-live-scrolled.png"), full_page=False)
         (workspace / "stop").write_text("")
         expect(page.locator("#live-title")).to_have_text("Output of phase", timeout=60_000)

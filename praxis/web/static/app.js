@@ -692,12 +692,24 @@
     badge.className = "badge running";
   }
 
+  // The phase table follows the run as the timeline does: each phase's status as it is now.
+  function showStatuses(phases) {
+    Object.keys(phases).forEach(function (id) {
+      const row = document.querySelector('tr[data-phase="' + CSS.escape(id) + '"]');
+      const cell = row ? row.querySelector(".phase-status") : null;
+      if (!cell || cell.textContent === phases[id]) { return; }
+      cell.textContent = phases[id];
+      row.className = phases[id];
+    });
+  }
+
   function poll() {
     fetch(run.dataset.stateUrl, { credentials: "same-origin" })
       .then(function (r) { return r.ok ? r.json() : null; })
       .then(function (st) {
         if (!st) { return; }
         live.statuses = st.phases || {};
+        showStatuses(live.statuses);
         if (st.running) { startLive(st.running, st.elapsed); }
         if (following && !hasDrafts()) {
           follow(st);
