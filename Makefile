@@ -80,6 +80,7 @@ bench: image
 # commands and the 5-phase flow (fresh and reused); the figures are printed, never asserted.
 bench-smoke: image
 	$(PY) -m benchmarks.compare --repeats 1 --only quick --only pipeline --results "$${TMPDIR:-/tmp}/praxis-bench"
+	$(PY) -m benchmarks.web_table 20000  # the Gate page's steps answer (a refused step fails it)
 
 clean:
 	rm -rf flows/*/runs flows/*/run.lock .pytest_cache
