@@ -151,3 +151,41 @@ def test_a_run_without_agent_phases_imports_no_model_or_table_stack(
     top = {m.split(".")[0] for m in report["modules"]}
     loaded = [m for m in ("pandas", "langchain_core", "starlette") if m in top]
     assert loaded == [], f"praxis run imported {loaded}"
+
+
+BEGUN_PROBE = """
+import sys
+from praxis.flows.store import handle
+create = handle.RunHandle.create.__func__
+
+def begun(cls, *args, **kwargs):
+    seen = [m for m in ("nbformat", "jupyter_client") if m in sys.modules]
+    print("loaded before the run began:", ",".join(seen) or "-", flush=True)
+    return create(cls, *args, **kwargs)
+
+handle.RunHandle.create = classmethod(begun)
+from praxis.cli import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+"""
+
+
+def test_a_run_begins_before_the_record_and_kernel_stacks_are_imported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`praxis run` starts the run's sandbox once the run is begun: what only a phase needs
+    (nbformat for its record, jupyter_client for its kernel) is imported after that, while
+    the sandbox starts, not before it (benchmark 3, cold start)."""
+    root = one_script_flow(tmp_path / "flow", "open('x.txt', 'w').write('x')")
+    monkeypatch.setenv("PRAXIS_SANDBOX", "local")
+    done = subprocess.run(
+        [sys.executable, "-c", BEGUN_PROBE, "run", str(root), "--quiet"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert "loaded before the run began: -" in done.stdout, done.stdout + done.stderr
+    records = list((root / "runs").glob("*/records/*.ipynb"))
+    assert records, done.stdout + done.stderr  # and the phase's record was written

@@ -18,17 +18,28 @@ import json
 import threading
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
-
-import nbformat
-from nbformat import NotebookNode, v4
-from nbformat.corpus.words import generate_corpus_id as random_cell_id
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from sandbox import ExecResult
 from sandbox.collector import bundle, json_dict, text_of
 from sandbox.files import replace_file
 
+if TYPE_CHECKING:
+    from nbformat import NotebookNode
+
 MAX_RECORD = 32 << 20  # bytes of one record notebook
+V4 = (4, 5)  # the nbformat version and minor version of a record
+
+
+def _nbformat() -> ModuleType:
+    """nbformat, imported when the first record is made, not when the engine is: its import
+    (with its validator's) is a third of the engine's, and ``praxis run`` starts the run's
+    sandbox only once the run is begun, so the run begins that much sooner and the import
+    happens while the container starts."""
+    import nbformat
+
+    return nbformat
 
 
 _validator: threading.Thread | None = None  # builds nbformat's validator once a process
@@ -38,7 +49,7 @@ def _build_validator() -> None:
     from nbformat.validator import get_validator
 
     try:
-        get_validator(v4.nbformat, v4.nbformat_minor)
+        get_validator(*V4)
     except Exception:  # validating builds it again, and raises there
         pass
 
@@ -55,18 +66,14 @@ def prepare_validator() -> None:
 def _validate(nb: NotebookNode) -> None:
     if _validator is not None:
         _validator.join()
-    nbformat.validate(nb)
+    _nbformat().validate(nb)
 
 
 class Record:
     def __init__(self, metadata: dict[str, Any] | None = None) -> None:
         prepare_validator()
-        self.nb = NotebookNode(
-            nbformat=v4.nbformat,
-            nbformat_minor=v4.nbformat_minor,
-            metadata=NotebookNode(),
-            cells=[],
-        )
+        node = _nbformat().NotebookNode
+        self.nb = node(nbformat=V4[0], nbformat_minor=V4[1], metadata=node(), cells=[])
         self.nb.metadata["kernelspec"] = {
             "name": "python3",
             "display_name": "Python 3",
@@ -152,7 +159,7 @@ class Record:
 
     def copy(self, cell: NotebookNode) -> NotebookNode:
         """Append a copy of a notebook's cell as it is (markdown, raw, or code not run)."""
-        new = nbformat.from_dict(json.loads(json.dumps(cell)))
+        new = _nbformat().from_dict(json.loads(json.dumps(cell)))
         if new.cell_type == "code":
             new.outputs = []
             new.execution_count = None
@@ -227,20 +234,23 @@ def _iso(epoch: float) -> str:
 
 
 def _fresh_id() -> str:
-    return str(random_cell_id())
+    from nbformat.corpus.words import generate_corpus_id
+
+    return str(generate_corpus_id())
 
 
 def _cell(cell_type: str, source: str, **fields: Any) -> NotebookNode:
     """A new cell as nbformat's builders make it, without their validation of each node
     (tens of ms a phase): the record is validated once, as a whole, when it is saved."""
-    return NotebookNode(
-        id=_fresh_id(), cell_type=cell_type, metadata=NotebookNode(), source=source, **fields
+    node = _nbformat().NotebookNode
+    return node(  # type: ignore[no-any-return]
+        id=_fresh_id(), cell_type=cell_type, metadata=node(), source=source, **fields
     )
 
 
 def _new_output(output_type: str, **fields: Any) -> NotebookNode:
     """An output node (validated with the record when it is saved)."""
-    node: NotebookNode = nbformat.from_dict({"output_type": output_type, **fields})
+    node: NotebookNode = _nbformat().from_dict({"output_type": output_type, **fields})
     return node
 
 
