@@ -32,13 +32,20 @@ MAX_RECORD = 32 << 20  # bytes of one record notebook
 V4 = (4, 5)  # the nbformat version and minor version of a record
 
 
+# nbformat imported by two threads at once (a record made while the validator is built, or
+# by two partitions of a fan-out) could deadlock: one holding the package and waiting for its
+# validator module, the other the reverse. Its first import is made by one thread at a time,
+# and every other use starts with it, so no thread meets a half-imported package.
+_IMPORTING = threading.Lock()
+
+
 def _nbformat() -> ModuleType:
     """nbformat, imported when the first record is made, not when the engine is: its import
     (with its validator's) is a third of the engine's, and ``praxis run`` starts the run's
     sandbox only once the run is begun, so the run begins that much sooner and the import
     happens while the container starts."""
-    import nbformat
-
+    with _IMPORTING:  # the first import by one thread at a time: see _IMPORTING
+        import nbformat
     return nbformat
 
 
@@ -46,10 +53,9 @@ _validator: threading.Thread | None = None  # builds nbformat's validator once a
 
 
 def _build_validator() -> None:
-    from nbformat.validator import get_validator
-
+    validator = _nbformat().validator  # the package first: it imports its validator module
     try:
-        get_validator(*V4)
+        validator.get_validator(*V4)
     except Exception:  # validating builds it again, and raises there
         pass
 
@@ -234,6 +240,7 @@ def _iso(epoch: float) -> str:
 
 
 def _fresh_id() -> str:
+    _nbformat()  # the package first (see _IMPORTING)
     from nbformat.corpus.words import generate_corpus_id
 
     return str(generate_corpus_id())
