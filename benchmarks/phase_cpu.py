@@ -1,10 +1,11 @@
 """The CPU a phase costs, host and container, on docker: why a back-to-back phase cannot take
 less wall time than half of it on two cores.
 
-``python -m benchmarks.phase_cpu FLOW`` runs FLOW twice on docker, reuse off (the first run warms caches)
-and prints, as JSON, the second run's wall time, this process's CPU time and the container's
-(its cgroup's cpuacct counter, read just before the container is closed). The benchmark runs
-a one-phase and a five-phase trivial flow; the difference over four phases is per phase.
+``python -m benchmarks.phase_cpu FLOW`` runs FLOW twice on docker, reuse off (the first run
+warms caches) and prints, as JSON, the second run's wall time, this process's CPU time and the
+container's (its cgroup's cpuacct counter, read just before the container is closed). The
+benchmark runs a one-phase and a five-phase trivial flow; the difference over four phases is per
+phase.
 """
 
 from __future__ import annotations
