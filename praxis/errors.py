@@ -70,7 +70,7 @@ ExtractError          a query the model wrote cannot run; its text goes to the m
 SourceUnavailable     (an ExtractError) the phase has no usable data source            agent.extract
 NoFiles               (a ValueError) foreach: files: finds no partition  flows.definition.foreach
 _Unknown              an edit's failing rows need a whole pass: the pass runs   flows.engine.recheck
-KindTaken             (a ValueError) an event kind registered twice               flows.model.events
+KindTaken             (a ValueError) an event kind registered twice           flows.model.event_base
 Unreadable            a table that does not parse, or is too large to check      flows.store.csvread
 Vanished              the lock's file left its folder: the run was deleted          flows.store.lock
 CallFailed            a model call raised, or returned something other than a message       llm.loop

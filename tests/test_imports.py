@@ -82,6 +82,7 @@ NOT_NEEDED = {
         "praxis.flows.store.live",
         "praxis.flows.definition.notebook_check",  # the flow has no notebook phase
         "praxis.flows.model.events",  # a log without decisions or edits adds nothing to the receipt
+        "praxis.flows.model.event_base",  # (the base each module of event classes imports)
         "praxis.flows.model.decisions",
         "praxis.flows.engine.checks",  # tables are checked only at a Gate
         "praxis.console",  # the words of status are in status_lines
@@ -89,6 +90,7 @@ NOT_NEEDED = {
     "runs": (
         "praxis.flows.engine.runner",
         "praxis.flows.model.events",
+        "praxis.flows.model.event_base",
         "praxis.flows.definition.notebook_check",
         "praxis.flows.engine.checks",
         "praxis.status_lines",

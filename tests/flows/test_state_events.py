@@ -1,5 +1,6 @@
-"""transitions.py: the events each transition records, from the state before and after and the
-facts ``apply`` is given; asserted on the whole tuple of events after each event."""
+"""transitions.py (phase_moves.py, run_moves.py): the events each transition records, from the
+state before and after and the facts ``apply`` is given; asserted on the whole tuple of events
+after each event."""
 
 from __future__ import annotations
 

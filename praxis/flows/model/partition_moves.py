@@ -3,7 +3,8 @@
 Only the phase loop applies them (the one writer of run.json and events.jsonl): a partition's
 worker reports what happened and the loop records it. A partition's state is a plain mapping
 in ``PhaseState.partitions`` (status, attempt, started, ended, error, hashes, node, key,
-source, force).
+source, force). ``_record`` imports the catalogue of events when it runs, as those of
+``phase_moves.py`` do.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from .moves import OfPhase, Transition
 from .state import RunState
 
 if TYPE_CHECKING:
-    from . import events as ev
+    from .events import Event
 
 PARTITION_STATUSES = ("pending", "running", "done", "failed")
 
@@ -54,8 +55,9 @@ class Partition(OfPhase):
             part["force"] = self.force
         part["status"] = self.status
 
-    def _record(self, before: RunState, after: RunState, now: float) -> list[ev.Event]:
-        _catalogue()
+    def _record(self, before: RunState, after: RunState, now: float) -> list[Event]:
+        from . import events as ev
+
         part = after.phase(self.phase).partitions[self.partition]
         started, ended = part.get("started"), part.get("ended")
         seconds = ended - started if self.status != "running" and started and ended else 0.0
@@ -83,9 +85,3 @@ class Backfill(Transition):
 
     def _move(self, s: RunState, now: float) -> None:
         s.only = self.only
-
-
-def _catalogue() -> None:
-    """Bind ``ev`` when a partition first moves (as ``transitions._catalogue``)."""
-    global ev
-    from . import events as ev
