@@ -23,7 +23,7 @@ from pathlib import Path
 from praxis import command_line
 
 BUILDER = "command_line.py"
-PARSER = "cli.py"  # reads the options; builds none
+PARSER = "cli_parser.py"  # reads the options; builds none
 OPTIONS = frozenset(
     o
     for o in (

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from praxis.cli import COMMANDS, main, parser
+from praxis.cli import main
+from praxis.cli_parser import COMMANDS, parser
 
 from .flows.helpers import one_script_flow, write_flow
 from .labels import TEST_LABELS

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from praxis import command_line
-from praxis.cli import parser
+from praxis.cli_parser import parser
 from praxis.command_line import NOTE, Command, typed
 from praxis.flows.report.route import Facts, route
 
@@ -156,7 +156,7 @@ def test_the_check_finds_a_command_line_built_by_hand() -> None:
     ]
     prose = '"""praxis rerun --from PHASE re-runs."""\nwhy = f"see: praxis status, {n} fail"\n'
     assert problems_in(prose, "praxis/x.py") == []
-    assert problems_in('p.add_argument("--expect-revision")\n', "praxis/cli.py") == []
+    assert problems_in('p.add_argument("--expect-revision")\n', "praxis/cli_parser.py") == []
 
 
 def test_every_tool_call_the_builder_makes_names_the_tools_own_arguments() -> None:

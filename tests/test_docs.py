@@ -25,7 +25,7 @@ from types import ModuleType
 
 import pytest
 
-from praxis.cli import parser
+from praxis.cli_parser import parser
 from praxis.errors import EXIT
 from praxis.flows.definition.contract import PHASE_KEYS, TOP_KEYS
 from praxis.flows.model.events import CATALOGUE

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from praxis.cli import COMMANDS, parser
+from praxis.cli_parser import COMMANDS, parser
 
 from .test_docs import CONSOLE_BLOCK, DOCS, REPO, _praxis_commands, pages
 

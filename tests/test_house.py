@@ -53,18 +53,24 @@ def test_a_cycle_hidden_in_a_function_is_found_with_its_import(tmp_path: Path) -
     ]
 
 
-def test_a_flows_module_over_500_lines_is_found(tmp_path: Path) -> None:
+def test_a_module_over_500_lines_is_found_anywhere_in_the_package(tmp_path: Path) -> None:
     root = package(
         tmp_path,
         {
             "__init__.py": "",
+            "cli.py": "x = 1\n" * 501,
             "flows/__init__.py": "",
             "flows/long.py": "x = 1\n" * 501,
             "flows/short.py": "x = 1\n" * 500,
+            "web/__init__.py": "",
+            "web/long.py": "x = 1\n" * 501,
+            "web/short.py": "x = 1\n" * 500,
         },
     )
     assert house().findings(root, "probe") == [
-        "probe/flows/long.py: 501 lines, over 500: split it by job"
+        "probe/cli.py: 501 lines, over 500: split it by job",
+        "probe/flows/long.py: 501 lines, over 500: split it by job",
+        "probe/web/long.py: 501 lines, over 500: split it by job",
     ]
 
 

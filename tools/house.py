@@ -6,7 +6,7 @@
 - no function-local import of a praxis module, but the deliberate ones of ``DEFERRED``: each
   keeps a heavy or rarely needed module out of a quick command's start-up
   (tests/test_imports.py pins those budgets);
-- no module of praxis/flows over ``MAX_LINES`` lines (split it by job);
+- no module of praxis over ``MAX_LINES`` lines (split it by job);
 - one home per rule (``ONE_HOME``): a name only the module that owns its rule may use in code
   (a string that becomes another process's script is that script's business): ``O_NOFOLLOW``
   in ``sandbox/files/`` (the one file-safety module), ``docker.errors`` in
@@ -237,8 +237,7 @@ def findings(root: Path, package: str = PACKAGE) -> list[str]:
         )
         if imp.local and (imp.importer, imp.imported) not in deferred and line not in out:
             out.append(line)
-    flows = root / package / "flows"
-    for path in sorted(flows.rglob("*.py")) if flows.is_dir() else []:
+    for path in sorted((root / package).rglob("*.py")):
         lines = len(path.read_text().splitlines())
         rel = path.relative_to(root).as_posix()
         if lines > MAX_LINES:

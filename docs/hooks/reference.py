@@ -4,7 +4,7 @@ MkDocs runs this file as a hook (``hooks:`` in mkdocs.yml): ``on_files`` adds fo
 exist in no file of docs/, each read from the module that holds its contract, so a page can
 never say what the code no longer does:
 
-- reference/cli.md: every command's ``--help``, from ``praxis.cli.parser``;
+- reference/cli.md: every command's ``--help``, from ``praxis.cli_parser.parser``;
 - reference/flow-yaml.md: flow.yaml's keys, from ``praxis.flows.definition.contract``, the
   phase kinds (``praxis.phases.kinds``) and each sandbox backend's options
   (``sandbox.options``);
@@ -36,7 +36,7 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
 
 
 def cli_page() -> str:
-    from praxis.cli import parser
+    from praxis.cli_parser import parser
 
     with _columns(WIDTH):  # read by argparse's HelpFormatter as it wraps
         return _cli_page(parser())

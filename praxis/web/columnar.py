@@ -241,7 +241,7 @@ def _carry(
     def write(sink: BinaryIO) -> None:
         with ipc.new_file(sink, table.schema) as out:
             out.write_table(table, max_chunksize=BATCH_ROWS)
-        if csvedit._version(after.path) != after.version:
+        if csvedit.version_of(after.path) != after.version:
             raise _Changed  # the file moved on meanwhile: its copy is built again on use
 
     try:
@@ -290,7 +290,7 @@ def _fast_batches(idx: csvedit.Index, width: int) -> Iterator[list[Any]]:
     d = idx.dialect
     with open(idx.path, "rb") as fh:
         fh.seek(len(d.bom))
-        if csvedit._version(idx.path) != idx.version:
+        if csvedit.version_of(idx.path) != idx.version:
             raise csvedit.NotATable(idx.path.name, "changed while it was read: reload")
         reader = pacsv.open_csv(
             fh,
@@ -330,7 +330,7 @@ def _slow_batches(idx: csvedit.Index, width: int) -> Iterator[list[Any]]:
     parse, dialect = csvedit.lenient, idx.dialect
     first = True
     with open(idx.path, "rb") as fh:
-        if csvedit._version(idx.path) != idx.version:
+        if csvedit.version_of(idx.path) != idx.version:
             raise csvedit.NotATable(idx.path.name, "changed while it was read: reload")
         for start, end, head in heads(fh, len(dialect.bom), idx.size, LINE_CAP):
             if first:  # the header

@@ -1,4 +1,5 @@
-"""Lossless CSV/TSV editing: rows found by byte offsets, only edited rows re-encoded.
+"""Lossless CSV/TSV editing, the reading: rows found by byte offsets (``csvsplice`` writes
+an edit back, only edited rows re-encoded).
 
 A table file is read as it is: its encoding (UTF-8 with or without a BOM, else Latin-1),
 its delimiter (``,`` ``;`` or TAB, sniffed), each row's own line ending and each field's own
@@ -6,17 +7,16 @@ quoting. Rows are located by a quote-aware scan over the bytes (a record ends at
 outside quotes); a sparse index keeps every ``INDEX_EVERY``-th row's offset, built once per
 file version, so a page of rows is read without reading the rows before it.
 
-Saving splices: every byte outside the edited rows is copied as it was. An edited row is
-parsed and written back with the same field quoting and line ending; a row whose bytes would
-not come back unchanged when re-written (``a, "b"``, a stray quote) is refused, so such a
-file is edited as text only.
+A record is parsed and written back with the same field quoting and line ending
+(``parse_record``, ``write_record``); a row whose bytes would not come back unchanged when
+re-written (``a, "b"``, a stray quote) marks the file as one edited as text only
+(``Index.problem``).
 """
 
 from __future__ import annotations
 
 import codecs
 import csv
-import io
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -169,7 +169,8 @@ def round_trips(raw: bytes, dialect: Dialect) -> bool:
 # --- a file ----------------------------------------------------------------------------------
 
 
-def _version(path: Path) -> tuple[int, int, int]:
+def version_of(path: Path) -> tuple[int, int, int]:
+    """(size, mtime_ns, inode) of ``path``: the version of a file an index is made from."""
     st = os.stat(path, follow_symlinks=False)
     return (st.st_size, st.st_mtime_ns, st.st_ino)
 
@@ -251,7 +252,7 @@ def counted(
 
 
 def build_index(path: Path) -> Index:
-    version = _version(path)
+    version = version_of(path)
     size = version[0]
     if size > MAX_TABLE_BYTES:
         raise NotATable(path.name, f"is {units.size(size)}, more than this page edits as a table")
@@ -314,7 +315,7 @@ _cache: LRU[tuple[str, int, int, int], Index] = LRU(CACHE_SIZE)
 
 def index(path: Path) -> Index:
     """The row index of this version of ``path`` (cached by path, size, mtime, inode)."""
-    key = (str(path), *_version(path))
+    key = (str(path), *version_of(path))
     found = _cache.get(key)
     if found is not None:
         return found
@@ -323,13 +324,18 @@ def index(path: Path) -> Index:
     return built
 
 
+def keep(idx: Index) -> None:
+    """Cache ``idx`` as the index of its version of its file (one made without a scan)."""
+    _cache.put((str(idx.path), *idx.version), idx)
+
+
 def spans(idx: Index, start: int, count: int) -> list[tuple[int, int]]:
     """Byte spans of rows [start, start + count) (row 0 is the header), read from disk."""
     if start < 0 or count <= 0 or start >= idx.rows or idx.size == 0:
         return []
     found: list[tuple[int, int]] = []
     with open(idx.path, "rb") as fh:
-        if _version(idx.path) != idx.version:
+        if version_of(idx.path) != idx.version:
             raise NotATable(idx.path.name, "changed while it was being read: reload the page")
         row = (start // INDEX_EVERY) * INDEX_EVERY
         for a, b, _ in records(fh, idx.offsets[start // INDEX_EVERY], idx.size):
@@ -356,7 +362,7 @@ def read_spans(idx: Index, found: list[tuple[int, int]]) -> list[Row]:
     a malformed row comes back as its raw text."""
     result = []
     with open(idx.path, "rb") as fh:
-        if _version(idx.path) != idx.version:
+        if version_of(idx.path) != idx.version:
             raise NotATable(idx.path.name, "changed while it was being read: reload the page")
         for a, b in found:
             fh.seek(a)
@@ -376,169 +382,3 @@ def lenient(raw: bytes, dialect: Dialect) -> Row:
 def header(idx: Index) -> list[str]:
     rows = read_rows(idx, 0, 1)
     return rows[0].fields if rows else []
-
-
-def splice(idx: Index, edits: dict[int, dict[int, str]]) -> bytes:
-    """The file's bytes with data row r's column c set to ``edits[r][c]`` (``splice_to``)."""
-    out = io.BytesIO()
-    splice_to(idx, edits, out)
-    return out.getvalue()
-
-
-Change = tuple[int, int, str, str]  # (data row, column, old value, new value)
-Shift = tuple[int, int, int]  # (start, end) of an edited row in the old file, its new length
-
-
-@dataclass
-class Spliced:
-    """What a splice changed: the cells whose value changed, and where rows grew or shrank."""
-
-    changed: list[Change]
-    shifts: list[Shift]
-
-
-def splice_to(idx: Index, edits: dict[int, dict[int, str]], out: BinaryIO) -> Spliced:
-    """Write the file to ``out`` with data row r's column c set to ``edits[r][c]``, in one
-    streaming pass: every byte outside the edited rows is copied as it was.
-
-    Rows are data rows (0 is the first row after the header). An edited row keeps each
-    field's quoting and its line ending; a new value's line breaks follow the cell's own.
-    Returns each cell whose value changed.
-    """
-    planned: list[tuple[int, int, bytes]] = []  # (start, end, new bytes) of each edited row
-    changed: list[Change] = []
-    with open(idx.path, "rb") as fh:
-        if _version(idx.path) != idx.version:
-            raise NotATable(idx.path.name, "changed while it was being read: reload the page")
-        for r in sorted(edits):
-            if not 0 <= r < idx.data_rows:
-                raise BadRow(f"{idx.path.name} has no row {r + 1}")
-            ((a, b),) = spans(idx, r + 1, 1)
-            fh.seek(a)
-            planned.append((a, b, _edited_row(idx, r, fh.read(b - a), edits[r], changed)))
-        pos = 0
-        for a, b, new in planned:
-            _copy(fh, pos, a, out)
-            out.write(new)
-            pos = b
-        _copy(fh, pos, idx.size, out)
-        if _version(idx.path) != idx.version:
-            raise NotATable(idx.path.name, "changed while it was being read: reload the page")
-    return Spliced(changed, [(a, b, len(new)) for a, b, new in planned])
-
-
-def carried(idx: Index, spliced: Spliced) -> Index | None:
-    """The index of the file ``splice_to`` wrote from ``idx``'s, now at ``idx.path``, made
-    from ``idx`` (rows start where they did, shifted by the rows before that changed size)
-    instead of scanning it again; None when the file there is not that one any more."""
-    version = _version(idx.path)
-    grew = sum(n - (b - a) for a, b, n in spliced.shifts)
-    if version[0] != idx.size + grew:
-        return None
-    offsets, k, delta = [], 0, 0
-    shifts = sorted(spliced.shifts)
-    for o in idx.offsets:
-        while k < len(shifts) and shifts[k][1] <= o:
-            delta += shifts[k][2] - (shifts[k][1] - shifts[k][0])
-            k += 1
-        offsets.append(o + delta)
-    new = Index(idx.path, version, idx.dialect, offsets, idx.rows, version[0], idx.problem)
-    _cache.put((str(idx.path), *version), new)
-    return new
-
-
-def _copy(fh: BinaryIO, start: int, end: int, out: BinaryIO) -> None:
-    """Bytes [start, end) of ``fh`` to ``out``: in the kernel between two files, else read
-    and written a window at a time."""
-    left = end - start
-    if (
-        hasattr(os, "copy_file_range")
-        and hasattr(out, "fileno")
-        and not isinstance(out, io.BytesIO)
-    ):
-        out.flush()
-        src, dst, at = fh.fileno(), out.fileno(), start
-        try:
-            while left > 0:
-                done = os.copy_file_range(src, dst, left, at)
-                if done == 0:
-                    break
-                at, left = at + done, left - done
-        except OSError:
-            pass  # another file system, an old kernel: copy it ourselves
-        os.lseek(dst, 0, os.SEEK_END)
-        start = at
-    fh.seek(start)
-    while left > 0:
-        chunk = fh.read(min(CHUNK * 8, left))
-        if not chunk:
-            raise NotATable(Path(getattr(fh, "name", "?")).name, "shrank while being read")
-        out.write(chunk)
-        left -= len(chunk)
-
-
-def _edited_row(
-    idx: Index, r: int, raw: bytes, cells: dict[int, str], changed: list[Change]
-) -> bytes:
-    """Data row ``r`` (its bytes ``raw``) with ``cells`` set, quoting and ending kept."""
-    width = len(header(idx))
-    if not round_trips(raw, idx.dialect):
-        raise BadRow(
-            f"{idx.path.name} row {r + 1} would not be written back as it is: edit the file as text"
-        )
-    row = parse_record(raw, idx.dialect)
-    fields, quoted = list(row.fields), list(row.quoted)
-    for c, value in cells.items():
-        if not 0 <= c < max(width, len(fields)):
-            raise BadRow(f"{idx.path.name} has no column {c + 1}")
-        while len(fields) <= c:
-            fields.append("")
-            quoted.append(False)
-        old, fields[c] = fields[c], _line_breaks(value, fields[c])
-        if fields[c] != old:
-            changed.append((r, c, old, fields[c]))
-    new = write_record(Row(fields, quoted, row.end), idx.dialect)
-    try:
-        new.decode(idx.dialect.encoding)
-    except UnicodeError:  # pragma: no cover - encode already refused it
-        raise BadRow(f"row {r + 1} cannot be written in {idx.dialect.encoding}") from None
-    return new
-
-
-def _line_breaks(value: str, old: str) -> str:
-    """A browser sends CRLF line breaks; the cell keeps the ones it had (LF unless CRLF)."""
-    value = value.replace("\r\n", "\n")
-    return value.replace("\n", "\r\n") if "\r\n" in old else value
-
-
-def encode_text(text: str, idx: Index) -> bytes:
-    """A whole-file text edit in the file's own encoding, BOM and line endings."""
-    text = text.replace("\r\n", "\n")
-    if idx.dialect.newline == b"\r\n":
-        text = text.replace("\n", "\r\n")
-    try:
-        return idx.dialect.bom + text.encode(idx.dialect.encoding)
-    except UnicodeEncodeError as exc:
-        raise BadRow(
-            f"{idx.path.name} is {idx.dialect.encoding}; {text[exc.start : exc.end]!r} "
-            "cannot be written in it"
-        ) from None
-
-
-def parse_all(data: bytes, dialect: Dialect) -> list[Row]:
-    """Every record of ``data`` (whole-file checks of a text edit). BadRow when malformed."""
-    body = data[len(dialect.bom) :] if data.startswith(dialect.bom) else data
-    rows: list[Row] = []
-    pos = 0
-    while pos < len(body):
-        end, quotes = record_ends(body, pos, len(body))
-        if quotes % 2:
-            raise BadRow(f"row {len(rows) + 1} opens a quote that is never closed")
-        try:
-            rows.append(parse_record(body[pos:end], dialect))
-        except BadRow as exc:
-            raise BadRow(f"row {len(rows) + 1}: {exc}") from None
-        except UnicodeError:
-            raise BadRow(f"row {len(rows) + 1} is not {dialect.encoding} text") from None
-        pos = end
-    return rows

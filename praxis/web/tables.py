@@ -17,7 +17,7 @@ from typing import Any, BinaryIO
 from praxis.errors import Refused
 from praxis.flows.engine import edits
 
-from . import columnar, csvedit, find
+from . import columnar, csvedit, csvsplice, find
 
 PAGE_ROWS = 100
 MAX_PAGE_ROWS = 500
@@ -156,17 +156,17 @@ class Staged:
     path: Path
     diff: dict[str, Any]
     before: csvedit.Index
-    spliced: csvedit.Spliced
+    spliced: csvsplice.Spliced
     edits: dict[int, dict[int, str]]
 
     def carry(self) -> None:
         """Once the staged file is in place: its index now, its columnar copy soon."""
-        new = csvedit.carried(self.before, self.spliced)
+        new = csvsplice.carried(self.before, self.spliced)
         if new is not None:
             columnar.carry_later(self.before, new, self.spliced.shifts, self.edits)
 
 
-def cell_diff(header: list[str], changed: list[csvedit.Change]) -> dict[str, Any]:
+def cell_diff(header: list[str], changed: list[csvsplice.Change]) -> dict[str, Any]:
     """The edit's cell-level diff, as ``edits.diff_tables`` records one, from the cells a
     save changed (no rows move in a cell save: nothing to compare)."""
     rows = {r for r, _, _, _ in changed}
@@ -205,7 +205,7 @@ def edits_of(cells: dict[tuple[int, int], str]) -> dict[int, dict[int, str]]:
 
 def write_cells(
     path: Path, cells: dict[tuple[int, int], str], out: BinaryIO, version: str = ""
-) -> csvedit.Spliced:
+) -> csvsplice.Spliced:
     try:
         idx = csvedit.index(path)
     except csvedit.NotATable as exc:
@@ -221,7 +221,7 @@ def write_cells(
             raise BadEdit(f"{path.name} has no cell at row {row + 1}, column {col + 1}")
         edits.setdefault(row, {})[col] = value
     try:
-        return csvedit.splice_to(idx, edits, out)
+        return csvsplice.splice_to(idx, edits, out)
     except csvedit.BadRow as exc:
         raise BadEdit(str(exc)) from None
     except UnicodeEncodeError as exc:
@@ -241,8 +241,8 @@ def check_text(path: Path, text: str) -> bytes:
     except csvedit.NotATable:
         return text.replace("\r\n", "\n").encode("utf-8")
     try:
-        data = csvedit.encode_text(text, idx)
-        rows = csvedit.parse_all(data, idx.dialect)
+        data = csvsplice.encode_text(text, idx)
+        rows = csvsplice.parse_all(data, idx.dialect)
     except csvedit.BadRow as exc:
         raise BadEdit(f"{path.name} as edited is not a table: {exc}") from None
     if not rows:

@@ -107,7 +107,7 @@ def test_the_cli_imports_the_chat_only_when_it_runs() -> None:
     import sys
 
     code = (
-        "import sys, praxis.cli; praxis.cli.parser(); "
+        "import sys, praxis.cli, praxis.cli_parser; praxis.cli_parser.parser(); "
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'langchain_core', 'pandas'}))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from praxis import cli
+from praxis import cli, cli_parser
 from praxis.flows.definition.digest import sha256_of
 from praxis.flows.engine import runner
 from praxis.flows.report.status import status_of
@@ -39,7 +39,7 @@ def events(run: RunHandle) -> list:  # type: ignore[type-arg]
 
 def verb_on(argv: list[str]) -> list[str]:
     """A route's command from its verb on (without the program praxis was invoked by)."""
-    at = next(i for i, word in enumerate(argv) if word in cli.COMMANDS)
+    at = next(i for i, word in enumerate(argv) if word in cli_parser.COMMANDS)
     return argv[at:]
 
 

@@ -14,7 +14,7 @@ import praxis
 from praxis.flows.engine import checks
 from praxis.flows.model import check_rules
 from praxis.flows.model.check_rules import cell_rules
-from praxis.web import cellchecks, columnar, csvedit, find
+from praxis.web import cellchecks, columnar, csvedit, csvsplice, find
 
 HEADER = b"id,city,temp,flag,day,note\n"
 # Cells at the edges of each rule: Unicode blanks, a zero-width space (not blank), exponents,
@@ -82,7 +82,7 @@ def test_the_engine_and_the_page_mark_the_same_rows_with_the_same_words(tmp_path
     saved = cellchecks.check_cells(idx, "t.csv", SPEC, edits)
     assert saved is not None
     assert list(map(str, saved)) == list(
-        map(str, checks.evaluate("t.csv", SPEC, csvedit.splice(idx, edits)))
+        map(str, checks.evaluate("t.csv", SPEC, csvsplice.splice(idx, edits)))
     )
 
 

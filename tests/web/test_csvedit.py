@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from praxis.web import csvedit
+from praxis.web import csvedit, csvsplice
 
 CORPUS: dict[str, bytes] = {
     "quoted_newline.csv": b'id,note,amount\n1,"two\nlines",3\n2,plain,4\n3,"a ""quote""",5\n',
@@ -46,7 +46,7 @@ def test_a_one_cell_edit_leaves_every_other_row_byte_identical(tmp_path: Path, n
     path.write_bytes(CORPUS[name])
     idx = csvedit.index(path)
     assert idx.problem is None, idx.problem
-    new = csvedit.splice(idx, {1: {1: 'Zoë; "new"\nline'}})
+    new = csvsplice.splice(idx, {1: {1: 'Zoë; "new"\nline'}})
     before, after = rows_of(CORPUS[name], idx.dialect), rows_of(new, idx.dialect)
     assert len(before) == len(after)
     changed = [i for i, (a, b) in enumerate(zip(before, after, strict=True)) if a != b]
@@ -78,7 +78,7 @@ def test_a_multiline_cell_keeps_its_own_line_breaks(tmp_path: Path) -> None:
     idx = csvedit.index(path)
     assert idx.rows == 4 and idx.data_rows == 3
     assert csvedit.read_rows(idx, 1, 1)[0].fields == ["1", "one\r\ntwo"]
-    new = csvedit.splice(idx, {0: {1: "one\r\ntwo\r\nthree"}})
+    new = csvsplice.splice(idx, {0: {1: "one\r\ntwo\r\nthree"}})
     assert new == b'id,text\r\n1,"one\r\ntwo\r\nthree"\r\n2,three\r\n3,four\r\n'
 
 
@@ -86,7 +86,7 @@ def test_a_value_latin1_cannot_hold_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "l.csv"
     path.write_bytes(CORPUS["latin1.csv"])
     with pytest.raises(UnicodeEncodeError):
-        csvedit.splice(csvedit.index(path), {0: {1: "日本"}})
+        csvsplice.splice(csvedit.index(path), {0: {1: "日本"}})
 
 
 @pytest.mark.parametrize(
@@ -100,7 +100,7 @@ def test_a_file_that_would_not_round_trip_is_text_only(tmp_path: Path, data: byt
     idx = csvedit.index(path)
     assert idx.problem is not None
     with pytest.raises(csvedit.BadRow):
-        csvedit.splice(idx, {0: {0: "2"}})
+        csvsplice.splice(idx, {0: {0: "2"}})
 
 
 def test_pages_are_read_by_offset_across_index_blocks(tmp_path: Path) -> None:

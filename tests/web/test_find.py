@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from praxis.flows.engine import checks
-from praxis.web import cellchecks, columnar, csvedit, find
+from praxis.web import cellchecks, columnar, csvedit, csvsplice, find
 
 from .conftest import Served
 
@@ -142,7 +142,7 @@ def test_a_cell_save_is_checked_as_checks_evaluate_would(tmp_path: Path, edits: 
     idx = table(tmp_path, body)
     spec = {**SPEC, "min_rows": 1, "columns": ["id", "city"]}
     got = cellchecks.check_cells(idx, "t.csv", spec, edits)
-    data = csvedit.splice(idx, edits)
+    data = csvsplice.splice(idx, edits)
     want = checks.evaluate("t.csv", spec, data)
     assert got is not None
     assert sorted(map(str, got)) == sorted(map(str, want))
@@ -157,7 +157,7 @@ def test_splice_streams_only_the_edited_rows_and_names_the_changed_cells(tmp_pat
     idx = table(tmp_path, BODY)
     out = tmp_path / "out.csv"
     with out.open("wb") as fh:
-        spliced = csvedit.splice_to(idx, {1: {1: "Bergen, west"}, 5: {3: "end"}}, fh)
+        spliced = csvsplice.splice_to(idx, {1: {1: "Bergen, west"}, 5: {3: "end"}}, fh)
     assert out.read_bytes() == HEADER + BODY.replace(b"last", b"end")
     assert spliced.changed == [(5, 3, "last", "end")]
     assert spliced.shifts == [(30, 62, 32), (91, 105, 13)]  # row 2 kept its length
@@ -205,7 +205,7 @@ def test_a_saved_files_index_and_copy_are_carried_as_a_scan_would_make_them(
     cells = {(5, 1): "a much longer city, quoted", (1500, 3): "", (2999, 2): "77"}
     staged = tables.stage_cells(idx.path, cells, tmp_path)
     staged.path.replace(idx.path)
-    new = csvedit.carried(idx, staged.spliced)
+    new = csvsplice.carried(idx, staged.spliced)
     assert new is not None
     columnar._carry(old, new, staged.spliced.shifts, staged.edits)
     fresh = csvedit.build_index(idx.path)
@@ -235,7 +235,7 @@ def test_flagged_rows_after_a_carried_save_are_those_of_a_fresh_copy(
     touched = frozenset(c for _, c in cells)
     edited = cellchecks.check_cells(idx, "t.csv", SPEC, tables.edits_of(cells))
     staged.path.replace(idx.path)
-    new = csvedit.carried(idx, staged.spliced)
+    new = csvsplice.carried(idx, staged.spliced)
     assert new is not None
     columnar._carry(old, new, staged.spliced.shifts, staged.edits)
     carried = {
