@@ -5,7 +5,6 @@ phase made safe to print (``escape``).
 
 from __future__ import annotations
 
-import logging
 import os
 import re
 import shlex
@@ -197,6 +196,8 @@ def quiet_after_interrupt() -> None:
 
 
 def _log_unraisable(unraisable: Any) -> None:
+    import logging  # here alone: a quick command does not load the logging package
+
     logging.getLogger("praxis").debug(
         "after the interrupt, ignored: %s in %r",
         getattr(unraisable.exc_type, "__name__", unraisable.exc_type),

@@ -94,11 +94,17 @@ NOT_NEEDED = {
         "praxis.flows.definition.notebook_check",
         "praxis.flows.engine.checks",
         "praxis.status_lines",
+        "praxis.flows.model.machine",  # reading a run never moves it
+        "praxis.flows.model.transitions",
+        "argon2",
     ),
     "check": (
         "praxis.flows.engine.checks",  # flow.yaml's checks: are read by check_spec
         "praxis.flows.engine.context",
         "praxis.flows.definition.notebook_check",
+        "praxis.flows.store.handle",  # a schedule's facts read keeper.json, not a run
+        "praxis.flows.model.transitions",
+        "argon2",  # who calls is not asked: no token is checked
     ),
 }
 

@@ -52,6 +52,8 @@ DEFERRED: dict[tuple[str, str], str] = {
     ("praxis.overview", "praxis.flows.store.state_file"): _CLI,
     ("praxis.terminal", "praxis.overview"): _CLI,
     ("praxis.commands.runs", "praxis.service.acting"): _QUICK,
+    ("praxis.flows.store.handle", "praxis.flows.model.machine"): _QUICK,
+    ("praxis.flows.engine.reconcile", "praxis.flows.model.transitions"): _QUICK,
     ("praxis.commands.serving", "praxis.mcp_server"): _STACK,
     ("praxis.commands.serving", "praxis.web.app"): _STACK,
     ("praxis.commands.serving", "praxis.web.background"): _STACK,

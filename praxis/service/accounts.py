@@ -20,13 +20,15 @@ import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
-
-from argon2 import PasswordHasher
-from argon2.exceptions import InvalidHashError, VerificationError
+from typing import TYPE_CHECKING
 
 from ..command_line import typed
 from ..errors import Refused, UsageError
+
+if TYPE_CHECKING:
+    from argon2 import PasswordHasher
 
 # AccountError (UsageError)      a name, role, token or duration that cannot be used
 # BadToken (Refused)             PRAXIS_TOKEN or a bearer token that is no live account's
@@ -39,8 +41,30 @@ MAX_PASSWORD = 1024
 KINDS = ("person", "agent")
 PREFIX = {"person": "pxp", "agent": "pxa"}
 
-_PASSWORDS = PasswordHasher()  # argon2id, the library's defaults: a password may be weak
-_TOKENS = PasswordHasher(time_cost=1, memory_cost=8192, parallelism=1)  # 256 random bits
+
+@cache
+def _hasher(secret: str) -> PasswordHasher:
+    """argon2id for a ``"password"`` (the library's defaults: a password may be weak) or a
+    ``"token"`` (256 random bits: one pass is enough). argon2 is imported on the first secret
+    hashed or checked: a command that names no one by a secret (``praxis status``) never
+    loads it."""
+    from argon2 import PasswordHasher
+
+    if secret == "password":
+        return PasswordHasher()
+    return PasswordHasher(time_cost=1, memory_cost=8192, parallelism=1)
+
+
+def _matches(secret: str, stored: str, given: str) -> bool:
+    """Whether ``given`` is the ``secret`` (``"password"`` or ``"token"``) ``stored`` hashes."""
+    from argon2.exceptions import InvalidHashError, VerificationError
+
+    try:
+        _hasher(secret).verify(stored, given)
+    except (VerificationError, InvalidHashError):
+        return False
+    return True
+
 
 SCHEMA = """
 create table if not exists accounts (
@@ -226,7 +250,7 @@ class Accounts:
         with self._db(write=True) as db:
             db.execute(
                 "insert into tokens(id, kind, name, hash, created) values (?, ?, ?, ?, ?)",
-                (tid, kind, name, _TOKENS.hash(secret), self.now()),
+                (tid, kind, name, _hasher("token").hash(secret), self.now()),
             )
         return f"{PREFIX[kind]}_{tid}_{secret}"
 
@@ -243,10 +267,8 @@ class Accounts:
             ).fetchone()
         if row is None or row[2] is not None:
             raise BadToken(f"the token {m.group(1)}_{m.group(2)} is unknown or revoked")
-        try:
-            _TOKENS.verify(row[1], m.group(3))
-        except (VerificationError, InvalidHashError):
-            raise BadToken(f"the token {m.group(1)}_{m.group(2)} is unknown or revoked") from None
+        if not _matches("token", row[1], m.group(3)):
+            raise BadToken(f"the token {m.group(1)}_{m.group(2)} is unknown or revoked")
         account = self.get(kind, row[0])
         if account is None:
             raise BadToken(f"the token {m.group(1)}_{m.group(2)} is of a removed account")
@@ -265,7 +287,7 @@ class Accounts:
         with self._db(write=True) as db:
             done = db.execute(
                 "update accounts set password=? where kind='person' and name=?",
-                (_PASSWORDS.hash(password), name),
+                (_hasher("password").hash(password), name),
             )
             if not done.rowcount:
                 raise AccountError(f"no person named {checked_name(name)}")
@@ -279,11 +301,9 @@ class Accounts:
                 "select password from accounts where kind='person' and name=?", (name,)
             ).fetchone()
         if row is None or row[0] is None:
-            _PASSWORDS.hash(password)  # the same time for an unknown name
+            _hasher("password").hash(password)  # the same time for an unknown name
             return None
-        try:
-            _PASSWORDS.verify(row[0], password)
-        except (VerificationError, InvalidHashError):
+        if not _matches("password", row[0], password):
             return None
         return self.get("person", name)
 

@@ -20,7 +20,6 @@ from typing import Any
 from ...command_line import typed
 from ..definition.digest import sha256_of
 from ..model.flow import Flow
-from ..model.transitions import Edit
 from ..store.handle import RunHandle, held
 from ..store.layout import writable_names
 from ..store.lock import Busy
@@ -129,6 +128,8 @@ def record_edit(
     if diff is None:
         diff = edits.diff_of(name, before, run.paths.out(name))
     text = edits.summary(diff) if "text" not in diff else "changed (text)"
+    from ..model.transitions import Edit  # only when an edit is recorded
+
     run.change(Edit(output=name, sha256=new, by=by, diff=text))
     entry: dict[str, Any] = {
         "name": name,

@@ -11,14 +11,16 @@ import os
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ... import units
 from ...errors import RecordCorrupt
 from ..engine import ticks
 from ..model.flow import Flow
 from ..store import keeper_state
-from ..store.handle import RunHandle
+
+if TYPE_CHECKING:  # `check` reads a schedule without the run machinery
+    from ..store.handle import RunHandle
 
 Clock = Callable[[], float]
 CLOCK_ENV = "PRAXIS_TEST_CLOCK"  # tests: a file holding the time (epoch seconds)

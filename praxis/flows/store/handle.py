@@ -30,8 +30,6 @@ from ...command_line import typed
 from ...errors import UsageError
 from ..model import state as st
 from ..model.flow import Flow
-from ..model.machine import apply
-from ..model.moves import Transition
 from .layout import (
     RunPaths,
     list_run_ids,
@@ -47,6 +45,7 @@ from .state_file import StateCorrupt, load_saved, save
 
 if TYPE_CHECKING:
     from ..model.events import Event
+    from ..model.moves import Transition
     from .event_log import EventLog
 
 Clock = Callable[[], float]
@@ -202,6 +201,8 @@ class RunHandle:
     def change(self, transition: Transition) -> st.RunState:
         """Apply ``transition`` and write the new state and its events (the caller holds
         the run's lock)."""
+        from ..model.machine import apply  # reading a run (status, runs) never moves it
+
         self.catch_up()
         made = apply(self.state, transition, now=self.clock())
         outbox = [e.stamped(made.state.revision) for e in made.events]
