@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Protocol, cast, runtime_checkable
 from . import plugins
 from .errors import SandboxUnavailable
 from .options import DockerOptions, FakeOptions, LocalOptions, Options, RayOptions
+from .values import nearest
 
 if TYPE_CHECKING:
     from .base import Sandbox
@@ -119,6 +120,22 @@ def takers(option: str) -> list[str]:
         except (SandboxUnavailable, ImportError):  # a broken plug-in takes nothing
             continue
     return found
+
+
+def unknown(backend: str, key: str) -> str:
+    """Why ``backend`` refuses option ``key``: another backend's, or none's (and the nearest
+    option it does take)."""
+    others = [b for b in takers(key) if b != backend]
+    if others:
+        verb = "takes" if len(others) == 1 else "take"
+        named = " and ".join(others)
+        return f"the {backend} backend does not take option {key!r} ({named} {verb} it)"
+    known = options_for(backend).names()
+    close = nearest(key, known)
+    if close:
+        return f"unknown option {key!r} for the {backend} backend; did you mean {close!r}?"
+    takes = ", ".join(known) or "none"
+    return f"unknown option {key!r} for the {backend} backend (it takes: {takes})"
 
 
 @functools.cache

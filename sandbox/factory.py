@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from . import backends
-from .backends import AUTO, DOCKER, LOCAL
+from .backends import AUTO, DOCKER, LOCAL, unknown
 from .base import Sandbox
 from .daemon import available as docker_available  # the docker SDK: only when asked
 from .errors import BadOption
 from .options import Options, Problem
-from .values import describe, nearest
+from .values import describe
 
 log = logging.getLogger("sandbox")
 
@@ -41,22 +41,6 @@ def options_from(backend: str, config: Mapping[str, Any]) -> Options:
     if problems:
         raise BadOption(backend, problems)
     return cls.build(config)
-
-
-def unknown(backend: str, key: str) -> str:
-    """Why ``backend`` refuses option ``key``: another backend's, or none's (and the nearest
-    option it does take)."""
-    others = [b for b in backends.takers(key) if b != backend]
-    if others:
-        verb = "takes" if len(others) == 1 else "take"
-        takers = " and ".join(others)
-        return f"the {backend} backend does not take option {key!r} ({takers} {verb} it)"
-    known = backends.options_for(backend).names()
-    close = nearest(key, known)
-    if close:
-        return f"unknown option {key!r} for the {backend} backend; did you mean {close!r}?"
-    takes = ", ".join(known) or "none"
-    return f"unknown option {key!r} for the {backend} backend (it takes: {takes})"
 
 
 def _said(backend: str, problem: Problem) -> str:
