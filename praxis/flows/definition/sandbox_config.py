@@ -33,8 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from sandbox import backends
-from sandbox.backends import AUTO, DOCKER, LOCAL
-from sandbox.factory import unknown
+from sandbox.backends import AUTO, DOCKER, LOCAL, unknown
 from sandbox.options import MAX_DISK as MAX_DISK
 from sandbox.options import DockerOptions, Options, RayOptions, disk_size
 from sandbox.values import disk_bytes
