@@ -5,12 +5,15 @@ the phases that read it until accepted, and an unchanged linked output is not re
 from __future__ import annotations
 
 import json
+import os
+import time
 
 import pytest
 
 from praxis.flows.definition import digest
 from praxis.flows.engine import checks, reconcile, runner
 from praxis.flows.report.status import status_of
+from praxis.flows.store import intact
 from praxis.flows.store.handle import RunHandle
 from praxis.flows.store.lock import Lock
 
@@ -131,3 +134,28 @@ def test_checks_of_a_hand_edit_come_from_the_saved_version_and_match_a_whole_pas
         "picks.csv: check values failed on column 'action': 1 row(s) with values not in "
         "['keep', 'drop']; data row 2 (line 3)"
     ]
+
+
+def test_an_output_this_process_linked_since_its_phase_ended_is_not_read_again(
+    tmp_path,
+) -> None:
+    """A later phase taking an output as its input links its object into the workspace, which
+    moves the object's ctime past the phase's end: what this process checked it holding, as
+    it is now, still counts as unchanged. Written since, it is read."""
+    flow, run, state = at_first_gate(tmp_path)
+    runner.approve(flow, run.id, gate="pick")
+    runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=Fakes()))
+    runner.approve(flow, run.id, gate="total")
+    runner.advance(flow, run.id, options=runner.RunOptions(make_sandbox=Fakes()))
+    handle = RunHandle.open(run.flow, run.id)
+    recorded = handle.state.phase("report").hashes["report.txt"]
+    obj = run.paths.object(recorded)
+    long_ago = time.time() - 60  # the link below is made well after the phase ended
+    checked = intact.check(obj, recorded, "report.txt")  # as an upload checks it
+    os.link(obj, tmp_path / "in-a-workspace")  # the upload's link: the ctime moves
+    intact.linked(obj, recorded, checked)
+    assert reconcile._linked(handle, "report.txt", recorded, long_ago)
+    report = run.paths.out("report.txt")
+    report.chmod(0o644)
+    report.write_text("changed in place")
+    assert not reconcile._linked(handle, "report.txt", recorded, long_ago)

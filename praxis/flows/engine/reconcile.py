@@ -20,6 +20,7 @@ from typing import Any
 from ...command_line import typed
 from ..definition.digest import sha256_of
 from ..model.flow import Flow
+from ..store import intact
 from ..store.handle import RunHandle, held
 from ..store.layout import writable_names
 from ..store.lock import Busy
@@ -165,13 +166,17 @@ def changed_outputs(run: RunHandle) -> list[Changed]:
 
 def _linked(run: RunHandle, name: str, recorded: str, ended: float | None) -> bool:
     """True when output ``name`` is still the hard link to its recorded, read-only object and
-    that file was not written since the phase ended: unchanged, without reading it."""
+    that file was not written since the phase ended, or this process checked the object as it
+    is now (a later phase's upload links it, which moves its ctime): unchanged, without
+    reading it."""
     try:
         out = os.stat(run.paths.out(name), follow_symlinks=False)
         obj = os.stat(run.paths.object(recorded), follow_symlinks=False)
     except (OSError, ValueError):
         return False
     same = (out.st_dev, out.st_ino) == (obj.st_dev, obj.st_ino) and stat.S_ISREG(out.st_mode)
+    if same and intact.known(out, recorded):  # this process checked it, as it is now
+        return True
     return same and ended is not None and out.st_mtime <= ended and out.st_ctime <= ended + 1
 
 
