@@ -122,8 +122,14 @@ class LocalSandbox(ZygoteKernels, FolderSandbox):
         if self._process is not None:
             stop_local(self._process)
             self._tell("ungroup", self._process.pid)
-        # figures a cell leaves open are shown, as in Jupyter (whatever the host's MPLBACKEND)
-        env = {**os.environ, "PYTHONUNBUFFERED": "1", "MPLBACKEND": INLINE_BACKEND}
+        # figures a cell leaves open are shown, as in Jupyter (whatever the host's MPLBACKEND);
+        # a module a phase imports leaves no __pycache__ among its files, as in the container
+        env = {
+            **os.environ,
+            "PYTHONUNBUFFERED": "1",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "MPLBACKEND": INLINE_BACKEND,
+        }
         process = self._process = start_local(self._runtime, cwd=self.workspace.root, env=env)
         self._tell("group", process.pid)  # its SIGTERM ends every kernel it forked
         return lambda: process.poll() is not None
