@@ -261,10 +261,11 @@ def follow(
     clients: int = 20,
     poll: float = 0.5,
     deadline: float = 600.0,
-) -> None:
+) -> list[str]:
     """``clients`` reviewers, each following one run's page (run n % len(runs)), polling
     the page, its state and the flows page, approving the Gate whenever the page offers it,
-    until every run is done, failed or cancelled (or ``deadline`` seconds pass)."""
+    until every run is done, failed or cancelled (or ``deadline`` seconds pass); the runs
+    that were not, when the deadline passed."""
     until = time.monotonic() + deadline
     finished = threading.Event()
     done: set[str] = set()
@@ -297,3 +298,4 @@ def follow(
         t.start()
     for t in threads:
         t.join()
+    return sorted(set(runs) - done)

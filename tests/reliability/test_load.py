@@ -62,12 +62,17 @@ def held_up(root: Path, flow: Path, sandbox: dict[str, Any], env: dict[str, str]
     regions = [f"r{n}" for n in range(RUNS)]
     load = Load()
     serve = Serve(root, max_runs=POOL, env=env)
+    stuck: dict[str, list[tuple[str, str]]] = {}
     try:
         runs = begin_runs(serve, "load", regions, load)
-        follow(serve, "load", runs, load, clients=CLIENTS, deadline=600)
+        unfinished = follow(serve, "load", runs, load, clients=CLIENTS, deadline=600)
+        for r in unfinished:  # not ended by the deadline: where each stood, before serve stops
+            state = state_of(flow / "runs" / r)
+            stuck[r] = [("run", state.status), *((p.id, p.status) for p in state.phases)]
     finally:
         code = serve.stop()
     assert code == 0, serve.stderr[-3000:]
+    assert stuck == {}, (stuck, serve.stderr[-3000:])
 
     unanswered = [a for a in load.answers if a.status == 0]
     assert unanswered == [], unanswered[:5]
