@@ -44,6 +44,7 @@ class Job:
     advancing: bool = False  # False while it waits for a place in the pool
     error: str | None = None  # why the last advance stopped early (Busy, sandbox unavailable)
     finished: bool = False
+    again: bool = False  # asked to start while it advanced: it advances once more when done
 
     @property
     def active(self) -> bool:
@@ -96,12 +97,16 @@ class Advancer:
         return job
 
     def start(self, flow: Path, run_id: str) -> bool:
-        """Queue the run's advance; False when this server advances (or queued) it already."""
+        """Queue the run's advance; False when this server advances (or queued) it already.
+        A start while the run advances (a decision recorded as its advance is ending, after
+        it read the run) makes that advance go once more before it ends: none is lost."""
         with self._lock:
             if self._closed:
                 return False
             job = self._job(flow, run_id)
             if job.future is not None:
+                if job.advancing:
+                    job.again = True
                 return False
             job.future = self._pool.submit(self._advance, job)
             return True
@@ -140,20 +145,28 @@ class Advancer:
     def _advance(self, job: Job) -> None:
         key = (str(job.flow), job.run_id)
         try:
-            with self._lock:
-                job.advancing = True
-                if self._warmed == key:
-                    self._warmed = None
-            acting.advance(
-                job.flow,
-                job.run_id,
-                sandbox=self.make_sandbox,
-                approver=job.queue,
-                opening=self.warm.take(job.flow, job.run_id),
-                notifier=self.notifier,
-            )
-        except Exception as exc:  # shown on the run page; the run's own record has the rest
-            job.error = f"{type(exc).__name__}: {exc}"
+            while True:
+                with self._lock:
+                    job.advancing = True
+                    job.again = False
+                    if self._warmed == key:
+                        self._warmed = None
+                job.error = None
+                try:
+                    acting.advance(
+                        job.flow,
+                        job.run_id,
+                        sandbox=self.make_sandbox,
+                        approver=job.queue,
+                        opening=self.warm.take(job.flow, job.run_id),
+                        notifier=self.notifier,
+                    )
+                except Exception as exc:  # shown on the run page; the run's record has the rest
+                    job.error = f"{type(exc).__name__}: {exc}"
+                with self._lock:  # decided with start's lock: a start now sees it finished
+                    if not job.again or self._closed:
+                        job.finished = True
+                        break
         finally:
             job.finished = True
             job.queue.close()

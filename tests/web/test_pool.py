@@ -211,6 +211,30 @@ def test_a_decision_on_one_run_is_answered_while_others_of_the_flow_advance(
     assert [e.kind for e in events].count("gate_approved") == 1
 
 
+def test_an_approval_landing_as_the_runs_advance_ends_is_not_lost(
+    server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The click comes after the advance wrote "waiting at the Gate" and before its job
+    ended (the run's lock released, its notifiers told): the run is approved, and this
+    server advances it on, instead of leaving it approved and paused for good."""
+    advance = background.acting.advance
+    clicked: list[int] = []
+
+    def then_click(flow: Any, run_id: str, **kwargs: Any) -> Any:
+        state = advance(flow, run_id, **kwargs)
+        if not clicked and state.waiting == "gate":
+            clicked.append(_approve(server, run_id, state.revision).status_code)
+        return state
+
+    monkeypatch.setattr(background.acting, "advance", then_click)
+    run_id = runner.begin(server.flow).id
+    server.hold.let_go(run_id)
+    server.advancer.start(server.flow, run_id)
+    server.advancer.wait(WAIT)
+    assert clicked == [303]
+    assert server.state(run_id).status == "done"
+
+
 def test_a_run_started_from_the_flows_page_is_queued_with_its_params(server: Server) -> None:
     server.hold.let_go()
     answer = server.client.post(
