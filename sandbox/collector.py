@@ -24,10 +24,11 @@ import datetime
 import json
 import logging
 import re
+import threading
 from typing import Any
 
 from .base import ExecResult, OutputCallback
-from .output import bounded, capped_error, truncation_marker, verdict
+from .output import DISPLAY_LIMIT, STREAM_LIMIT, bounded, capped_error, truncation_marker, verdict
 
 log = logging.getLogger("sandbox")
 
@@ -345,3 +346,24 @@ def _coalesce(outputs: list[dict[str, Any]]) -> None:
 
 def _count(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and 0 < value < 1 << 53
+
+
+_warming = threading.Lock()  # held for good once a warm-up has started
+
+
+def warm_ahead() -> None:
+    """Make, on a thread of its own, what a process's first kept output costs: nbclient's and
+    nbformat's modules and nbformat's schema compiled into its validator (40-50 ms here, else
+    paid after the first phase's code ran, before its execute could end). Backends call it as
+    their first kernel starts, while its container or kernel server imports; once a process."""
+    if _warming.acquire(blocking=False):
+        threading.Thread(target=_warm, name="sandbox-warm-outputs", daemon=True).start()
+
+
+def _warm() -> None:
+    try:
+        collector = Collector(STREAM_LIMIT, DISPLAY_LIMIT)
+        collector.add("stream", {"name": "stdout", "text": "\n"})
+        collector.finish(0.0, None)
+    except Exception:  # only a head start: the first output pays it instead
+        log.debug("warming the output machinery failed", exc_info=True)

@@ -53,7 +53,9 @@ class ZygoteKernels(StandbyKernels):
         it), dormant, with the output cap installed. ``files`` of it go when it is killed or
         fails to start. Standby thread."""
         from .client import JupyterKernel
+        from .collector import warm_ahead
 
+        warm_ahead()  # while the zygote imports: the first output's nbformat schema compiled
         zygote = self._zygote
         if zygote is None:
             raise SandboxUnavailable(f"the {self.backend} sandbox is closed")

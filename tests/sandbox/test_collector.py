@@ -3,8 +3,11 @@ kernel sends."""
 
 from __future__ import annotations
 
+import json
 import random
 import re
+import subprocess
+import sys
 
 import nbformat
 from nbclient.client import _RGX_BACKSPACE, _RGX_CARRIAGERETURN
@@ -193,3 +196,29 @@ def test_whatever_the_kernel_sends_gives_valid_outputs() -> None:
         "error",
     ]
     assert result.outputs[2]["execution_count"] is None and result.status == "error"
+
+
+WARM_PROBE = """
+import json, sys, threading
+import sandbox.collector as collector
+before = "nbclient" in sys.modules
+collector.warm_ahead()
+collector.warm_ahead()  # once a process: no second thread
+warming = [t for t in threading.enumerate() if t.name == "sandbox-warm-outputs"]
+for t in warming:
+    t.join(60)
+import nbformat.validator
+print(json.dumps({"before": before, "threads": len(warming),
+                  "validators": len(nbformat.validator.validators)}))
+"""
+
+
+def test_warm_ahead_builds_the_first_outputs_schema_validator_once() -> None:
+    """What a process's first kept output costs (nbclient, nbformat's compiled schema) is made
+    ahead on one thread, in a fresh interpreter where none of it was loaded."""
+    done = subprocess.run(
+        [sys.executable, "-c", WARM_PROBE], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found == {"before": False, "threads": 1, "validators": 1}
