@@ -106,3 +106,38 @@ def test_a_link_costs_no_second_hash_and_an_edit_through_it_is_caught(
     tamper(out, b"fruit,count\napple,7\n")  # through the output
     with pytest.raises(ObjectTampered, match="it stood for p1.csv"):
         intact.check(store.path(name), name, "p1.csv")
+
+
+def test_content_stored_again_is_shown_by_its_bytes_not_hashed_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An object this process did not write (another process's, or shipped) meets the same
+    content collected again: it is compared with the new copy (hashed on its way in), not
+    hashed; it stays, and runs share its inode. One whose bytes differ is replaced."""
+    real = b"fruit,count\n" + b"apple,1\n" * 5000
+    objects = tmp_path / "objects"
+    objects.mkdir()
+    earlier = objects / sha(real)
+    earlier.write_bytes(real)  # as another process left it
+    os.chmod(earlier, 0o444)
+    inode = earlier.stat().st_ino
+    src = tmp_path / "out.csv"
+    src.write_bytes(real)
+    store = Store(objects)
+    with monkeypatch.context() as patched:
+        patched.setattr(intact, "hash_fd", lambda fd: pytest.fail("the object was hashed"))
+        name, _ = store.add_file(src, fresh=True)
+    assert name == earlier.name and earlier.stat().st_ino == inode
+    assert not list((objects / ".incoming").iterdir())  # the new copy was dropped
+
+    other = tmp_path / "other"
+    other.mkdir()
+    planted = other / sha(real)
+    planted.write_bytes(real[:-2] + b"9\n")  # the same size, one byte changed
+    planted_inode = planted.stat().st_ino
+    name, _ = Store(other).add_file(src, fresh=True)
+    assert planted.read_bytes() == real and planted.stat().st_ino != planted_inode
+    unknown = tmp_path / "unknown"
+    unknown.write_bytes(real)  # not written through the store: nothing vouches for it
+    assert not intact.holds_as(unknown, name, tmp_path / "missing")  # no copy to compare with
+    assert intact.holds_as(unknown, name, src)

@@ -222,9 +222,10 @@ class Store:
 
     def _keep(self, tmp: Path, sha: str) -> str:
         """Make ``tmp`` (just written, its content hashed on the way: ``sha``) the object
-        ``sha``, unless the store holds it already (runs share its inode); a file under that
-        name that does not hold it (changed or put there outside praxis) is replaced."""
-        if intact.holds(self.path(sha), sha):
+        ``sha``, unless the store holds it already (runs share its inode): shown by its
+        bytes being ``tmp``'s, not by hashing it again. A file under that name that does not
+        hold it (changed or put there outside praxis) is replaced."""
+        if intact.holds_as(self.path(sha), sha, tmp):
             tmp.unlink(missing_ok=True)
             return sha
         os.chmod(tmp, 0o444)
