@@ -424,10 +424,14 @@ def test_a_pickle_from_a_hostile_cluster_runs_nothing_on_the_host(
     payload = PAYLOAD.format(marker=str(marker), garbage=garbage)
     address = nodes.client if client else nodes.address  # ray:// or a driver's
     trap = [sys.executable, "-c", TRAP, address]
-    set_up = subprocess.run(
-        [*trap, "set", name, payload, str(control)], capture_output=True, timeout=120
-    )
-    assert control.read_text() == "ran as uid 0", set_up.stderr[-2000:]
+    for _ in range(2):  # a fresh head's first Ray client server may fail to start (Ray's own)
+        set_up = subprocess.run(
+            [*trap, "set", name, payload, str(control)], capture_output=True, timeout=120
+        )
+        if control.exists() or b"Starting Ray client server failed" not in set_up.stderr:
+            break
+    ran = control.read_text() if control.exists() else None  # the set-up's error, else
+    assert ran == "ran as uid 0", (set_up.returncode, set_up.stderr[-3000:])
     try:
         sb = open_sandbox(
             {"backend": "ray", "address": address, "image": docker_image,
